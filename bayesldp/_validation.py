@@ -1,0 +1,118 @@
+"""Argument checks shared by the whole package (internal)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+
+RNGLike = np.random.Generator | np.random.SeedSequence | int | None
+
+
+def as_generator(rng: RNGLike) -> np.random.Generator:
+    """Return a ``numpy.random.Generator`` from a Generator, SeedSequence, int seed or None."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        if rng < 0:
+            raise InvalidInputError(f"rng: a seed must be a non-negative integer, got {rng}")
+        return np.random.default_rng(int(rng))
+    raise InvalidTypeError(
+        f"rng: expected a numpy Generator, SeedSequence, non-negative int or None, "
+        f"got {type(rng).__name__}"
+    )
+
+
+def check_k(k: object, name: str = "k") -> int:
+    """Validate a domain size K (an integer >= 2)."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise InvalidTypeError(f"{name}: expected an integer number of categories, got {k!r}")
+    if k < 2:
+        raise InvalidInputError(f"{name}: the domain needs at least 2 categories, got {k}")
+    return int(k)
+
+
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
+    """Validate a privacy budget: a finite real number > 0."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+        raise InvalidTypeError(f"{name}: expected a positive finite number, got {epsilon!r}")
+    value = float(epsilon)
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidInputError(f"{name}: must be finite and > 0, got {value}")
+    return value
+
+
+def check_probability(value: object, name: str, *, low_open: bool = True) -> float:
+    """Validate a probability in (0, 1] (or [0, 1] when ``low_open`` is False)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidTypeError(f"{name}: expected a number in (0, 1], got {value!r}")
+    v = float(value)
+    bad_low = v <= 0 if low_open else v < 0
+    if not math.isfinite(v) or bad_low or v > 1:
+        interval = "(0, 1]" if low_open else "[0, 1]"
+        raise InvalidInputError(f"{name}: must lie in {interval}, got {v}")
+    return v
+
+
+def check_values(x: object, k: int, name: str = "x") -> np.ndarray:
+    """Validate true values: a non-empty 1-d array of integers in 0..k-1 (returned as int64)."""
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise InvalidInputError(
+            f"{name}: expected a 1-d array of categories, got shape {arr.shape}"
+        )
+    if arr.size == 0:
+        raise InvalidInputError(f"{name}: is empty; at least one user is needed")
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise InvalidTypeError(
+            f"{name}: expected integer categories 0..{k - 1}, got dtype {arr.dtype}"
+        )
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            raise InvalidInputError(f"{name}: contains NaN or infinite values")
+        if not np.all(arr == np.round(arr)):
+            bad = arr[arr != np.round(arr)][0]
+            raise InvalidInputError(f"{name}: categories must be integers, got {bad}")
+    lo, hi = arr.min(), arr.max()
+    if lo < 0 or hi >= k:
+        bad = lo if lo < 0 else hi
+        raise InvalidInputError(f"{name}: categories must lie in 0..{k - 1}, got {bad}")
+    return arr.astype(np.int64, copy=False)
+
+
+def check_counts(counts: object, name: str = "counts", *, length: int | None = None) -> np.ndarray:
+    """Validate a vector of non-negative integer counts (returned as int64)."""
+    arr = np.asarray(counts)
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{name}: expected a 1-d array of counts, got shape {arr.shape}")
+    if length is not None and arr.shape[0] != length:
+        raise InvalidInputError(f"{name}: expected {length} counts, got {arr.shape[0]}")
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise InvalidTypeError(f"{name}: expected integer counts, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            raise InvalidInputError(f"{name}: contains NaN or infinite values")
+        if not np.all(arr == np.round(arr)):
+            raise InvalidInputError(f"{name}: counts must be whole numbers")
+    if arr.size and arr.min() < 0:
+        raise InvalidInputError(f"{name}: counts must be >= 0, got {arr.min()}")
+    return arr.astype(np.int64)
+
+
+def check_theta(theta: object, k: int, name: str = "theta") -> np.ndarray:
+    """Validate a point of the probability simplex of dimension k."""
+    arr = np.asarray(theta, dtype=float)
+    if arr.shape != (k,):
+        raise InvalidInputError(f"{name}: expected shape ({k},), got {arr.shape}")
+    if not np.all(np.isfinite(arr)) or arr.min() < 0:
+        raise InvalidInputError(f"{name}: entries must be finite and >= 0")
+    if abs(arr.sum() - 1.0) > 1e-8:
+        raise InvalidInputError(f"{name}: must sum to 1, sums to {arr.sum()!r}")
+    return arr

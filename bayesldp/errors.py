@@ -1,0 +1,28 @@
+"""Exceptions raised by bayesldp.
+
+Every error caused by a caller's input is a subclass of :class:`BayesLDPError` *and* of the
+matching builtin (``ValueError`` or ``TypeError``), so ``except ValueError`` keeps working.
+Messages name the argument, the value received and what would be valid.
+"""
+
+from __future__ import annotations
+
+
+class BayesLDPError(Exception):
+    """Base class of every error raised by bayesldp."""
+
+
+class InvalidInputError(BayesLDPError, ValueError):
+    """An argument has the right type but a value outside what is valid."""
+
+
+class InvalidTypeError(BayesLDPError, TypeError):
+    """An argument has a type bayesldp cannot use."""
+
+
+class IncompatibleTallyError(InvalidInputError):
+    """Two tallies that come from different mechanisms (or domains) were combined."""
+
+
+class NotSupportedError(BayesLDPError, NotImplementedError):
+    """The operation is well defined in general but not available for this mechanism."""

@@ -1,0 +1,287 @@
+"""The mechanism protocol shared by every LDP mechanism in bayesldp.
+
+Orientation everywhere: a channel is ``P[x, y] = Pr(Y = y | X = x)``; rows are true inputs,
+columns are reports.  A mechanism is epsilon-LDP iff ``max_x P[x, y] <= e^eps min_x P[x, y]`` for
+every report ``y``, so for a finite channel the realised epsilon is exact:
+
+    eps_realised = max_y log(max_x P[x, y] / min_x P[x, y]).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from bayesldp._validation import RNGLike, as_generator, check_counts, check_epsilon, check_k
+from bayesldp.errors import IncompatibleTallyError, InvalidInputError, NotSupportedError
+from bayesldp.tally import Tally
+
+
+def realised_epsilon_of_channel(channel: np.ndarray) -> float:
+    """Exact epsilon of a finite channel: ``max_y log(max_x P[x,y] / min_x P[x,y])``.
+
+    Columns that no input can produce are ignored; a column that some inputs produce and others
+    cannot gives ``inf`` (no finite epsilon).
+    """
+    channel = np.asarray(channel, dtype=float)
+    col_max = channel.max(axis=0)
+    col_min = channel.min(axis=0)
+    live = col_max > 0
+    if np.any(col_min[live] <= 0):
+        return float("inf")
+    return float(np.max(np.log(col_max[live]) - np.log(col_min[live])))
+
+
+class Mechanism(ABC):
+    """An epsilon-LDP frequency-estimation mechanism over the domain ``0..k-1``.
+
+    Subclasses implement the client side (:meth:`perturb`), the aggregator side (:meth:`tally`),
+    the exact privacy check (:meth:`realised_epsilon`) and the unbiased frequency oracle
+    (:meth:`unbiased_frequencies`, :meth:`oracle_variance`).
+    """
+
+    name: ClassVar[str]
+
+    def __init__(self, k: int, epsilon: float) -> None:
+        self.k = check_k(k)
+        self.epsilon = check_epsilon(epsilon)
+
+    # ------------------------------------------------------------------ identity
+    def params(self) -> dict[str, Any]:
+        """The parameters that define this mechanism (JSON-friendly)."""
+        return {"k": self.k, "epsilon": self.epsilon}
+
+    @property
+    def family(self) -> str:
+        """Tallies merge only within one family (by default: identical parameters)."""
+        return str(self._key())
+
+    def _key(self) -> tuple:
+        return (type(self).__name__, *sorted((k, _freeze(v)) for k, v in self.params().items()))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mechanism) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={_short(v)}" for k, v in self.params().items())
+        return f"{type(self).__name__}({inner})"
+
+    # ------------------------------------------------------------------ client / aggregator
+    @abstractmethod
+    def perturb(self, x: Any, rng: RNGLike = None) -> Any:
+        """Randomise the true values ``x`` (ints in 0..k-1), one report per user."""
+
+    @abstractmethod
+    def tally(self, reports: Any) -> Tally:
+        """Aggregate reports into a :class:`~bayesldp.Tally`."""
+
+    def simulate_tally(self, true_counts: Any, rng: RNGLike = None) -> Tally:
+        """The tally of ``sum(true_counts)`` users, ``true_counts[x]`` of whom hold ``x``.
+
+        Statistically identical to ``tally(perturb(x))``.  This generic version perturbs every
+        user (cost O(n)); finite-channel mechanisms override it with a multinomial per category.
+        """
+        counts = check_counts(true_counts, "true_counts", length=self.k)
+        x = np.repeat(np.arange(self.k), counts)
+        return self.tally(self.perturb(x, rng))
+
+    # ------------------------------------------------------------------ privacy
+    @abstractmethod
+    def realised_epsilon(self) -> float:
+        """The epsilon this mechanism actually guarantees, computed from its channel."""
+
+    @property
+    def channel(self) -> np.ndarray:
+        """The K x |Y| channel ``P[x, y]`` (only where the output space is finite and small)."""
+        raise NotSupportedError(f"{type(self).__name__} has no small finite channel")
+
+    # ------------------------------------------------------------------ oracle
+    @abstractmethod
+    def unbiased_frequencies(self, tally: Tally) -> np.ndarray:
+        """The unbiased frequency estimate (may leave the simplex)."""
+
+    @abstractmethod
+    def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
+        """Exact variance of each coordinate of the unbiased estimate.
+
+        For ``n`` users whose true values are fixed with frequencies ``theta``.
+        """
+
+    def audit_event(self, reports: Any, x0: int, x1: int) -> np.ndarray:
+        """Boolean per report: the event that best tells input ``x0`` from ``x1``.
+
+        Used by :func:`bayesldp.audit.audit`; the ratio of its probabilities under ``x0`` and
+        ``x1`` should reach ``e^eps`` for a tight mechanism.
+        """
+        raise NotSupportedError(f"{type(self).__name__} defines no audit event")
+
+    def check_tally(self, tally: Tally) -> Tally:
+        """Raise unless ``tally`` came from exactly this mechanism."""
+        if not isinstance(tally, Tally):
+            raise InvalidInputError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
+        if tally.mechanism != self:
+            source = tally.mechanism if tally.mechanism is not None else tally.family
+            raise IncompatibleTallyError(f"tally: it comes from {source}, not from {self!r}")
+        return tally
+
+
+class FiniteChannelMechanism(Mechanism):
+    """A mechanism whose reports are integers ``0..n_outputs-1`` with a known channel.
+
+    The tally is exact: one dense row per observed report ``y``, the channel column ``P[:, y]``.
+    The default oracle inverts a square channel, ``f = P^{-T} phi`` with ``phi`` the report
+    frequencies; its exact variance for a fixed population with frequencies ``theta`` is the
+    diagonal of ``P^{-T} C P^{-1}``, ``C = sum_x theta_x (diag P_x - P_x P_x^T) / n``.
+    """
+
+    @property
+    @abstractmethod
+    def channel(self) -> np.ndarray:
+        """The K x n_outputs channel matrix."""
+
+    @property
+    def n_outputs(self) -> int:
+        """Size of the report alphabet."""
+        return int(self.channel.shape[1])
+
+    def realised_epsilon(self) -> float:
+        return realised_epsilon_of_channel(self.channel)
+
+    def check_reports(self, reports: Any) -> np.ndarray:
+        """Validate integer reports in ``0..n_outputs-1``."""
+        arr = np.asarray(reports)
+        if arr.ndim != 1:
+            raise InvalidInputError(f"reports: expected a 1-d array, got shape {arr.shape}")
+        if arr.size == 0:
+            raise InvalidInputError("reports: is empty; at least one report is needed")
+        if arr.dtype.kind not in "iu":
+            raise InvalidInputError(f"reports: expected integer reports, got dtype {arr.dtype}")
+        m = self.n_outputs
+        if arr.min() < 0 or arr.max() >= m:
+            bad = arr.min() if arr.min() < 0 else arr.max()
+            raise InvalidInputError(f"reports: must lie in 0..{m - 1}, got {bad}")
+        return arr.astype(np.int64, copy=False)
+
+    def tally(self, reports: Any) -> Tally:
+        reports = self.check_reports(reports)
+        return self.tally_from_report_counts(np.bincount(reports, minlength=self.n_outputs))
+
+    def tally_from_report_counts(self, report_counts: Any) -> Tally:
+        """Build the tally from counts of each report value (already aggregated data)."""
+        report_counts = check_counts(report_counts, "report_counts", length=self.n_outputs)
+        if report_counts.sum() == 0:
+            raise InvalidInputError("report_counts: all zero; at least one report is needed")
+        seen = np.flatnonzero(report_counts)
+        return Tally(
+            report_counts[seen],
+            rows=self.channel[:, seen].T,
+            stat=self._oracle_stat(report_counts),
+            mechanism=self,
+        )
+
+    def audit_event(self, reports: Any, x0: int, x1: int) -> np.ndarray:
+        """Reports ``y`` with the largest likelihood ratio ``P[x0, y] / P[x1, y]``."""
+        channel = self.channel
+        ratio = np.log(channel[x0]) - np.log(channel[x1])
+        return np.isin(np.asarray(reports), np.flatnonzero(ratio >= ratio.max() - 1e-12))
+
+    def _oracle_stat(self, report_counts: np.ndarray) -> np.ndarray:
+        if self.n_outputs != self.k:
+            raise NotSupportedError(f"{type(self).__name__} must define its oracle statistic")
+        return report_counts.astype(float)
+
+    def simulate_tally(self, true_counts: Any, rng: RNGLike = None) -> Tally:
+        """Tally of ``sum(true_counts)`` users drawn as one multinomial per true category.
+
+        Cost O(K * n_outputs), independent of n.
+        """
+        counts = check_counts(true_counts, "true_counts", length=self.k)
+        if counts.sum() == 0:
+            raise InvalidInputError("true_counts: all zero; at least one user is needed")
+        gen = as_generator(rng)
+        channel = self.channel
+        pvals = channel / channel.sum(axis=1, keepdims=True)
+        report_counts = gen.multinomial(counts, pvals).sum(axis=0)
+        return self.tally_from_report_counts(report_counts)
+
+    # ------------------------------------------------------------------ channel-inverse oracle
+    def unbiased_frequencies(self, tally: Tally) -> np.ndarray:
+        self.check_tally(tally)
+        return np.linalg.solve(self.channel.T, tally.stat / tally.n)
+
+    def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        p = self.channel
+        cov = np.diag(theta @ p) - (p.T * theta) @ p
+        inv = np.linalg.inv(p)
+        return np.einsum("ij,jk,ki->i", inv.T, cov, inv) / n
+
+
+class PureProtocol(Mechanism):
+    """A pure LDP protocol (Wang et al., USENIX Security 2017, Definition 3).
+
+    Each report ``y`` supports a set of inputs with ``Pr[x in S(Y) | X = x] = p*`` and
+    ``Pr[x in S(Y) | X = x'] = q*`` for ``x' != x``.  The oracle statistic is the support count
+    ``h(x) = sum_i 1[x in S(y_i)]``; the unbiased estimate and its exact variance
+    (fixed population with frequencies ``f``) are
+
+    .. math::
+
+        \\hat f(x) = \\frac{h(x)/n - q^*}{p^* - q^*}, \\qquad
+        \\mathrm{Var}[\\hat f(x)] = \\frac{q^*(1-q^*)}{n (p^*-q^*)^2}
+            + \\frac{f(x)(1-p^*-q^*)}{n (p^*-q^*)}.
+    """
+
+    @property
+    @abstractmethod
+    def p_star(self) -> float:
+        """Pr[x in Support(Y) | X = x]."""
+
+    @property
+    @abstractmethod
+    def q_star(self) -> float:
+        """Pr[x in Support(Y) | X = x'] for x' != x."""
+
+    def unbiased_frequencies(self, tally: Tally) -> np.ndarray:
+        self.check_tally(tally)
+        return (tally.stat / tally.n - self.q_star) / (self.p_star - self.q_star)
+
+    def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
+        p, q = self.p_star, self.q_star
+        theta = np.asarray(theta, dtype=float)
+        return q * (1 - q) / (n * (p - q) ** 2) + theta * (1 - p - q) / (n * (p - q))
+
+    @abstractmethod
+    def supports(self, reports: Any, x: int) -> np.ndarray:
+        """Boolean per report: is ``x`` in the support set of the report?"""
+
+    def audit_event(self, reports: Any, x0: int, x1: int) -> np.ndarray:
+        """The report supports ``x0`` and not ``x1``."""
+        return self.supports(reports, x0) & ~self.supports(reports, x1)
+
+    def var_star(self) -> float:
+        """``n * Var*``: the variance of one coordinate as its frequency tends to 0, times n."""
+        p, q = self.p_star, self.q_star
+        return q * (1 - q) / (p - q) ** 2
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return (value.shape, tuple(value.ravel().tolist()))
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    if isinstance(value, np.ndarray | list | tuple) and len(value) > 8:
+        items = list(np.asarray(value).ravel()[:8])
+        return "[" + ", ".join(str(v) for v in items) + ", ...]"
+    return repr(value) if not isinstance(value, np.ndarray) else str(value.tolist())

@@ -1,0 +1,234 @@
+"""The Tally: the one sufficient statistic every estimator and sampler reads.
+
+A tally of ``n`` LDP reports is a list of distinct *likelihood rows* ``L[u, x]``, each proportional
+(per row) to ``Pr(report u | X = x)``, with the number of reports ``c[u]`` that produced it.  The
+log-likelihood of a population distribution ``theta`` is, up to an additive constant,
+
+.. math:: \\ell(\\theta) = \\sum_u c_u \\log (L_u \\cdot \\theta).
+
+Rows are stored in one of two forms:
+
+* dense: a float matrix ``rows`` of shape ``(U, K)`` (finite channels: the rows are the exact
+  channel columns ``P[:, y]``, so the log-likelihood is exact);
+* support form: a boolean matrix ``support`` of shape ``(U, K)`` with two levels ``(lo, hi)``,
+  ``L[u, x] = lo + (hi - lo) * support[u, x]`` (unary encoding, local hashing, Hadamard response).
+
+A tally also carries ``stat``, the additive statistic the mechanism's unbiased oracle reads
+(support counts for pure protocols, the sum of noisy vectors for SHE, report counts for finite
+channels).  Tallies of the same mechanism family merge with ``+`` (shards, days, partitions).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayesldp._validation import check_counts
+from bayesldp.errors import IncompatibleTallyError, InvalidInputError, InvalidTypeError
+
+if TYPE_CHECKING:
+    from bayesldp.mechanisms.base import Mechanism
+
+
+def _unique_rows_dense(rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+    merged = np.bincount(inverse.reshape(-1), weights=counts, minlength=uniq.shape[0])
+    return uniq, merged.astype(np.int64)
+
+
+def _unique_rows_support(support: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    k = support.shape[1]
+    packed = np.packbits(support, axis=1)
+    keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    merged = np.bincount(inverse.reshape(-1), weights=counts, minlength=first.shape[0])
+    uniq = np.unpackbits(packed[first], axis=1, count=k).astype(bool)
+    return uniq, merged.astype(np.int64)
+
+
+class Tally:
+    """Distinct likelihood rows of a set of LDP reports and how many reports gave each.
+
+    Parameters
+    ----------
+    counts : array of int, shape (U,)
+        Number of reports per row; rows with count 0 are dropped.
+    rows : array of float, shape (U, K), optional
+        Dense likelihood rows (non-negative, each with a positive entry).
+    support : array of bool, shape (U, K), optional
+        Support form; give together with ``levels``.
+    levels : (float, float), optional
+        ``(lo, hi)`` with ``0 <= lo``, ``0 < hi``: the row values off and on the support.
+    stat : array of float, shape (K,)
+        The mechanism's additive oracle statistic.
+    mechanism : Mechanism or None
+        The mechanism that produced every report, or None when the tally mixes members of one
+        family (for example RRRR with different subsets in an adaptive survey).
+    family : str, optional
+        What may be merged with what; defaults to ``mechanism.family``.
+    """
+
+    __slots__ = ("_counts", "_levels", "_rows", "_support", "family", "mechanism", "stat")
+
+    def __init__(
+        self,
+        counts: Any,
+        *,
+        rows: Any = None,
+        support: Any = None,
+        levels: tuple[float, float] | None = None,
+        stat: Any,
+        mechanism: Mechanism | None = None,
+        family: str | None = None,
+    ) -> None:
+        counts = check_counts(counts, "counts")
+        if (rows is None) == (support is None):
+            raise InvalidInputError("Tally: give exactly one of rows= or support=")
+        if mechanism is None and family is None:
+            raise InvalidInputError("Tally: give a mechanism or a family")
+        self.mechanism = mechanism
+        self.family = family if family is not None else mechanism.family
+        if rows is not None:
+            rows = np.asarray(rows, dtype=float)
+            self._check_matrix(rows, counts)
+            if not np.all(np.isfinite(rows)) or rows.min() < 0:
+                raise InvalidInputError("rows: likelihood rows must be finite and >= 0")
+            if np.any(rows.max(axis=1) <= 0):
+                raise InvalidInputError("rows: every likelihood row needs a positive entry")
+            keep = counts > 0
+            self._rows, self._counts = _unique_rows_dense(rows[keep], counts[keep])
+            self._support, self._levels = None, None
+        else:
+            support = np.asarray(support)
+            if support.dtype != bool:
+                raise InvalidTypeError(f"support: expected a boolean matrix, got {support.dtype}")
+            self._check_matrix(support, counts)
+            if levels is None or len(levels) != 2:
+                raise InvalidInputError("levels: support form needs levels=(lo, hi)")
+            lo, hi = float(levels[0]), float(levels[1])
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo >= 0 and hi > 0):
+                raise InvalidInputError(f"levels: need finite 0 <= lo and 0 < hi, got {levels}")
+            keep = counts > 0
+            self._support, self._counts = _unique_rows_support(support[keep], counts[keep])
+            self._levels = (lo, hi)
+            self._rows = None
+        if self._counts.size == 0:
+            raise InvalidInputError("counts: the tally holds no reports (every count is 0)")
+        stat = np.asarray(stat, dtype=float)
+        if stat.shape != (self.k,):
+            raise InvalidInputError(f"stat: expected shape ({self.k},), got {stat.shape}")
+        self.stat = stat
+
+    @staticmethod
+    def _check_matrix(matrix: np.ndarray, counts: np.ndarray) -> None:
+        if matrix.ndim != 2 or matrix.shape[0] != counts.shape[0] or matrix.shape[1] < 2:
+            raise InvalidInputError(
+                f"rows: expected shape ({counts.shape[0]}, K) with K >= 2, got {matrix.shape}"
+            )
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def k(self) -> int:
+        """Number of categories K."""
+        matrix = self._rows if self._rows is not None else self._support
+        return int(matrix.shape[1])
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Reports per distinct row, shape (U,)."""
+        return self._counts
+
+    @property
+    def n(self) -> int:
+        """Total number of reports."""
+        return int(self._counts.sum())
+
+    @property
+    def n_rows(self) -> int:
+        """Number of distinct likelihood rows U."""
+        return int(self._counts.shape[0])
+
+    @property
+    def is_support_form(self) -> bool:
+        """True when rows are stored as a boolean support matrix with two levels."""
+        return self._support is not None
+
+    @property
+    def support(self) -> np.ndarray | None:
+        """Boolean support matrix (U, K) in support form, else None."""
+        return self._support
+
+    @property
+    def levels(self) -> tuple[float, float] | None:
+        """``(lo, hi)`` in support form, else None."""
+        return self._levels
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Dense likelihood rows, shape (U, K) (materialised from support form if needed)."""
+        if self._rows is not None:
+            return self._rows
+        lo, hi = self._levels
+        return lo + (hi - lo) * self._support
+
+    # ------------------------------------------------------------------ likelihood
+    def row_dot(self, theta: Any) -> np.ndarray:
+        """``L @ theta`` for theta of shape (..., K): returns shape (..., U)."""
+        theta = np.asarray(theta, dtype=float)
+        if self._rows is not None:
+            return theta @ self._rows.T
+        lo, hi = self._levels
+        return lo * theta.sum(axis=-1, keepdims=True) + (hi - lo) * (theta @ self._support.T)
+
+    def loglik(self, theta: Any) -> np.ndarray | float:
+        """Log-likelihood ``sum_u c_u log(L_u . theta)`` (up to a constant) for theta (..., K)."""
+        with np.errstate(divide="ignore"):
+            value = np.log(self.row_dot(theta)) @ self._counts
+        return float(value) if np.ndim(value) == 0 else value
+
+    # ------------------------------------------------------------------ merging
+    def __add__(self, other: object) -> Tally:
+        if isinstance(other, int) and other == 0:  # lets sum() start from 0
+            return self
+        if not isinstance(other, Tally):
+            return NotImplemented
+        if other.family != self.family or other.k != self.k:
+            raise IncompatibleTallyError(
+                f"cannot merge tallies of different mechanisms: {self.family} and {other.family}"
+            )
+        mechanism = self.mechanism if self.mechanism == other.mechanism else None
+        counts = np.concatenate([self._counts, other._counts])
+        stat = self.stat + other.stat
+        if self.is_support_form and other.is_support_form and self._levels == other._levels:
+            support = np.concatenate([self._support, other._support])
+            return Tally(
+                counts,
+                support=support,
+                levels=self._levels,
+                stat=stat,
+                mechanism=mechanism,
+                family=self.family,
+            )
+        rows = np.concatenate([self.rows, other.rows])
+        return Tally(counts, rows=rows, stat=stat, mechanism=mechanism, family=self.family)
+
+    __radd__ = __add__
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Tally):
+            return NotImplemented
+        return (
+            self.family == other.family
+            and self.mechanism == other.mechanism
+            and np.array_equal(self._counts, other._counts)
+            and self._levels == other._levels
+            and np.array_equal(self.rows, other.rows)
+            and np.array_equal(self.stat, other.stat)
+        )
+
+    __hash__ = None  # mutable arrays inside: not hashable
+
+    def __repr__(self) -> str:
+        form = "support" if self.is_support_form else "dense"
+        return f"Tally(family={self.family!r}, k={self.k}, n={self.n}, rows={self.n_rows}, {form})"

@@ -1,0 +1,36 @@
+"""Seeded statistical checks shared by the tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+
+def assert_matches_distribution(observed_counts, probabilities, *, p_min=1e-4, min_expected=5):
+    """Chi-square goodness of fit of counts to probabilities (bins with tiny expectation pooled)."""
+    observed = np.asarray(observed_counts, dtype=float)
+    probs = np.asarray(probabilities, dtype=float)
+    assert np.isclose(probs.sum(), 1.0), probs.sum()
+    expected = probs * observed.sum()
+    small = expected < min_expected
+    if small.any():
+        observed = np.append(observed[~small], observed[small].sum())
+        expected = np.append(expected[~small], expected[small].sum())
+        keep = expected > 0
+        observed, expected = observed[keep], expected[keep]
+    if observed.size < 2:
+        return
+    result = stats.chisquare(observed, expected)
+    assert result.pvalue > p_min, f"chi-square p = {result.pvalue:.2e}"
+
+
+def assert_unbiased_with_variance(estimates, truth, variance, *, z=4.0, rel_var=0.10):
+    """Monte Carlo mean within z standard errors of truth; empirical variance within rel_var."""
+    estimates = np.asarray(estimates, dtype=float)
+    reps = estimates.shape[0]
+    mean = estimates.mean(axis=0)
+    se = np.sqrt(np.asarray(variance) / reps)
+    assert np.all(np.abs(mean - truth) <= z * se), (mean - truth) / se
+    emp_var = estimates.var(axis=0, ddof=1)
+    rel = emp_var / variance - 1
+    assert np.all(np.abs(rel) <= rel_var), rel
