@@ -1,4 +1,13 @@
-"""bayesldp: Bayesian frequency estimation under local differential privacy."""
+"""bayesldp: Bayesian frequency estimation under local differential privacy.
+
+Public names are imported lazily, so ``import bayesldp`` stays fast and PyMC is only loaded by
+the functions that need it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from bayesldp.errors import (
     BayesLDPError,
@@ -7,19 +16,52 @@ from bayesldp.errors import (
     InvalidTypeError,
     NotSupportedError,
 )
-from bayesldp.mechanisms import GRR, Mechanism
 from bayesldp.tally import Tally
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "Mechanism": "bayesldp.mechanisms.base",
+    "GRR": "bayesldp.mechanisms.grr",
+    "SUE": "bayesldp.mechanisms.unary",
+    "OUE": "bayesldp.mechanisms.unary",
+    "BLH": "bayesldp.mechanisms.hashing",
+    "OLH": "bayesldp.mechanisms.hashing",
+    "SHE": "bayesldp.mechanisms.histogram",
+    "THE": "bayesldp.mechanisms.histogram",
+    "HadamardResponse": "bayesldp.mechanisms.hadamard",
+    "RRRR": "bayesldp.mechanisms.rrrr",
+    "NodeSampling": "bayesldp.mechanisms.sampling",
+    "audit": "bayesldp.audit",
+    "estimate": "bayesldp.estimators",
+    "Estimate": "bayesldp.estimators",
+    "fit": "bayesldp.bayes",
+    "load_fit": "bayesldp.bayes",
+    "save_fit": "bayesldp.bayes",
+    "Dirichlet": "bayesldp.bayes",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bayesldp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
 __all__ = [
-    "GRR",
     "BayesLDPError",
     "IncompatibleTallyError",
     "InvalidInputError",
     "InvalidTypeError",
-    "Mechanism",
     "NotSupportedError",
     "Tally",
     "__version__",
+    *_LAZY,
 ]
