@@ -1,0 +1,101 @@
+"""Figures. Plotting only: nothing here samples or estimates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_estimates_vs_truth(truth, estimates: dict[str, tuple], ax=None, title: str = ""):
+    """Point estimates with intervals (lower, upper) per method against the truth.
+
+    ``estimates`` maps a label to ``(point, lower, upper)`` arrays of length K.
+    """
+    plt = _pyplot()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4))
+    k = len(truth)
+    x = np.arange(k)
+    width = 0.8 / max(1, len(estimates))
+    for i, (label, (point, lower, upper)) in enumerate(estimates.items()):
+        offset = (i - (len(estimates) - 1) / 2) * width
+        yerr = np.vstack([point - lower, upper - point])
+        ax.errorbar(x + offset, point, yerr=yerr, fmt="o", ms=3, capsize=2, label=label)
+    ax.scatter(x, truth, marker="_", s=200, color="black", label="truth", zorder=5)
+    ax.set_xlabel("category")
+    ax.set_ylabel("frequency")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot_error_by_method(summary: list[dict[str, Any]], metric: str = "tv", ax=None):
+    """Bar chart of an error metric (mean ± sd over repeats) per method and mechanism."""
+    plt = _pyplot()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4))
+    labels = [f"{e['mechanism']} ε={e['epsilon']:g}" for e in summary]
+    groups = list(dict.fromkeys(labels))
+    methods = list(dict.fromkeys(e["method"] for e in summary))
+    width = 0.8 / max(1, len(methods))
+    for j, method in enumerate(methods):
+        vals = np.full(len(groups), np.nan)
+        errs = np.zeros(len(groups))
+        for e, label in zip(summary, labels, strict=True):
+            if e["method"] == method:
+                vals[groups.index(label)] = e[metric]
+                errs[groups.index(label)] = e[f"{metric}_sd"]
+        pos = np.arange(len(groups)) + (j - (len(methods) - 1) / 2) * width
+        ax.bar(pos, vals, width, yerr=errs, label=method, capsize=2)
+    ax.set_xticks(np.arange(len(groups)), groups, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(metric.upper())
+    ax.legend(fontsize=7)
+    return ax
+
+
+def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]:
+    """The standard figures of a study report; returns the file names written."""
+    plt = _pyplot()
+    names = []
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    plot_error_by_method(summary, "tv", ax)
+    ax.set_title("Error per method: TV (mean ± sd over repeats)")
+    fig.tight_layout()
+    fig.savefig(out / "error_by_method.png", dpi=110)
+    plt.close(fig)
+    names.append("error_by_method.png")
+    truth = result.truths[0]
+    first = [e for e in result.estimates if e["repeat"] == 0]
+    for mech_label in dict.fromkeys((e["mechanism"], e["epsilon"]) for e in first):
+        rows = [e for e in first if (e["mechanism"], e["epsilon"]) == mech_label]
+        estimates = {}
+        for method in dict.fromkeys(e["method"] for e in rows):
+            sel = sorted((e for e in rows if e["method"] == method), key=lambda e: e["category"])
+            point = np.array([e["estimate"] for e in sel])
+            lower = np.array([e["lower_90"] for e in sel], dtype=float)
+            upper = np.array([e["upper_90"] for e in sel], dtype=float)
+            lower, upper = (
+                np.where(np.isnan(lower), point, lower),
+                np.where(np.isnan(upper), point, upper),
+            )
+            estimates[method] = (point, lower, upper)
+        fig, ax = plt.subplots(figsize=(9, 4))
+        title = f"{mech_label[0]} ε={mech_label[1]:g}: 90% intervals vs truth (repeat 1)"
+        plot_estimates_vs_truth(truth, estimates, ax, title)
+        fig.tight_layout()
+        name = f"estimates_{mech_label[0]}_eps{mech_label[1]:g}.png"
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        names.append(name)
+    return names

@@ -1,0 +1,187 @@
+"""Reading and validating study specifications (``models/*.toml``).
+
+A spec is a TOML file checked against a small schema before anything runs; every problem is
+reported as one line naming the key's path in the file, e.g.
+``models/x.toml: [population].k: expected an integer, got "ten"``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bayesldp.errors import InvalidInputError
+
+MECHANISM_NAMES = ("GRR", "SUE", "OUE", "BLH", "OLH", "SHE", "THE", "HadamardResponse", "RRRR")
+POPULATION_KINDS = ("dirichlet", "zipf", "binomial", "uniform", "frequencies")
+
+
+class SpecError(InvalidInputError):
+    """A study specification is malformed; the message names the file and the key path."""
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a table: its type(s), whether it is required, its default and allowed values."""
+
+    types: type | tuple[type, ...]
+    required: bool = False
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    items: type | tuple[type, ...] | None = None  # element type for lists
+    doc: str = ""
+
+
+STUDY = {
+    "name": Field(str, required=True, doc="name used in the report"),
+    "seed": Field(int, default=0, doc="master seed; every repeat gets a child stream"),
+    "repeats": Field(int, default=1, doc="independent repetitions"),
+    "n": Field(int, required=True, doc="number of users"),
+    "description": Field(str, default=""),
+}
+POPULATION = {
+    "kind": Field(str, required=True, choices=POPULATION_KINDS),
+    "k": Field(int, required=True, doc="number of categories"),
+    "alpha": Field((int, float), default=1.0, doc="dirichlet concentration"),
+    "s": Field((int, float), default=1.1, doc="zipf exponent"),
+    "p": Field((int, float), default=0.5, doc="binomial success probability"),
+    "frequencies": Field(list, items=(int, float), doc="explicit frequencies (kind=frequencies)"),
+    "redraw": Field(bool, default=True, doc="draw a new theta for each repeat (dirichlet)"),
+}
+MECHANISM = {
+    "name": Field(str, required=True, choices=MECHANISM_NAMES),
+    "epsilon": Field((int, float, list), required=True, items=(int, float)),
+    "g": Field(int, doc="OLH hash range"),
+    "subset": Field(list, items=int, doc="RRRR subset S"),
+    "eps1": Field((int, float), doc="RRRR first-stage budget"),
+    "threshold": Field((int, float), doc="THE threshold"),
+}
+ESTIMATORS = {
+    "methods": Field(list, default=["oracle"], items=str),
+}
+BAYES = {
+    "method": Field(str, default="auto"),
+    "prior": Field((int, float, list), default=1.0, items=(int, float)),
+    "draws": Field(int, default=1000),
+    "chains": Field(int, default=4),
+    "hdi_prob": Field(float, default=0.9),
+}
+TOP = {
+    "study": STUDY,
+    "population": POPULATION,
+    "mechanisms": [MECHANISM],
+    "estimators": ESTIMATORS,
+    "bayes": BAYES,
+}
+REQUIRED_TABLES = ("study", "population", "mechanisms")
+
+
+def _type_name(types: type | tuple[type, ...]) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    names = {
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        bool: "true/false",
+        list: "a list",
+    }
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def _is(value: Any, types: type | tuple[type, ...]) -> bool:
+    types = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, bool):
+        return bool in types
+    return isinstance(value, types)
+
+
+def _check_table(table: Any, schema: Mapping[str, Field], path: str) -> dict[str, Any]:
+    if not isinstance(table, Mapping):
+        raise SpecError(f"{path}: expected a table, got {type(table).__name__}")
+    unknown = sorted(set(table) - set(schema))
+    if unknown:
+        raise SpecError(f"{path}.{unknown[0]}: unknown key (valid keys: {', '.join(schema)})")
+    out: dict[str, Any] = {}
+    for key, spec in schema.items():
+        where = f"{path}.{key}"
+        if key not in table:
+            if spec.required:
+                raise SpecError(f"{where}: missing (required)")
+            out[key] = spec.default
+            continue
+        value = table[key]
+        if not _is(value, spec.types):
+            raise SpecError(f"{where}: expected {_type_name(spec.types)}, got {value!r}")
+        if isinstance(value, list) and spec.items is not None:
+            for i, item in enumerate(value):
+                if not _is(item, spec.items):
+                    raise SpecError(
+                        f"{where}[{i}]: expected {_type_name(spec.items)}, got {item!r}"
+                    )
+        if spec.choices is not None and value not in spec.choices:
+            raise SpecError(f"{where}: {value!r} is not one of {', '.join(map(str, spec.choices))}")
+        out[key] = value
+    return out
+
+
+def validate_spec(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
+    """Check a parsed spec against the schema; return it with defaults filled in."""
+    unknown = sorted(set(raw) - set(TOP))
+    if unknown:
+        raise SpecError(f"{source}: [{unknown[0]}]: unknown table (valid: {', '.join(TOP)})")
+    for name in REQUIRED_TABLES:
+        if name not in raw:
+            raise SpecError(f"{source}: [{name}]: missing (required)")
+    spec: dict[str, Any] = {}
+    for name, schema in TOP.items():
+        if isinstance(schema, list):
+            entries = raw.get(name, [])
+            if not isinstance(entries, list) or not entries:
+                raise SpecError(f"{source}: [[{name}]]: expected at least one [[{name}]] table")
+            spec[name] = [
+                _check_table(entry, schema[0], f"{source}: [[{name}]][{i}]")
+                for i, entry in enumerate(entries)
+            ]
+        else:
+            spec[name] = _check_table(raw.get(name, {}), schema, f"{source}: [{name}]")
+    _check_values(spec, source)
+    spec["bayes_requested"] = "bayes" in raw
+    return spec
+
+
+def _check_values(spec: dict[str, Any], source: str) -> None:
+    study, population = spec["study"], spec["population"]
+    if study["n"] < 1:
+        raise SpecError(f"{source}: [study].n: must be >= 1, got {study['n']}")
+    if study["repeats"] < 1:
+        raise SpecError(f"{source}: [study].repeats: must be >= 1, got {study['repeats']}")
+    if study["seed"] < 0:
+        raise SpecError(f"{source}: [study].seed: must be >= 0, got {study['seed']}")
+    if population["k"] < 2:
+        raise SpecError(f"{source}: [population].k: must be >= 2, got {population['k']}")
+    if population["kind"] == "frequencies":
+        freqs = population["frequencies"]
+        if freqs is None or len(freqs) != population["k"]:
+            raise SpecError(
+                f"{source}: [population].frequencies: need {population['k']} values for kind="
+                f"'frequencies'"
+            )
+    for i, mech in enumerate(spec["mechanisms"]):
+        eps = mech["epsilon"] if isinstance(mech["epsilon"], list) else [mech["epsilon"]]
+        if not eps or any(e <= 0 for e in eps):
+            raise SpecError(f"{source}: [[mechanisms]][{i}].epsilon: values must be > 0")
+
+
+def load_spec(path: str | Path) -> dict[str, Any]:
+    """Read and validate a study spec from a TOML file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: no such spec file")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    return validate_spec(raw, str(path))

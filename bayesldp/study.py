@@ -1,0 +1,164 @@
+"""Running a study from a spec: population -> mechanisms -> estimators / fits -> metrics.
+
+Every repeat gets its own child stream of ``SeedSequence(seed)``, and inside a repeat each
+(mechanism, epsilon) pair another, so adding a mechanism to a spec does not change the numbers
+of the others.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bayesldp.mechanisms import make_mechanism
+from bayesldp.simulate import METRICS, population_from_spec, sample_counts
+from bayesldp.spec import SpecError
+from bayesldp.tally import Tally
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class StudyResult:
+    """Everything a study produced: one metrics row per (repeat, mechanism, epsilon, method)."""
+
+    spec: dict[str, Any]
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    estimates: list[dict[str, Any]] = field(default_factory=list)
+    fits: dict[str, Any] = field(default_factory=dict)
+    truths: list[np.ndarray] = field(default_factory=list)
+
+
+def _epsilons(mech_spec: dict[str, Any]) -> list[float]:
+    eps = mech_spec["epsilon"]
+    return [float(e) for e in (eps if isinstance(eps, list) else [eps])]
+
+
+def _point_estimate(tally: Tally, method: str) -> tuple[np.ndarray, np.ndarray | None]:
+    if method == "oracle":
+        mech = tally.mechanism
+        freqs = mech.unbiased_frequencies(tally)
+        sd = np.sqrt(mech.oracle_variance(np.clip(freqs, 0, 1), tally.n))
+        return freqs, sd
+    try:
+        from bayesldp.estimators import estimate
+    except ImportError:  # pragma: no cover - only while the estimators are missing
+        raise SpecError(f"[estimators].methods: {method!r} needs bayesldp.estimators") from None
+    result = estimate(tally, method=method)
+    return result.frequencies, result.std_errors
+
+
+def run_study(
+    spec: dict[str, Any],
+    *,
+    seed: int | None = None,
+    quick: bool = False,
+    progress: Progress | None = None,
+) -> StudyResult:
+    """Run a validated spec (see :func:`bayesldp.spec.load_spec`)."""
+    study = spec["study"]
+    n = max(1000, study["n"] // 10) if quick else study["n"]
+    repeats = 1 if quick else study["repeats"]
+    root = np.random.SeedSequence(study["seed"] if seed is None else seed)
+    result = StudyResult(spec=spec)
+    pairs = [(m, e) for m in spec["mechanisms"] for e in _epsilons(m)]
+    bayes = spec.get("bayes_requested") and spec["bayes"]
+    say = progress or (lambda _msg: None)
+    for rep, rep_seq in enumerate(root.spawn(repeats)):
+        pop_seq, count_seq, *mech_seqs = rep_seq.spawn(2 + len(pairs))
+        theta = population_from_spec(spec["population"], np.random.default_rng(pop_seq))
+        counts = sample_counts(theta, n, np.random.default_rng(count_seq))
+        truth = counts / n
+        result.truths.append(truth)
+        for (mech_spec, eps), seq in zip(pairs, mech_seqs, strict=True):
+            params = {k: v for k, v in mech_spec.items() if k not in ("name", "epsilon")}
+            mech = make_mechanism(mech_spec["name"], spec["population"]["k"], eps, **params)
+            start = time.perf_counter()
+            tally = mech.simulate_tally(counts, np.random.default_rng(seq))
+            tally_seconds = time.perf_counter() - start
+            say(f"repeat {rep + 1}/{repeats}  {mech!r}  n={n}")
+            for method in spec["estimators"]["methods"]:
+                start = time.perf_counter()
+                freqs, sd = _point_estimate(tally, method)
+                _record(
+                    result,
+                    rep,
+                    mech,
+                    eps,
+                    method,
+                    freqs,
+                    sd,
+                    truth,
+                    time.perf_counter() - start + tally_seconds,
+                )
+            if bayes:
+                _run_fit(result, rep, mech, eps, tally, truth, bayes, seq)
+    return result
+
+
+def _run_fit(result, rep, mech, eps, tally, truth, bayes, seq) -> None:
+    from bayesldp.bayes import fit
+
+    start = time.perf_counter()
+    idata = fit(
+        tally,
+        prior=bayes["prior"],
+        method=bayes["method"],
+        draws=bayes["draws"],
+        chains=bayes["chains"],
+        random_seed=int(seq.generate_state(1)[0]),
+    )
+    seconds = time.perf_counter() - start
+    draws = idata.posterior["theta"].values.reshape(-1, tally.k)
+    tail = (1 - bayes["hdi_prob"]) / 2
+    bounds = np.quantile(draws, [tail, 1 - tail], axis=0)
+    _record(
+        result,
+        rep,
+        mech,
+        eps,
+        f"posterior_mean ({bayes['method']})",
+        draws.mean(axis=0),
+        draws.std(axis=0),
+        truth,
+        seconds,
+        bounds,
+    )
+    if rep == 0:
+        result.fits[f"{mech!r}"] = idata
+
+
+def _record(result, rep, mech, eps, method, freqs, sd, truth, seconds, bounds=None) -> None:
+    """One metrics row, and per category the estimate with a 90% interval (normal for point
+    estimators with a standard error, posterior quantiles for fits)."""
+    if bounds is None:
+        half = np.full_like(freqs, np.nan) if sd is None else 1.6448536269514722 * sd
+        bounds = (freqs - half, freqs + half)
+    row = {
+        "repeat": rep,
+        "mechanism": type(mech).__name__,
+        "epsilon": eps,
+        "method": method,
+        "seconds": seconds,
+    }
+    row |= {name: fn(freqs, truth) for name, fn in METRICS.items()}
+    result.metrics.append(row)
+    for x in range(truth.shape[0]):
+        result.estimates.append(
+            {
+                "repeat": rep,
+                "mechanism": type(mech).__name__,
+                "epsilon": eps,
+                "method": method,
+                "category": x,
+                "truth": truth[x],
+                "estimate": freqs[x],
+                "std_error": np.nan if sd is None else sd[x],
+                "lower_90": bounds[0][x],
+                "upper_90": bounds[1][x],
+            }
+        )
