@@ -32,6 +32,8 @@ _LAZY = {
     "HadamardResponse": "bayesldp.mechanisms.hadamard",
     "RRRR": "bayesldp.mechanisms.rrrr",
     "NodeSampling": "bayesldp.mechanisms.sampling",
+    "HashReports": "bayesldp.mechanisms.hashing",
+    "SampledReports": "bayesldp.mechanisms.sampling",
     "audit": "bayesldp.audit",
     "estimate": "bayesldp.estimators",
     "Estimate": "bayesldp.estimators",

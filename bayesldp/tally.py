@@ -40,10 +40,15 @@ def _unique_rows_dense(rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray
 def _unique_rows_support(support: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     k = support.shape[1]
     packed = np.packbits(support, axis=1)
-    keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
+    if packed.shape[1] <= 8:  # K <= 64: one big-endian uint64 key per row sorts fastest
+        padded = np.zeros((packed.shape[0], 8), dtype=np.uint8)
+        padded[:, : packed.shape[1]] = packed
+        keys = padded.view(">u8").reshape(-1)
+    else:
+        keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     merged = np.bincount(inverse.reshape(-1), weights=counts, minlength=first.shape[0])
-    uniq = np.unpackbits(packed[first], axis=1, count=k).astype(bool)
+    uniq = np.unpackbits(packed[first], axis=1, count=k).view(bool)
     return uniq, merged.astype(np.int64)
 
 

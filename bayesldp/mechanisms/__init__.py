@@ -18,6 +18,10 @@ from bayesldp.mechanisms.base import (
     realised_epsilon_of_channel,
 )
 from bayesldp.mechanisms.grr import GRR
+from bayesldp.mechanisms.hadamard import HadamardResponse
+from bayesldp.mechanisms.hashing import BLH, OLH, HashReports, LocalHashing
+from bayesldp.mechanisms.rrrr import RRRR
+from bayesldp.mechanisms.sampling import NodeSampling, SampledReports
 
 MECHANISMS = {
     "GRR": "bayesldp.mechanisms.grr",
@@ -48,11 +52,19 @@ def make_mechanism(name: str, k: int, epsilon: float, **params: Any) -> Mechanis
 
 
 __all__ = [
+    "BLH",
     "GRR",
     "MECHANISMS",
+    "OLH",
+    "RRRR",
     "FiniteChannelMechanism",
+    "HadamardResponse",
+    "HashReports",
+    "LocalHashing",
     "Mechanism",
+    "NodeSampling",
     "PureProtocol",
+    "SampledReports",
     "make_mechanism",
     "mechanism_class",
     "realised_epsilon_of_channel",
