@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from bayesldp.mechanisms.base import Mechanism
 
 
+def _drop_empty(matrix: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = counts > 0
+    return (matrix, counts) if keep.all() else (matrix[keep], counts[keep])
+
+
 def _unique_rows_dense(rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
     merged = np.bincount(inverse.reshape(-1), weights=counts, minlength=uniq.shape[0])
@@ -72,9 +77,23 @@ class Tally:
         family (for example RRRR with different subsets in an adaptive survey).
     family : str, optional
         What may be merged with what; defaults to ``mechanism.family``.
+    dedupe : bool, default True
+        Merge identical rows on construction.  Mechanisms whose rows are per report and almost
+        never repeat (unary encoding or local hashing with many categories) pass False: the
+        tally is then a multiset with possibly repeated rows, which every likelihood computation
+        reads the same way, and equality compares the deduplicated forms.
     """
 
-    __slots__ = ("_counts", "_levels", "_rows", "_support", "family", "mechanism", "stat")
+    __slots__ = (
+        "_counts",
+        "_deduped",
+        "_levels",
+        "_rows",
+        "_support",
+        "family",
+        "mechanism",
+        "stat",
+    )
 
     def __init__(
         self,
@@ -86,6 +105,7 @@ class Tally:
         stat: Any,
         mechanism: Mechanism | None = None,
         family: str | None = None,
+        dedupe: bool = True,
     ) -> None:
         counts = check_counts(counts, "counts")
         if (rows is None) == (support is None):
@@ -101,8 +121,10 @@ class Tally:
                 raise InvalidInputError("rows: likelihood rows must be finite and >= 0")
             if np.any(rows.max(axis=1) <= 0):
                 raise InvalidInputError("rows: every likelihood row needs a positive entry")
-            keep = counts > 0
-            self._rows, self._counts = _unique_rows_dense(rows[keep], counts[keep])
+            rows, counts = _drop_empty(rows, counts)
+            self._rows, self._counts = (
+                _unique_rows_dense(rows, counts) if dedupe else (rows, counts)
+            )
             self._support, self._levels = None, None
         else:
             support = np.asarray(support)
@@ -114,12 +136,15 @@ class Tally:
             lo, hi = float(levels[0]), float(levels[1])
             if not (np.isfinite(lo) and np.isfinite(hi) and lo >= 0 and hi > 0):
                 raise InvalidInputError(f"levels: need finite 0 <= lo and 0 < hi, got {levels}")
-            keep = counts > 0
-            self._support, self._counts = _unique_rows_support(support[keep], counts[keep])
+            support, counts = _drop_empty(support, counts)
+            if dedupe:
+                support, counts = _unique_rows_support(support, counts)
+            self._support, self._counts = support, counts
             self._levels = (lo, hi)
             self._rows = None
         if self._counts.size == 0:
             raise InvalidInputError("counts: the tally holds no reports (every count is 0)")
+        self._deduped = bool(dedupe)
         stat = np.asarray(stat, dtype=float)
         if stat.shape != (self.k,):
             raise InvalidInputError(f"stat: expected shape ({self.k},), got {stat.shape}")
@@ -220,16 +245,26 @@ class Tally:
 
     __radd__ = __add__
 
+    def deduplicated(self) -> Tally:
+        """This tally with identical rows merged (itself when already deduplicated)."""
+        if self._deduped:
+            return self
+        common = {"stat": self.stat, "mechanism": self.mechanism, "family": self.family}
+        if self.is_support_form:
+            return Tally(self._counts, support=self._support, levels=self._levels, **common)
+        return Tally(self._counts, rows=self._rows, **common)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Tally):
             return NotImplemented
+        a, b = self.deduplicated(), other.deduplicated()
         return (
-            self.family == other.family
-            and self.mechanism == other.mechanism
-            and np.array_equal(self._counts, other._counts)
-            and self._levels == other._levels
-            and np.array_equal(self.rows, other.rows)
-            and np.array_equal(self.stat, other.stat)
+            a.family == b.family
+            and a.mechanism == b.mechanism
+            and np.array_equal(a._counts, b._counts)
+            and a._levels == b._levels
+            and np.array_equal(a.rows, b.rows)
+            and np.array_equal(a.stat, b.stat)
         )
 
     __hash__ = None  # mutable arrays inside: not hashable

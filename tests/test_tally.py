@@ -55,3 +55,16 @@ def test_loglik_matches_multinomial_for_grr():
 def test_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):
         Tally(**kwargs, stat=np.zeros(3), family="t")
+
+
+def test_tally_without_dedupe_is_the_same_multiset():
+    support = np.array([[1, 0, 1], [0, 1, 0], [1, 0, 1]], dtype=bool)
+    kept = Tally(
+        [2, 1, 3], support=support, levels=(0.2, 0.6), stat=np.zeros(3), family="t", dedupe=False
+    )
+    merged = Tally([2, 1, 3], support=support, levels=(0.2, 0.6), stat=np.zeros(3), family="t")
+    assert kept.n_rows == 3 and merged.n_rows == 2
+    assert kept == merged and kept.deduplicated().n_rows == 2
+    theta = np.array([0.1, 0.6, 0.3])
+    assert kept.loglik(theta) == pytest.approx(merged.loglik(theta), rel=1e-13)
+    assert (kept + merged).n == 12

@@ -298,6 +298,7 @@ class LocalHashing(PureProtocol):
             levels=(self.q, self.p),
             stat=stat.astype(float),
             mechanism=self,
+            dedupe=k <= 64,  # beyond that, support rows of different users almost never repeat
         )
 
     def supports(self, reports: HashReports, x: int) -> np.ndarray:

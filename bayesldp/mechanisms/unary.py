@@ -1,0 +1,337 @@
+"""Unary encoding: symmetric (SUE, basic RAPPOR) and optimised (OUE).
+
+Wang, Blocki, Li, Jha, "Locally Differentially Private Protocols for Frequency Estimation",
+USENIX Security 2017, section 4.3.  The input ``x`` is one-hot encoded as ``k`` bits; each bit is
+reported independently, the bit of ``x`` as 1 with probability ``p`` and every other bit as 1 with
+probability ``q``.  The protocol is pure with ``Support(b) = {i : b_i = 1}``, ``p* = p``,
+``q* = q``, and eps-LDP with ``eps = log(p (1 - q) / (q (1 - p)))``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from typing import Any
+
+import numpy as np
+
+from bayesldp._validation import RNGLike, as_generator, check_values
+from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.mechanisms.base import PureProtocol, realised_epsilon_of_channel
+from bayesldp.tally import Tally
+
+#: Largest ``k`` for which the full ``k x 2^k`` channel is materialised.
+MAX_CHANNEL_K = 12
+
+# Bits are drawn in blocks of about this many bytes, so the random bytes stay in cache and the
+# memory used besides the output is bounded whatever n is.
+_BLOCK_BYTES = 1 << 20
+# Column sums are accumulated in uint8 over blocks of at most 255 rows (no overflow), which is
+# several times faster than a bool -> int64 reduction for wide reports.
+_SUM_ROWS = 255
+# Up to this k, reports are counted per bit pattern with a bincount over the 2^k patterns.
+_BINCOUNT_MAX_K = 16
+# Above this rate the rare extra successes are cheaper to resolve byte by byte (see below).
+_MAX_GEOMETRIC_RATE = 1.0 / 32
+
+
+def _random_bytes(gen: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` independent uniform bytes from the generator's raw 64-bit stream."""
+    words = gen.bit_generator.random_raw((size + 7) // 8)
+    return words.astype("<u8", copy=False).view(np.uint8)[:size]
+
+
+def _bernoulli_into(gen: np.random.Generator, prob: float, out: np.ndarray) -> None:
+    """Fill the 1-d bool array ``out`` with independent Bernoulli(``prob``) bits, exactly.
+
+    Write ``256 prob = t + r`` with ``t`` an integer and ``0 <= r < 1`` (exact in float64: the
+    product by a power of two is exact).  Each bit is ``A or C`` with ``A = [B < t]`` for a
+    uniform byte ``B`` (probability ``t/256``) and ``C`` an independent Bernoulli(``s``) with
+    ``s = r / (256 - t)``, so that
+
+    .. math:: \\Pr[A \\lor C] = t/256 + (1 - t/256) s = (t + r)/256 = prob.
+
+    ``C`` is rare (``s <= 1/(256 - t)``), so its 1s are placed by geometric gaps between
+    successive successes (cost ``O(s m)``, no pass over all ``m`` bits).  When ``s`` is not small
+    (``prob`` close to 1) the ties ``B = t`` are resolved instead, the bit being 1 iff ``U < r``
+    for a float64 uniform ``U``.  Either way the probability is exact up to float64 rounding.
+    """
+    scaled = 256.0 * prob
+    t = math.floor(scaled)
+    r = scaled - t
+    m = out.size
+    if t >= 256:
+        out[:] = True
+        return
+    raw = _random_bytes(gen, m)
+    np.less(raw, t, out=out)
+    if r == 0 or m == 0:
+        return
+    s = r / (256 - t)
+    if s > _MAX_GEOMETRIC_RATE:
+        ties = np.flatnonzero(raw == t)
+        out[ties] = gen.random(ties.size) < r
+        return
+    last = -1  # index of the last success placed so far
+    while last < m:
+        gaps = gen.geometric(s, size=int(1.05 * s * (m - last)) + 16)
+        positions = last + np.cumsum(gaps)
+        out[positions[positions < m]] = True
+        last = int(positions[-1])
+
+
+class UnaryEncoding(PureProtocol):
+    """Unary encoding with bit probabilities ``p`` (true bit) and ``q`` (other bits).
+
+    Reports are bool arrays of shape ``(n, k)``.  The likelihood of a bit vector ``b`` given
+    ``X = x`` is
+
+    .. math::
+
+        \\Pr[b \\mid x] = \\prod_j q^{b_j} (1-q)^{1-b_j} \\cdot
+            \\begin{cases} p/q & b_x = 1 \\\\ (1-p)/(1-q) & b_x = 0 \\end{cases}
+        \\;\\propto\\; \\begin{cases} p (1-q) & b_x = 1 \\\\ q (1-p) & b_x = 0, \\end{cases}
+
+    so the tally is in support form with ``levels = (q (1-p), p (1-q))`` and the support of a
+    report is its set of 1 bits (Wang et al. 2017, section 4.3).  Subclasses define ``p`` and ``q``.
+    """
+
+    def __init__(self, k: int, epsilon: float) -> None:
+        super().__init__(k, epsilon)
+        p, q = self.p, self.q
+        if not (0.0 < q < p < 1.0):
+            raise InvalidInputError(
+                f"epsilon: {self.epsilon} gives bit probabilities p = {p!r}, q = {q!r} "
+                "outside 0 < q < p < 1 in float64; use a smaller epsilon"
+            )
+
+    @property
+    @abstractmethod
+    def p(self) -> float:
+        """Probability that the bit of the true value is reported as 1."""
+
+    @property
+    @abstractmethod
+    def q(self) -> float:
+        """Probability that any other bit is reported as 1."""
+
+    @property
+    def p_star(self) -> float:
+        return self.p
+
+    @property
+    def q_star(self) -> float:
+        return self.q
+
+    # ------------------------------------------------------------------ client
+    def perturb(self, x: Any, rng: RNGLike = None) -> np.ndarray:
+        """Randomise ``x`` into bit vectors, shape ``(n, k)``, dtype bool.
+
+        Every bit is first drawn Bernoulli(``q``); then the bit of the true value is replaced by
+        an independent Bernoulli(``p``) draw.  Bits are exact (see :func:`_bernoulli_into`) and
+        drawn in blocks of about 1 MB, so the extra memory is bounded whatever ``n`` is.
+
+        Parameters
+        ----------
+        x : array of int, shape (n,)
+            True values in ``0..k-1``.
+        rng : Generator, SeedSequence, int or None
+            Source of randomness; the same seed gives the same bits.
+        """
+        x = check_values(x, self.k)
+        gen = as_generator(rng)
+        n, k = x.shape[0], self.k
+        out = np.empty((n, k), dtype=bool)
+        rows = max(1, _BLOCK_BYTES // k)
+        true_bits = np.empty(min(rows, n), dtype=bool)
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            block = out[start:stop]
+            _bernoulli_into(gen, self.q, block.reshape(-1))
+            keep = true_bits[: stop - start]
+            _bernoulli_into(gen, self.p, keep)
+            block[np.arange(stop - start), x[start:stop]] = keep
+        return out
+
+    # ------------------------------------------------------------------ aggregator
+    def check_reports(self, reports: Any) -> np.ndarray:
+        """Validate reports: shape ``(n, k)``, ``n >= 1``, bool or integer 0/1; returned as bool."""
+        arr = np.asarray(reports)
+        if arr.ndim != 2 or arr.shape[1] != self.k:
+            raise InvalidInputError(
+                f"reports: expected shape (n, {self.k}) (one bit vector per user), got {arr.shape}"
+            )
+        if arr.shape[0] == 0:
+            raise InvalidInputError("reports: is empty; at least one report is needed")
+        if arr.dtype == bool:
+            return arr
+        if arr.dtype.kind not in "iu":
+            raise InvalidTypeError(
+                f"reports: expected bool or integer 0/1 bits, got dtype {arr.dtype}"
+            )
+        if arr.min() < 0 or arr.max() > 1:
+            bad = arr.min() if arr.min() < 0 else arr.max()
+            raise InvalidInputError(f"reports: bits must be 0 or 1, got {bad}")
+        return arr.astype(bool)
+
+    def tally(self, reports: Any) -> Tally:
+        """Support-form tally: support = the 1 bits, levels ``(q(1-p), p(1-q))``.
+
+        ``stat`` is the support count ``h(x)``, the number of reports whose bit ``x`` is 1.
+        For ``k <= 16`` the reports are first counted per bit pattern (a bincount over the
+        ``2^k`` patterns, O(n)), so the tally is built from at most ``2^k`` distinct rows.
+        """
+        bits = self.check_reports(reports)
+        if self.k <= _BINCOUNT_MAX_K:
+            support, counts = _count_patterns(bits)
+            stat = counts @ support
+        else:
+            support, counts = bits, np.ones(bits.shape[0], dtype=np.int64)
+            stat = _column_sums(bits)
+        return Tally(
+            counts,
+            support=support,
+            levels=self.levels,
+            stat=stat.astype(float),
+            mechanism=self,
+            dedupe=self.k <= _BINCOUNT_MAX_K,  # with more bits, reports almost never repeat
+        )
+
+    @property
+    def levels(self) -> tuple[float, float]:
+        """Likelihood row values off / on the support: ``(q (1-p), p (1-q))``."""
+        p, q = self.p, self.q
+        return (q * (1.0 - p), p * (1.0 - q))
+
+    def supports(self, reports: Any, x: int) -> np.ndarray:
+        """A report supports ``x`` iff its bit ``x`` is 1."""
+        return self.check_reports(reports)[:, x]
+
+    # ------------------------------------------------------------------ privacy
+    @property
+    def channel(self) -> np.ndarray:
+        """The ``k x 2^k`` channel over bit patterns (only for ``k <= 12``).
+
+        Column ``y`` is the pattern whose bit ``j`` (``(y >> j) & 1``) is the report's bit for
+        category ``j``.
+        """
+        k = self.k
+        if k > MAX_CHANNEL_K:
+            raise NotSupportedError(
+                f"{type(self).__name__}: the channel has 2^{k} columns; it is only built for "
+                f"k <= {MAX_CHANNEL_K}"
+            )
+        p, q = self.p, self.q
+        bits = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(bool)  # (2^k, k)
+        base = np.where(bits, math.log(q), math.log1p(-q)).sum(axis=1)  # all bits at q
+        own = np.where(bits, math.log(p) - math.log(q), math.log1p(-p) - math.log1p(-q))
+        return np.exp(base[None, :] + own.T)
+
+    def realised_epsilon(self) -> float:
+        """The exact epsilon of the bit-vector channel.
+
+        For ``k <= 12`` it is read off the full channel.  Otherwise it is
+        ``log(p (1-q) / (q (1-p)))``, which equals the full channel's maximum: for a pattern
+        ``b``, ``P[x, b] / P[x', b]`` depends only on ``(b_x, b_x')`` (all other bits have the
+        same law under both inputs) and is largest for ``b_x = 1, b_x' = 0``, where it is
+        ``(p/q) ((1-q)/(1-p))``; such patterns exist for every ``k >= 2``.
+        """
+        if self.k <= MAX_CHANNEL_K:
+            return realised_epsilon_of_channel(self.channel)
+        p, q = self.p, self.q
+        return math.log(p) + math.log1p(-q) - math.log(q) - math.log1p(-p)
+
+
+class SUE(UnaryEncoding):
+    """Symmetric unary encoding (basic RAPPOR without memoisation).
+
+    ``p = e^(eps/2) / (e^(eps/2) + 1)``, ``q = 1 - p``, so ``p (1-q) / (q (1-p)) = e^eps``
+    and ``n Var* = e^(eps/2) / (e^(eps/2) - 1)^2`` (Wang et al. 2017, section 4.3).
+
+    Parameters
+    ----------
+    k : int
+        Number of categories (>= 2).
+    epsilon : float
+        Privacy budget (> 0, finite).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.SUE(4, 1.0)
+    >>> reports = mech.perturb([0, 1, 2, 3] * 50, rng=0)
+    >>> reports.shape, mech.tally(reports).n
+    ((200, 4), 200)
+    """
+
+    name = "SUE"
+
+    @property
+    def p(self) -> float:
+        return 1.0 / (1.0 + math.exp(-self.epsilon / 2))
+
+    @property
+    def q(self) -> float:
+        e = math.exp(-self.epsilon / 2)  # 1 / (e^(eps/2) + 1) without overflow
+        return e / (1.0 + e)
+
+
+class OUE(UnaryEncoding):
+    """Optimised unary encoding: the unary encoding with the smallest variance.
+
+    ``p = 1/2``, ``q = 1 / (e^eps + 1)``, so ``p (1-q) / (q (1-p)) = e^eps`` and
+    ``n Var* = 4 e^eps / (e^eps - 1)^2`` (Wang et al. 2017, section 4.3).
+
+    Parameters
+    ----------
+    k : int
+        Number of categories (>= 2).
+    epsilon : float
+        Privacy budget (> 0, finite).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.OUE(100, 1.0)
+    >>> tally = mech.tally(mech.perturb(list(range(100)) * 10, rng=0))
+    >>> tally.n, tally.is_support_form
+    (1000, True)
+    """
+
+    name = "OUE"
+
+    @property
+    def p(self) -> float:
+        return 0.5
+
+    @property
+    def q(self) -> float:
+        e = math.exp(-self.epsilon)  # 1 / (e^eps + 1) without overflow
+        return e / (1.0 + e)
+
+
+def _count_patterns(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of a bool ``(n, k)`` matrix (``k <= 16``) and how often each occurs.
+
+    Row ``b`` is keyed by the integer ``sum_j b_j 2^j``; returns the observed patterns as a bool
+    ``(U, k)`` matrix (ascending key) and their counts, int64.
+    """
+    k = bits.shape[1]
+    packed = np.packbits(bits, axis=1, bitorder="little")  # (n, 1) or (n, 2) bytes
+    if packed.shape[1] == 1:
+        keys = packed[:, 0].astype(np.intp)
+    else:
+        keys = packed[:, 0].astype(np.intp) | (packed[:, 1].astype(np.intp) << 8)
+    counts = np.bincount(keys, minlength=1 << k)
+    seen = np.flatnonzero(counts)
+    support = ((seen[:, None] >> np.arange(k)) & 1).astype(bool)
+    return support, counts[seen].astype(np.int64)
+
+
+def _column_sums(bits: np.ndarray) -> np.ndarray:
+    """Number of 1s per column of a bool matrix (int64)."""
+    u8 = bits.view(np.uint8)
+    total = np.zeros(bits.shape[1], dtype=np.int64)
+    for start in range(0, bits.shape[0], _SUM_ROWS):
+        total += u8[start : start + _SUM_ROWS].sum(axis=0, dtype=np.uint8)
+    return total
