@@ -1,0 +1,643 @@
+"""The exact posterior of ``theta`` under a Dirichlet prior: a finite mixture of Dirichlets.
+
+Seed 000 (Theorem 3.1 and Appendix A, Proposition A.3) shows that the posterior mean is the MMSE
+estimator of ``theta`` and that, under a Dirichlet prior and a likelihood that is a product of
+terms linear in ``theta``, the posterior is a finite mixture of Dirichlets.  This module computes
+that mixture for any :class:`~bayesldp.Tally` (likelihood ``prod_u (L_u . theta)^{c_u}``).
+
+The expansion
+-------------
+On the simplex ``sum_x theta_x = 1``, so every likelihood row can be written
+``L_u . theta = a_u + r_u . theta`` with ``a_u = min_x L[u, x] >= 0`` and the residual
+``r_u = L_u - a_u >= 0`` (zero at the row's minimum).  Expanding each power by the binomial and
+multinomial theorems,
+
+.. math::
+
+    (a_u + r_u\\cdot\\theta)^{c_u} = \\sum_{e} \\frac{c_u!}{(c_u-|e|)!\\,\\prod_x e_x!}\\,
+        a_u^{c_u-|e|} \\prod_x r_{u,x}^{e_x}\\, \\theta^{e},
+
+(``e`` over the vectors supported on ``supp(r_u)`` with ``|e| <= c_u``), the likelihood becomes a
+polynomial ``sum_m C_m theta^m`` with non-negative coefficients (no cancellation), and since
+``E_{Dir(alpha)}[theta^m] = B(alpha + m) / B(alpha)``,
+
+.. math::
+
+    p(\\theta \\mid \\text{data}) = \\sum_m w_m\\, \\mathrm{Dir}(\\theta; \\alpha + m), \\qquad
+    w_m \\propto C_m\\, \\frac{B(\\alpha + m)}{B(\\alpha)}.
+
+Monomials with equal exponent vectors ``m`` are merged as the product is formed, so the number of
+components is the number of distinct ``m``.  Interpretation: a latent indicator per report says
+which term of its row generated it (the constant ``a_u``, or ``r_{u,x} theta_x`` for a category
+``x``), and each component counts how often each category was so chosen.
+
+Special cases (``strategy="residual"``, the default):
+
+* GRR (seed 000, Theorem 3.1 / REFERENCE section 5): ``L_y = q + (p - q) e_y``, so
+  ``a = q``, ``r = (p - q) e_y``, and the components are the ``j`` with ``0 <= j_y <= c_y``:
+  ``w_j ∝ prod_y C(c_y, j_y) (p-q)^{j_y} q^{c_y-j_y} B(alpha+j)/B(alpha)``, ``prod_y (c_y + 1)``
+  of them.  Any row ``const + slope * e_y`` works the same way (RRRR columns ``y in S``; tallies
+  from several subsets merge coordinate-wise: ``prod_y (C_y + 1)`` components, ``C_y`` the reports
+  whose residual sits on ``y``).
+* RRRR columns ``y not in S`` take three levels: ``c_S`` on ``S``, ``c_C`` on ``S^c \\ {y}`` and
+  ``c_C + c_y`` at ``y``.  Subtracting the minimum leaves a residual supported on ``S^c`` (when
+  ``c_C >= c_S``; otherwise on ``S u {y}``), whose powers are expanded by the multinomial theorem
+  over that block; the block powers of different reports merge into the same monomials.
+
+``strategy="latent"`` is the plain latent-true-value expansion (``a_u = 0``, ``r_u = L_u``): each
+report's latent true value ``x``; the count table ``J[u, x]`` with row sums ``c_u`` gives the
+component ``Dir(alpha + sum_u J[u, :])`` with weight
+``prod_u multinomial(c_u; J[u]) prod_x L[u,x]^{J[u,x]} B(alpha + colsum) / B(alpha)``, tables with
+equal column sums merged: at most ``C(n + K - 1, K - 1)`` components.  ``"auto"`` takes
+``"residual"`` unless only ``"latent"`` fits the component limit.
+
+Cost and limits
+---------------
+The component count is bounded before anything is expanded (the number of integer vectors under
+the per-category caps and the total degree, counted exactly by dynamic programming), and the
+mixture is refused with :class:`TooManyComponentsError` when the bound exceeds ``max_components``
+(default 2,000,000); the expansion also stops if it would form more than ``50 * max_components``
+term products.  Everything is in log space.  Rows are rescaled to maximum 1 (likelihood rows are
+only defined up to a factor); residual entries below ``8 * machine epsilon`` of that maximum are
+treated as 0.  Memory: about ``24 * M * K`` bytes for ``M`` components (exponents, parameter
+vectors and temporaries of the moments).
+
+The posterior moments are exact (Fact A.1/A.2 of seed 000, law of total covariance):
+``mean = sum_m w_m mu_m`` with ``mu_m = (alpha + m)/(A + |m|)``, ``A = sum alpha``, and
+``cov = sum_m w_m [(diag(mu_m) - mu_m mu_m^T)/(A + |m| + 1) + (mu_m - mean)(mu_m - mean)^T]``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln, logsumexp
+
+from bayesldp._validation import RNGLike, as_generator
+from bayesldp.bayes._types import SamplerOutput
+from bayesldp.bayes.prior import Dirichlet, as_dirichlet, dirichlet_draws
+from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.tally import Tally
+
+DEFAULT_MAX_COMPONENTS = 2_000_000
+STRATEGIES = ("auto", "residual", "latent")
+_PAIR_BUDGET_FACTOR = 50
+_PAIR_CHUNK = 2_000_000
+_ZERO_TOL = 8 * np.finfo(float).eps
+_WORD_LIMIT = 2**62
+
+
+class TooManyComponentsError(NotSupportedError):
+    """The exact mixture would have more components than ``max_components`` allows."""
+
+
+# ---------------------------------------------------------------------------------------------
+# result
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class ExactPosterior:
+    """The exact posterior ``sum_m w_m Dirichlet(alpha + m)`` of ``theta`` given a tally.
+
+    Attributes
+    ----------
+    prior : Dirichlet
+        The prior.
+    exponents : ndarray of int, shape (M, K)
+        The latent count vectors ``m``; the components are ``alpha + m``.
+    log_weights : ndarray, shape (M,)
+        Normalised log mixture weights (``logsumexp(log_weights) == 0``).
+    log_marginal_likelihood : float
+        ``log integral prod_u (L_u . theta)^{c_u} Dir(theta; alpha) dtheta`` with the tally's rows
+        as stored (the multinomial coefficient of the reports is not included).
+    strategy : str
+        ``"residual"`` or ``"latent"`` (see the module docstring).
+    """
+
+    prior: Dirichlet
+    exponents: np.ndarray
+    log_weights: np.ndarray
+    log_marginal_likelihood: float
+    strategy: str
+    mean: np.ndarray = field(init=False)
+    cov: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        mean, cov = _mixture_moments(self.components, self.weights)
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "cov", cov)
+
+    @property
+    def k(self) -> int:
+        """Number of categories K."""
+        return self.prior.k
+
+    @property
+    def n_components(self) -> int:
+        """Number of mixture components M."""
+        return int(self.log_weights.shape[0])
+
+    @property
+    def components(self) -> np.ndarray:
+        """Dirichlet parameter vectors ``alpha + m`` of the components, shape (M, K)."""
+        return self.prior.alpha + self.exponents
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Mixture weights ``w_m`` (sum to 1), shape (M,)."""
+        return np.exp(self.log_weights)
+
+    @property
+    def sd(self) -> np.ndarray:
+        """Posterior standard deviations ``sqrt(diag(cov))``."""
+        return np.sqrt(np.clip(np.diag(self.cov), 0.0, None))
+
+    def sample(self, draws: int, rng: RNGLike = None) -> np.ndarray:
+        """Independent posterior draws, shape (draws, K).
+
+        Each draw picks a component with probability ``w_m`` (inverse CDF of one uniform), then
+        draws from that Dirichlet (log-space Gamma normalisation).
+        """
+        theta, _ = self._sample(_check_positive_int(draws, "draws"), as_generator(rng))
+        return theta
+
+    def _sample(self, size: int, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        cumulative = np.cumsum(self.weights)
+        cumulative /= cumulative[-1]
+        index = np.searchsorted(cumulative, gen.random(size), side="right")
+        index = np.minimum(index, self.n_components - 1)
+        theta = dirichlet_draws(gen, self.components[index])
+        return theta, index
+
+    def logpdf(self, theta: Any) -> np.ndarray | float:
+        """Posterior log density ``log sum_m w_m Dir(theta; alpha + m)`` at theta (..., K).
+
+        Cost O(M * K) per point.
+        """
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape[-1] != self.k:
+            raise InvalidInputError(
+                f"theta: expected last dimension {self.k}, got shape {theta.shape}"
+            )
+        flat = theta.reshape(-1, self.k)
+        comps = self.components
+        log_b = gammaln(comps).sum(axis=1) - gammaln(comps.sum(axis=1))
+        with np.errstate(divide="ignore"):
+            log_theta = np.log(flat)
+        out = np.empty(flat.shape[0])
+        for i in range(flat.shape[0]):  # loop over evaluation points, vectorised over components
+            with np.errstate(invalid="ignore"):
+                terms = np.where(comps == 1.0, 0.0, (comps - 1.0) * log_theta[i])
+            out[i] = logsumexp(self.log_weights + terms.sum(axis=1) - log_b)
+        out = out.reshape(theta.shape[:-1])
+        return float(out) if out.ndim == 0 else out
+
+    def __repr__(self) -> str:
+        return (
+            f"ExactPosterior(k={self.k}, components={self.n_components}, "
+            f"strategy={self.strategy!r}, prior={self.prior!r})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# public entry points
+# ---------------------------------------------------------------------------------------------
+def exact_posterior(
+    tally: Tally,
+    alpha: Any = None,
+    max_components: int = DEFAULT_MAX_COMPONENTS,
+    strategy: str = "auto",
+) -> ExactPosterior:
+    """The exact posterior of ``theta`` given a tally, as a mixture of Dirichlets.
+
+    Parameters
+    ----------
+    tally : Tally
+        The reports (any mechanism, dense or support form).
+    alpha : Dirichlet, float, array_like or None
+        The Dirichlet prior (see :func:`bayesldp.bayes.as_dirichlet`); None is ``Dirichlet(1)``.
+    max_components : int
+        Refuse (:class:`TooManyComponentsError`) when the mixture may have more components.
+    strategy : {"auto", "residual", "latent"}
+        The expansion (module docstring); all give the same posterior.
+
+    Returns
+    -------
+    ExactPosterior
+        With ``mean``, ``cov``, ``log_weights``, ``components`` and ``sample(draws, rng)``.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesldp
+    >>> from bayesldp.bayes.exact import exact_posterior
+    >>> mech = bayesldp.GRR(3, 1.0)
+    >>> post = exact_posterior(mech.tally(np.array([0, 0, 1, 2, 0])), 1.0)
+    >>> post.n_components  # prod_y (c_y + 1) with report counts c = (3, 1, 1)
+    16
+    >>> round(float(post.mean.sum()), 12)
+    1.0
+    """
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
+    prior = as_dirichlet(alpha, tally.k)
+    max_components = _check_positive_int(max_components, "max_components")
+    if strategy not in STRATEGIES:
+        raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
+
+    budget = _PAIR_BUDGET_FACTOR * max_components
+    plans = [
+        _Plan.build(tally, name, max_components)
+        for name in (("residual", "latent") if strategy == "auto" else (strategy,))
+    ]
+    fitting = [p for p in plans if p.bound <= max_components and p.cost <= budget]
+    if not fitting:
+        smallest = min(plans, key=lambda p: (p.bound, p.cost))
+        if smallest.bound > max_components:
+            raise TooManyComponentsError(
+                f"exact posterior: the Dirichlet mixture for this tally (K = {tally.k}, "
+                f"n = {tally.n}, {tally.n_rows} distinct rows) has up to {smallest.bound_text} "
+                f"components, over max_components = {max_components}; use method='hmc', "
+                "'nuts' or 'sgld' (or raise max_components if memory and time allow)"
+            )
+        raise TooManyComponentsError(
+            f"exact posterior: expanding the Dirichlet mixture for this tally (K = {tally.k}, "
+            f"n = {tally.n}, up to {smallest.bound_text} components) needs about "
+            f"{smallest.cost:.3g} term products, over the budget of {_PAIR_BUDGET_FACTOR} x "
+            f"max_components = {budget:.3g}; use method='hmc', 'nuts' or 'sgld'"
+        )
+    # cheapest: term products to form, plus the per-component work of weights, moments, draws
+    plan = min(fitting, key=lambda p: p.cost + 10 * p.bound)
+    exponents, log_coef = plan.expand()
+    log_beta_ratio = (
+        gammaln(prior.alpha + exponents).sum(axis=1)
+        - gammaln(prior.alpha.sum() + exponents.sum(axis=1))
+        - prior.log_beta()
+    )
+    log_unnorm = log_coef + log_beta_ratio
+    log_norm = float(logsumexp(log_unnorm))
+    return ExactPosterior(
+        prior=prior,
+        exponents=exponents,
+        log_weights=log_unnorm - log_norm,
+        log_marginal_likelihood=log_norm + plan.log_const,
+        strategy=plan.strategy,
+    )
+
+
+def sample(
+    tally: Tally,
+    alpha: np.ndarray,
+    *,
+    draws: int,
+    chains: int,
+    random_seed: int | None,
+    progressbar: bool = False,
+    **options: Any,
+) -> SamplerOutput:
+    """Backend of ``bayesldp.fit(method="exact")``: independent draws from the exact posterior.
+
+    Every draw is independent (a component by weight, then a Dirichlet), so ``r_hat`` is 1 up to
+    Monte Carlo noise and the effective sample size is ``chains * draws``.
+
+    Parameters
+    ----------
+    tally, alpha
+        The data and the Dirichlet concentration vector.
+    draws, chains : int
+        Output shape ``(chains, draws, K)``.
+    random_seed : int or None
+        Seed of the numpy Generator (same seed, same draws).
+    progressbar : bool
+        Ignored (nothing iterative to report).
+    **options
+        ``max_components`` (int) and ``strategy`` ("auto", "residual", "latent").
+
+    Returns
+    -------
+    SamplerOutput
+        ``sample_stats``: ``lp`` (log prior density + ``tally.loglik``, unnormalised, in theta
+        space) and ``component`` (index of the mixture component of each draw).  ``info``: the
+        exact posterior mean and covariance (for ``K <= 100``), the number of components, the
+        strategy and the log marginal likelihood.
+    """
+    del progressbar
+    unknown = sorted(set(options) - {"max_components", "strategy"})
+    if unknown:
+        raise InvalidInputError(
+            f"options: method='exact' does not take {unknown[0]!r}; "
+            "valid options are 'max_components' and 'strategy'"
+        )
+    draws = _check_positive_int(draws, "draws")
+    chains = _check_positive_int(chains, "chains")
+    start = time.perf_counter()
+    post = exact_posterior(
+        tally,
+        alpha,
+        max_components=options.get("max_components", DEFAULT_MAX_COMPONENTS),
+        strategy=options.get("strategy", "auto"),
+    )
+    built = time.perf_counter()
+    gen = as_generator(random_seed)
+    theta, index = post._sample(chains * draws, gen)
+    with np.errstate(invalid="ignore"):
+        lp = post.prior.logpdf(theta) + tally.loglik(theta)
+    k = tally.k
+    info: dict[str, object] = {
+        "backend": "exact",
+        "strategy": post.strategy,
+        "n_components": post.n_components,
+        "max_components": int(options.get("max_components", DEFAULT_MAX_COMPONENTS)),
+        "log_marginal_likelihood": post.log_marginal_likelihood,
+        "build_seconds": built - start,
+        "wall_time": time.perf_counter() - start,
+    }
+    if k <= 100:
+        info["exact_mean"] = post.mean.tolist()
+        info["exact_cov"] = post.cov.tolist()
+    return SamplerOutput(
+        theta=theta.reshape(chains, draws, k),
+        sample_stats={
+            "lp": np.asarray(lp, dtype=float).reshape(chains, draws),
+            "component": index.reshape(chains, draws).astype(np.int64),
+        },
+        info=info,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the expansion
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class _Plan:
+    """Rows split as ``a_u + r_u . theta`` and the bound on the number of components."""
+
+    strategy: str
+    k: int
+    const: np.ndarray  # a_u, shape (U',)
+    resid: np.ndarray  # r_u, shape (U', K)
+    counts: np.ndarray  # c_u
+    caps: np.ndarray  # largest exponent of each category
+    total: int  # largest (residual) or exact (latent) total degree
+    bound: int
+    bound_text: str
+    log_const: float  # log of what the rescaling and the dropped constant rows took out
+    steps: list[tuple[int, str]] = field(default_factory=list)
+    cost: int = 0
+
+    @classmethod
+    def build(cls, tally: Tally, strategy: str, max_components: int) -> _Plan:
+        rows = tally.rows
+        counts = tally.counts
+        scale = rows.max(axis=1)
+        rows = rows / scale[:, None]
+        lo = rows.min(axis=1)
+        constant = rows.max(axis=1) - lo <= _ZERO_TOL
+        log_const = float(counts @ np.log(scale))
+        # constant rows (uninformative) contribute lo^c; after rescaling lo == 1 for them
+        keep = ~constant
+        rows, counts = rows[keep], counts[keep]
+        if strategy == "residual":
+            const = rows.min(axis=1)
+            resid = rows - const[:, None]
+            resid[resid <= _ZERO_TOL] = 0.0
+        else:
+            const = np.zeros(rows.shape[0])
+            resid = rows.copy()
+        on = resid > 0
+        caps = (counts[:, None] * on).sum(axis=0)
+        total = int(counts.sum())
+        caps = np.minimum(caps, total)
+        bound = _lattice_count(caps, total, exact_total=strategy == "latent")
+        sat = _saturation(total)
+        text = f"more than {sat:.3g}" if bound >= sat else str(bound)
+        plan = cls(strategy, tally.k, const, resid, counts, caps, total, bound, text, log_const)
+        if bound <= max_components:
+            plan.steps, plan.cost = plan.schedule()
+        else:
+            plan.cost = math.inf
+        return plan
+
+    def schedule(self) -> tuple[list[tuple[int, str]], int]:
+        """Order of the rows, how each is multiplied in, and the estimated term products.
+
+        A row enters either as its whole expanded power (cost ``M_before * F``, ``F`` the number
+        of terms of ``(a + r.theta)^c``) or as ``c`` multiplications by the linear form
+        ``a + r.theta`` (cost about ``c * (|supp r| + 1) * M_after``), whichever the component
+        bounds of the partial products say is cheaper.  Rows with the same residual support come
+        together (their monomials merge), cheapest first.
+        """
+        on = self.resid > 0
+        keys = [tuple(np.flatnonzero(row).tolist()) for row in on]
+        order = sorted(range(len(keys)), key=lambda i: (len(keys[i]), keys[i], self.counts[i]))
+        caps = np.zeros(self.k, dtype=np.int64)
+        total, before, cost = 0, 1, 0
+        steps: list[tuple[int, str]] = []
+        for u in order:
+            c, s = int(self.counts[u]), len(keys[u])
+            caps = np.minimum(caps + c * on[u], self.total)
+            total += c
+            after = _lattice_count(caps, total, exact_total=self.strategy == "latent")
+            terms = math.comb(c + s - 1, s - 1) if self.const[u] == 0 else math.comb(c + s, s)
+            whole, linear = before * terms, c * (s + 1) * after
+            steps.append((u, "whole" if whole <= linear else "linear"))
+            cost += min(whole, linear)
+            before = after
+        return steps, cost
+
+    def expand(self) -> tuple[np.ndarray, np.ndarray]:
+        """Exponent vectors (M, K) and log coefficients (M,) of ``prod_u (a_u + r_u.theta)^c_u``."""
+        packer = _Packer(self.caps)
+        codes = packer.zero()
+        log_coef = np.zeros(1)
+        for u, how in self.steps:
+            if how == "whole":
+                f_codes, f_log = self._factor(u, packer)
+                codes, log_coef = _multiply(codes, log_coef, f_codes, f_log)
+            else:
+                codes, log_coef = self._linear_steps(u, packer, codes, log_coef)
+        return packer.unpack(codes), log_coef
+
+    def _linear_steps(
+        self, u: int, packer: _Packer, codes: np.ndarray, log_coef: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        a, r = float(self.const[u]), self.resid[u]
+        idx = np.flatnonzero(r > 0)
+        units = np.zeros((idx.size, self.k), dtype=np.int64)
+        units[np.arange(idx.size), idx] = 1
+        f_codes = packer.pack(units)
+        f_log = np.log(r[idx])
+        if a > 0:
+            f_codes = np.vstack([packer.zero(), f_codes])
+            f_log = np.append(math.log(a), f_log)
+        for _ in range(int(self.counts[u])):
+            codes, log_coef = _multiply(codes, log_coef, f_codes, f_log)
+        return codes, log_coef
+
+    def _factor(self, u: int, packer: _Packer) -> tuple[np.ndarray, np.ndarray]:
+        a, r, c = float(self.const[u]), self.resid[u], int(self.counts[u])
+        idx = np.flatnonzero(r > 0)
+        comps = _compositions(c, idx.size, exact=a == 0.0)
+        j = comps.sum(axis=1)
+        log_c = (
+            gammaln(c + 1.0)
+            - gammaln(c - j + 1.0)
+            - gammaln(comps + 1.0).sum(axis=1)
+            + comps @ np.log(r[idx])
+        )
+        if a > 0:
+            log_c = log_c + (c - j) * math.log(a)
+        full = np.zeros((comps.shape[0], self.k), dtype=np.int64)
+        full[:, idx] = comps
+        return packer.pack(full), log_c
+
+
+def _compositions(c: int, s: int, *, exact: bool) -> np.ndarray:
+    """All vectors of ``s`` non-negative ints with sum ``<= c`` (``== c`` if exact), (F, s)."""
+    comps = np.zeros((1, 0), dtype=np.int64)
+    sums = np.zeros(1, dtype=np.int64)
+    for part in range(s):
+        if exact and part == s - 1:
+            comps = np.hstack([comps, (c - sums)[:, None]])
+            sums = np.full_like(sums, c)
+            break
+        reps = c - sums + 1
+        parent = np.repeat(np.arange(comps.shape[0]), reps)
+        values = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+        comps = np.hstack([comps[parent], values[:, None]])
+        sums = sums[parent] + values
+    if exact and s == 0 and c != 0:
+        return np.zeros((0, 0), dtype=np.int64)
+    return comps
+
+
+class _Packer:
+    """Exponent vectors packed as mixed-radix int64 words (addition of codes = of vectors).
+
+    Categories are grouped into words whose radix product stays below 2^62; caps guarantee no
+    digit ever overflows, so sums of codes never carry between digits.
+    """
+
+    def __init__(self, caps: np.ndarray) -> None:
+        self.k = caps.shape[0]
+        self.word = np.zeros(self.k, dtype=np.int64)
+        self.stride = np.zeros(self.k, dtype=np.int64)
+        self.radix = caps.astype(np.int64) + 1
+        word, stride = 0, 1
+        for x in range(self.k):
+            if self.radix[x] == 1:
+                continue
+            if stride * int(self.radix[x]) >= _WORD_LIMIT:
+                word, stride = word + 1, 1
+            self.word[x], self.stride[x] = word, stride
+            stride *= int(self.radix[x])
+        self.n_words = word + 1
+
+    def zero(self) -> np.ndarray:
+        return np.zeros((1, self.n_words), dtype=np.int64)
+
+    def pack(self, exps: np.ndarray) -> np.ndarray:
+        out = np.zeros((exps.shape[0], self.n_words), dtype=np.int64)
+        for w in range(self.n_words):
+            cols = np.flatnonzero((self.word == w) & (self.radix > 1))
+            out[:, w] = exps[:, cols] @ self.stride[cols]
+        return out
+
+    def unpack(self, codes: np.ndarray) -> np.ndarray:
+        exps = np.zeros((codes.shape[0], self.k), dtype=np.int64)
+        for x in np.flatnonzero(self.radix > 1):
+            exps[:, x] = (codes[:, self.word[x]] // self.stride[x]) % self.radix[x]
+        return exps
+
+
+def _multiply(
+    codes1: np.ndarray, log1: np.ndarray, codes2: np.ndarray, log2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Product of two sparse log-polynomials, merged; chunked to bound memory."""
+    if codes1.shape[0] < codes2.shape[0]:
+        codes1, log1, codes2, log2 = codes2, log2, codes1, log1
+    m1, m2 = codes1.shape[0], codes2.shape[0]
+    step = max(1, _PAIR_CHUNK // m2)
+    n_words = codes1.shape[1]
+    acc_codes: list[np.ndarray] = []
+    acc_logs: list[np.ndarray] = []
+    pending = 0
+    for start in range(0, m1, step):
+        c = (codes1[start : start + step, None, :] + codes2[None, :, :]).reshape(-1, n_words)
+        lg = (log1[start : start + step, None] + log2[None, :]).reshape(-1)
+        c, lg = _merge(c, lg)
+        acc_codes.append(c)
+        acc_logs.append(lg)
+        pending += c.shape[0]
+        if pending > 4 * _PAIR_CHUNK and len(acc_codes) > 1:
+            merged = _merge(np.concatenate(acc_codes), np.concatenate(acc_logs))
+            acc_codes, acc_logs = [merged[0]], [merged[1]]
+            pending = merged[0].shape[0]
+    if len(acc_codes) == 1:
+        return acc_codes[0], acc_logs[0]
+    return _merge(np.concatenate(acc_codes), np.concatenate(acc_logs))
+
+
+def _merge(codes: np.ndarray, logs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group equal codes and log-sum-exp their log coefficients (deterministic order)."""
+    if codes.shape[1] == 1:
+        order = np.argsort(codes[:, 0], kind="stable")
+    else:
+        order = np.lexsort(codes.T[::-1])
+    codes, logs = codes[order], logs[order]
+    new = np.ones(codes.shape[0], dtype=bool)
+    new[1:] = np.any(codes[1:] != codes[:-1], axis=1)
+    start = np.flatnonzero(new)
+    if start.size == codes.shape[0]:
+        return codes, logs
+    peak = np.maximum.reduceat(logs, start)
+    sizes = np.diff(np.append(start, codes.shape[0]))
+    total = np.add.reduceat(np.exp(logs - np.repeat(peak, sizes)), start)
+    return codes[start], peak + np.log(total)
+
+
+def _saturation(total: int) -> int:
+    return _WORD_LIMIT // (total + 2)
+
+
+def _lattice_count(caps: np.ndarray, total: int, *, exact_total: bool) -> int:
+    """Number of integer vectors ``0 <= m_x <= caps_x`` with ``sum m <= total`` (``== total``).
+
+    Dynamic programming over categories with int64 counts saturated at ``2^62 / (total + 2)``
+    (the result is ``min(count, saturation)``, exact below the saturation).
+    """
+    sat = _saturation(total)
+    ways = np.zeros(total + 1, dtype=np.int64)
+    ways[0] = 1
+    t = np.arange(total + 1)
+    for d in caps[caps > 0]:
+        cs = np.zeros(total + 2, dtype=np.int64)
+        np.cumsum(ways, out=cs[1:])
+        ways = np.minimum(cs[t + 1] - cs[np.maximum(t - int(d), 0)], sat)
+    if exact_total:
+        return int(ways[total])
+    return int(min(int(ways.sum()), sat))
+
+
+def _mixture_moments(components: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of ``sum_m w_m Dir(beta_m)`` (law of total covariance)."""
+    conc = components.sum(axis=1)
+    mu = components / conc[:, None]
+    mean = weights @ mu
+    within_w = weights / (conc + 1.0)
+    within = np.diag(within_w @ mu) - (mu * within_w[:, None]).T @ mu
+    dev = mu - mean
+    between = (dev * weights[:, None]).T @ dev
+    cov = within + between
+    return mean, (cov + cov.T) / 2
+
+
+def _check_positive_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"{name}: expected a positive integer, got {value!r}")
+    if value < 1:
+        raise InvalidInputError(f"{name}: must be >= 1, got {value}")
+    return int(value)

@@ -1,0 +1,438 @@
+"""``bayesldp.fit``: the one entry point of posterior inference, returning ArviZ InferenceData.
+
+The model (every method): ``theta ~ Dirichlet(alpha)`` and, given ``theta``, the tally's
+log-likelihood ``sum_u c_u log(L_u . theta)`` (the multinomial likelihood of the reports, seed 000
+eq. 22; seed 004 for RRRR).  The methods differ only in how they reach the posterior:
+
+=========  ===============================  ===============================================
+method     module                           what it returns
+=========  ===============================  ===============================================
+"exact"    :mod:`bayesldp.bayes.exact`      independent draws from the exact Dirichlet
+                                            mixture (small problems; seed 000, App. A)
+"hmc"      :mod:`bayesldp.bayes.hmc`        bayesldp's own HMC (the default, "auto")
+"nuts"     :mod:`bayesldp.bayes.nuts`       PyMC / nutpie / numpyro / blackjax NUTS
+"sgld"     :mod:`bayesldp.bayes.sgld`       stochastic-gradient Langevin (seed 004)
+=========  ===============================  ===============================================
+
+Backends are imported lazily (``importlib``), each exposing
+``sample(tally, alpha, *, draws, chains, random_seed, progressbar, **options) -> SamplerOutput``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import numbers
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayesldp._validation import as_generator
+from bayesldp.bayes._types import SamplerOutput
+from bayesldp.bayes.prior import Dirichlet, as_dirichlet
+from bayesldp.errors import (
+    BayesLDPError,
+    InvalidInputError,
+    InvalidTypeError,
+    NotSupportedError,
+)
+from bayesldp.tally import Tally
+
+if TYPE_CHECKING:
+    import arviz
+
+#: method name -> backend module
+BACKENDS: dict[str, str] = {
+    "exact": "bayesldp.bayes.exact",
+    "hmc": "bayesldp.bayes.hmc",
+    "nuts": "bayesldp.bayes.nuts",
+    "sgld": "bayesldp.bayes.sgld",
+}
+#: aliases resolved before dispatch
+ALIASES: dict[str, str] = {"auto": "hmc"}
+#: optional packages a backend may need -> the pip extra that installs them
+OPTIONAL_EXTRAS: dict[str, str] = {
+    "nutpie": "nutpie",
+    "numpyro": "numpyro",
+    "jax": "numpyro",
+    "jaxlib": "numpyro",
+    "blackjax": "blackjax",
+    "pymc": "pymc",
+    "pytensor": "pymc",
+    "numba": "numba",
+}
+#: marker attribute identifying a bayesldp fit (also read by :func:`bayesldp.load_fit`)
+VERSION_ATTR = "bayesldp_version"
+#: constant_data holds the channel only when K * |Y| is at most this
+MAX_CHANNEL_SIZE = 1_000_000
+#: the log_likelihood group is built only when chains * draws * U is at most this
+MAX_LOGLIK_SIZE = 20_000_000
+_SIMPLEX_TOL = 1e-6
+
+
+def import_arviz() -> Any:
+    """Import ArviZ without its import-time FutureWarning about the 1.0 refactor."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning
+        )
+        import arviz
+
+    return arviz
+
+
+def fit(
+    tally: Tally,
+    prior: Any = None,
+    method: str = "auto",
+    draws: int = 1000,
+    chains: int = 4,
+    random_seed: Any = None,
+    progressbar: bool | None = None,
+    *,
+    labels: Sequence[Any] | None = None,
+    **options: Any,
+) -> arviz.InferenceData:
+    """Posterior of the population distribution ``theta`` given a tally.
+
+    Model: ``theta ~ Dirichlet(alpha)``; reports ``Y_i | theta`` i.i.d. with
+    ``Pr(Y = y | theta) = sum_x theta_x P[x, y]``; the tally's rows are the columns ``P[:, y]``
+    of the observed reports, so the log-likelihood is ``sum_u c_u log(L_u . theta)``.  The
+    posterior mean is the MMSE estimator of ``theta`` (seed 000, Theorem 3.1).
+
+    Parameters
+    ----------
+    tally : Tally
+        The reports (from ``mechanism.tally(reports)`` or a merge of tallies).
+    prior : Dirichlet, float, array_like or None
+        ``None``: ``Dirichlet(1)`` (uniform); a number ``a``: ``Dirichlet.symmetric(K, a)``; a
+        vector of ``K`` positive numbers; or a :class:`~bayesldp.bayes.Dirichlet`.
+    method : {"auto", "exact", "hmc", "nuts", "sgld"}
+        The posterior method; ``"auto"`` is ``"hmc"``.
+    draws, chains : int
+        Posterior draws per chain (after any tuning) and number of chains, both >= 1.
+    random_seed : int, numpy Generator, SeedSequence or None
+        Same seed, same draws.  None draws a fresh 63-bit seed (recorded in the attrs, so every
+        fit can be reproduced); a Generator or SeedSequence is turned into such a seed.
+    progressbar : bool or None
+        Show the backend's progress bar; None means False.
+    labels : sequence, optional
+        ``K`` distinct category labels for the ``category`` coordinate (default ``0..K-1``).
+    **options
+        Passed to the backend (e.g. ``max_components`` for "exact", ``nuts_sampler`` for
+        "nuts"); a backend raises :class:`~bayesldp.InvalidInputError` for options it does not
+        know.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Groups: ``posterior`` (``theta``, dims ``chain, draw, category``), ``sample_stats``,
+        ``log_likelihood`` (``counts``: ``c_u log(L_u . theta)``, dim ``row``; only when
+        ``chains * draws * U <= 2e7``), ``observed_data`` (the tally: ``counts``, ``rows`` or
+        ``support`` + ``levels``, ``stat``), ``constant_data`` (``prior_alpha``, ``epsilon``,
+        mechanism parameters, ``channel`` when finite and ``K * |Y| <= 1e6``).  The posterior
+        attrs hold ``method``, ``mechanism``, ``family``, ``prior``, ``random_seed``,
+        ``bayesldp_version`` and ``backend_info`` (JSON strings where structured), so the fit
+        round-trips through :func:`bayesldp.save_fit` / :func:`bayesldp.load_fit`.
+
+    Examples
+    --------
+    >>> import numpy as np, bayesldp
+    >>> mech = bayesldp.GRR(3, 2.0)
+    >>> tally = mech.tally(mech.perturb(np.array([0, 0, 1, 2, 0, 0]), rng=1))
+    >>> idata = bayesldp.fit(tally, method="exact", draws=200, chains=2, random_seed=0)
+    >>> idata.posterior["theta"].shape
+    (2, 200, 3)
+    """
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
+    if tally.n < 1:  # pragma: no cover - a Tally cannot be empty
+        raise InvalidInputError("tally: holds no reports")
+    dirichlet = as_dirichlet(prior, tally.k)
+    resolved = _resolve_method(method)
+    draws = _check_count(draws, "draws")
+    chains = _check_count(chains, "chains")
+    seed = _resolve_seed(random_seed)
+    coords = _category_coords(labels, tally.k)
+    if progressbar is None:
+        progressbar = False
+    elif not isinstance(progressbar, bool | np.bool_):
+        raise InvalidTypeError(f"progressbar: expected True, False or None, got {progressbar!r}")
+
+    backend = _load_backend(method, resolved)
+    try:
+        out = backend.sample(
+            tally,
+            dirichlet.alpha.copy(),
+            draws=draws,
+            chains=chains,
+            random_seed=seed,
+            progressbar=bool(progressbar),
+            **options,
+        )
+    except ModuleNotFoundError as exc:
+        raise _missing_dependency(method, resolved, exc) from exc
+    _check_output(out, resolved, chains, draws, tally.k)
+    return build_inference_data(
+        out,
+        tally,
+        dirichlet,
+        method=resolved,
+        requested_method=method,
+        random_seed=seed,
+        coords=coords,
+    )
+
+
+def build_inference_data(
+    out: SamplerOutput,
+    tally: Tally,
+    prior: Dirichlet,
+    *,
+    method: str,
+    requested_method: str | None = None,
+    random_seed: int | None = None,
+    coords: Sequence[Any] | None = None,
+) -> arviz.InferenceData:
+    """Assemble the InferenceData of a fit from a backend's :class:`SamplerOutput`.
+
+    Public so that code producing draws by other means (e.g. the adaptive survey) can label
+    them the same way; see :func:`fit` for the groups.
+    """
+    az = import_arviz()
+    import xarray as xr
+
+    chains, draws, k = out.theta.shape
+    category = np.arange(k) if coords is None else np.asarray(coords)
+    chain_draw = {"chain": np.arange(chains), "draw": np.arange(draws)}
+    rows = np.arange(tally.n_rows)
+    attrs = _fit_attrs(out, tally, prior, method, requested_method, random_seed)
+
+    posterior = xr.Dataset(
+        {"theta": (("chain", "draw", "category"), np.asarray(out.theta, dtype=float))},
+        coords={**chain_draw, "category": category},
+        attrs=attrs,
+    )
+    sample_stats = xr.Dataset(
+        {name: (("chain", "draw"), np.asarray(value)) for name, value in out.sample_stats.items()},
+        coords=chain_draw,
+        attrs={"method": method},
+    )
+    groups: dict[str, Any] = {"posterior": posterior, "sample_stats": sample_stats}
+
+    if chains * draws * tally.n_rows <= MAX_LOGLIK_SIZE:
+        with np.errstate(divide="ignore"):
+            loglik = tally.counts * np.log(tally.row_dot(out.theta))
+        groups["log_likelihood"] = xr.Dataset(
+            {"counts": (("chain", "draw", "row"), loglik)},
+            coords={**chain_draw, "row": rows},
+            attrs={"definition": "c_u log(L_u . theta) per distinct likelihood row u"},
+        )
+
+    observed: dict[str, Any] = {
+        "counts": (("row",), tally.counts),
+        "stat": (("category",), tally.stat),
+    }
+    observed_coords: dict[str, Any] = {"row": rows, "category": category}
+    if tally.is_support_form:
+        observed["support"] = (("row", "category"), tally.support)
+        observed["levels"] = (("level",), np.asarray(tally.levels, dtype=float))
+        observed_coords["level"] = ["lo", "hi"]
+    else:
+        observed["rows"] = (("row", "category"), tally.rows)
+    groups["observed_data"] = xr.Dataset(observed, coords=observed_coords)
+    groups["constant_data"] = _constant_data(tally, prior, category)
+    return az.InferenceData(**groups)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+def _resolve_method(method: object) -> str:
+    valid = sorted([*BACKENDS, *ALIASES])
+    if not isinstance(method, str):
+        raise InvalidTypeError(f"method: expected one of {valid}, got {method!r}")
+    resolved = ALIASES.get(method, method)
+    if resolved not in BACKENDS:
+        raise InvalidInputError(f"method: unknown method {method!r}; valid methods are {valid}")
+    return resolved
+
+
+def _load_backend(method: str, resolved: str) -> Any:
+    module_name = BACKENDS[resolved]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            raise NotSupportedError(
+                f"method={method!r}: the backend module {module_name} is not available in this "
+                "installation of bayesldp; choose another method, e.g. method='exact' for small "
+                "problems"
+            ) from exc
+        raise _missing_dependency(method, resolved, exc) from exc
+    if not callable(getattr(module, "sample", None)):
+        raise NotSupportedError(
+            f"method={method!r}: the backend module {module_name} defines no sample() function"
+        )
+    return module
+
+
+def _missing_dependency(method: str, resolved: str, exc: ModuleNotFoundError) -> NotSupportedError:
+    missing = (exc.name or "").split(".")[0] or "an optional package"
+    extra = OPTIONAL_EXTRAS.get(missing)
+    hint = f"pip install 'bayesldp[{extra}]'" if extra else f"pip install {missing}"
+    return NotSupportedError(
+        f"method={method!r} ({BACKENDS[resolved]}) needs the optional package {missing!r}, "
+        f"which is not installed: {hint}"
+    )
+
+
+def _check_count(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"{name}: expected a positive integer, got {value!r}")
+    if value < 1:
+        raise InvalidInputError(f"{name}: must be >= 1, got {value}")
+    return int(value)
+
+
+def _resolve_seed(random_seed: object) -> int:
+    if random_seed is None:
+        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+    if isinstance(random_seed, np.random.Generator | np.random.SeedSequence):
+        return int(as_generator(random_seed).integers(0, 2**63 - 1))
+    if isinstance(random_seed, bool) or not isinstance(random_seed, numbers.Integral):
+        raise InvalidTypeError(
+            "random_seed: expected a non-negative int, a numpy Generator, a SeedSequence or "
+            f"None, got {type(random_seed).__name__}"
+        )
+    if not 0 <= random_seed < 2**63:
+        raise InvalidInputError(f"random_seed: must lie in 0..2**63-1, got {random_seed}")
+    return int(random_seed)
+
+
+def _category_coords(labels: Sequence[Any] | None, k: int) -> np.ndarray:
+    if labels is None:
+        return np.arange(k)
+    if isinstance(labels, str | bytes):
+        raise InvalidTypeError(f"labels: expected a sequence of {k} labels, got a string")
+    try:
+        arr = np.asarray(list(labels))
+    except TypeError:
+        raise InvalidTypeError(
+            f"labels: expected a sequence of {k} labels, got {type(labels).__name__}"
+        ) from None
+    if arr.ndim != 1 or arr.shape[0] != k:
+        raise InvalidInputError(f"labels: expected {k} labels (one per category), got {arr.shape}")
+    if arr.dtype.kind not in "iuU":
+        raise InvalidTypeError(f"labels: expected integers or strings, got dtype {arr.dtype}")
+    if np.unique(arr).size != k:
+        raise InvalidInputError(f"labels: must be distinct, got {arr.tolist()}")
+    return arr
+
+
+def _check_output(out: object, method: str, chains: int, draws: int, k: int) -> None:
+    where = f"backend {BACKENDS[method]}"
+    if not isinstance(out, SamplerOutput):
+        raise BayesLDPError(f"{where} returned {type(out).__name__}, not a SamplerOutput")
+    theta = np.asarray(out.theta)
+    if theta.shape != (chains, draws, k):
+        raise BayesLDPError(
+            f"{where}: theta has shape {theta.shape}, expected {(chains, draws, k)}"
+        )
+    if not np.all(np.isfinite(theta)) or theta.min() < 0:
+        raise BayesLDPError(f"{where}: theta has negative or non-finite entries")
+    worst = float(np.max(np.abs(theta.sum(axis=-1) - 1.0)))
+    if worst > _SIMPLEX_TOL:
+        raise BayesLDPError(f"{where}: draws of theta do not sum to 1 (off by {worst:.3g})")
+    for name, value in out.sample_stats.items():
+        if np.shape(value) != (chains, draws):
+            raise BayesLDPError(
+                f"{where}: sample_stats[{name!r}] has shape {np.shape(value)}, "
+                f"expected {(chains, draws)}"
+            )
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return repr(value)
+
+
+def to_json(value: Any) -> str:
+    """JSON text of ``value`` (numpy arrays and scalars become lists and numbers)."""
+    return json.dumps(value, default=_json_default, allow_nan=True)
+
+
+def _fit_attrs(
+    out: SamplerOutput,
+    tally: Tally,
+    prior: Dirichlet,
+    method: str,
+    requested_method: str | None,
+    random_seed: int | None,
+) -> dict[str, Any]:
+    import bayesldp
+
+    mechanism = tally.mechanism
+    params = mechanism.params() if mechanism is not None else {}
+    return {
+        VERSION_ATTR: bayesldp.__version__,
+        "method": method,
+        "requested_method": requested_method if requested_method is not None else method,
+        "mechanism": repr(mechanism) if mechanism is not None else "None",
+        "mechanism_params": to_json(params),
+        "family": tally.family,
+        "prior": prior.to_json(),
+        "random_seed": -1 if random_seed is None else int(random_seed),
+        "n_reports": tally.n,
+        "n_rows": tally.n_rows,
+        "tally_form": "support" if tally.is_support_form else "dense",
+        "backend_info": to_json(out.info),
+    }
+
+
+def _constant_data(tally: Tally, prior: Dirichlet, category: np.ndarray) -> Any:
+    import xarray as xr
+
+    data: dict[str, Any] = {"prior_alpha": (("category",), prior.alpha.copy())}
+    coords: dict[str, Any] = {"category": category}
+    mechanism = tally.mechanism
+    if mechanism is not None:
+        data["epsilon"] = ((), float(mechanism.epsilon))
+        for name, value in mechanism.params().items():
+            if name in ("k", "epsilon"):
+                continue
+            try:
+                arr = np.asarray(value)
+            except ValueError:  # ragged nested lists
+                continue
+            if arr.dtype.kind not in "biuf" or arr.size == 0:
+                continue  # kept in the posterior attrs (mechanism_params)
+            dims = tuple(f"{name}_dim_{i}" for i in range(arr.ndim))
+            data[f"param_{name}"] = (dims, arr)
+        channel = _small_channel(mechanism, tally.k)
+        if channel is not None:
+            data["channel"] = (("category", "report"), channel)
+            coords["report"] = np.arange(channel.shape[1])
+    return xr.Dataset(data, coords=coords)
+
+
+def _small_channel(mechanism: Any, k: int) -> np.ndarray | None:
+    try:
+        channel = np.asarray(mechanism.channel, dtype=float)
+    except (BayesLDPError, NotImplementedError, MemoryError):
+        return None  # no small finite channel (NotSupportedError is a BayesLDPError)
+    if channel.ndim != 2 or channel.shape[0] != k:
+        return None
+    if channel.size > MAX_CHANNEL_SIZE or not np.all(np.isfinite(channel)):
+        return None
+    return channel
+
+
+__all__ = ["ALIASES", "BACKENDS", "build_inference_data", "fit", "import_arviz", "to_json"]

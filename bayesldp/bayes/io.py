@@ -1,0 +1,100 @@
+"""Saving and loading fits: ArviZ InferenceData through netCDF (HDF5, via h5netcdf).
+
+Everything :func:`bayesldp.fit` records (posterior, sample_stats, log_likelihood, the tally in
+observed_data, constant_data, and the posterior attrs: method, mechanism, prior, random seed,
+bayesldp version, backend info as JSON strings) round-trips exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bayesldp.bayes.fit import VERSION_ATTR, import_arviz
+from bayesldp.bayes.prior import Dirichlet
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+
+if TYPE_CHECKING:
+    import arviz
+
+_ENGINE = "h5netcdf"
+
+
+def save_fit(idata: arviz.InferenceData, path: str | os.PathLike[str]) -> Path:
+    """Write a fit returned by :func:`bayesldp.fit` to a netCDF file (overwriting it).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A bayesldp fit (its posterior attrs carry ``bayesldp_version``).
+    path : str or PathLike
+        Destination file; its directory must exist.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+    """
+    az = import_arviz()
+    if not isinstance(idata, az.InferenceData):
+        raise InvalidTypeError(
+            f"idata: expected the arviz.InferenceData returned by bayesldp.fit, "
+            f"got {type(idata).__name__}"
+        )
+    _check_is_fit(idata, "idata")
+    path = _as_path(path)
+    if not path.parent.is_dir():
+        raise InvalidInputError(f"path: the directory {str(path.parent)!r} does not exist")
+    if path.is_dir():
+        raise InvalidInputError(f"path: {str(path)!r} is a directory, not a file name")
+    idata.to_netcdf(str(path), engine=_ENGINE)
+    return path
+
+
+def load_fit(path: str | os.PathLike[str]) -> arviz.InferenceData:
+    """Read a fit written by :func:`save_fit` (loaded into memory; the file is closed).
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    InvalidInputError
+        The file is not netCDF/HDF5, or holds no bayesldp fit.
+    """
+    az = import_arviz()
+    path = _as_path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"load_fit: no such file: {str(path)!r}")
+    if path.is_dir():
+        raise InvalidInputError(f"path: {str(path)!r} is a directory, not a saved fit")
+    try:
+        with az.rc_context({"data.load": "eager"}):
+            idata = az.from_netcdf(str(path), engine=_ENGINE)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InvalidInputError(
+            f"path: {str(path)!r} is not a netCDF file written by bayesldp.save_fit ({exc})"
+        ) from exc
+    _check_is_fit(idata, f"path: {str(path)!r}")
+    return idata
+
+
+def fit_prior(idata: arviz.InferenceData) -> Dirichlet:
+    """The prior a fit used, rebuilt from its attrs."""
+    _check_is_fit(idata, "idata")
+    return Dirichlet.from_json(idata.posterior.attrs["prior"])
+
+
+def _check_is_fit(idata: Any, what: str) -> None:
+    posterior = getattr(idata, "posterior", None) if "posterior" in idata.groups() else None
+    if posterior is None or VERSION_ATTR not in posterior.attrs or "theta" not in posterior:
+        raise InvalidInputError(
+            f"{what}: not a bayesldp fit (no posterior group with 'theta' and a "
+            f"{VERSION_ATTR!r} attribute); bayesldp.fit produces one"
+        )
+
+
+def _as_path(path: object) -> Path:
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidTypeError(f"path: expected a str or os.PathLike, got {type(path).__name__}")
+    return Path(path)
