@@ -52,6 +52,99 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
+RECOMMEND_CANDIDATES = ("GRR", "OUE", "SUE", "OLH", "BLH", "HadamardResponse", "THE", "SHE")
+
+
+def _report_bits(mech) -> str:
+    """Communication cost of one report, as a short human-readable string."""
+    import math
+
+    name = type(mech).__name__
+    if name in ("GRR", "RRRR"):
+        return f"{math.ceil(math.log2(mech.k))} bits"
+    if name in ("SUE", "OUE"):
+        return f"{mech.k} bits"
+    if name in ("OLH", "BLH"):
+        return f"{math.ceil(math.log2(max(2, mech.g)))} bits + 62-bit hash seed"
+    if name == "HadamardResponse":
+        return f"{math.ceil(math.log2(mech.n_outputs))} bits"
+    return f"{mech.k} floats"
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from bayesldp.bounds import var_star
+    from bayesldp.mechanisms import make_mechanism
+
+    rows = []
+    for name in RECOMMEND_CANDIDATES:
+        mech = make_mechanism(name, args.k, args.epsilon)
+        nvar = var_star(mech)
+        rows.append((nvar, name, mech))
+    rows.sort(key=lambda r: r[0])
+    print(f"K = {args.k}, epsilon = {args.epsilon:g}, n = {args.n:,}")
+    print("Var* is the variance of the unbiased estimate of a frequency near 0 (Wang et al. 2017).")
+    print()
+    print("| mechanism | n Var* | sd of one frequency | report size |")
+    print("|---|---:|---:|---|")
+    for nvar, name, mech in rows:
+        print(f"| {name} | {nvar:.4g} | {(nvar / args.n) ** 0.5:.3g} | {_report_bits(mech)} |")
+    best = rows[0]
+    close = [name for nvar, name, _ in rows[1:] if nvar <= 1.01 * best[0]]
+    note = f"; within 1%: {', '.join(close)} (compare report sizes)" if close else ""
+    print(f"\nrecommended: {best[1]} (lowest variance{note})")
+    return 0
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from bayesldp.io_reports import read_reports
+
+    mech, tally = read_reports(
+        args.reports,
+        args.mechanism,
+        k=args.k,
+        epsilon=args.epsilon,
+        g=args.g,
+        subset=args.subset,
+        eps1=args.eps1,
+    )
+    labels = list(range(tally.k))
+    if args.method == "posterior":
+        from bayesldp.bayes import fit, save_fit
+
+        idata = fit(
+            tally,
+            prior=args.prior,
+            method=args.fit_method,
+            random_seed=args.seed,
+            progressbar=not args.quiet,
+        )
+        draws = idata.posterior["theta"].values.reshape(-1, tally.k)
+        point = draws.mean(axis=0)
+        lower, upper = np.quantile(draws, [0.05, 0.95], axis=0)
+        kind = f"posterior mean ({args.fit_method}), 90% credible interval"
+        if args.save_posterior:
+            save_fit(idata, args.save_posterior)
+    else:
+        from bayesldp.estimators import estimate
+
+        result = estimate(tally, method=args.method)
+        point = result.frequencies
+        half = None if result.std_errors is None else 1.6448536269514722 * result.std_errors
+        lower = point - half if half is not None else None
+        upper = point + half if half is not None else None
+        kind = f"{args.method}" + (", 90% normal interval" if half is not None else "")
+    print(f"{mech!r}: {tally.n:,} reports; {kind}")
+    print("| category | estimate | 5% | 95% |")
+    print("|---:|---:|---:|---:|")
+    for x in labels:
+        lo = "" if lower is None else f"{lower[x]:.4f}"
+        hi = "" if upper is None else f"{upper[x]:.4f}"
+        print(f"| {x} | {point[x]:.4f} | {lo} | {hi} |")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bayesldp",
@@ -74,6 +167,30 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--alpha", type=float, default=1e-3, help="1 - confidence of the bound")
     aud.add_argument("--seed", type=int, default=0)
     aud.set_defaults(func=cmd_audit)
+    rec = sub.add_parser("recommend", help="which mechanism gives the lowest error")
+    rec.add_argument("--k", type=int, required=True, help="number of categories")
+    rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    rec.add_argument("--n", type=int, required=True, help="number of users")
+    rec.set_defaults(func=cmd_recommend)
+    est = sub.add_parser("estimate", help="estimate frequencies from collected reports")
+    est.add_argument("reports", help="CSV or Parquet file of reports (see docs of io_reports)")
+    est.add_argument("--mechanism", required=True, help="mechanism that produced the reports")
+    est.add_argument("--k", type=int, required=True, help="number of categories")
+    est.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    est.add_argument("--g", type=int, help="OLH hash range")
+    est.add_argument("--subset", type=int, nargs="*", help="RRRR subset S")
+    est.add_argument("--eps1", type=float, help="RRRR first-stage budget")
+    est.add_argument(
+        "--method",
+        default="norm_sub",
+        help="an estimator name (oracle, norm_sub, mle, em, ...) or 'posterior'",
+    )
+    est.add_argument("--fit-method", default="auto", help="posterior method: auto, exact, ...")
+    est.add_argument("--prior", type=float, default=1.0, help="symmetric Dirichlet prior")
+    est.add_argument("--seed", type=int, default=0, help="seed of the posterior sampler")
+    est.add_argument("--save-posterior", help="write the posterior to this netCDF file")
+    est.add_argument("--quiet", action="store_true", help="no progress output")
+    est.set_defaults(func=cmd_estimate)
     return parser
 
 

@@ -1,5 +1,7 @@
 import csv
 
+import pytest
+
 from bayesldp.cli import main
 
 
@@ -47,3 +49,71 @@ def test_audit_command(capsys):
     assert main(["audit", "GRR", "--k", "5", "--epsilon", "1", "--trials", "20000"]) == 0
     out = capsys.readouterr().out
     assert "realised epsilon" in out and "no violation" in out
+
+
+def test_recommend_prefers_grr_for_small_domains(capsys):
+    assert main(["recommend", "--k", "3", "--epsilon", "2", "--n", "1000"]) == 0
+    assert "recommended: GRR" in capsys.readouterr().out
+    assert main(["recommend", "--k", "200", "--epsilon", "1", "--n", "1000"]) == 0
+    assert "recommended: OUE" in capsys.readouterr().out
+
+
+def _write_grr_reports(path, n=3000):
+    import numpy as np
+
+    import bayesldp
+
+    x = np.random.default_rng(0).choice(4, n, p=[0.6, 0.2, 0.15, 0.05])
+    reports = bayesldp.GRR(4, 2.0).perturb(x, rng=1)
+    path.write_text("report\n" + "\n".join(map(str, reports)) + "\n")
+
+
+def test_estimate_from_csv(tmp_path, capsys):
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path)
+    assert main(["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "3,000 reports" in out and "| 0 | 0.6" in out
+
+
+def test_estimate_posterior_and_save(tmp_path, capsys):
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=60)
+    nc = tmp_path / "post.nc"
+    args = [
+        "estimate",
+        str(path),
+        "--mechanism",
+        "GRR",
+        "--k",
+        "4",
+        "--epsilon",
+        "2",
+        "--method",
+        "posterior",
+        "--fit-method",
+        "exact",
+        "--save-posterior",
+        str(nc),
+        "--quiet",
+    ]
+    assert main(args) == 0
+    assert "credible interval" in capsys.readouterr().out and nc.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "is empty"),
+        ("report\n", "no reports"),
+        ("value\n1\n2\n", "lacks column(s) report"),
+        ("report\n1\n7\n", "must lie in 0..3"),
+        ("report\n1.5\n2\n", "must hold integers"),
+    ],
+)
+def test_estimate_bad_files_one_line(tmp_path, capsys, content, message):
+    path = tmp_path / "r.csv"
+    path.write_text(content)
+    assert main(["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
