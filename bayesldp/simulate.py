@@ -48,6 +48,10 @@ def population_from_spec(population: dict[str, Any], rng: RNGLike = None) -> np.
         return binomial_population(k, population["p"])
     if kind == "uniform":
         return np.full(k, 1.0 / k)
+    if kind == "dataset":
+        from bayesldp.datasets import load_dataset
+
+        return load_dataset(population["dataset"]).frequencies
     freqs = np.asarray(population["frequencies"], dtype=float)
     total = freqs.sum()
     if total <= 0 or freqs.min() < 0:

@@ -16,7 +16,7 @@ from typing import Any
 from bayesldp.errors import InvalidInputError
 
 MECHANISM_NAMES = ("GRR", "SUE", "OUE", "BLH", "OLH", "SHE", "THE", "HadamardResponse", "RRRR")
-POPULATION_KINDS = ("dirichlet", "zipf", "binomial", "uniform", "frequencies")
+POPULATION_KINDS = ("dirichlet", "zipf", "binomial", "uniform", "frequencies", "dataset")
 
 
 class SpecError(InvalidInputError):
@@ -44,11 +44,14 @@ STUDY = {
 }
 POPULATION = {
     "kind": Field(str, required=True, choices=POPULATION_KINDS),
-    "k": Field(int, required=True, doc="number of categories"),
+    "k": Field(int, doc="number of categories (required unless kind = 'dataset')"),
     "alpha": Field((int, float), default=1.0, doc="dirichlet concentration"),
     "s": Field((int, float), default=1.1, doc="zipf exponent"),
     "p": Field((int, float), default=0.5, doc="binomial success probability"),
     "frequencies": Field(list, items=(int, float), doc="explicit frequencies (kind=frequencies)"),
+    "dataset": Field(
+        str, doc="a shipped data set (kind=dataset): bayesldp.datasets.list_datasets()"
+    ),
     "redraw": Field(bool, default=True, doc="draw a new theta for each repeat (dirichlet)"),
 }
 MECHANISM = {
@@ -160,6 +163,10 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
         raise SpecError(f"{source}: [study].repeats: must be >= 1, got {study['repeats']}")
     if study["seed"] < 0:
         raise SpecError(f"{source}: [study].seed: must be >= 0, got {study['seed']}")
+    if population["kind"] == "dataset":
+        _resolve_dataset(population, source)
+    if population["k"] is None:
+        raise SpecError(f"{source}: [population].k: missing (required)")
     if population["k"] < 2:
         raise SpecError(f"{source}: [population].k: must be >= 2, got {population['k']}")
     if population["kind"] == "frequencies":
@@ -173,6 +180,22 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
         eps = mech["epsilon"] if isinstance(mech["epsilon"], list) else [mech["epsilon"]]
         if not eps or any(e <= 0 for e in eps):
             raise SpecError(f"{source}: [[mechanisms]][{i}].epsilon: values must be > 0")
+
+
+def _resolve_dataset(population: dict[str, Any], source: str) -> None:
+    from bayesldp.datasets import list_datasets, load_dataset
+
+    name = population["dataset"]
+    if name not in list_datasets():
+        raise SpecError(
+            f"{source}: [population].dataset: {name!r} is not one of {', '.join(list_datasets())}"
+        )
+    k = load_dataset(name).k
+    if population["k"] not in (None, k):
+        raise SpecError(
+            f"{source}: [population].k: data set {name!r} has k = {k}, not {population['k']}"
+        )
+    population["k"] = k
 
 
 def load_spec(path: str | Path) -> dict[str, Any]:

@@ -45,3 +45,23 @@ def test_missing_file_and_bad_toml(tmp_path):
     bad.write_text("[study\nname=1")
     with pytest.raises(SpecError, match="not valid TOML"):
         load_spec(bad)
+
+
+def test_dataset_population_resolves_k():
+    spec = validate_spec(GOOD | {"population": {"kind": "dataset", "dataset": "anes96_party_id"}})
+    assert spec["population"]["k"] == 7
+    with pytest.raises(SpecError, match=r"\[population\]\.dataset: 'nope' is not one of"):
+        validate_spec(GOOD | {"population": {"kind": "dataset", "dataset": "nope"}})
+    with pytest.raises(SpecError, match=r"\[population\]\.k: data set 'anes96_party_id' has k = 7"):
+        validate_spec(
+            GOOD | {"population": {"kind": "dataset", "dataset": "anes96_party_id", "k": 3}}
+        )
+
+
+def test_every_shipped_spec_is_valid():
+    from pathlib import Path
+
+    for path in sorted(Path("models").glob("*.toml")):
+        if path.name.startswith("adobest"):
+            continue  # the survey grid has its own schema (bayesldp.adaptive.experiment)
+        load_spec(path)
