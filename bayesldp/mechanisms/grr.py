@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_values
+from bayesldp._validation import RNGLike, as_generator, check_counts, check_values
+from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import FiniteChannelMechanism, PureProtocol
+from bayesldp.tally import Tally
 
 
 class GRR(FiniteChannelMechanism, PureProtocol):
@@ -58,16 +60,46 @@ class GRR(FiniteChannelMechanism, PureProtocol):
 
     @property
     def channel(self) -> np.ndarray:
-        p, q = self.p, self.q
-        return np.full((self.k, self.k), q) + (p - q) * np.eye(self.k)
+        """``P = q 1 + (p - q) I`` (built once, read-only)."""
+        cached = getattr(self, "_channel", None)
+        if cached is None:
+            cached = np.full((self.k, self.k), self.q) + (self.p - self.q) * np.eye(self.k)
+            cached.setflags(write=False)
+            self._channel = cached
+        return cached
+
+    @property
+    def n_outputs(self) -> int:
+        return self.k
+
+    def tally_from_report_counts(self, report_counts: Any) -> Tally:
+        """Support-form tally: one one-hot row per observed report, levels ``(q, p)``.
+
+        The same likelihood as the dense channel columns, without a K x K float matrix.
+        """
+        report_counts = check_counts(report_counts, "report_counts", length=self.k)
+        if report_counts.sum() == 0:
+            raise InvalidInputError("report_counts: all zero; at least one report is needed")
+        seen = np.flatnonzero(report_counts)
+        support = np.zeros((seen.size, self.k), dtype=bool)
+        support[np.arange(seen.size), seen] = True
+        return Tally(
+            report_counts[seen],
+            support=support,
+            levels=(self.q, self.p),
+            stat=report_counts.astype(float),
+            mechanism=self,
+            dedupe=False,  # one row per distinct report value already
+        )
 
     def perturb(self, x: Any, rng: RNGLike = None) -> np.ndarray:
         """Randomise ``x``: keep each value w.p. ``p``, else a uniform other value."""
         x = check_values(x, self.k)
         gen = as_generator(rng)
         keep = gen.random(x.shape[0]) < self.p
-        shift = gen.integers(1, self.k, size=x.shape[0])
-        return np.where(keep, x, (x + shift) % self.k)
+        other = gen.integers(0, self.k - 1, size=x.shape[0])
+        other += other >= x  # uniform over the k - 1 values other than x
+        return np.where(keep, x, other)
 
     def supports(self, reports: Any, x: int) -> np.ndarray:
         """A GRR report ``y`` supports exactly ``{y}``."""

@@ -66,7 +66,9 @@ def test_groups_dims_and_attrs(exact_fit, grr_tally):
     assert json.loads(attrs["backend_info"])["backend"] == "exact"
     observed = exact_fit.observed_data
     np.testing.assert_array_equal(observed["counts"], grr_tally.counts)
-    np.testing.assert_array_equal(observed["rows"], grr_tally.rows)
+    # GRR tallies are in support form: one-hot rows with levels (q, p)
+    np.testing.assert_array_equal(observed["support"], grr_tally.support)
+    np.testing.assert_array_equal(observed["levels"], grr_tally.levels)
     np.testing.assert_array_equal(observed["stat"], grr_tally.stat)
     const = exact_fit.constant_data
     np.testing.assert_array_equal(const["channel"], bayesldp.GRR(3, 1.0).channel)
