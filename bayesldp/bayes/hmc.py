@@ -1,0 +1,730 @@
+"""bayesldp's default posterior sampler: NUTS on log-ratio coordinates, compiled with numba.
+
+The posterior of a population distribution ``theta`` given a :class:`~bayesldp.Tally` and a
+Dirichlet(``alpha``) prior,
+
+.. math:: p(\\theta \\mid \\text{tally}) \\propto \\prod_u (L_u \\cdot \\theta)^{c_u}
+          \\prod_x \\theta_x^{\\alpha_x - 1},
+
+is smooth and of dimension ``K - 1``; its log-density and gradient cost one pass over the
+distinct rows (``L theta`` and ``L^T w``).  This module samples it with the No-U-Turn sampler
+(Hoffman and Gelman, JMLR 2014) in the multinomial form used by Stan and PyMC (Betancourt,
+arXiv:1701.02434, appendix A):
+
+* Coordinates: additive log-ratios ``z_x = log(theta_x / theta_{K-1})``, ``x < K - 1``, so
+  ``theta = softmax([z, 0])``.  The Jacobian of ``z -> theta`` is ``prod_x theta_x``, hence the
+  log-density on ``z`` is
+
+  .. math:: \\log p(z) = \\sum_u c_u \\log(L_u \\cdot \\theta) + \\sum_x \\alpha_x \\log \\theta_x
+            + \\log\\Gamma(A) - \\sum_x \\log\\Gamma(\\alpha_x),\\quad A = \\sum_x \\alpha_x,
+
+  with gradient ``theta_x (g_x - n - A) + alpha_x``, ``g = L^T (c / L theta)``, ``n = sum c``.
+* Initialisation: Newton's method finds the posterior mode in ``z``; the inverse of the negative
+  Hessian there (the Laplace approximation) is the first dense inverse metric, and each chain
+  starts from its own draw of that Gaussian.
+* Warm-up as in Stan: step size by dual averaging (Nesterov 2009; Hoffman and Gelman,
+  section 3.2.1) towards ``target_accept``, re-initialised by Stan's doubling heuristic after each
+  metric update, and a dense inverse metric re-estimated at the end of doubling windows
+  (buffers 75 / 50 and windows 25, 50, 100, 200, 500 for ``tune = 1000``) from the window's
+  draws, shrunk towards the Laplace covariance with the weight of ``d + 3`` draws.
+* Trajectories: doubling with multinomial sampling inside sub-trees, biased progressive sampling
+  between them, and the generalised no-U-turn criterion with the extra checks across merged
+  sub-trees (Stan >= 2.26, PyMC).  The recursion is run iteratively: completed sub-trees merge on
+  a stack like a binary counter, so a sub-tree stops at its first U-turn exactly as the recursive
+  version would.  An energy error above 1000 is a divergence.
+* Speed: one transition (tree building, leapfrog steps, log-density and gradient) is one call of
+  a numba-compiled kernel (``cache=True``: compiled once per installation, about 10 s, then
+  loaded from disk); warm-up bookkeeping is Python.  Chains run one after the other, each with
+  its own child Generator (``Generator.spawn``) and a splitmix64 stream for the uniforms.
+
+Draws, sample statistics and their names follow ArviZ ("diverging", "energy", "tree_depth",
+"n_steps", "step_size", "lp", "acceptance_rate").  Same ``random_seed`` gives the same draws, bit
+for bit, on the same machine.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from bayesldp._validation import as_generator
+from bayesldp.bayes._types import SamplerOutput
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.tally import Tally
+
+__all__ = ["sample"]
+
+_MAX_ENERGY_ERROR = 1000.0
+_LOG_08 = math.log(0.8)
+_OPTIONS = ("tune", "target_accept", "max_treedepth", "metric")
+
+
+# ---------------------------------------------------------------------------- target density
+class _Target:
+    """Log-density of the ALR coordinates ``z`` and its gradient, batched over chains."""
+
+    def __init__(self, tally: Tally, alpha: np.ndarray) -> None:
+        rows = np.ascontiguousarray(tally.rows, dtype=float)
+        self.rows = rows  # (U, K)
+        self.counts = tally.counts.astype(float)
+        self.n = float(self.counts.sum())
+        self.alpha = alpha
+        self.k = alpha.shape[0]
+        self.d = self.k - 1
+        self.shift = self.n + float(alpha.sum())
+        self.const = math.lgamma(float(alpha.sum())) - sum(math.lgamma(a) for a in alpha)
+
+    def theta(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``theta = softmax([z, 0])`` and ``log theta`` for ``z`` of shape (..., d)."""
+        zf = np.concatenate([z, np.zeros((*z.shape[:-1], 1))], axis=-1)
+        zf -= zf.max(axis=-1, keepdims=True)
+        e = np.exp(zf)
+        s = e.sum(axis=-1, keepdims=True)
+        return e / s, zf - np.log(s)
+
+    def __call__(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Log-density (C,) and gradient (C, d) at ``z`` of shape (C, d)."""
+        theta, log_theta = self.theta(z)
+        mu = theta @ self.rows.T
+        logp = np.log(mu) @ self.counts + log_theta @ self.alpha + self.const
+        g = (self.counts / mu) @ self.rows
+        d = self.d
+        grad = theta[:, :d] * (g[:, :d] - self.shift) + self.alpha[:d]
+        return logp, grad
+
+    def hessian(self, z: np.ndarray) -> np.ndarray:
+        """Hessian (d, d) of the log-density at one point ``z`` (d,).
+
+        ``diag(theta*g) - D L^T diag(c/mu^2) L D - (n + A)(diag theta - theta theta^T)`` with
+        ``D = diag(theta)``, restricted to the first ``d`` coordinates.
+        """
+        theta, _ = self.theta(z[None, :])
+        theta = theta[0]
+        mu = self.rows @ theta
+        g = self.rows.T @ (self.counts / mu)
+        scaled = self.rows * (np.sqrt(self.counts) / mu)[:, None] * theta[None, :]
+        hess = np.diag(theta * g) - scaled.T @ scaled
+        hess -= self.shift * (np.diag(theta) - np.outer(theta, theta))
+        return hess[: self.d, : self.d]
+
+
+def _find_mode(target: _Target, z0: np.ndarray, iters: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Damped Newton ascent; returns the mode and a positive definite covariance there."""
+    z = z0.copy()
+    logp, grad = target(z[None, :])
+    logp, grad = float(logp[0]), grad[0]
+    damping = 0.0
+    for _ in range(iters):
+        neg_h = -target.hessian(z)
+        scale = np.sqrt(np.abs(np.diag(neg_h))) + 1e-300
+        step = None
+        for _ in range(60):
+            try:
+                chol = np.linalg.cholesky(neg_h + damping * np.diag(scale**2))
+            except np.linalg.LinAlgError:
+                damping = max(1e-8, 10 * damping)
+                continue
+            step = np.linalg.solve(chol.T, np.linalg.solve(chol, grad))
+            break
+        if step is None:
+            break
+        t = 1.0
+        improved = False
+        for _ in range(40):
+            cand = z + t * step
+            lp_c, g_c = target(cand[None, :])
+            if np.isfinite(lp_c[0]) and lp_c[0] >= logp - 1e-12 * abs(logp):
+                improved = True
+                break
+            t *= 0.5
+        if not improved:
+            break
+        decrement = float(grad @ step)
+        z, logp, grad = cand, float(lp_c[0]), g_c[0]
+        damping = damping / 10 if damping > 1e-8 else 0.0
+        if decrement < 1e-10 and t == 1.0:
+            break
+    neg_h = -target.hessian(z)
+    try:
+        chol = np.linalg.cholesky(neg_h)
+        inv_chol = np.linalg.solve(chol, np.eye(target.d))
+        cov = inv_chol.T @ inv_chol
+    except np.linalg.LinAlgError:
+        cov = np.eye(target.d)
+    if not np.all(np.isfinite(cov)):
+        cov = np.eye(target.d)
+    return z, cov
+
+
+# ---------------------------------------------------------------------------- compiled NUTS
+# One chain at a time, with no Python in the loop.  ``data`` is the tuple (rows (U, K),
+# counts (U,), alpha (K,), n + A, log normalising constant).  Uniform draws come from a
+# splitmix64 stream whose state (one uint64) is seeded from the chain's numpy Generator; normal
+# draws for the momenta are drawn by numpy and passed in.  Kernels avoid array expressions and
+# numba's Generator and LAPACK support to keep compilation short (they are cached on disk).
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+
+
+@nb.njit(cache=True)
+def _uniform(state):  # pragma: no cover - compiled
+    """Next double in [0, 1) of the splitmix64 stream held in ``state[0]``."""
+    s = state[0] + _GOLDEN
+    state[0] = s
+    s = (s ^ (s >> _S30)) * _MIX1
+    s = (s ^ (s >> _S27)) * _MIX2
+    s = s ^ (s >> _S31)
+    return float(s >> _S11) * 1.1102230246251565e-16
+
+
+@nb.njit(cache=True)
+def _copy(dst, src):  # pragma: no cover - compiled
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@nb.njit(cache=True)
+def _logp_grad(z, data, theta, g, grad):  # pragma: no cover - compiled
+    rows, counts, alpha, shift, const = data
+    d = z.shape[0]
+    k = d + 1
+    top = 0.0
+    for i in range(d):
+        if z[i] > top:
+            top = z[i]
+    s = math.exp(-top)
+    for i in range(d):
+        s += math.exp(z[i] - top)
+    log_norm = top + math.log(s)
+    lp = const - alpha[d] * log_norm
+    theta[d] = math.exp(-log_norm)
+    for i in range(d):
+        log_theta = z[i] - log_norm
+        theta[i] = math.exp(log_theta)
+        lp += alpha[i] * log_theta
+    for x in range(k):
+        g[x] = 0.0
+    for u in range(rows.shape[0]):
+        mu = 0.0
+        for x in range(k):
+            mu += rows[u, x] * theta[x]
+        lp += counts[u] * math.log(mu)
+        w = counts[u] / mu
+        for x in range(k):
+            g[x] += w * rows[u, x]
+    for i in range(d):
+        grad[i] = theta[i] * (g[i] - shift) + alpha[i]
+    return lp
+
+
+@nb.njit(cache=True)
+def _matvec(m, x, out):  # pragma: no cover - compiled
+    d = x.shape[0]
+    for i in range(d):
+        acc = 0.0
+        for j in range(d):
+            acc += m[i, j] * x[j]
+        out[i] = acc
+
+
+@nb.njit(cache=True)
+def _dot(a, b):  # pragma: no cover - compiled
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i] * b[i]
+    return acc
+
+
+@nb.njit(cache=True)
+def _dot_sum(a, b, c):  # pragma: no cover - compiled
+    """``(a + b) . c``."""
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += (a[i] + b[i]) * c[i]
+    return acc
+
+
+@nb.njit(cache=True)
+def _logaddexp(a, b):  # pragma: no cover - compiled
+    if a > b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
+@nb.njit(cache=True)
+def _leapfrog(z, p, v, grad, eps, inv_metric, data, theta, g):  # pragma: no cover - compiled
+    half = 0.5 * eps
+    d = z.shape[0]
+    for i in range(d):
+        p[i] += half * grad[i]
+    _matvec(inv_metric, p, v)
+    for i in range(d):
+        z[i] += eps * v[i]
+    lp = _logp_grad(z, data, theta, g, grad)
+    for i in range(d):
+        p[i] += half * grad[i]
+    _matvec(inv_metric, p, v)
+    return lp
+
+
+# slots of the per-transition work array ``ws`` (n_slots + 2 * (max_depth + 1) * 7, d)
+_LZ, _LP, _LV, _LG, _RZ, _RP, _RV, _RG, _PSUM, _SZ, _SG, _CZ, _CP, _CV, _CG, _NEW = range(16)
+_N_SLOTS = 16
+# per stack level: psum, begin p, begin v, end p, end v, proposal z, proposal grad
+_ST_PSUM, _ST_BP, _ST_BV, _ST_EP, _ST_EV, _ST_Z, _ST_G = range(7)
+
+
+@nb.njit(cache=True)
+def _transition(z, grad, lp, eps, inv_metric, mom_factor, max_depth, noise, rstate, data,
+                ws, st_vec, st_sc, st_depth, theta, g):  # pragma: no cover - compiled  # fmt: skip
+    """One multinomial NUTS transition; ``z`` and ``grad`` are overwritten with the new state.
+
+    Work arrays: ``ws`` (16, d); the sub-tree stack ``st_vec`` (max_depth + 1, 7, d),
+    ``st_sc`` (max_depth + 1, 3) = (proposal logp, proposal energy, log weight), ``st_depth``.
+    Returns (logp, energy, tree depth, leapfrog steps, diverged, mean Metropolis acceptance).
+    """
+    d = z.shape[0]
+    lz, lpm, lv, lg = ws[_LZ], ws[_LP], ws[_LV], ws[_LG]
+    rz, rpm, rv, rg = ws[_RZ], ws[_RP], ws[_RV], ws[_RG]
+    psum, s_z, s_g = ws[_PSUM], ws[_SZ], ws[_SG]
+    cz, cp, cv, cg, new_psum = ws[_CZ], ws[_CP], ws[_CV], ws[_CG], ws[_NEW]
+    _matvec(mom_factor, noise, lpm)
+    _matvec(inv_metric, lpm, lv)
+    h0 = 0.5 * _dot(lpm, lv) - lp
+    _copy(lz, z)
+    _copy(lg, grad)
+    _copy(rz, z)
+    _copy(rpm, lpm)
+    _copy(rv, lv)
+    _copy(rg, grad)
+    _copy(psum, lpm)
+    _copy(s_z, z)
+    _copy(s_g, grad)
+    s_lp, s_en = lp, h0
+    log_size = 0.0
+    depth = 0
+    n_steps = 0
+    metro = 0.0
+    diverging = False
+    while depth < max_depth:
+        forward = _uniform(rstate) < 0.5
+        if forward:
+            _copy(cz, rz)
+            _copy(cp, rpm)
+            _copy(cv, rv)
+            _copy(cg, rg)
+            step = eps
+        else:
+            _copy(cz, lz)
+            _copy(cp, lpm)
+            _copy(cv, lv)
+            _copy(cg, lg)
+            step = -eps
+        # ---- a sub-tree of 2**depth steps; completed halves merge on a stack (binary counter)
+        sp = 0
+        valid = True
+        for _ in range(1 << depth):
+            clp = _leapfrog(cz, cp, cv, cg, step, inv_metric, data, theta, g)
+            energy = 0.5 * _dot(cp, cv) - clp
+            delta = energy - h0
+            n_steps += 1
+            if not delta <= _MAX_ENERGY_ERROR:  # also catches NaN
+                diverging = True
+                valid = False
+                break
+            metro += 1.0 if delta <= 0.0 else math.exp(-delta)
+            top = st_vec[sp]
+            _copy(top[_ST_PSUM], cp)
+            _copy(top[_ST_BP], cp)
+            _copy(top[_ST_BV], cv)
+            _copy(top[_ST_EP], cp)
+            _copy(top[_ST_EV], cv)
+            _copy(top[_ST_Z], cz)
+            _copy(top[_ST_G], cg)
+            st_sc[sp, 0] = clp
+            st_sc[sp, 1] = energy
+            st_sc[sp, 2] = -delta
+            st_depth[sp] = 0
+            sp += 1
+            while sp >= 2 and st_depth[sp - 1] == st_depth[sp - 2]:
+                ia, ib = sp - 2, sp - 1
+                a, b = st_vec[ia], st_vec[ib]
+                for i in range(d):
+                    new_psum[i] = a[_ST_PSUM, i] + b[_ST_PSUM, i]
+                turning = _dot(new_psum, a[_ST_BV]) <= 0.0 or _dot(new_psum, b[_ST_EV]) <= 0.0
+                if st_depth[ia] > 0 and not turning:
+                    turning = (
+                        _dot_sum(a[_ST_PSUM], b[_ST_BP], a[_ST_BV]) <= 0.0
+                        or _dot_sum(a[_ST_PSUM], b[_ST_BP], b[_ST_BV]) <= 0.0
+                        or _dot_sum(a[_ST_EP], b[_ST_PSUM], a[_ST_EV]) <= 0.0
+                        or _dot_sum(a[_ST_EP], b[_ST_PSUM], b[_ST_EV]) <= 0.0
+                    )
+                if turning:
+                    valid = False
+                    break
+                merged = _logaddexp(st_sc[ia, 2], st_sc[ib, 2])
+                if math.log(_uniform(rstate)) < st_sc[ib, 2] - merged:
+                    _copy(a[_ST_Z], b[_ST_Z])
+                    _copy(a[_ST_G], b[_ST_G])
+                    st_sc[ia, 0] = st_sc[ib, 0]
+                    st_sc[ia, 1] = st_sc[ib, 1]
+                _copy(a[_ST_PSUM], new_psum)
+                _copy(a[_ST_EP], b[_ST_EP])
+                _copy(a[_ST_EV], b[_ST_EV])
+                st_sc[ia, 2] = merged
+                st_depth[ia] += 1
+                sp -= 1
+            if not valid:
+                break
+        if not valid:
+            break
+        depth += 1
+        sub = st_vec[0]
+        # ---- biased progressive sampling between the old trajectory and the new sub-tree
+        if math.log(_uniform(rstate)) < st_sc[0, 2] - log_size:
+            _copy(s_z, sub[_ST_Z])
+            _copy(s_g, sub[_ST_G])
+            s_lp, s_en = st_sc[0, 0], st_sc[0, 1]
+        log_size = _logaddexp(log_size, st_sc[0, 2])
+        for i in range(d):
+            new_psum[i] = psum[i] + sub[_ST_PSUM, i]
+        # time order: the left part (lm) then the right part (rm)
+        if forward:
+            lm_psum, lm_bv, lm_ep, lm_ev = psum, lv, rpm, rv
+            rm_psum, rm_bp, rm_bv, rm_ev = sub[_ST_PSUM], sub[_ST_BP], sub[_ST_BV], sub[_ST_EV]
+        else:
+            lm_psum, lm_bv, lm_ep, lm_ev = sub[_ST_PSUM], sub[_ST_EV], sub[_ST_BP], sub[_ST_BV]
+            rm_psum, rm_bp, rm_bv, rm_ev = psum, lpm, lv, rv
+        turning = (
+            _dot(new_psum, lm_bv) <= 0.0
+            or _dot(new_psum, rm_ev) <= 0.0
+            or _dot_sum(lm_psum, rm_bp, lm_bv) <= 0.0
+            or _dot_sum(lm_psum, rm_bp, rm_bv) <= 0.0
+            or _dot_sum(lm_ep, rm_psum, lm_ev) <= 0.0
+            or _dot_sum(lm_ep, rm_psum, rm_ev) <= 0.0
+        )
+        if forward:
+            _copy(rz, cz)
+            _copy(rpm, cp)
+            _copy(rv, cv)
+            _copy(rg, cg)
+        else:
+            _copy(lz, cz)
+            _copy(lpm, cp)
+            _copy(lv, cv)
+            _copy(lg, cg)
+        _copy(psum, new_psum)
+        if turning:
+            break
+    _copy(z, s_z)
+    _copy(grad, s_g)
+    return s_lp, s_en, depth, n_steps, diverging, metro / max(n_steps, 1)
+
+
+@nb.njit(cache=True)
+def _init_step_size(z, grad, lp, eps, inv_metric, mom_factor, noise, data, ws, theta, g):
+    """Stan's heuristic: double or halve ``eps`` until one step's acceptance crosses 0.8.
+
+    ``noise`` (m, d) standard normals bound the number of trials.
+    """  # pragma: no cover - compiled
+    cz, cp, cv, cg = ws[_CZ], ws[_CP], ws[_CV], ws[_CG]
+    direction = 0
+    for t in range(noise.shape[0]):
+        _matvec(mom_factor, noise[t], cp)
+        _matvec(inv_metric, cp, cv)
+        h0 = 0.5 * _dot(cp, cv) - lp
+        _copy(cz, z)
+        _copy(cg, grad)
+        new_lp = _leapfrog(cz, cp, cv, cg, eps, inv_metric, data, theta, g)
+        log_accept = h0 - (0.5 * _dot(cp, cv) - new_lp)
+        if log_accept != log_accept:
+            log_accept = -np.inf
+        if direction == 0:
+            direction = 1 if log_accept > _LOG_08 else -1
+        elif direction == 1 and not log_accept > _LOG_08:
+            break
+        elif direction == -1 and not log_accept < _LOG_08:
+            break
+        eps = eps * 2.0 if direction == 1 else eps * 0.5
+        if eps > 1e7 or eps < 1e-10:
+            break
+    return eps
+
+
+def _windows(tune: int) -> list[tuple[int, int]]:
+    """Stan's metric adaptation windows ``[start, end)`` for ``tune`` warm-up iterations.
+
+    An initial buffer of 75 iterations (step size only), windows of 25, 50, 100, ... iterations
+    (the last one stretched to fill), and a terminal buffer of 50; for short warm-ups the buffers
+    are 15% and 10% of ``tune``.  Fewer than 20 warm-up iterations adapt the step size only.
+    """
+    if tune < 20:
+        return []
+    init, term, base = 75, 50, 25
+    if init + term + base > tune:
+        init, term = int(0.15 * tune), int(0.1 * tune)
+        base = tune - init - term
+    out = []
+    start, size = init, base
+    last = tune - term
+    while start < last:
+        end = start + size
+        if end + 2 * size > last:  # the next window would not fit: stretch this one
+            end = last
+        out.append((start, end))
+        start, size = end, 2 * size
+    return out
+
+
+# ---------------------------------------------------------------------------- entry point
+def _check_int(value: Any, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
+    if value < low:
+        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
+    return int(value)
+
+
+def _check_alpha(alpha: Any, k: int) -> np.ndarray:
+    arr = np.asarray(alpha, dtype=float)
+    if arr.shape != (k,):
+        raise InvalidInputError(f"alpha: expected shape ({k},) to match the tally, got {arr.shape}")
+    if not np.all(np.isfinite(arr)) or arr.min() <= 0:
+        raise InvalidInputError(
+            f"alpha: Dirichlet concentrations must be finite and > 0, got {arr}"
+        )
+    return arr
+
+
+def sample(
+    tally: Tally,
+    alpha: np.ndarray,
+    *,
+    draws: int,
+    chains: int,
+    random_seed: int | None,
+    progressbar: bool = False,
+    **options: Any,
+) -> SamplerOutput:
+    """Draw from the Dirichlet-prior posterior of ``theta`` given a tally with NUTS.
+
+    Parameters
+    ----------
+    tally : Tally
+        The reports' likelihood rows and counts; the log-likelihood is
+        ``sum_u c_u log(L_u . theta)``.
+    alpha : array of float, shape (K,)
+        Dirichlet prior concentrations (all > 0).
+    draws, chains : int
+        Draws kept per chain (after warm-up) and number of chains (run one after another).
+    random_seed : int or None
+        Seed of the numpy Generator (``as_generator``) that draws the starting points; each
+        chain then runs on its own child Generator (``Generator.spawn``).
+    progressbar : bool
+        Accepted for the backend contract; this sampler prints nothing.
+    **options
+        ``tune`` (int, default 1000): warm-up iterations per chain, discarded.
+        ``target_accept`` (float in (0, 1), default 0.8): dual-averaging target of the mean
+        Metropolis acceptance along trajectories.
+        ``max_treedepth`` (int, default 10): at most ``2**max_treedepth - 1`` leapfrog steps.
+        ``metric`` ("dense" or "diag", default "dense"): the adapted inverse metric.
+
+    Returns
+    -------
+    SamplerOutput
+        ``theta`` of shape (chains, draws, K); sample_stats "diverging", "energy", "tree_depth",
+        "n_steps", "step_size", "lp" (log-density on the ALR coordinates, Jacobian included)
+        and "acceptance_rate", each (chains, draws).
+    """
+    started = time.perf_counter()
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
+    alpha = _check_alpha(alpha, tally.k)
+    draws = _check_int(draws, "draws", 1)
+    chains = _check_int(chains, "chains", 1)
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise InvalidInputError(
+            f"options: {unknown[0]!r} is not an option of method 'hmc'; valid: {list(_OPTIONS)}"
+        )
+    tune = _check_int(options.get("tune", 1000), "tune", 0)
+    max_treedepth = _check_int(options.get("max_treedepth", 10), "max_treedepth", 1)
+    target_accept = options.get("target_accept", 0.8)
+    if isinstance(target_accept, bool) or not isinstance(target_accept, numbers.Real):
+        raise InvalidTypeError(f"target_accept: expected a number in (0, 1), got {target_accept!r}")
+    target_accept = float(target_accept)
+    if not 0.0 < target_accept < 1.0:
+        raise InvalidInputError(f"target_accept: must lie in (0, 1), got {target_accept}")
+    metric = options.get("metric", "dense")
+    if metric not in ("dense", "diag"):
+        raise InvalidInputError(f"metric: expected 'dense' or 'diag', got {metric!r}")
+    rng = as_generator(random_seed)
+
+    target = _Target(tally, alpha)
+    with np.errstate(all="ignore"):
+        return _run(target, rng, draws, chains, tune, max_treedepth, target_accept, metric,
+                    started, random_seed)  # fmt: skip
+
+
+def _momentum_factor(inv_metric: np.ndarray) -> np.ndarray:
+    """``F = chol(inv_metric)^{-T}``: ``F @ N(0, I)`` has covariance ``inv_metric^{-1}``."""
+    chol = np.linalg.cholesky(inv_metric)
+    return np.ascontiguousarray(np.linalg.inv(chol).T)
+
+
+class _DualAveraging:
+    """Nesterov dual averaging of ``log eps`` (Hoffman and Gelman 2014, section 3.2.1).
+
+    ``gamma = 0.05``, ``t0 = 10``, ``kappa = 0.75``, ``mu = log(10 eps0)`` as in Stan.
+    """
+
+    def __init__(self, eps: float, target_accept: float) -> None:
+        self.target_accept = target_accept
+        self.restart(eps)
+
+    def restart(self, eps: float) -> None:
+        self.mu = math.log(10.0 * eps)
+        self.count = 0
+        self.s_bar = 0.0
+        self.x_bar = 0.0
+
+    def update(self, accept: float) -> float:
+        self.count += 1
+        eta = 1.0 / (self.count + 10.0)
+        self.s_bar = (1.0 - eta) * self.s_bar + eta * (self.target_accept - accept)
+        x = self.mu - math.sqrt(self.count) / 0.05 * self.s_bar
+        weight = self.count**-0.75
+        self.x_bar = weight * x + (1.0 - weight) * self.x_bar
+        return math.exp(x)
+
+    def final(self) -> float:
+        return math.exp(self.x_bar)
+
+
+def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator, tune: int,
+           draws: int, target_accept: float, max_depth: int, laplace: np.ndarray,
+           diag: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float]:  # fmt: skip
+    """Warm-up and sampling of one chain.
+
+    Returns the kept draws of ``z`` (draws, d), float statistics (draws, 4) = (lp, energy,
+    acceptance, step size), integer statistics (draws, 3) = (tree depth, steps, diverged), the
+    number of warm-up divergences and the final step size.
+    """
+    d = target.d
+    z = np.array(z, dtype=float)
+    lp, grad = target(z[None, :])
+    lp, grad = float(lp[0]), np.ascontiguousarray(grad[0])
+    rstate = rng.integers(0, 2**64 - 1, size=1, dtype=np.uint64, endpoint=True)
+    noise = rng.standard_normal((tune + draws, d))
+    inv_metric = laplace.copy()
+    factor = _momentum_factor(inv_metric)
+    ws = np.empty((_N_SLOTS, d))
+    st_vec = np.empty((max_depth + 1, 7, d))
+    st_sc = np.empty((max_depth + 1, 3))
+    st_depth = np.empty(max_depth + 1, dtype=np.int64)
+    theta, g = np.empty(d + 1), np.empty(d + 1)
+    eps = _init_step_size(z, grad, lp, 1.0, inv_metric, factor, rng.standard_normal((100, d)),
+                          data, ws, theta, g)  # fmt: skip
+    adapt = _DualAveraging(eps, target_accept)
+    windows = _windows(tune)
+    window = 0
+    w_count, w_mean, w_m2 = 0, np.zeros(d), np.zeros((d, d))
+    shrink = d + 3.0
+    divergences = 0
+    out_z = np.empty((draws, d))
+    out_sc = np.empty((draws, 4))
+    out_int = np.empty((draws, 3), dtype=np.int64)
+    for it in range(tune + draws):
+        lp, energy, depth, n_steps, div, accept = _transition(
+            z, grad, lp, eps, inv_metric, factor, max_depth, noise[it], rstate, data, ws, st_vec,
+            st_sc, st_depth, theta, g,
+        )  # fmt: skip
+        if it >= tune:
+            i = it - tune
+            out_z[i] = z
+            out_sc[i] = lp, energy, accept, eps
+            out_int[i] = depth, n_steps, div
+            continue
+        divergences += div
+        eps = adapt.update(accept)
+        if window < len(windows) and it >= windows[window][0]:
+            w_count += 1
+            delta = z - w_mean
+            w_mean += delta / w_count
+            w_m2 += np.outer(delta, z - w_mean)
+            if it + 1 == windows[window][1]:
+                # end of a metric window: new metric (shrunk towards the Laplace covariance),
+                # new initial step size, dual averaging restarted
+                cov = w_m2 / max(w_count - 1, 1)
+                inv_metric = (w_count * cov + shrink * laplace) / (w_count + shrink)
+                if diag:
+                    inv_metric = np.diag(np.diag(inv_metric))
+                inv_metric = np.ascontiguousarray(0.5 * (inv_metric + inv_metric.T))
+                factor = _momentum_factor(inv_metric)
+                trials = rng.standard_normal((100, d))
+                eps = _init_step_size(z, grad, lp, eps, inv_metric, factor, trials, data, ws,
+                                      theta, g)  # fmt: skip
+                adapt.restart(eps)
+                w_count, w_mean, w_m2 = 0, np.zeros(d), np.zeros((d, d))
+                window += 1
+        if it + 1 == tune:
+            eps = adapt.final()
+    return out_z, out_sc, out_int, divergences, eps
+
+
+def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tune: int,
+         max_treedepth: int, target_accept: float, metric: str, started: float,
+         random_seed: int | None) -> SamplerOutput:  # fmt: skip
+    d = target.d
+    alpha = target.alpha
+    mode, laplace = _find_mode(target, np.log(alpha[:d]) - np.log(alpha[d]))
+    if metric == "diag":
+        laplace = np.diag(np.diag(laplace))
+    z0 = mode + rng.standard_normal((chains, d)) @ np.linalg.cholesky(laplace).T
+    logp0, _ = target(z0)
+    z0[~np.isfinite(logp0)] = mode  # a start in a zero-likelihood region: use the mode
+    data = (target.rows, target.counts, target.alpha, target.shift, target.const)
+    out_z = np.empty((chains, draws, d))
+    sc = np.empty((chains, draws, 4))
+    ints = np.empty((chains, draws, 3), dtype=np.int64)
+    tune_divergences, step_sizes = [], []
+    for c, child in enumerate(rng.spawn(chains)):
+        out_z[c], sc[c], ints[c], n_div, eps = _chain(
+            target, data, z0[c], child, tune, draws, target_accept, max_treedepth, laplace,
+            metric == "diag",
+        )  # fmt: skip
+        tune_divergences.append(int(n_div))
+        step_sizes.append(float(eps))
+    theta, _ = target.theta(out_z)
+    stats = {
+        "diverging": ints[:, :, 2].astype(bool),
+        "energy": sc[:, :, 1].copy(),
+        "tree_depth": ints[:, :, 0].copy(),
+        "n_steps": ints[:, :, 1].copy(),
+        "step_size": sc[:, :, 3].copy(),
+        "lp": sc[:, :, 0].copy(),
+        "acceptance_rate": sc[:, :, 2].copy(),
+    }
+    info = {
+        "backend": "bayesldp.hmc",
+        "sampler": "NUTS (multinomial, generalised no-U-turn) on ALR coordinates, numba",
+        "tune": tune,
+        "draws": draws,
+        "chains": chains,
+        "target_accept": target_accept,
+        "max_treedepth": max_treedepth,
+        "metric": metric,
+        "random_seed": random_seed,
+        "tune_divergences": tune_divergences,
+        "step_size": step_sizes,
+        "wall_time": time.perf_counter() - started,
+    }
+    return SamplerOutput(theta=theta, sample_stats=stats, info=info)

@@ -1,0 +1,208 @@
+"""The PyMC model of a tally: ``theta ~ Dirichlet(alpha)`` and the tally's likelihood.
+
+.. math::
+
+    \\theta \\sim \\mathrm{Dirichlet}(\\alpha), \\qquad
+    \\log p(\\text{tally} \\mid \\theta) = \\sum_u c_u \\log(L_u \\cdot \\theta)
+
+(up to a constant that does not depend on ``theta``).  The likelihood is an observed
+:class:`pymc.CustomDist` named ``"counts"`` whose value is the vector of counts and whose
+element-wise log-probability is ``c_u log(L_u . theta)``, so ``pm.sample(...,
+idata_kwargs={"log_likelihood": True})`` (or :func:`pymc.compute_log_likelihood`) gives the
+per-row log-likelihood, and the model's joint log-density on the value scale is exactly
+``tally.loglik(theta) + log Dirichlet(theta | alpha)``.
+
+Two forms, chosen from the tally:
+
+* **finite channel** (the tally, dense or support form, came from one
+  :class:`~bayesldp.mechanisms.base.FiniteChannelMechanism` with a channel of at most
+  ``MAX_CHANNEL_SIZE`` entries, and every row is one of its channel columns): one entry per
+  distinct channel column ("report" dimension, all possible reports, unobserved ones with
+  count 0); ``L_u . theta`` is ``theta @ P`` for that column.  The counts
+  of the reports are ``Multinomial(n, theta P)`` (reports whose channel columns coincide are
+  pooled), which is what :func:`pymc.sample_prior_predictive` and
+  :func:`pymc.sample_posterior_predictive` draw.
+* **generic** (any tally, dense or support form): one entry per distinct likelihood row
+  ("row" dimension).  Rows are only *proportional* to report probabilities (unary encoding,
+  local hashing, merged adaptive tallies), so no predictive distribution of counts is defined:
+  prior / posterior predictive sampling of ``"counts"`` raises ``NotImplementedError`` (sample
+  ``var_names=["theta"]`` for the prior).
+
+Cost per gradient: ``O(U K)``.  Dense rows are a float matrix ``(U, K)``; support-form rows use
+``lo * sum(theta) + (hi - lo) * (S @ theta)`` with the 0/1 support ``S`` stored once as a float
+matrix (the same ``8 U K`` bytes as dense rows: 80 MB at ``U = 1e5``, ``K = 100``).  Both are
+PyTensor shared variables rather than graph constants, which keeps compilation short for large
+tallies (measured at ``U = 1e5``, ``K = 100``: about 11 s to compile logp and gradient, 20 ms per
+log-density and 55 ms per gradient, 540 MB peak memory for the process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.mechanisms.base import FiniteChannelMechanism
+from bayesldp.tally import Tally
+
+__all__ = ["MAX_CHANNEL_SIZE", "build_model", "finite_channel_form", "pointwise_loglik"]
+
+#: the finite-channel form is used only when the channel has at most this many entries
+MAX_CHANNEL_SIZE = 10_000_000
+
+
+def _check_alpha(alpha: Any, k: int) -> np.ndarray:
+    arr = np.asarray(alpha)
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise InvalidTypeError(f"alpha: expected a vector of positive numbers, got {arr.dtype}")
+    arr = arr.astype(float)
+    if arr.shape != (k,):
+        raise InvalidInputError(f"alpha: expected shape ({k},) to match the tally, got {arr.shape}")
+    if not np.all(np.isfinite(arr)) or arr.min() <= 0:
+        raise InvalidInputError(f"alpha: concentrations must be finite and > 0, got {arr.tolist()}")
+    return arr
+
+
+def finite_channel_form(
+    tally: Tally,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The tally as counts of distinct channel columns, or None when that is not possible.
+
+    Returns ``(columns, counts, multiplicity, report)``: ``columns`` (R, K) the distinct channel
+    columns ``P[:, y]`` that some input can produce, ``counts`` (R,) the reports with that column
+    (0 when unobserved), ``multiplicity`` (R,) how many report values share the column, so that
+    ``Pr(column r | theta) = multiplicity_r * columns_r . theta`` sums to 1 over ``r``, and
+    ``report`` (R,) the smallest report value with that column (the "report" coordinate).
+    """
+    mech = tally.mechanism
+    if not isinstance(mech, FiniteChannelMechanism):
+        return None
+    try:
+        channel = np.asarray(mech.channel, dtype=float)
+    except NotImplementedError:
+        return None
+    if channel.size > MAX_CHANNEL_SIZE or channel.shape[0] != tally.k:
+        return None
+    if not np.allclose(channel.sum(axis=1), 1.0, rtol=0, atol=1e-9):
+        return None
+    live = np.flatnonzero(channel.max(axis=0) > 0)
+    columns, first, multiplicity = np.unique(
+        channel[:, live].T, axis=0, return_index=True, return_counts=True
+    )
+    by_report = np.argsort(first)  # list the columns in the order of their first report value
+    columns, first, multiplicity = columns[by_report], first[by_report], multiplicity[by_report]
+
+    # match each tally row to a distinct column; rows are channel columns up to rounding (support
+    # form stores them as lo + (hi - lo) * support), so compare keys rounded to 12 decimals
+    def keys(matrix: np.ndarray) -> np.ndarray:
+        rounded = np.ascontiguousarray(np.round(matrix, 12) + 0.0)  # + 0.0 turns -0.0 into 0.0
+        return rounded.view(np.dtype((np.void, 8 * tally.k))).ravel()
+
+    cols_view, rows_view = keys(columns), keys(tally.rows)
+    order = np.argsort(cols_view)
+    pos = np.minimum(np.searchsorted(cols_view[order], rows_view), len(order) - 1)
+    if not np.all(cols_view[order][pos] == rows_view):
+        return None
+    if not np.allclose(columns[order[pos]], tally.rows, rtol=1e-9, atol=0):
+        return None
+    counts = np.zeros(columns.shape[0], dtype=np.int64)
+    np.add.at(counts, order[pos], tally.counts)
+    return columns, counts, multiplicity.astype(np.int64), live[first]
+
+
+def pointwise_loglik(tally: Tally, theta: Any) -> np.ndarray:
+    """Per-row log-likelihood ``c_u log(L_u . theta)`` for draws ``theta`` (..., K) -> (..., U).
+
+    The terms sum to ``tally.loglik(theta)``; this is what the InferenceData
+    ``log_likelihood`` group holds (dimension "row").
+    """
+    theta = np.asarray(theta, dtype=float)
+    with np.errstate(divide="ignore"):
+        return tally.counts * np.log(tally.row_dot(theta))
+
+
+def _row_logp(value: Any, mu: Any) -> Any:
+    import pytensor.tensor as pt
+
+    return value * pt.log(mu)
+
+
+def build_model(tally: Tally, alpha: Any, *, labels: Sequence[Any] | None = None) -> Any:
+    """Build the PyMC model ``theta ~ Dirichlet(alpha)``, counts ``~ sum_u c_u log(L_u . theta)``.
+
+    Parameters
+    ----------
+    tally : Tally
+        Any tally (dense or support form).
+    alpha : array_like of float, shape (K,)
+        Dirichlet concentrations (finite, > 0).
+    labels : sequence, optional
+        ``K`` category labels for the "category" coordinate (default ``0..K-1``).
+
+    Returns
+    -------
+    pymc.Model
+        Free variable ``theta`` (dims "category"); observed ``counts`` (dims "report" in the
+        finite-channel form, "row" otherwise; see the module docstring); deterministic-free.
+        The joint log-density at a value ``theta`` is ``tally.loglik(theta)`` plus the
+        Dirichlet log-density (plus, on the transformed scale, PyMC's simplex Jacobian).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesldp
+    >>> from bayesldp.bayes.model import build_model
+    >>> mech = bayesldp.GRR(3, 1.0)
+    >>> model = build_model(mech.tally_from_report_counts([5, 3, 2]), np.ones(3))
+    >>> sorted(model.named_vars)
+    ['counts', 'theta']
+    """
+    import pymc as pm
+    import pytensor
+    import pytensor.tensor as pt
+
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
+    k = tally.k
+    alpha = _check_alpha(alpha, k)
+    if labels is None:
+        category = list(range(k))
+    else:
+        category = list(labels)
+        if len(category) != k or len(set(category)) != k:
+            raise InvalidInputError(
+                f"labels: expected {k} distinct category labels, got {len(category)} "
+                f"({len(set(category))} distinct)"
+            )
+    finite = finite_channel_form(tally)
+    if finite is not None:
+        columns, counts, multiplicity, report = finite
+        coords = {"category": category, "report": report}
+    else:
+        counts = tally.counts
+        coords = {"category": category, "row": np.arange(tally.n_rows)}
+
+    with pm.Model(coords=coords) as model:
+        theta = pm.Dirichlet("theta", a=alpha, dims="category")
+        if finite is not None:
+            n = int(tally.n)
+            prob_scale = multiplicity.astype(float)
+            mu = pt.dot(pytensor.shared(columns, name="channel_columns"), theta)
+
+            def _random(mu: np.ndarray, rng: np.random.Generator | None = None,
+                        size: Any = None) -> np.ndarray:  # fmt: skip
+                p = np.clip(mu * prob_scale, 0.0, None)
+                return rng.multinomial(n, p / p.sum())
+
+            pm.CustomDist("counts", mu, logp=_row_logp, random=_random, observed=counts,
+                          dims="report")  # fmt: skip
+        elif tally.is_support_form:
+            lo, hi = tally.levels
+            support = pytensor.shared(tally.support.astype(float), name="support")
+            mu = lo * pt.sum(theta) + (hi - lo) * pt.dot(support, theta)
+            pm.CustomDist("counts", mu, logp=_row_logp, observed=counts, dims="row")
+        else:
+            mu = pt.dot(pytensor.shared(np.array(tally.rows, dtype=float), name="rows"), theta)
+            pm.CustomDist("counts", mu, logp=_row_logp, observed=counts, dims="row")
+    return model

@@ -1,0 +1,247 @@
+"""bayesldp's own NUTS (method "hmc"): exact log-density, exact posteriors, prior recovery."""
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.special import gammaln
+from scipy.stats import dirichlet
+
+import bayesldp
+from bayesldp.bayes import hmc
+from bayesldp.bayes.fit import import_arviz
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.tally import Tally
+
+DRAWS, CHAINS = 1500, 4
+
+
+def _support_tally(seed=0, u=12, k=4, levels=(0.2, 0.9)):
+    gen = np.random.default_rng(seed)
+    support = gen.random((u, k)) < 0.5
+    support[:, 0] |= ~support.any(axis=1)
+    counts = gen.integers(1, 6, size=u)
+    return Tally(counts, support=support, levels=levels, stat=np.zeros(k), family="test-support")
+
+
+def _dense_copy(tally):
+    return Tally(tally.counts, rows=tally.rows, stat=tally.stat, family="test-dense")
+
+
+def _summary(theta):
+    """Posterior means, Monte Carlo standard errors (from ESS_bulk), max r_hat."""
+    az = import_arviz()
+    ds = az.convert_to_dataset({"theta": theta})
+    ess = az.ess(ds, method="bulk")["theta"].values
+    mcse = theta.std(axis=(0, 1)) / np.sqrt(ess)
+    return theta.mean(axis=(0, 1)), mcse, float(az.rhat(ds)["theta"].max())
+
+
+def _exact_grr_moments(report_counts, alpha, mech):
+    """Exact posterior mean and E[theta^2] by enumerating the latent true-value counts.
+
+    Posterior = sum_j w_j Dirichlet(alpha + j) (REFERENCE.md section 5), 0 <= j_y <= c_y.
+    """
+    c = np.asarray(report_counts)
+    p, q = mech.p, mech.q
+    logw, m1, m2 = [], [], []
+    a_sum = alpha.sum()
+    for j in itertools.product(*[range(ci + 1) for ci in c]):
+        j = np.array(j)
+        beta = alpha + j
+        b_sum = beta.sum()
+        lw = (gammaln(c + 1) - gammaln(j + 1) - gammaln(c - j + 1)).sum()
+        lw += j.sum() * math.log(p - q) + (c - j).sum() * math.log(q)
+        lw += gammaln(beta).sum() - gammaln(b_sum) - (gammaln(alpha).sum() - gammaln(a_sum))
+        logw.append(lw)
+        m1.append(beta / b_sum)
+        m2.append(beta * (beta + 1) / (b_sum * (b_sum + 1)))
+    w = np.exp(np.array(logw) - max(logw))
+    w /= w.sum()
+    return w @ np.array(m1), w @ np.array(m2)
+
+
+# ------------------------------------------------------------------------------ the target
+@pytest.mark.parametrize("form", ["grr", "support", "dense"])
+def test_log_density_is_loglik_plus_dirichlet_plus_jacobian(form):
+    if form == "grr":
+        tally = bayesldp.GRR(4, 1.0).tally_from_report_counts([5, 0, 3, 2])
+    else:
+        tally = _support_tally() if form == "support" else _dense_copy(_support_tally())
+    alpha = np.array([0.7, 1.0, 2.5, 1.3])
+    target = hmc._Target(tally, alpha)
+    gen = np.random.default_rng(1)
+    z = gen.normal(size=(6, 3))
+    theta, log_theta = target.theta(z)
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-14)
+    logp, grad = target(z)
+    # the ALR map z -> theta has Jacobian determinant prod_x theta_x
+    expected = tally.loglik(theta) + dirichlet.logpdf(theta.T, alpha) + log_theta.sum(axis=1)
+    np.testing.assert_allclose(logp, expected, rtol=1e-10)
+    # the compiled kernel gives the same log-density and gradient
+    data = (target.rows, target.counts, target.alpha, target.shift, target.const)
+    for i in range(z.shape[0]):
+        g_out = np.empty(3)
+        lp = hmc._logp_grad(z[i].copy(), data, np.empty(4), np.empty(4), g_out)
+        assert lp == pytest.approx(logp[i], rel=1e-12)
+        np.testing.assert_allclose(g_out, grad[i], rtol=1e-10, atol=1e-12)
+
+
+def test_gradient_and_hessian_match_finite_differences():
+    tally = bayesldp.GRR(5, 0.8).tally_from_report_counts([40, 10, 0, 25, 7])
+    target = hmc._Target(tally, np.array([0.5, 1.0, 1.5, 2.0, 0.8]))
+    z = np.array([0.3, -0.4, 1.1, -0.2])
+    h = 1e-6
+    _, grad = target(z[None, :])
+    hess = target.hessian(z)
+    for i in range(4):
+        dz = np.zeros(4)
+        dz[i] = h
+        lp_plus, g_plus = target((z + dz)[None, :])
+        lp_minus, g_minus = target((z - dz)[None, :])
+        assert grad[0, i] == pytest.approx((lp_plus[0] - lp_minus[0]) / (2 * h), rel=1e-6)
+        np.testing.assert_allclose(hess[:, i], (g_plus[0] - g_minus[0]) / (2 * h), rtol=1e-5)
+
+
+def test_windows_follow_stan():
+    assert hmc._windows(1000) == [(75, 100), (100, 150), (150, 250), (250, 450), (450, 950)]
+    assert hmc._windows(100) == [(15, 90)]
+    assert hmc._windows(19) == []
+
+
+# ------------------------------------------------------------------------------ sampling
+def test_prior_recovered_when_the_data_carry_no_information():
+    alpha = np.array([0.5, 1.0, 2.0, 4.0])
+    flat = Tally(np.array([50]), rows=np.ones((1, 4)), stat=np.zeros(4), family="flat")
+    out = hmc.sample(flat, alpha, draws=DRAWS, chains=CHAINS, random_seed=3)
+    mean, mcse, rhat = _summary(out.theta)
+    a_sum = alpha.sum()
+    assert np.all(np.abs(mean - alpha / a_sum) < 4 * mcse)
+    second = (out.theta**2).mean(axis=(0, 1))
+    exact_second = alpha * (alpha + 1) / (a_sum * (a_sum + 1))
+    np.testing.assert_allclose(second, exact_second, rtol=0.1)
+    assert rhat <= 1.01
+    assert not out.sample_stats["diverging"].any()
+
+
+def test_matches_exact_grr_posterior():
+    mech = bayesldp.GRR(3, 1.0)
+    report_counts = np.array([7, 3, 5])
+    alpha = np.array([1.0, 1.5, 0.7])
+    out = hmc.sample(mech.tally_from_report_counts(report_counts), alpha, draws=DRAWS,
+                     chains=CHAINS, random_seed=5)  # fmt: skip
+    exact_mean, exact_second = _exact_grr_moments(report_counts, alpha, mech)
+    mean, mcse, rhat = _summary(out.theta)
+    assert np.all(np.abs(mean - exact_mean) < 4 * mcse)
+    np.testing.assert_allclose((out.theta**2).mean(axis=(0, 1)), exact_second, rtol=0.05)
+    assert rhat <= 1.01
+    assert not out.sample_stats["diverging"].any()
+
+
+@pytest.mark.parametrize("form", ["support", "dense"])
+def test_matches_quadrature_for_generic_rows(form):
+    tally = _support_tally(seed=2, u=8, k=3, levels=(0.25, 1.0))
+    if form == "dense":
+        tally = _dense_copy(tally)
+    alpha = np.array([1.5, 2.0, 1.2])
+    # posterior mean by midpoint quadrature on the 2-simplex
+    m = 800
+    a, b = np.meshgrid((np.arange(m) + 0.5) / m, (np.arange(m) + 0.5) / m, indexing="ij")
+    keep = a + b < 1
+    grid = np.stack([a[keep], b[keep], 1 - a[keep] - b[keep]], axis=1)
+    logw = tally.loglik(grid) + dirichlet.logpdf(grid.T, alpha)
+    w = np.exp(logw - logw.max())
+    exact_mean = w @ grid / w.sum()
+    out = hmc.sample(tally, alpha, draws=DRAWS, chains=CHAINS, random_seed=11)
+    mean, mcse, rhat = _summary(out.theta)
+    assert np.all(np.abs(mean - exact_mean) < 4 * mcse + 1e-4)
+    assert rhat <= 1.01
+
+
+def test_benchmark_problem_converges_without_divergences():
+    """GRR, K = 20, n = 1e5, eps = 1 with the documented defaults (the benchmark's problem)."""
+    gen = np.random.default_rng(20240601)
+    true_counts = gen.multinomial(100_000, gen.dirichlet(np.ones(20)))
+    tally = bayesldp.GRR(20, 1.0).simulate_tally(true_counts, rng=gen)
+    out = hmc.sample(tally, np.ones(20), draws=1000, chains=4, random_seed=1)
+    az = import_arviz()
+    ds = az.convert_to_dataset({"theta": out.theta})
+    assert float(az.rhat(ds)["theta"].max()) <= 1.01
+    assert float(az.ess(ds, method="bulk")["theta"].min()) > 1000
+    assert not out.sample_stats["diverging"].any()
+    # the posterior concentrates around the truth: within 5 posterior sd per category
+    truth = true_counts / true_counts.sum()
+    sd = out.theta.std(axis=(0, 1))
+    assert np.all(np.abs(out.theta.mean(axis=(0, 1)) - truth) < 5 * sd)
+
+
+def test_same_seed_same_draws_and_forms_agree():
+    tally = _support_tally(seed=4)
+    alpha = np.ones(4)
+    a = hmc.sample(tally, alpha, draws=50, chains=2, random_seed=9, tune=60)
+    b = hmc.sample(tally, alpha, draws=50, chains=2, random_seed=9, tune=60)
+    c = hmc.sample(tally, alpha, draws=50, chains=2, random_seed=10, tune=60)
+    d = hmc.sample(_dense_copy(tally), alpha, draws=50, chains=2, random_seed=9, tune=60)
+    assert np.array_equal(a.theta, b.theta)
+    for name in a.sample_stats:
+        assert np.array_equal(a.sample_stats[name], b.sample_stats[name])
+    assert not np.array_equal(a.theta, c.theta)
+    np.testing.assert_allclose(a.theta, d.theta, rtol=1e-9)
+
+
+def test_output_layout_and_info():
+    tally = bayesldp.GRR(3, 2.0).tally_from_report_counts([10, 4, 6])
+    out = hmc.sample(tally, np.ones(3), draws=30, chains=3, random_seed=0, tune=40,
+                     metric="diag", max_treedepth=6, target_accept=0.9)  # fmt: skip
+    assert out.theta.shape == (3, 30, 3)
+    np.testing.assert_allclose(out.theta.sum(axis=2), 1.0, rtol=1e-12)
+    assert np.all(out.theta > 0)
+    expected = {"diverging", "energy", "tree_depth", "n_steps", "step_size", "lp",
+                "acceptance_rate"}  # fmt: skip
+    assert set(out.sample_stats) == expected
+    for value in out.sample_stats.values():
+        assert value.shape == (3, 30)
+    assert out.sample_stats["diverging"].dtype == bool
+    assert out.sample_stats["tree_depth"].max() <= 6
+    assert np.all((out.sample_stats["acceptance_rate"] >= 0)
+                  & (out.sample_stats["acceptance_rate"] <= 1))  # fmt: skip
+    info = json.loads(json.dumps(out.info))
+    assert info["backend"] == "bayesldp.hmc"
+    assert info["tune"] == 40 and info["metric"] == "diag"
+
+
+def test_no_tuning_runs():
+    tally = bayesldp.GRR(3, 2.0).tally_from_report_counts([10, 4, 6])
+    out = hmc.sample(tally, np.ones(3), draws=5, chains=1, random_seed=0, tune=0)
+    assert out.theta.shape == (1, 5, 3)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"alpha": np.ones(4)}, InvalidInputError, "alpha"),
+        ({"alpha": np.array([1.0, 0.0, 1.0])}, InvalidInputError, "alpha"),
+        ({"draws": 0}, InvalidInputError, "draws"),
+        ({"chains": 1.5}, InvalidTypeError, "chains"),
+        ({"tune": -1}, InvalidInputError, "tune"),
+        ({"target_accept": 1.0}, InvalidInputError, "target_accept"),
+        ({"metric": "full"}, InvalidInputError, "metric"),
+        ({"step_scale": 2}, InvalidInputError, "step_scale"),
+        ({"tally": "counts"}, InvalidTypeError, "tally"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    args = {
+        "tally": bayesldp.GRR(3, 1.0).tally_from_report_counts([1, 2, 3]),
+        "alpha": np.ones(3),
+        "draws": 5,
+        "chains": 1,
+        "random_seed": 0,
+    }
+    args.update(kwargs)
+    tally = args.pop("tally")
+    alpha = args.pop("alpha")
+    with pytest.raises(error, match=match):
+        hmc.sample(tally, alpha, **args)
