@@ -35,6 +35,7 @@ _LAZY = {
     "HashReports": "bayesldp.mechanisms.hashing",
     "SampledReports": "bayesldp.mechanisms.sampling",
     "audit": "bayesldp.audit",
+    "bounds": "bayesldp.bounds",
     "estimate": "bayesldp.estimators",
     "Estimate": "bayesldp.estimators",
     "fit": "bayesldp.bayes",
@@ -48,7 +49,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'bayesldp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    imported = importlib.import_module(module)
+    value = imported if module.endswith("." + name) else getattr(imported, name)
     globals()[name] = value
     return value
 

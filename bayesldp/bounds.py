@@ -1,0 +1,195 @@
+"""Variance benchmarks and lower bounds for frequency estimation under LDP.
+
+* :func:`var_star`, :func:`var_star_by_category`: ``n Var*``, the variance of a mechanism's
+  unbiased oracle for a category nobody holds (Wang et al., USENIX Security 2017).
+* :func:`fisher_information`, :func:`observed_information`, :func:`cramer_rao`: the Fisher
+  information of one report of a finite channel at ``theta`` (parametrised by its first ``K - 1``
+  coordinates, ``theta_K = 1 - sum``), the observed information of a tally, and the Cramér-Rao
+  bound ``(n I(theta))^{-1}`` on the covariance of unbiased estimators of ``theta``.  The MLE of
+  :func:`bayesldp.estimate` attains it asymptotically; for ``K = 2`` randomised response the
+  unbiased oracle attains it exactly for every ``n`` (the tightness case of seed 000, section 4.4,
+  Proposition 4.6), which the tests check.
+
+What is left out of seed 000 (Lopuhaä-Zwakenberg, Li, Škorić, Li): its information-theoretic
+lower bounds (Theorem 4.1, the linear-algebra constants of Theorem 4.2 / Corollary 4.3 and the
+epsilon-only bounds of Theorems 4.4 and 4.5) are stated in equations whose formulas are missing
+from the seed text this package was built from (only the surrounding prose survives), so they are
+not implemented rather than reconstructed from memory.  Theorem 4.1 would also need the
+differential entropy of the posterior of ``theta``, which has no closed form.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayesldp._validation import check_theta
+from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.tally import Tally
+
+if TYPE_CHECKING:
+    from bayesldp.estimators.mle import RowLikelihood
+    from bayesldp.mechanisms.base import Mechanism
+
+
+def _check_mechanism(mechanism: object) -> Mechanism:
+    from bayesldp.mechanisms.base import Mechanism
+
+    if not isinstance(mechanism, Mechanism):
+        raise InvalidTypeError(
+            f"mechanism: expected a bayesldp Mechanism, got {type(mechanism).__name__}"
+        )
+    return mechanism
+
+
+def var_star_by_category(mechanism: Mechanism) -> np.ndarray:
+    """``n Var*_x`` for every category ``x``, from the mechanism's own oracle variance.
+
+    ``Var*_x`` is the largest variance of the unbiased estimate of ``f_x`` over populations in
+    which nobody holds ``x``.  The variance is linear in the population frequencies, so this is
+    ``max_{j != x} n Var_x(e_j)`` (everyone holding ``j``).  For a pure protocol the variance of
+    coordinate ``x`` depends on the population only through ``f_x``, so every entry equals the
+    closed form ``q*(1 - q*) / (p* - q*)^2``.
+
+    Cost: one call of ``oracle_variance`` for pure protocols, ``K`` calls otherwise.
+    """
+    from bayesldp.mechanisms.base import PureProtocol
+
+    mech = _check_mechanism(mechanism)
+    k = mech.k
+    if isinstance(mech, PureProtocol):
+        values = np.asarray(mech.oracle_variance(np.zeros(k), 1), dtype=float)
+    else:
+        table = np.empty((k, k))
+        for j in range(k):
+            point = np.zeros(k)
+            point[j] = 1.0
+            table[j] = np.asarray(mech.oracle_variance(point, 1), dtype=float)
+        np.fill_diagonal(table, -np.inf)
+        values = table.max(axis=0)
+    if values.shape != (k,) or not np.all(np.isfinite(values)):
+        raise NotSupportedError(f"{mech!r}: its oracle variance is not finite")
+    return np.maximum(values, 0.0)
+
+
+def var_star(mechanism: Mechanism) -> float:
+    """``n Var*``: ``n`` times the oracle variance of a frequency that is 0.
+
+    The maximum over categories of :func:`var_star_by_category`; for the pure protocols of
+    Wang et al. (2017), ``q*(1 - q*) / (p* - q*)^2`` (GRR: ``(e^eps + K - 2)/(e^eps - 1)^2``,
+    OUE: ``4 e^eps / (e^eps - 1)^2``, ...).
+    """
+    return float(var_star_by_category(mechanism).max())
+
+
+def _as_channel(source: Any) -> np.ndarray:
+    from bayesldp.mechanisms.base import Mechanism
+
+    if isinstance(source, Mechanism):
+        channel = np.asarray(source.channel, dtype=float)
+    else:
+        channel = np.asarray(source, dtype=float)
+    if channel.ndim != 2 or channel.shape[0] < 2:
+        raise InvalidInputError(
+            f"channel: expected a K x Y matrix with K >= 2, got {channel.shape}"
+        )
+    if not np.all(np.isfinite(channel)) or channel.min() < 0:
+        raise InvalidInputError("channel: entries must be finite and >= 0")
+    sums = channel.sum(axis=1)
+    if np.any(np.abs(sums - 1.0) > 1e-9):
+        raise InvalidInputError(
+            f"channel: each row P[x, :] must sum to 1 (rows are inputs), got sums {sums}"
+        )
+    return channel
+
+
+def fisher_information(channel: Any, theta: Any) -> np.ndarray:
+    """Fisher information of one report about ``theta`` for a finite channel.
+
+    With ``p_y = sum_x theta_x P[x, y]`` and the parametrisation by the first ``K - 1``
+    coordinates (``theta_K = 1 - sum``), ``dp_y / dtheta_j = P[j, y] - P[K, y]`` and
+
+    .. math:: I(\\theta)_{ij} = \\sum_y \\frac{(P[i,y] - P[K,y])(P[j,y] - P[K,y])}{p_y}.
+
+    Parameters
+    ----------
+    channel : array (K, Y) or Mechanism
+        ``P[x, y] = Pr(Y = y | X = x)`` (rows sum to 1), or a mechanism with a finite channel.
+        For a :class:`~bayesldp.Tally` use :func:`observed_information`.
+    theta : array (K,)
+        A point of the simplex.
+
+    Returns
+    -------
+    ndarray, shape (K - 1, K - 1)
+    """
+    if isinstance(channel, Tally):
+        raise InvalidTypeError("channel: got a Tally; use observed_information(tally, theta)")
+    p = _as_channel(channel)
+    theta = check_theta(theta, p.shape[0])
+    py = theta @ p
+    diff = p[:-1] - p[-1]
+    dead = py <= 0
+    if np.any(dead):
+        if np.any(diff[:, dead] != 0):
+            raise InvalidInputError(
+                "theta: gives probability 0 to a report whose probability depends on theta; "
+                "the Fisher information is infinite there"
+            )
+        diff, py = diff[:, ~dead], py[~dead]
+    return (diff / py) @ diff.T
+
+
+def observed_information(
+    tally: Tally, theta: Any, *, lik: RowLikelihood | None = None
+) -> np.ndarray:
+    """Observed information of a tally at ``theta`` (minus the Hessian of the log-likelihood).
+
+    In the first ``K - 1`` coordinates: ``J = sum_u c_u d_u d_u^T / (L_u . theta)^2`` with
+    ``d_u = L_u[:K-1] - L_u[K]``.  Its expectation is ``n`` times :func:`fisher_information`.
+    Cost O(U K^2) (built in row blocks; support-form tallies are never densified whole).
+    """
+    from bayesldp.estimators.mle import RowLikelihood
+
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
+    theta = check_theta(theta, tally.k)
+    lik = RowLikelihood(tally) if lik is None else lik
+    _, lth = lik.evaluate(theta)
+    if np.any(lth <= 0):
+        raise InvalidInputError("theta: gives probability 0 to an observed report")
+    a = lik.gram(lik.counts / (lth * lth), np.arange(tally.k))
+    return a[:-1, :-1] - a[:-1, -1:] - a[-1:, :-1] + a[-1, -1]
+
+
+def cramer_rao(channel: Any, theta: Any, n: int) -> np.ndarray:
+    """Cramér-Rao bound on the covariance of unbiased estimators of ``theta`` from ``n`` reports.
+
+    ``Cov(theta_hat) >= A (n I(theta))^{-1} A^T`` in the Loewner order, ``I`` the
+    :func:`fisher_information` of one report and ``A = [I_{K-1}; -1^T]`` mapping the first
+    ``K - 1`` coordinates to all ``K``.  The diagonal bounds each coordinate's variance (MSE of
+    an unbiased estimator), the trace bounds the summed MSE.
+
+    Returns
+    -------
+    ndarray, shape (K, K)
+
+    Raises
+    ------
+    InvalidInputError
+        When the information is singular (``theta`` not identifiable from the channel).
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise InvalidInputError(f"n: expected a positive integer number of reports, got {n!r}")
+    info = fisher_information(channel, theta)
+    evals = np.linalg.eigvalsh(info)
+    if evals.min() <= 1e-12 * max(evals.max(), np.finfo(float).tiny):
+        raise InvalidInputError(
+            "channel: its Fisher information is singular at theta (theta is not identifiable); "
+            "the Cramér-Rao bound is infinite"
+        )
+    cov = np.linalg.inv(info) / n
+    k1 = cov.shape[0]
+    lift = np.vstack([np.eye(k1), -np.ones((1, k1))])
+    return lift @ cov @ lift.T

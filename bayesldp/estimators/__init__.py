@@ -1,0 +1,123 @@
+"""Frequentist frequency estimators; every one reads a :class:`~bayesldp.Tally`.
+
+``estimate(tally, method)`` with ``method`` one of
+
+* ``"oracle"``: the mechanism's unbiased estimate, with exact (plug-in) standard errors;
+* post-processing of the unbiased estimate (Wang et al., NDSS 2020): ``"base_pos"``, ``"norm"``,
+  ``"norm_mul"``, ``"norm_cut"``, ``"norm_sub"`` (the default), ``"base_cut"``,
+  ``"projection"``;
+* likelihood-based, for any tally including mixed-mechanism ones: ``"mle"`` (seed 000),
+  ``"em"`` (iterative Bayesian update), ``"em_mr"`` (EM with mixture reduction, seed 001).
+
+The methods themselves live in the submodules :mod:`~bayesldp.estimators.oracle`,
+:mod:`~bayesldp.estimators.postprocess`, :mod:`~bayesldp.estimators.mle` (``mle``, ``grr_mle``)
+and :mod:`~bayesldp.estimators.em` (``em``, ``em_mr``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+
+# import the submodules (not their functions) so that ``bayesldp.estimators.mle`` etc. stay the
+# modules and are not shadowed by the functions of the same name
+from bayesldp.estimators import em as _em
+from bayesldp.estimators import mle as _mle
+from bayesldp.estimators import oracle as _oracle
+from bayesldp.estimators.postprocess import POSTPROCESSORS
+from bayesldp.estimators.result import Estimate, is_on_simplex
+from bayesldp.tally import Tally
+
+_LIKELIHOOD: dict[str, Callable[..., Estimate]] = {
+    "mle": _mle.mle,
+    "em": _em.em,
+    "em_mr": _em.em_mr,
+}
+
+#: Every method name accepted by :func:`estimate`.
+METHODS = ("oracle", *POSTPROCESSORS, *_LIKELIHOOD)
+
+
+def _keyword_options(func: Callable[..., Any]) -> list[str]:
+    params = inspect.signature(func).parameters.values()
+    return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
+def _check_options(method: str, options: dict[str, Any], allowed: list[str]) -> None:
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        valid = ", ".join(allowed) if allowed else "none"
+        raise InvalidInputError(
+            f"options: method {method!r} does not take {', '.join(unknown)}; valid options: {valid}"
+        )
+
+
+def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate:
+    """Estimate the category frequencies from a tally.
+
+    Parameters
+    ----------
+    tally : Tally
+        The tallied reports.
+    method : str
+        One of ``"oracle"``, ``"base_pos"``, ``"norm"``, ``"norm_mul"``, ``"norm_cut"``,
+        ``"norm_sub"`` (default; the best all-round post-processing in Wang et al. 2020),
+        ``"base_cut"``, ``"projection"``, ``"mle"``, ``"em"``, ``"em_mr"``.
+    **options
+        Method options: ``alpha`` for ``base_cut`` (default 0.05); see :func:`mle`,
+        :func:`em`, :func:`em_mr` for theirs.
+
+    Returns
+    -------
+    Estimate
+
+    Notes
+    -----
+    Post-processing methods read the oracle estimate ``f`` and, for ``base_cut``, the standard
+    deviation of a zero frequency ``sqrt(Var*_x / n)``
+    (:func:`bayesldp.bounds.var_star_by_category`).
+    They need the tally's mechanism; for a tally mixing mechanisms use ``mle``, ``em`` or
+    ``em_mr``.  Post-processed estimates carry no standard errors (``std_errors=None``).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.GRR(4, 2.0)
+    >>> tally = mech.simulate_tally([400, 300, 200, 100], rng=1)
+    >>> est = bayesldp.estimate(tally, "norm_sub")
+    >>> round(float(est.frequencies.sum()), 12), est.on_simplex
+    (1.0, True)
+    """
+    tally = _oracle.check_tally(tally)
+    if not isinstance(method, str):
+        raise InvalidTypeError(f"method: expected a method name (str), got {type(method).__name__}")
+    if method not in METHODS:
+        raise InvalidInputError(
+            f"method: unknown method {method!r}; valid methods: {', '.join(METHODS)}"
+        )
+    if method in _LIKELIHOOD:
+        func = _LIKELIHOOD[method]
+        _check_options(method, options, _keyword_options(func))
+        return func(tally, **options)
+    if method == "oracle":
+        _check_options(method, options, [])
+        return _oracle.oracle(tally)
+    _check_options(method, options, ["alpha"] if method == "base_cut" else [])
+    _oracle.require_mechanism(tally, method)
+    f, _ = _oracle.unbiased(tally)
+    if method == "base_cut":
+        from bayesldp.bounds import var_star_by_category
+
+        sd = np.sqrt(var_star_by_category(tally.mechanism) / tally.n)
+        freq = POSTPROCESSORS[method](f, sd, **options)
+    else:
+        freq = POSTPROCESSORS[method](f, None)
+    return Estimate(freq, None, method, on_simplex=is_on_simplex(freq))
+
+
+__all__ = ["METHODS", "Estimate", "estimate"]

@@ -1,0 +1,158 @@
+import math
+
+import numpy as np
+import pytest
+
+import bayesldp
+from bayesldp import Tally
+from bayesldp.errors import InvalidInputError
+from bayesldp.estimators.em import em, em_mr
+from bayesldp.estimators.mle import grr_mle
+
+
+def grr_tally(k, eps, true_counts, seed):
+    return bayesldp.GRR(k, eps).simulate_tally(np.asarray(true_counts), rng=seed)
+
+
+def support_tally(seed, k=15, n_rows=400):
+    rng = np.random.default_rng(seed)
+    support = rng.random((n_rows, k)) < 0.3
+    return Tally(
+        rng.integers(1, 4, n_rows),
+        support=support,
+        levels=(0.25, 0.75),
+        stat=np.zeros(k),
+        family="s",
+    )
+
+
+def tallies():
+    rng = np.random.default_rng(0)
+    yield grr_tally(30, 1.0, rng.multinomial(3000, rng.dirichlet(np.ones(30) * 0.3)), 1)
+    yield grr_tally(8, 0.2, [500, 300, 100, 50, 30, 20, 0, 0], 2)
+    yield support_tally(3)
+    rows = rng.uniform(0.05, 1.0, size=(40, 6))
+    yield Tally(rng.integers(0, 20, 40), rows=rows, stat=np.zeros(6), family="d")
+
+
+@pytest.mark.parametrize("accelerate", [False, True])
+def test_em_loglik_never_decreases(accelerate):
+    for tally in tallies():
+        est = em(tally, accelerate=accelerate, max_iter=3000, tol=1e-12)
+        trace = est.loglik_trace
+        # non-decreasing up to the rounding of a sum of n log terms
+        slack = 1e-12 * np.abs(trace).max()
+        assert np.all(np.diff(trace) >= -slack), np.diff(trace).min()
+        assert trace[-1] > trace[0]
+        assert trace[-1] == pytest.approx(tally.loglik(est.frequencies), rel=1e-12)
+
+
+def test_one_plain_em_step_matches_the_formula():
+    rows = np.array([[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.5, 0.5, 0.1]])
+    counts = np.array([5, 3, 2])
+    tally = Tally(counts, rows=rows, stat=np.zeros(3), family="x")
+    theta0 = np.array([0.5, 0.3, 0.2])
+    est = em(tally, theta0=theta0, max_iter=1, accelerate=False)
+    gamma = theta0 * rows / (rows @ theta0)[:, None]  # E-step per distinct row
+    expected = counts @ gamma / counts.sum()  # M-step
+    np.testing.assert_allclose(est.frequencies, expected, rtol=1e-14)
+    assert est.iterations == 1 and est.converged is False
+
+
+def test_em_reaches_the_mle():
+    rng = np.random.default_rng(4)
+    theta = np.array([0.35, 0.25, 0.2, 0.1, 0.06, 0.04])
+    tally = grr_tally(6, 2.0, rng.multinomial(20_000, theta), 5)
+    mle = grr_mle(tally)
+    assert mle.min() > 0  # interior: EM converges linearly
+    for accelerate in (True, False):
+        est = em(tally, accelerate=accelerate, tol=1e-13)
+        assert est.converged
+        np.testing.assert_allclose(est.frequencies, mle, atol=1e-9)
+
+
+def test_squarem_same_fixed_point_fewer_maps():
+    tally = grr_tally(20, 2.0, np.arange(20) * 10 + 5, 6)
+    fast = em(tally, accelerate=True, tol=1e-10)
+    slow = em(tally, accelerate=False, tol=1e-10, max_iter=50_000)
+    assert fast.converged and slow.converged
+    assert fast.iterations < slow.iterations / 10
+    np.testing.assert_allclose(fast.frequencies, slow.frequencies, atol=1e-7)
+
+
+def test_em_respects_max_iter_and_reports_residual():
+    tally = grr_tally(10, 0.5, np.arange(10) * 30, 7)
+    est = em(tally, max_iter=5, accelerate=False)
+    assert est.iterations == 5 and not est.converged
+    assert est.details["residual"] > 0
+    assert est.loglik_trace.shape == (6,)
+
+
+def test_em_theta0_zeros_stay_zero():
+    tally = grr_tally(4, 1.0, [100, 100, 100, 100], 8)
+    est = em(tally, theta0=[0.5, 0.5, 0.0, 0.0])
+    assert est.frequencies[2] == 0 and est.frequencies[3] == 0
+    np.testing.assert_allclose(est.frequencies.sum(), 1.0)
+
+
+# ---------------------------------------------------------------- EM with mixture reduction
+def test_em_mr_pools_the_absent_categories():
+    # 20 categories, only the first 5 present: the rest should be pooled, BIC should improve
+    true_counts = np.zeros(20, dtype=int)
+    true_counts[:5] = [40_000, 30_000, 20_000, 6000, 4000]
+    tally = grr_tally(20, 1.0, true_counts, 9)
+    est = em_mr(tally)
+    pools = est.details["pools"]
+    assert len(pools) >= 1
+    pooled = np.concatenate(pools)
+    assert np.all(pooled >= 5)
+    assert np.all(np.diff(est.details["bic_trace"]) < 0)
+    for members in pools:  # the pooled weight is split equally over its members
+        assert np.ptp(est.frequencies[members]) < 1e-15
+    assert est.on_simplex and np.all(est.frequencies >= 0)
+    np.testing.assert_allclose(est.frequencies.sum(), 1.0, atol=1e-12)
+    # the final BIC is that of the reduced model at the returned estimate
+    k_prime = 20 - pooled.size + len(pools)
+    bic = -2 * tally.loglik(est.frequencies) + k_prime * math.log(tally.n)
+    assert est.details["bic_trace"][-1] == pytest.approx(bic, rel=1e-10)
+
+
+def test_em_mr_with_zero_threshold_is_em():
+    tally = grr_tally(10, 1.0, np.arange(10) * 20, 10)
+    a = em_mr(tally, threshold=0.0)
+    b = em(tally)
+    assert a.details["pools"] == []
+    np.testing.assert_array_equal(a.frequencies, b.frequencies)
+
+
+def test_em_mr_rejects_a_round_that_worsens_bic():
+    # every category well represented: merging costs likelihood, BIC stops it
+    tally = grr_tally(6, 3.0, [3000, 2500, 2000, 1500, 1000, 500], 11)
+    est = em_mr(tally, threshold=0.2)  # forces candidates
+    assert est.details["rounds"] and not est.details["rounds"][-1]["accepted"]
+
+
+def test_em_mr_on_a_mixed_tally_uses_the_observed_information_scale():
+    rng = np.random.default_rng(12)
+    mech_a = bayesldp.RRRR(8, 1.0, subset=[0, 1])
+    mech_b = bayesldp.RRRR(8, 1.0, subset=[2, 3, 4])
+    x = rng.choice(8, size=4000, p=[0.4, 0.3, 0.2, 0.1, 0, 0, 0, 0])
+    tally = mech_a.tally(mech_a.perturb(x[:2000], rng=1)) + mech_b.tally(
+        mech_b.perturb(x[2000:], rng=2)
+    )
+    assert tally.mechanism is None
+    est = em_mr(tally)
+    assert np.all(np.isfinite(est.details["threshold"]))
+    assert est.on_simplex
+
+
+def test_em_bad_options():
+    tally = grr_tally(3, 1.0, [5, 5, 5], 13)
+    with pytest.raises(InvalidInputError, match="accelerate"):
+        em(tally, accelerate="yes")
+    with pytest.raises(InvalidInputError, match="threshold"):
+        em_mr(tally, threshold=-1.0)
+    with pytest.raises(InvalidInputError, match="threshold_sd"):
+        em_mr(tally, threshold_sd=0)
+    with pytest.raises(InvalidInputError, match="max_rounds"):
+        em_mr(tally, max_rounds=0)
