@@ -52,8 +52,8 @@ def _check_int(value: Any, name: str, low: int) -> int:
     return int(value)
 
 
-def require_sampler(nuts_sampler: Any) -> str:
-    """Validate ``nuts_sampler`` and check that its packages are importable.
+def require_sampler(nuts_sampler: Any, *, installed: bool = True) -> str:
+    """Validate ``nuts_sampler`` and (with ``installed``) check that its packages are importable.
 
     Raises
     ------
@@ -67,7 +67,7 @@ def require_sampler(nuts_sampler: Any) -> str:
             f"nuts_sampler: unknown sampler {nuts_sampler!r}; valid: {list(NUTS_SAMPLERS)}"
         )
     packages, extra = NUTS_SAMPLERS[nuts_sampler]
-    for package in packages:
+    for package in packages if installed else ():
         if importlib.util.find_spec(package) is None:
             raise ModuleNotFoundError(
                 f"nuts_sampler={nuts_sampler!r} needs the package {package!r}, which is not "
@@ -131,7 +131,7 @@ def sample(
         raise InvalidInputError(
             f"options: {unknown[0]!r} is not an option of method 'nuts'; valid: {list(_OPTIONS)}"
         )
-    nuts_sampler = require_sampler(nuts_sampler)
+    nuts_sampler = require_sampler(nuts_sampler, installed=False)
     draws = _check_int(draws, "draws", 1)
     chains = _check_int(chains, "chains", 1)
     tune = _check_int(tune, "tune", 0)
@@ -162,6 +162,7 @@ def sample(
                 "nuts_sampler_kwargs: only for external samplers; PyMC's own takes cores/init"
             )
         kwargs["nuts_sampler_kwargs"] = dict(sampler_kwargs)
+    require_sampler(nuts_sampler)  # arguments first, then whether the backend is installed
 
     model = build_model(tally, alpha)
     with model:
