@@ -13,25 +13,38 @@ def test_run_quickstart_writes_report(tmp_path, capsys):
     assert (out / "error_by_method.png").stat().st_size > 1000
     with (out / "estimates.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 10 and all(r["estimate"] for r in rows)
+    assert len(rows) == 5 * 5 * 10 and all(r["estimate"] for r in rows)  # mechs x methods x K
+    assert "posterior_mean (auto)" in report
+    assert (out / "estimates_RRRR_eps1.png").stat().st_size > 1000
+
+
+SMALL_SPEC = """
+[study]
+name = "small"
+n = 2000
+repeats = 2
+[population]
+kind = "dirichlet"
+k = 4
+[estimators]
+methods = ["oracle", "mle"]
+[bayes]
+draws = 200
+chains = 2
+[[mechanisms]]
+name = "OUE"
+epsilon = [0.5, 2.0]
+"""
 
 
 def test_same_seed_same_report(tmp_path):
+    spec = tmp_path / "small.toml"
+    spec.write_text(SMALL_SPEC)
     for name in ("a", "b"):
-        main(
-            [
-                "run",
-                "models/quickstart.toml",
-                "--out",
-                str(tmp_path / name),
-                "--quick",
-                "--quiet",
-                "--no-figures",
-            ]
-        )
-    assert (tmp_path / "a" / "estimates.csv").read_text() == (
-        tmp_path / "b" / "estimates.csv"
-    ).read_text()
+        main(["run", str(spec), "--out", str(tmp_path / name), "--quiet", "--no-figures"])
+    first = (tmp_path / "a" / "estimates.csv").read_text()
+    assert first == (tmp_path / "b" / "estimates.csv").read_text()
+    assert first.count("posterior_mean") == 2 * 2 * 4  # repeats x eps x K
 
 
 def test_bad_spec_is_one_line_error(tmp_path, capsys):
