@@ -6,8 +6,8 @@ import pytest
 import bayesldp
 from bayesldp import Tally
 from bayesldp.errors import InvalidInputError
-from bayesldp.estimators.em import em, em_mr
-from bayesldp.estimators.mle import grr_mle
+from bayesldp.estimators.em import CompiledRows, em, em_mr, run_em_compiled
+from bayesldp.estimators.mle import RowLikelihood, _tie, grr_mle, run_em
 
 
 def grr_tally(k, eps, true_counts, seed):
@@ -156,3 +156,153 @@ def test_em_bad_options():
         em_mr(tally, threshold_sd=0)
     with pytest.raises(InvalidInputError, match="max_rounds"):
         em_mr(tally, max_rounds=0)
+
+
+# ---------------------------------------------------------------- compiled kernels
+def reference_step(rows, counts, theta):
+    """The generic EM map on dense rows, in numpy: theta_x g_x / (theta . g)."""
+    g = rows.T @ (counts / (rows @ theta))
+    new = theta * g
+    return new / new.sum()
+
+
+def dense_twin(tally):
+    return Tally(tally.counts, rows=tally.rows, stat=tally.stat, family="twin", dedupe=False)
+
+
+def test_onehot_step_is_the_order_k_formula_and_equals_the_generic_step():
+    rng = np.random.default_rng(20)
+    k = 200
+    mech = bayesldp.GRR(k, 1.0)
+    tally = mech.simulate_tally(rng.multinomial(500, rng.dirichlet(np.ones(k))), rng=21)
+    assert tally.is_support_form and tally.n_rows < k  # some reports never observed
+    lo, hi = tally.levels
+    # repeated rows (dedupe=False) and reversed levels (a "one-cold" row) take the same path
+    repeated = Tally(
+        np.concatenate([tally.counts, [7, 3]]),
+        support=np.vstack([tally.support, tally.support[[0, 0]]]),
+        levels=(lo, hi),
+        stat=np.zeros(k),
+        family="r",
+        dedupe=False,
+    )
+    reversed_levels = Tally(
+        tally.counts, support=tally.support, levels=(hi, lo), stat=np.zeros(k), family="c"
+    )
+    for t in (tally, repeated, reversed_levels):
+        rows = CompiledRows(t)
+        assert rows.kind == "onehot"
+        generic = CompiledRows(dense_twin(t))
+        assert generic.kind == "dense"
+        counts = t.counts.astype(float)
+        lo_t, hi_t = t.levels
+        cols = np.argmax(t.support, axis=1)
+        for theta in (np.full(k, 1.0 / k), rng.dirichlet(np.ones(k))):
+            # theta_x <- theta_x (lo sum_u c_u / d_u + (hi - lo) h_x) / n,
+            # d_u = lo S + (hi - lo) theta_{x_u}, h_x = sum_{u: x_u = x} c_u / d_u
+            d = lo_t * theta.sum() + (hi_t - lo_t) * theta[cols]
+            h = np.bincount(cols, weights=counts / d, minlength=k)
+            formula = theta * (lo_t * (counts / d).sum() + (hi_t - lo_t) * h) / counts.sum()
+            step = rows.em_map(theta)
+            assert np.abs(step - formula).max() <= 1e-14
+            assert np.abs(step - generic.em_map(theta)).max() <= 1e-14
+            assert np.abs(step - reference_step(t.rows, counts, theta)).max() <= 1e-14
+            assert rows.loglik_rel(theta) + rows.const == pytest.approx(t.loglik(theta), rel=1e-13)
+
+
+@pytest.mark.parametrize("density", [0.3, 0.8])
+@pytest.mark.parametrize("levels", [(0.25, 0.75), (0.75, 0.25), (0.0, 1.0)])
+def test_sparse_step_equals_the_generic_step(density, levels):
+    rng = np.random.default_rng(22)
+    k, n_rows = 12, 300
+    support = rng.random((n_rows, k)) < density
+    support[np.arange(n_rows), rng.integers(0, k, n_rows)] = True  # a positive entry per row
+    support[:, 0] = support[:, 0] & (density < 0.5)  # an all-off column at density 0.8
+    tally = Tally(
+        rng.integers(1, 5, n_rows), support=support, levels=levels, stat=np.zeros(k), family="s"
+    )
+    rows = CompiledRows(tally)
+    assert rows.kind == "sparse"
+    assert rows.complement == ((density > 0.5) != (levels[1] < levels[0]))
+    counts = tally.counts.astype(float)
+    for theta in (np.full(k, 1.0 / k), rng.dirichlet(np.ones(k))):
+        expected = reference_step(tally.rows, counts, theta)
+        assert np.abs(rows.em_map(theta) - expected).max() <= 1e-14
+        assert np.abs(CompiledRows(dense_twin(tally)).em_map(theta) - expected).max() <= 1e-14
+        assert rows.loglik_rel(theta) + rows.const == pytest.approx(tally.loglik(theta), rel=1e-13)
+
+
+def test_compiled_em_is_the_python_em():
+    """The compiled loop takes the steps of mle.run_em: equal up to rounding."""
+    for tally in tallies():
+        lik, rows = RowLikelihood(tally), CompiledRows(tally)
+        start = np.full(tally.k, 1.0 / tally.k)
+        # plain EM: the same iterates to rounding, however long
+        a = run_em(lik, start, tol=1e-12, max_iter=500, accelerate=False)
+        b = run_em_compiled(rows, start, tol=1e-12, max_iter=500, accelerate=False)
+        assert a.maps == b.maps
+        np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(b.trace, a.trace, rtol=1e-13)
+        # SQUAREM: the same decisions (extrapolations, fallbacks); rounding differences are
+        # amplified by long extrapolations, so compare the first cycles tightly
+        a = run_em(lik, start, tol=1e-12, max_iter=9, accelerate=True)
+        b = run_em_compiled(rows, start, tol=1e-12, max_iter=9, accelerate=True)
+        assert (a.maps, a.cycles, a.fallbacks) == (b.maps, b.cycles, b.fallbacks)
+        np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-11)
+        np.testing.assert_allclose(b.trace, a.trace, rtol=1e-12)
+        # and to convergence: the same fixed point
+        a = run_em(lik, start, tol=1e-12, max_iter=20_000, accelerate=True)
+        b = run_em_compiled(rows, start, tol=1e-12, max_iter=20_000, accelerate=True)
+        assert a.converged and b.converged
+        np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-6)
+
+
+def test_compiled_pooled_em_is_the_python_pooled_em():
+    tally = grr_tally(12, 1.0, [900, 700, 500, 300, 100, 50, 20, 10, 0, 0, 0, 0], 23)
+    pool_of = np.array([-1, -1, -1, -1, -1, -1, 0, 0, 1, 1, 1, 0])
+    start = _tie(np.full(12, 1.0 / 12), pool_of, 2)
+    for accelerate, max_iter in ((False, 300), (True, 9)):
+        a = run_em(
+            RowLikelihood(tally),
+            start,
+            tol=1e-14,
+            max_iter=max_iter,
+            accelerate=accelerate,
+            pool_of=pool_of,
+            n_pools=2,
+        )
+        b = run_em_compiled(
+            CompiledRows(tally),
+            start,
+            tol=1e-14,
+            max_iter=max_iter,
+            accelerate=accelerate,
+            pool_of=pool_of,
+            n_pools=2,
+        )
+        assert a.maps == b.maps
+        np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-13)
+        for pool in (0, 1):
+            assert np.ptp(b.theta[pool_of == pool]) == 0
+
+
+def test_em_same_on_support_form_and_dense_rows():
+    tally = grr_tally(25, 0.7, np.arange(25) * 40 + 10, 24)
+    a = em(tally, accelerate=False, max_iter=400)
+    b = em(dense_twin(tally), accelerate=False, max_iter=400)
+    np.testing.assert_allclose(a.frequencies, b.frequencies, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(a.loglik_trace, b.loglik_trace, rtol=1e-13)
+
+
+def test_em_long_trace_and_zero_offset_rows():
+    # lo = 0: rows are 0/1, the log-likelihood reads log(C theta) directly
+    rng = np.random.default_rng(25)
+    support = rng.random((60, 8)) < 0.4
+    support[np.arange(60), rng.integers(0, 8, 60)] = True
+    tally = Tally(
+        rng.integers(1, 9, 60), support=support, levels=(0.0, 1.0), stat=np.zeros(8), family="z"
+    )
+    est = em(tally, accelerate=False, max_iter=3000, tol=1e-300)
+    assert est.iterations == 3000 and est.loglik_trace.shape == (3001,)
+    assert np.all(np.diff(est.loglik_trace) >= -1e-12 * np.abs(est.loglik_trace).max())
+    assert est.loglik_trace[-1] == pytest.approx(tally.loglik(est.frequencies), rel=1e-12)
