@@ -34,6 +34,7 @@ _LAZY = {
     "NodeSampling": "bayesldp.mechanisms.sampling",
     "HashReports": "bayesldp.mechanisms.hashing",
     "SampledReports": "bayesldp.mechanisms.sampling",
+    "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",
     "bounds": "bayesldp.bounds",
     "estimate": "bayesldp.estimators",

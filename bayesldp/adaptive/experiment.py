@@ -1,0 +1,506 @@
+"""The experiment grid of AdOBEst-LDP (Aydin and Yildirim; seed 004, "Numerical experiments";
+REFERENCE.md section 4).
+
+For every domain size ``K``, Dirichlet concentration ``rho`` and repeat, a population
+``theta ~ Dirichlet(rho 1_K)`` and ``n`` users ``X_t ~ theta`` are drawn once and shared by every
+privacy level and method (common random numbers, so differences between methods are paired).
+Each method then runs a full :class:`~bayesldp.adaptive.survey.AdaptiveSurvey` (the paper's
+schedule: subset selection before every user, 20 SGLD updates per user with minibatch 50,
+constant step ``0.5 / n``, final run of 2000 updates with 1000 burn-in) and is scored by
+
+.. math:: \\mathrm{TV} = \\tfrac12 \\|\\hat\\theta - \\theta\\|_1,
+
+``theta_hat`` the mean of the final SGLD draws (the paper's metric).  With the paper's constant
+step ``0.5 / n`` the SGLD relaxes over a fixed number of its own time constants however large
+``n`` is, and the final run barely moves, so ``theta_hat`` is close to one lagged posterior
+draw; to separate the information in the reports from the sampler, the grid also scores the
+maximum-likelihood estimate from the same reports (``tv_mle``, :func:`bayesldp.estimate` with
+``"mle"`` on the survey's merged RRRR tally).  Methods: the six utilities with
+``eps1 in {0.8, 0.9} eps``, the semi-adaptive rule for each ``alpha`` and the non-adaptive
+baseline (plain GRR).  Outputs: a results Dataset (``results.nc``), markdown tables of TV
+(mean +- sd over repeats) and of the average ``|S|``, and PNG plots of TV against epsilon and
+against rho.
+
+The spec is a TOML file (``models/adobest_grid.toml``)::
+
+    [grid]      name, seed, n, repeats, k, epsilon, rho, eps1_fraction, utilities,
+                semi_adaptive_alpha, non_adaptive
+    [survey]    prior, batch_size, sgld_steps_per_user, minibatch, final_steps, burn_in
+    [paper]     n, repeats    (used when run_grid(..., paper=True): the paper's 500,000 x 50)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayesldp.adaptive.survey import AdaptiveSurvey
+from bayesldp.adaptive.utilities import UTILITIES
+from bayesldp.errors import InvalidTypeError
+from bayesldp.spec import Field, SpecError, _check_table
+
+if TYPE_CHECKING:
+    import xarray
+
+__all__ = ["load_grid_spec", "method_labels", "run_grid", "write_summary", "write_tables"]
+
+GRID = {
+    "name": Field(str, required=True, doc="name used in the report"),
+    "description": Field(str, default=""),
+    "seed": Field(int, default=0, doc="master seed"),
+    "n": Field(int, required=True, doc="users per survey"),
+    "repeats": Field(int, default=3, doc="independent populations per setting"),
+    "k": Field(list, required=True, items=int, doc="domain sizes"),
+    "epsilon": Field(list, required=True, items=(int, float), doc="privacy levels"),
+    "rho": Field(list, required=True, items=(int, float), doc="Dirichlet concentrations"),
+    "eps1_fraction": Field(list, default=[0.8, 0.9], items=(int, float)),
+    "utilities": Field(list, default=list(UTILITIES), items=str),
+    "semi_adaptive_alpha": Field(list, default=[0.95, 0.9, 0.8, 0.6, 0.2], items=(int, float)),
+    "non_adaptive": Field(bool, default=True),
+}
+SURVEY = {
+    "prior": Field((int, float), default=1.0, doc="symmetric Dirichlet prior of the SGLD"),
+    "batch_size": Field(int, default=1),
+    "sgld_steps_per_user": Field(int, default=20),
+    "minibatch": Field(int, default=50),
+    "final_steps": Field(int, default=2000),
+    "burn_in": Field(int, default=1000),
+}
+PAPER = {
+    "n": Field(int, default=500_000),
+    "repeats": Field(int, default=50),
+}
+TABLES = {"grid": GRID, "survey": SURVEY, "paper": PAPER}
+
+
+def _fail(source: str, where: str, message: str) -> SpecError:
+    return SpecError(f"{source}: {where}: {message}")
+
+
+def validate_grid_spec(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
+    """Check a parsed grid spec; return it with defaults filled in (one-line SpecErrors)."""
+    unknown = sorted(set(raw) - set(TABLES))
+    if unknown:
+        raise _fail(source, f"[{unknown[0]}]", f"unknown table (valid: {', '.join(TABLES)})")
+    if "grid" not in raw:
+        raise _fail(source, "[grid]", "missing (required)")
+    spec = {
+        name: _check_table(raw.get(name, {}), schema, f"{source}: [{name}]")
+        for name, schema in TABLES.items()
+    }
+    grid, survey = spec["grid"], spec["survey"]
+    for table, key in (("grid", "n"), ("grid", "repeats"), ("paper", "n"), ("paper", "repeats")):
+        if spec[table][key] < 1:
+            raise _fail(source, f"[{table}].{key}", f"must be >= 1, got {spec[table][key]}")
+    if grid["seed"] < 0:
+        raise _fail(source, "[grid].seed", f"must be >= 0, got {grid['seed']}")
+    for key in ("k", "epsilon", "rho"):
+        if not grid[key]:
+            raise _fail(source, f"[grid].{key}", "needs at least one value")
+    for i, k in enumerate(grid["k"]):
+        if k < 2:
+            raise _fail(source, f"[grid].k[{i}]", f"must be >= 2, got {k}")
+    for key in ("epsilon", "rho"):
+        for i, v in enumerate(grid[key]):
+            if not (math.isfinite(v) and v > 0):
+                raise _fail(source, f"[grid].{key}[{i}]", f"must be finite and > 0, got {v}")
+    for key in ("eps1_fraction", "semi_adaptive_alpha"):
+        for i, v in enumerate(grid[key]):
+            if not 0 < v <= 1:
+                raise _fail(source, f"[grid].{key}[{i}]", f"must lie in (0, 1], got {v}")
+    for i, name in enumerate(grid["utilities"]):
+        if name not in UTILITIES:
+            raise _fail(
+                source, f"[grid].utilities[{i}]", f"{name!r} is not one of {', '.join(UTILITIES)}"
+            )
+    if (
+        not (grid["utilities"] and grid["eps1_fraction"])
+        and not grid["semi_adaptive_alpha"]
+        and (not grid["non_adaptive"])
+    ):
+        raise _fail(
+            source,
+            "[grid]",
+            "no method to run (utilities, semi_adaptive_alpha and non_adaptive are all empty)",
+        )
+    if not (math.isfinite(survey["prior"]) and survey["prior"] > 0):
+        raise _fail(source, "[survey].prior", f"must be finite and > 0, got {survey['prior']}")
+    for key in ("batch_size", "sgld_steps_per_user", "minibatch", "final_steps"):
+        if survey[key] < 1:
+            raise _fail(source, f"[survey].{key}", f"must be >= 1, got {survey[key]}")
+    if not 0 <= survey["burn_in"] < survey["final_steps"]:
+        raise _fail(
+            source,
+            "[survey].burn_in",
+            f"must lie in 0..final_steps-1 = {survey['final_steps'] - 1}, got {survey['burn_in']}",
+        )
+    return spec
+
+
+def load_grid_spec(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and validate a grid spec (TOML)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: no such spec file")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    return validate_grid_spec(raw, str(path))
+
+
+def method_labels(grid: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The methods of a grid: ``(label, AdaptiveSurvey keyword arguments)``."""
+    methods: list[tuple[str, dict[str, Any]]] = []
+    for utility in grid["utilities"]:
+        for frac in grid["eps1_fraction"]:
+            methods.append(
+                (f"{utility} {frac:g}", {"utility": utility, "eps1_fraction": float(frac)})
+            )
+    for alpha in grid["semi_adaptive_alpha"]:
+        methods.append((f"semi {alpha:g}", {"utility": "semi_adaptive", "alpha": float(alpha)}))
+    if grid["non_adaptive"]:
+        methods.append(("non-adaptive", {"utility": "non_adaptive"}))
+    return methods
+
+
+def _progress(progress: Any) -> Callable[[int, int, str], None] | None:
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        started = time.perf_counter()
+
+        def report(done: int, total: int, what: str) -> None:
+            elapsed = time.perf_counter() - started
+            print(f"[{done}/{total}] {what} ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+
+        return report
+    if callable(progress):
+        return progress
+    raise InvalidTypeError(f"progress: expected True, False, None or a callable, got {progress!r}")
+
+
+def run_grid(
+    spec_path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    paper: bool = False,
+    progress: bool | Callable[[int, int, str], None] | None = None,
+) -> xarray.Dataset:
+    """Run the AdOBEst-LDP experiment grid of a spec and write its tables and plots.
+
+    Parameters
+    ----------
+    spec_path : str or PathLike
+        The TOML spec (see the module docstring; ``models/adobest_grid.toml``).
+    out_dir : str or PathLike
+        Directory for ``results.nc``, ``tables.md``, ``tv_vs_epsilon.png``, ``tv_vs_rho.png``
+        (created if needed).
+    paper : bool
+        Use the ``[paper]`` size (the paper's n = 500,000 users and 50 repeats) instead of
+        ``[grid].n`` / ``[grid].repeats``.
+    progress : bool or callable, optional
+        True prints one line per survey to stderr; a callable gets ``(done, total, label)``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``tv`` (SGLD posterior mean), ``tv_mle`` (MLE from the same reports) and
+        ``mean_subset_size`` with dims ``(k, rho, epsilon, scheme, repeat)``, plus
+        ``theta`` (the populations, dims ``(k, rho, repeat, category)``, NaN-padded for the
+        smaller K) and ``seconds`` per survey; the spec in the attrs.
+    """
+    import xarray as xr
+
+    from bayesldp.estimators import estimate as estimate_frequencies
+
+    spec = load_grid_spec(spec_path)
+    grid, survey_cfg = spec["grid"], spec["survey"]
+    n = spec["paper"]["n"] if paper else grid["n"]
+    repeats = spec["paper"]["repeats"] if paper else grid["repeats"]
+    ks, rhos, epss = grid["k"], [float(r) for r in grid["rho"]], [float(e) for e in grid["epsilon"]]
+    methods = method_labels(grid)
+    report = _progress(progress)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    shape = (len(ks), len(rhos), len(epss), len(methods), repeats)
+    tv = np.full(shape, np.nan)
+    tv_mle = np.full(shape, np.nan)
+    size = np.full(shape, np.nan)
+    seconds = np.full(shape, np.nan)
+    thetas = np.full((len(ks), len(rhos), repeats, max(ks)), np.nan)
+    total, done = int(np.prod(shape)), 0
+    root = np.random.SeedSequence(grid["seed"])
+    for ik, k in enumerate(ks):
+        for ir, rho in enumerate(rhos):
+            for rep in range(repeats):
+                data_ss = np.random.SeedSequence(root.entropy, spawn_key=(ik, ir, rep, 0))
+                gen = np.random.default_rng(data_ss)
+                theta = gen.dirichlet(np.full(k, rho))
+                x = gen.choice(k, size=n, p=theta)
+                thetas[ik, ir, rep, :k] = theta
+                for ie, eps in enumerate(epss):
+                    seed = np.random.SeedSequence(root.entropy, spawn_key=(ik, ir, rep, 1 + ie))
+                    for im, (label, kwargs) in enumerate(methods):
+                        started = time.perf_counter()
+                        survey = AdaptiveSurvey(
+                            k,
+                            eps,
+                            prior=float(survey_cfg["prior"]),
+                            batch_size=survey_cfg["batch_size"],
+                            sgld_steps_per_user=survey_cfg["sgld_steps_per_user"],
+                            minibatch=survey_cfg["minibatch"],
+                            final_steps=survey_cfg["final_steps"],
+                            burn_in=survey_cfg["burn_in"],
+                            n_expected=n,
+                            random_seed=seed,
+                            **kwargs,
+                        ).simulate(x)
+                        draws = survey.posterior(chains=1).posterior["theta"].values
+                        estimate = draws.mean(axis=(0, 1))
+                        tv[ik, ir, ie, im, rep] = 0.5 * np.abs(estimate - theta).sum()
+                        mle = estimate_frequencies(survey.tally(), "mle", std_errors=False)
+                        tv_mle[ik, ir, ie, im, rep] = 0.5 * np.abs(mle.frequencies - theta).sum()
+                        size[ik, ir, ie, im, rep] = survey.history["subset_size"].values.mean()
+                        seconds[ik, ir, ie, im, rep] = time.perf_counter() - started
+                        done += 1
+                        if report is not None:
+                            report(done, total, f"K={k} rho={rho:g} rep={rep} eps={eps:g} {label}")
+
+    coords = {
+        "k": np.asarray(ks),
+        "rho": np.asarray(rhos),
+        "epsilon": np.asarray(epss),
+        "scheme": [label for label, _ in methods],
+        "repeat": np.arange(repeats),
+    }
+    dims = ("k", "rho", "epsilon", "scheme", "repeat")
+    results = xr.Dataset(
+        {
+            "tv": (dims, tv),
+            "tv_mle": (dims, tv_mle),
+            "mean_subset_size": (dims, size),
+            "seconds": (dims, seconds),
+            "theta": (("k", "rho", "repeat", "category"), thetas),
+        },
+        coords={**coords, "category": np.arange(max(ks))},
+        attrs={
+            "spec": json.dumps(spec, sort_keys=True),
+            "n": n,
+            "repeats": repeats,
+            "paper_size": int(paper),
+            "metric": "TV = 1/2 |theta_hat - theta|_1, theta_hat the mean of the final SGLD run",
+        },
+    )
+    results.to_netcdf(out / "results.nc", engine="h5netcdf")
+    (out / "tables.md").write_text(
+        "## Summary\n\n" + write_summary(results) + "\n## Tables\n\n" + write_tables(results),
+        encoding="utf-8",
+    )
+    _plot(results, out)
+    return results
+
+
+def write_summary(results: xarray.Dataset) -> str:
+    """One markdown row per setting: adaptive and semi-adaptive TV relative to non-adaptive.
+
+    Ratios are of mean TV over repeats (paired: same populations and users); "wins" counts
+    (method, repeat) pairs whose TV is below the non-adaptive TV of the same repeat.  U1
+    (fisher) is listed apart because it selected ``S`` empty (= non-adaptive) throughout.
+    """
+    methods = [str(m) for m in results["scheme"].values]
+    if "non-adaptive" not in methods:
+        return ""
+    base_i = methods.index("non-adaptive")
+    adaptive = [i for i, m in enumerate(methods) if not m.startswith(("semi", "non", "fisher"))]
+    semi = [i for i, m in enumerate(methods) if m.startswith("semi")]
+    fisher = [i for i, m in enumerate(methods) if m.startswith("fisher")]
+    lines = [
+        "| K | rho | eps | metric | non-adaptive TV | U2-U6 median ratio (range) | U2-U6 wins "
+        "| semi median ratio (range) | best method (ratio) | U1 mean size of S |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    size = results["mean_subset_size"].values
+    for name in ("tv", "tv_mle"):
+        values = results[name].values  # k, rho, eps, method, repeat
+        for a, k in enumerate(results["k"].values):
+            for b, rho in enumerate(results["rho"].values):
+                for c, eps in enumerate(results["epsilon"].values):
+                    cube = values[a, b, c]
+                    mean = cube.mean(axis=-1)
+                    ratio = mean / mean[base_i]
+                    row = [
+                        f"{k}",
+                        f"{rho:g}",
+                        f"{eps:g}",
+                        "SGLD" if name == "tv" else "MLE",
+                        f"{mean[base_i]:.3f}",
+                    ]
+                    if adaptive:
+                        r = ratio[adaptive]
+                        row.append(f"{np.median(r):.2f} ({r.min():.2f}-{r.max():.2f})")
+                        wins = int((cube[adaptive] < cube[base_i][None, :]).sum())
+                        row.append(f"{wins}/{cube[adaptive].size}")
+                    else:
+                        row += ["-", "-"]
+                    if semi:
+                        r = ratio[semi]
+                        row.append(f"{np.median(r):.2f} ({r.min():.2f}-{r.max():.2f})")
+                    else:
+                        row.append("-")
+                    best = int(np.argmin(mean))
+                    row.append(f"{methods[best]} ({ratio[best]:.2f})")
+                    f_size = size[a, b, c][fisher].mean() if fisher else float("nan")
+                    row.append(f"{f_size:.2f}" if fisher else "-")
+                    lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(results: xarray.Dataset) -> str:
+    """Markdown tables: TV (mean +- sd over repeats) and mean |S| per setting and method."""
+    lines: list[str] = []
+    tv, tv_mle, size = results["tv"], results["tv_mle"], results["mean_subset_size"]
+    epss = results["epsilon"].values
+    n_rep = results.sizes["repeat"]
+    non = "non-adaptive" in results["scheme"].values
+    for k in results["k"].values:
+        for rho in results["rho"].values:
+            lines.append(f"### K = {k}, rho = {rho:g} (n = {results.attrs['n']}, {n_rep} repeats)")
+            lines.append("")
+            head = "| method | " + " | ".join(f"TV eps={e:g}" for e in epss)
+            head += " | " + " | ".join(f"TV of MLE eps={e:g}" for e in epss)
+            head += " | " + " | ".join(f"size of S, eps={e:g}" for e in epss) + " |"
+            lines.append(head)
+            lines.append("|---" * (1 + 3 * len(epss)) + "|")
+            for method in results["scheme"].values:
+                cells = []
+                for metric in (tv, tv_mle):
+                    for e in epss:
+                        cells.append(_cell(metric, {"k": k, "rho": rho, "epsilon": e}, method, non))
+                for e in epss:
+                    sel = {"k": k, "rho": rho, "epsilon": e, "scheme": method}
+                    cells.append(f"{size.sel(sel).values.mean():.2f}")
+                lines.append(f"| {method} | " + " | ".join(cells) + " |")
+            lines.append("")
+    if non:
+        lines.append(
+            "TV: of the SGLD posterior mean (the paper's metric); TV of MLE: of the maximum-"
+            "likelihood estimate from the same reports.  Bold: mean below the non-adaptive "
+            "baseline's (same populations and users)."
+        )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _cell(metric: Any, where: dict[str, Any], method: str, bold: bool) -> str:
+    v = metric.sel({**where, "scheme": method}).values
+    cell = f"{v.mean():.4f} ± {v.std(ddof=1) if v.size > 1 else 0.0:.4f}"
+    if bold and method != "non-adaptive":
+        base = metric.sel({**where, "scheme": "non-adaptive"}).values
+        if v.mean() < base.mean():
+            cell = f"**{cell}**"
+    return cell
+
+
+def _plot(results: xarray.Dataset, out: Path) -> None:
+    import matplotlib
+    import matplotlib.ticker
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tv = results["tv"].mean("repeat")
+    ks, rhos, epss = (results[d].values for d in ("k", "rho", "epsilon"))
+    methods = list(results["scheme"].values)
+    styles = {m: ("-" if not m.startswith(("semi", "non")) else "--") for m in methods}
+    palette = plt.get_cmap("tab20")
+    colors = {
+        m: ("black" if m == "non-adaptive" else palette(i % 20)) for i, m in enumerate(methods)
+    }
+
+    def axis(ax: Any, values: np.ndarray, label: str) -> None:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xticks(values, [f"{v:g}" for v in values])
+        ax.set_xlabel(label)
+        ax.set_ylabel("TV (mean over repeats)")
+
+    fig, axes = plt.subplots(
+        len(ks), len(rhos), figsize=(4.2 * len(rhos), 3.4 * len(ks)), squeeze=False, sharex=True
+    )
+    for i, k in enumerate(ks):
+        for j, rho in enumerate(rhos):
+            ax = axes[i, j]
+            for m in methods:
+                ax.plot(
+                    epss,
+                    tv.sel({"k": k, "rho": rho, "scheme": m}).values,
+                    styles[m],
+                    marker="o",
+                    ms=3,
+                    lw=2.5 if m == "non-adaptive" else 1,
+                    label=m,
+                    color=colors[m],
+                )
+            axis(ax, epss, "epsilon")
+            ax.set_title(f"K = {k}, rho = {rho:g}")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", fontsize=7)
+    fig.suptitle(f"AdOBEst-LDP: TV against epsilon (n = {results.attrs['n']})")
+    fig.tight_layout(rect=(0, 0, 0.86, 0.96))
+    fig.savefig(out / "tv_vs_epsilon.png", dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(
+        len(ks), len(epss), figsize=(4.2 * len(epss), 3.4 * len(ks)), squeeze=False, sharex=True
+    )
+    for i, k in enumerate(ks):
+        for j, eps in enumerate(epss):
+            ax = axes[i, j]
+            for m in methods:
+                ax.plot(
+                    rhos,
+                    tv.sel({"k": k, "epsilon": eps, "scheme": m}).values,
+                    styles[m],
+                    marker="o",
+                    ms=3,
+                    lw=2.5 if m == "non-adaptive" else 1,
+                    label=m,
+                    color=colors[m],
+                )
+            axis(ax, rhos, "rho (Dirichlet concentration of theta)")
+            ax.set_title(f"K = {k}, eps = {eps:g}")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", fontsize=7)
+    fig.suptitle(f"AdOBEst-LDP: TV against rho (n = {results.attrs['n']})")
+    fig.tight_layout(rect=(0, 0, 0.86, 0.96))
+    fig.savefig(out / "tv_vs_rho.png", dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bayesldp.adaptive.experiment SPEC OUT_DIR [--paper]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("spec")
+    parser.add_argument("out_dir")
+    parser.add_argument("--paper", action="store_true", help="the paper's size (n, repeats)")
+    args = parser.parse_args(argv)
+    results = run_grid(args.spec, args.out_dir, paper=args.paper, progress=True)
+    print(write_tables(results))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

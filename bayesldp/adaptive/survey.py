@@ -1,0 +1,1191 @@
+"""AdOBEst-LDP: the adaptive online survey with RRRR (Aydin and Yildirim; seed 004, Algorithm 2;
+REFERENCE.md section 4).
+
+The loop, for batches ``b = 0, 1, ...`` of users (one user per batch in the paper):
+
+1. subset selection: from the current posterior draw ``theta_b`` pick ``S_b`` (the top-k set
+   maximising a utility, :mod:`bayesldp.adaptive.selection`; or a semi-/non-adaptive rule);
+2. each user ``t`` of the batch reports ``Y_t = RRRR(X_t; S_b, eps)`` (``eps1 = eps1_fraction *
+   eps``, ``eps2`` from the seed's formula, so every report is eps-LDP);
+3. the posterior draw is refreshed: ``sgld_steps_per_user`` warm-started SGLD updates per arriving
+   user (the paper: 20), each with a minibatch of ``minibatch`` reports (50) drawn with
+   replacement from all reports so far, constant step ``gamma``, on the latent
+   ``phi_i ~ Gamma(rho_i, 1)``, ``theta = phi / sum(phi)``:
+
+   .. math:: \\phi \\leftarrow \\Big|\\phi + \\frac{\\gamma}{2}\\Big(\\frac{\\rho - 1}
+             {\\max(\\phi, f)} - 1 + \\frac{t}{m}\\sum_{j} \\Big(\\frac{L_{y_j}}
+             {L_{y_j}\\cdot\\phi} - \\frac{1}{\\sum_i\\phi_i}\\Big)\\Big)
+             + \\sqrt{\\gamma}\\,W\\Big|,
+
+   ``L_y = P_S[:, y]`` the likelihood row of a report, ``W ~ N(0, I)``, the absolute value the
+   reflection at 0.  ``f = sqrt(gamma)/2`` floors ``phi`` *inside the prior gradient only*, so a
+   coordinate near 0 with ``rho < 1`` cannot be thrown far away by one step (the state itself is
+   never clipped; with ``rho = 1`` the term vanishes).
+
+The default step is the reference code's ``gamma = 0.5 / n`` with ``n`` the planned number of
+users (``n_expected``; when neither ``step_size`` nor ``n_expected`` is given, the first
+:meth:`AdaptiveSurvey.simulate` call fixes ``n_expected = len(x)``).  At the end,
+:meth:`AdaptiveSurvey.posterior` runs the final SGLD (``final_steps = 2000`` updates, the first
+``burn_in = 1000`` discarded).  The per-user loop is compiled with numba
+(:mod:`bayesldp.adaptive._kernels`); reports are stored as ids of distinct likelihood rows.
+
+Durability and reproducibility.  Every batch ``b`` draws its random numbers from fresh streams
+seeded from ``(survey key, b)`` (see :mod:`bayesldp.adaptive._kernels`), so the state after a
+batch (reports, subsets, ``phi``, draws, counters and the seed) determines everything that
+follows.  With ``checkpoint=path`` that state is written after every batch (numpy ``.npz`` with a
+format tag, a version and a SHA-256 checksum; written to ``path.tmp``, fsync'ed, then
+``os.replace``'d, so the file is always either the previous or the new complete state).
+:meth:`AdaptiveSurvey.resume` continues it: a survey killed at any point and resumed ends
+bit-identical to an uninterrupted one with the same seed; a report is *accepted* once
+:meth:`AdaptiveSurvey.record` returns (its batch is on disk); ``record(..., batch=i)`` makes a
+retry after a crash idempotent (a batch already saved is recognised, not recorded twice).  A
+corrupt, truncated or foreign file raises :class:`CheckpointError`, never a silent restart.  One
+process may write a given checkpoint at a time.  Each checkpoint rewrites the whole state (4 bytes
+per report plus K floats per batch), so long surveys should checkpoint batches of hundreds or
+thousands of users rather than single users.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import numbers
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayesldp._validation import check_epsilon, check_k, check_probability, check_values
+from bayesldp.adaptive import _kernels as kn
+from bayesldp.adaptive.selection import RULES, candidate_params
+from bayesldp.adaptive.utilities import UTILITIES
+from bayesldp.bayes.prior import as_dirichlet
+from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.mechanisms.rrrr import RRRR
+from bayesldp.tally import Tally
+
+if TYPE_CHECKING:
+    import arviz
+    import xarray
+
+__all__ = ["AdaptiveSurvey", "CheckpointError"]
+
+FORMAT_TAG = "bayesldp.AdaptiveSurvey"
+FORMAT_VERSION = 1
+ENGINES = ("sgld", "fit")
+_ZOBRIST_SEED = 0x5EED_0004
+_ARRAY_KEYS = ("phi", "theta_hist", "batch_sizes", "row_of", "row_sub", "row_y", "sub_mask")
+
+
+class CheckpointError(InvalidInputError):
+    """A survey state file is missing, corrupt, truncated, of another format or version."""
+
+
+def _check_int(value: Any, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
+    if value < low:
+        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
+    return int(value)
+
+
+def _canonical_rule(utility: Any) -> str:
+    if not isinstance(utility, str):
+        raise InvalidTypeError(f"utility: expected one of {', '.join(RULES)}, got {utility!r}")
+    names = list(UTILITIES)
+    if utility.upper() in {f"U{i}" for i in range(1, 7)}:
+        return names[int(utility[1]) - 1]
+    if utility not in RULES:
+        raise InvalidInputError(
+            f"utility: unknown {utility!r}; valid: {', '.join(RULES)} (or U1..U6)"
+        )
+    return utility
+
+
+def _seed_entropy(random_seed: Any) -> tuple[int, tuple[int, ...]]:
+    if random_seed is None:
+        ss = np.random.SeedSequence()
+    elif isinstance(random_seed, np.random.SeedSequence):
+        ss = random_seed
+    elif isinstance(random_seed, np.random.Generator):
+        ss = np.random.SeedSequence(int(random_seed.integers(0, 2**63 - 1)))
+    elif isinstance(random_seed, numbers.Integral) and not isinstance(random_seed, bool):
+        if random_seed < 0:
+            raise InvalidInputError(
+                f"random_seed: must be a non-negative integer, got {random_seed}"
+            )
+        ss = np.random.SeedSequence(int(random_seed))
+    else:
+        raise InvalidTypeError(
+            "random_seed: expected a non-negative int, a SeedSequence, a numpy Generator or None, "
+            f"got {type(random_seed).__name__}"
+        )
+    entropy = ss.entropy
+    if not isinstance(entropy, numbers.Integral):  # a sequence of ints
+        entropy = int.from_bytes(np.asarray(entropy, dtype=np.uint64).tobytes(), "little")
+    return int(entropy), tuple(int(v) for v in ss.spawn_key)
+
+
+def _grown(arr: np.ndarray, n: int, fill: Any = None) -> np.ndarray:
+    """``arr`` with its first axis grown to at least ``n`` (doubling), contents kept."""
+    if arr.shape[0] >= n:
+        return arr
+    cap = max(n, 2 * arr.shape[0], 16)
+    if fill is None:
+        out = np.empty((cap, *arr.shape[1:]), dtype=arr.dtype)
+    else:
+        out = np.full((cap, *arr.shape[1:]), fill, dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
+
+class _Store:
+    """Deduplicated report storage (see :mod:`bayesldp.adaptive._kernels`)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.zob = np.random.default_rng(_ZOBRIST_SEED).integers(
+            0, 2**64, size=k, dtype=np.uint64, endpoint=False
+        )
+        self.row_of = np.empty(0, dtype=np.int32)
+        self.sub_mask = np.zeros((16, k), dtype=np.bool_)
+        self.sub_size = np.zeros(16, dtype=np.int64)
+        self.sub_list = np.zeros((16, k), dtype=np.int64)
+        self.hkeys = np.zeros(64, dtype=np.uint64)
+        self.hvals = np.full(64, -1, dtype=np.int64)
+        self.row_index = np.full((16, k), -1, dtype=np.int64)
+        self.table = np.empty((64, k))
+        self.meta = np.empty((64, 3))
+        self.row_sub = np.empty(64, dtype=np.int64)
+        self.row_y = np.empty(64, dtype=np.int64)
+        self.cnt = np.zeros(2, dtype=np.int64)
+
+    @property
+    def n_sub(self) -> int:
+        return int(self.cnt[0])
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.cnt[1])
+
+    def ensure(self, users: int, subsets: int, rows: int) -> None:
+        """Room for ``users`` reports in total and ``subsets``/``rows`` more table entries."""
+        self.row_of = _grown(self.row_of, users)
+        need = self.n_sub + subsets
+        if need > self.sub_mask.shape[0] or 2 * need > self.hvals.shape[0]:
+            cap = max(2 * self.sub_mask.shape[0], need)
+            self.sub_mask = _grown(self.sub_mask, cap, False)
+            self.sub_size = _grown(self.sub_size, cap, 0)
+            self.sub_list = _grown(self.sub_list, cap, 0)
+            self.row_index = _grown(self.row_index, cap, -1)
+            hcap = 1 << max(6, (4 * cap - 1).bit_length())
+            self.hkeys = np.zeros(hcap, dtype=np.uint64)
+            self.hvals = np.full(hcap, -1, dtype=np.int64)
+            kn.rehash(self.sub_mask, self.sub_size, self.n_sub, self.zob, self.hkeys, self.hvals)
+        need = self.n_rows + rows
+        if need > self.table.shape[0]:
+            cap = max(2 * self.table.shape[0], need)
+            self.table = _grown(self.table, cap)
+            self.meta = _grown(self.meta, cap)
+            self.row_sub = _grown(self.row_sub, cap)
+            self.row_y = _grown(self.row_y, cap)
+
+
+class AdaptiveSurvey:
+    """An AdOBEst-LDP survey: adaptive RRRR subsets chosen from posterior draws (seed 004).
+
+    Parameters
+    ----------
+    k : int
+        Number of categories K (>= 2).
+    epsilon : float
+        Privacy budget of every report (each RRRR used is epsilon-LDP).
+    utility : str
+        ``"fisher"``, ``"entropy"``, ``"expected_tv"``, ``"tv"``, ``"mse"``, ``"honest"``
+        (U1..U6 of seed 004; also ``"U1"``..``"U6"``), ``"semi_adaptive"`` (``eps1 = eps``, ``S``
+        the smallest top set of mass ``>= alpha``) or ``"non_adaptive"`` (plain GRR).
+    alpha : float, optional
+        The semi-adaptive mass threshold in (0, 1] (required for, and only for,
+        ``"semi_adaptive"``; ``alpha = 1`` is plain SRR).
+    eps1_fraction : float
+        ``eps1 = eps1_fraction * epsilon``, in (0, 1] (paper: 0.8 or 0.9); unused by the semi-
+        (``eps1 = eps``) and non-adaptive rules.
+    prior : float, array_like or Dirichlet
+        Dirichlet prior ``rho`` of theta (the SGLD latent ``phi_i ~ Gamma(rho_i, 1)``).  The
+        paper's update moves theta by about ``sqrt(gamma) / sum(phi)`` per step and
+        ``sum(phi) ~ Gamma(sum rho)``: a prior of small total mass makes the steps erratic, so
+        the default is the uniform ``Dirichlet(1)``.
+    engine : {"sgld", "fit"}
+        ``"sgld"``: the paper's compiled per-user SGLD.  ``"fit"``: at every batch boundary the
+        new draw is one draw of :func:`bayesldp.fit` (``fit_method``) given all reports so far
+        (exact samplers, for large batches), and :meth:`posterior` calls ``fit`` too.
+    batch_size : int
+        Users per batch (>= 1): one subset per batch, SGLD after the batch, one checkpoint per
+        batch.  The paper's loop is ``batch_size = 1``.
+    sgld_steps_per_user, minibatch : int
+        SGLD updates per arriving user (paper: 20) and minibatch size (50, with replacement).
+    step_size : float, optional
+        Constant SGLD step ``gamma`` (> 0); default ``0.5 / n_expected`` (reference code).
+    n_expected : int, optional
+        Planned number of users, for the default step size.
+    final_steps, burn_in : int
+        Final SGLD run of :meth:`posterior`: ``final_steps`` updates per chain of which the
+        first ``burn_in`` are discarded (paper: 2000 and 1000).
+    random_seed : int, SeedSequence, Generator or None
+        Seed of everything random (the initial draw, the users' randomisation, SGLD); None
+        draws fresh entropy, recorded in the state so the survey can be resumed exactly.
+    checkpoint : str or PathLike, optional
+        Path of the state file written after every batch (must not exist yet; continue an
+        existing one with :meth:`resume`).
+    fit_method : str
+        The :func:`bayesldp.fit` method used by ``engine="fit"`` (default ``"auto"``).
+
+    Notes
+    -----
+    With the seed's (correct) ``eps2``, U1 (``fisher``, minus the trace of the inverse Fisher
+    information of the first K-1 coordinates) preferred ``S`` empty -- plain GRR -- for every
+    population drawn on the paper's grid (K in {10, 20}, rho in {0.01, 0.1, 1}, eps in
+    {0.5, 1, 5}, eps1 in {0.8, 0.9} eps; 200 draws each), so a ``fisher`` survey is in effect
+    non-adaptive; U2-U6 do adapt (benchmarks/results/adobest_grid.md).
+
+    The SGLD contracts towards the posterior at a rate ``~ gamma n F / sum(phi)^2`` per update
+    (``F`` the information of one report), which with ``gamma = 0.5 / n`` does not grow with
+    ``n``: the draw lags the posterior by a fixed number of users, and the final 2000 updates
+    barely move it, so :meth:`posterior` is close to one lagged draw (its spread is not the
+    posterior's).  For a posterior of the reports use ``bayesldp.fit(survey.tally())``.
+
+    Speed (benchmarks/results/survey_speed.md): n = 500,000, K = 20, the paper's schedule,
+    about 15-35 s for :meth:`simulate` on 2 shared cores once the kernels are cached.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesldp.adaptive import AdaptiveSurvey
+    >>> x = np.random.default_rng(0).choice(5, size=2000, p=[0.6, 0.2, 0.1, 0.07, 0.03])
+    >>> survey = AdaptiveSurvey(5, 1.0, utility="tv", random_seed=1).simulate(x)
+    >>> survey.history["report"].shape, survey.tally().n
+    ((2000,), 2000)
+    """
+
+    def __init__(
+        self,
+        k: int,
+        epsilon: float,
+        *,
+        utility: str = "fisher",
+        alpha: float | None = None,
+        eps1_fraction: float = 0.8,
+        prior: Any = 1.0,
+        engine: str = "sgld",
+        batch_size: int = 1,
+        sgld_steps_per_user: int = 20,
+        minibatch: int = 50,
+        step_size: float | None = None,
+        n_expected: int | None = None,
+        final_steps: int = 2000,
+        burn_in: int = 1000,
+        random_seed: Any = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        fit_method: str = "auto",
+    ) -> None:
+        entropy, spawn_key = _seed_entropy(random_seed)
+        config = {
+            "k": k,
+            "epsilon": epsilon,
+            "utility": utility,
+            "alpha": alpha,
+            "eps1_fraction": eps1_fraction,
+            "prior": prior,
+            "engine": engine,
+            "batch_size": batch_size,
+            "sgld_steps_per_user": sgld_steps_per_user,
+            "minibatch": minibatch,
+            "step_size": step_size,
+            "n_expected": n_expected,
+            "final_steps": final_steps,
+            "burn_in": burn_in,
+            "fit_method": fit_method,
+            "entropy": str(entropy),
+            "spawn_key": list(spawn_key),
+        }
+        self._setup(config)
+        path = None if checkpoint is None else Path(os.fspath(checkpoint))
+        if path is not None and path.exists():
+            raise CheckpointError(
+                f"checkpoint: {str(path)!r} already exists; continue that survey with "
+                "AdaptiveSurvey.resume(path) or choose a new path"
+            )
+        self._checkpoint = path
+        # initial draw theta_0: a draw of the prior
+        gen = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(*spawn_key, 1)))
+        phi = gen.gamma(self._rho)
+        if not (np.all(np.isfinite(phi)) and phi.sum() > 0):
+            phi = self._rho.copy()  # all draws underflowed (tiny rho): the prior mean instead
+        self._phi = phi
+        self._theta_hist = np.empty((16, self.k))
+        kn.normalise(self._phi, self._theta_hist[0])
+        self._batch_sizes = np.empty(16, dtype=np.int64)
+        self._n_batches = 0
+        self._n = 0
+        self._store = _Store(self.k)
+        self._order = np.arange(self.k)
+        self._rank = np.arange(self.k)
+        if path is not None:
+            self.save()
+
+    # ------------------------------------------------------------------ configuration
+    def _setup(self, config: dict[str, Any]) -> None:
+        """Validate a configuration and derive the constants (shared with :meth:`resume`)."""
+        self.k = check_k(config["k"])
+        self.epsilon = check_epsilon(config["epsilon"])
+        rule = _canonical_rule(config["utility"])
+        alpha = config["alpha"]
+        if rule == "semi_adaptive":
+            if alpha is None:
+                raise InvalidInputError(
+                    "alpha: utility='semi_adaptive' needs the mass threshold alpha in (0, 1]"
+                )
+            alpha = check_probability(alpha, "alpha")
+        elif alpha is not None:
+            raise InvalidInputError(
+                f"alpha: only used with utility='semi_adaptive', got alpha={alpha!r} with "
+                f"utility={rule!r}"
+            )
+        frac = check_probability(config["eps1_fraction"], "eps1_fraction")
+        prior = config["prior"]
+        dirichlet = as_dirichlet(prior, self.k)
+        engine = config["engine"]
+        if engine not in ENGINES:
+            raise InvalidInputError(f"engine: must be one of {', '.join(ENGINES)}, got {engine!r}")
+        batch_size = _check_int(config["batch_size"], "batch_size", 1)
+        steps = _check_int(config["sgld_steps_per_user"], "sgld_steps_per_user", 1)
+        minibatch = _check_int(config["minibatch"], "minibatch", 1)
+        step_size = config["step_size"]
+        if step_size is not None:
+            if isinstance(step_size, bool) or not isinstance(step_size, numbers.Real):
+                raise InvalidTypeError(f"step_size: expected a positive number, got {step_size!r}")
+            step_size = float(step_size)
+            if not (math.isfinite(step_size) and step_size > 0):
+                raise InvalidInputError(f"step_size: must be finite and > 0, got {step_size}")
+        n_expected = config["n_expected"]
+        if n_expected is not None:
+            n_expected = _check_int(n_expected, "n_expected", 1)
+        final_steps = _check_int(config["final_steps"], "final_steps", 2)
+        burn_in = _check_int(config["burn_in"], "burn_in", 0)
+        if burn_in >= final_steps:
+            raise InvalidInputError(
+                f"burn_in: must be smaller than final_steps = {final_steps}, got {burn_in}"
+            )
+        fit_method = config["fit_method"]
+        if not isinstance(fit_method, str):
+            raise InvalidTypeError(f"fit_method: expected a string, got {fit_method!r}")
+        if engine == "fit":
+            try:
+                from bayesldp.bayes.fit import BACKENDS, _resolve_method
+            except ImportError as exc:  # pragma: no cover - depends on the installation
+                raise NotSupportedError(
+                    f"engine='fit' needs bayesldp.fit, which is not available: {exc}"
+                ) from None
+            if _resolve_method(fit_method) not in BACKENDS:  # pragma: no cover - raises first
+                raise InvalidInputError(f"fit_method: unknown {fit_method!r}")
+        try:
+            entropy = int(config["entropy"])
+            spawn_key = tuple(int(v) for v in config["spawn_key"])
+        except (TypeError, ValueError, KeyError):
+            raise InvalidInputError("random_seed: the recorded entropy is not an integer") from None
+
+        self.utility = rule
+        self.alpha = alpha
+        self.eps1_fraction = frac
+        self.prior = dirichlet
+        self.engine = engine
+        self.batch_size = batch_size
+        self.sgld_steps_per_user = steps
+        self.minibatch = minibatch
+        self.final_steps = final_steps
+        self.burn_in = burn_in
+        self.fit_method = fit_method
+        self._rho = dirichlet.alpha.astype(float).copy()
+        self._code = kn.RULE_CODES[rule]
+        if rule == "semi_adaptive":
+            self.eps1 = self.epsilon
+        else:
+            self.eps1 = frac * self.epsilon
+        self._params = candidate_params(self.k, self.epsilon, self.eps1)
+        self._entropy = entropy
+        self._spawn_key = spawn_key
+        key = np.random.SeedSequence(entropy, spawn_key=(*spawn_key, 2)).generate_state(
+            2, np.uint64
+        )
+        self._key0, self._key1 = np.uint64(key[0]), np.uint64(key[1])
+        self._step_size = step_size
+        self._n_expected = n_expected
+        self._config = {  # validated, JSON-serialisable
+            "k": self.k,
+            "epsilon": self.epsilon,
+            "utility": rule,
+            "alpha": alpha,
+            "eps1_fraction": frac,
+            "prior": dirichlet.alpha.tolist(),
+            "engine": engine,
+            "batch_size": batch_size,
+            "sgld_steps_per_user": steps,
+            "minibatch": minibatch,
+            "step_size": step_size,
+            "n_expected": n_expected,
+            "final_steps": final_steps,
+            "burn_in": burn_in,
+            "fit_method": fit_method,
+            "entropy": str(entropy),
+            "spawn_key": list(spawn_key),
+        }
+
+    @property
+    def gamma(self) -> float | None:
+        """The SGLD step ``gamma`` (None until fixed; see ``step_size``/``n_expected``)."""
+        if self._step_size is not None:
+            return self._step_size
+        if self._n_expected is not None:
+            return 0.5 / self._n_expected
+        return None
+
+    def _require_gamma(self, planned: int | None) -> float:
+        gamma = self.gamma
+        if gamma is None and planned is not None:
+            self._n_expected = int(planned)
+            self._config["n_expected"] = self._n_expected
+            gamma = self.gamma
+        if gamma is None:
+            raise InvalidInputError(
+                "step_size: record() needs the SGLD step; give step_size= or n_expected= (the "
+                "planned number of users; gamma = 0.5 / n_expected) when creating the survey"
+            )
+        return gamma
+
+    # ------------------------------------------------------------------ state
+    @property
+    def n_users(self) -> int:
+        """Reports recorded so far."""
+        return self._n
+
+    @property
+    def n_batches(self) -> int:
+        """Batches recorded so far."""
+        return self._n_batches
+
+    @property
+    def theta(self) -> np.ndarray:
+        """The current posterior draw (the one the next subset is selected from)."""
+        return self._theta_hist[self._n_batches].copy()
+
+    @property
+    def checkpoint(self) -> Path | None:
+        """The state file written after every batch, or None."""
+        return self._checkpoint
+
+    def _select(self) -> int:
+        theta = self._theta_hist[self._n_batches]
+        buf = np.empty(self.k)
+        return int(
+            kn.choose(
+                theta,
+                self._order,
+                self._rank,
+                self._code,
+                float(self.alpha or 1.0),
+                self._params,
+                buf,
+            )
+        )
+
+    def next_subset(self) -> RRRR:
+        """The RRRR mechanism the next batch of users must use (``S`` from the current draw).
+
+        Clients perturb with it (``mech.perturb(x)``) and the server passes the reports to
+        :meth:`record` together with ``mech.subset``.
+        """
+        s = self._select()
+        subset = sorted(int(v) for v in self._order[:s])
+        return RRRR(self.k, self.epsilon, subset, eps1=self.eps1)
+
+    def _masks_from(self, subsets: Any, n: int) -> np.ndarray:
+        k = self.k
+        if subsets is None:
+            subsets = self.next_subset()
+        if isinstance(subsets, RRRR):
+            if subsets.k != k or subsets.epsilon != self.epsilon or subsets.eps1 != self.eps1:
+                raise InvalidInputError(
+                    f"subsets: the RRRR {subsets!r} does not match this survey (k={k}, "
+                    f"epsilon={self.epsilon}, eps1={self.eps1})"
+                )
+            subsets = subsets.subset
+        if isinstance(subsets, np.ndarray) and subsets.dtype == np.bool_:
+            if subsets.shape == (k,):
+                masks = np.broadcast_to(subsets, (n, k)).copy()
+            elif subsets.shape == (n, k):
+                masks = subsets.copy()
+            else:
+                raise InvalidInputError(
+                    f"subsets: a boolean mask must have shape ({k},) or ({n}, {k}), "
+                    f"got {subsets.shape}"
+                )
+            if np.any(masks.sum(axis=1) >= k):
+                raise InvalidInputError(f"subsets: |S| must be at most k - 1 = {k - 1}")
+            return masks
+        if isinstance(subsets, str | bytes) or not hasattr(subsets, "__len__"):
+            raise InvalidTypeError(
+                "subsets: expected None, an RRRR, a subset (sequence of categories), one subset "
+                f"per report or a boolean mask, got {type(subsets).__name__}"
+            )
+        items = list(subsets)
+        nested = [not isinstance(v, numbers.Integral) and hasattr(v, "__len__") for v in items]
+        if items and all(nested):
+            if len(items) != n:
+                raise InvalidInputError(
+                    f"subsets: got {len(items)} subsets for {n} reports (give one per report or "
+                    "one for all)"
+                )
+        elif any(nested):
+            raise InvalidInputError(
+                "subsets: mixes categories and sequences; give one subset (a sequence of "
+                "categories) or one subset per report"
+            )
+        else:
+            items = [items]
+        masks = np.zeros((len(items), k), dtype=np.bool_)
+        for i, item in enumerate(items):
+            members = RRRR(k, self.epsilon, item, eps1=self.eps1).subset  # validates
+            masks[i, list(members)] = True
+        if masks.shape[0] != n:
+            masks = np.broadcast_to(masks[0], (n, k)).copy()
+        return masks
+
+    def record(self, reports: Any, subsets: Any = None, *, batch: int | None = None) -> bool:
+        """Record one batch of client reports (``Y = RRRR(X; S, eps)`` computed by the clients).
+
+        Parameters
+        ----------
+        reports : array_like of int, shape (B,)
+            The randomised reports, categories ``0..K-1``.
+        subsets : optional
+            The subsets the clients used: None (the current :meth:`next_subset`), one subset for
+            all (a sequence of categories, an :class:`~bayesldp.RRRR` or a boolean mask of shape
+            (K,)), one subset per report (a sequence of B sequences) or a boolean (B, K) array.
+        batch : int, optional
+            The index this batch must get (``n_batches`` before the call).  Makes retries
+            idempotent: if the process died after the batch was saved but before the caller
+            learnt it, re-sending it with the same ``batch`` after :meth:`resume` checks that
+            the stored batch holds the same reports and subsets and records nothing (returns
+            False); a different batch under a recorded index, or an index beyond the next,
+            raises.
+
+        Returns
+        -------
+        bool
+            True when the batch was recorded, False when it was already there.
+
+        The batch is stored, the posterior draw updated (``sgld_steps_per_user * B`` SGLD steps)
+        and, with a checkpoint, written to disk before this returns.
+        """
+        y = check_values(reports, self.k, "reports")
+        masks = self._masks_from(subsets, y.shape[0])
+        if batch is not None:
+            index = _check_int(batch, "batch", 0)
+            if index > self._n_batches:
+                raise InvalidInputError(
+                    f"batch: the next batch is {self._n_batches}, got {index} (batches "
+                    f"{self._n_batches}..{index - 1} are missing)"
+                )
+            if index < self._n_batches:
+                start = int(self._batch_sizes[:index].sum())
+                size = int(self._batch_sizes[index])
+                sid, stored = self._reports_view()
+                same = (
+                    size == y.shape[0]
+                    and np.array_equal(stored[start : start + size], y)
+                    and np.array_equal(self._store.sub_mask[sid[start : start + size]], masks)
+                )
+                if not same:
+                    raise InvalidInputError(
+                        f"batch: batch {index} is already recorded with other reports or "
+                        "subsets; refusing to overwrite or duplicate it"
+                    )
+                return False
+        gamma = self._require_gamma(None) if self.engine == "sgld" else 0.0
+        b = self._n_batches
+        n_new = y.shape[0]
+        st = self._store
+        st.ensure(self._n + n_new, n_new, n_new)
+        kn.store_reports(
+            y,
+            masks,
+            self._n,
+            self._params,
+            st.row_of,
+            st.zob,
+            st.sub_mask,
+            st.sub_size,
+            st.sub_list,
+            st.hkeys,
+            st.hvals,
+            st.row_index,
+            st.table,
+            st.meta,
+            st.row_sub,
+            st.row_y,
+            st.cnt,
+        )
+        self._finish_batch(b, n_new, gamma)
+        return True
+
+    def _finish_batch(self, b: int, n_new: int, gamma: float) -> None:
+        self._theta_hist = _grown(self._theta_hist, b + 2)
+        self._batch_sizes = _grown(self._batch_sizes, b + 1)
+        st = self._store
+        t = self._n + n_new
+        if self.engine == "sgld":
+            kn.run_sgld_batch(
+                self._phi,
+                st.row_of,
+                st.row_sub,
+                st.row_y,
+                st.meta,
+                st.sub_list,
+                st.sub_size,
+                t,
+                self.sgld_steps_per_user * n_new,
+                b,
+                self.minibatch,
+                gamma,
+                self._rho,
+                math.sqrt(gamma) / 2,
+                self._key0,
+                self._key1,
+                self._theta_hist[b + 1],
+            )
+        else:
+            draw = self._fit_draws(t, draws=1, chains=1, stream=1, batch=b)
+            self._phi = np.asarray(draw.posterior["theta"].values[0, 0], dtype=float).copy()
+            kn.normalise(self._phi, self._theta_hist[b + 1])
+        self._check_state(b)
+        self._batch_sizes[b] = n_new
+        self._n = t
+        self._n_batches = b + 1
+        if self._checkpoint is not None:
+            self.save()
+
+    def _check_state(self, b: int) -> None:
+        if not (np.all(np.isfinite(self._phi)) and self._phi.sum() > 0):
+            raise NotSupportedError(
+                f"SGLD diverged at batch {b} (phi = {self._phi.tolist()}); use a smaller step_size"
+            )
+
+    def simulate(
+        self, x: Any, progress: bool | Callable[[int, int], None] | None = None
+    ) -> AdaptiveSurvey:
+        """Run the survey on the true values ``x`` (users in order; appended to the survey).
+
+        Parameters
+        ----------
+        x : array_like of int, shape (n,)
+            True categories of the arriving users, split into batches of ``batch_size``.
+        progress : bool or callable, optional
+            True prints progress to stderr; a callable gets ``(users_done, users_total)``.
+
+        Returns
+        -------
+        AdaptiveSurvey
+            ``self`` (so ``AdaptiveSurvey(...).simulate(x).posterior()`` works).
+        """
+        x = check_values(x, self.k, "x")
+        total = x.shape[0]
+        gamma = self._require_gamma(self._n + total) if self.engine == "sgld" else 0.0
+        report = _progress_callback(progress)
+        sizes = np.full(total // self.batch_size, self.batch_size, dtype=np.int64)
+        if total % self.batch_size:
+            sizes = np.append(sizes, total % self.batch_size)
+        if self._checkpoint is not None or self.engine == "fit":
+            chunk = 1  # one batch per call: the state is saved / a fit runs after each batch
+        elif report is not None:
+            chunk = max(1, sizes.shape[0] // 50)
+        else:
+            chunk = sizes.shape[0]
+        start_user = self._n
+        done = 0  # batches of this call
+        while done < sizes.shape[0]:
+            part = sizes[done : done + chunk]
+            if self.engine == "fit":
+                self._simulate_fit_batch(x[self._n - start_user :][: int(part[0])])
+                done += 1
+            else:
+                done += self._simulate_sgld(x, start_user, part, gamma)
+            if report is not None:
+                report(self._n - start_user, total)
+        return self
+
+    def _simulate_sgld(self, x: np.ndarray, start_user: int, part: np.ndarray, gamma: float) -> int:
+        st = self._store
+        b0 = self._n_batches
+        n_part = int(part.sum())
+        st.ensure(self._n + n_part, 1, min(n_part, self.k))
+        self._theta_hist = _grown(self._theta_hist, b0 + part.shape[0] + 1)
+        self._batch_sizes = _grown(self._batch_sizes, b0 + part.shape[0])
+        offset = self._n - start_user
+        n_done = kn.run_simulate(
+            x[offset : offset + n_part],
+            self._n,
+            b0,
+            part,
+            self._code,
+            float(self.alpha or 1.0),
+            self._params,
+            self._phi,
+            self._order,
+            self._rank,
+            st.row_of,
+            st.zob,
+            st.sub_mask,
+            st.sub_size,
+            st.sub_list,
+            st.hkeys,
+            st.hvals,
+            st.row_index,
+            st.table,
+            st.meta,
+            st.row_sub,
+            st.row_y,
+            st.cnt,
+            self._theta_hist,
+            self.minibatch,
+            self.sgld_steps_per_user,
+            gamma,
+            self._rho,
+            math.sqrt(gamma) / 2,
+            self._key0,
+            self._key1,
+        )
+        self._check_state(b0 + n_done)
+        users = int(part[:n_done].sum())
+        self._batch_sizes[b0 : b0 + n_done] = part[:n_done]
+        self._n += users
+        self._n_batches = b0 + n_done
+        if self._checkpoint is not None and n_done:
+            self.save()
+        return n_done
+
+    def _simulate_fit_batch(self, xb: np.ndarray) -> None:
+        b = self._n_batches
+        s = self._select()
+        mask = np.zeros(self.k, dtype=np.bool_)
+        mask[self._order[:s]] = True
+        y = kn.perturb_subset(xb, mask, self._params, self._key0, self._key1, b, 0)
+        st = self._store
+        st.ensure(self._n + y.shape[0], 1, min(y.shape[0], self.k))
+        masks = np.broadcast_to(mask, (y.shape[0], self.k)).copy()
+        kn.store_reports(
+            y,
+            masks,
+            self._n,
+            self._params,
+            st.row_of,
+            st.zob,
+            st.sub_mask,
+            st.sub_size,
+            st.sub_list,
+            st.hkeys,
+            st.hvals,
+            st.row_index,
+            st.table,
+            st.meta,
+            st.row_sub,
+            st.row_y,
+            st.cnt,
+        )
+        self._finish_batch(b, y.shape[0], 0.0)
+
+    # ------------------------------------------------------------------ outputs
+    def _reports_view(self) -> tuple[np.ndarray, np.ndarray]:
+        st = self._store
+        rid = st.row_of[: self._n].astype(np.int64)
+        return st.row_sub[rid], st.row_y[rid]
+
+    @property
+    def history(self) -> xarray.Dataset:
+        """The survey so far as an xarray Dataset.
+
+        Variables: ``report`` (user), ``subset`` (user, category; boolean mask of ``S_t``),
+        ``subset_size`` (user), ``batch`` (user), ``theta`` (step, category: ``theta[b]`` is the
+        draw batch ``b``'s subset was selected from; the last step is the current draw) and
+        ``batch_size`` (batch).  The configuration is in the attrs (``config``, JSON).
+        """
+        import xarray as xr
+
+        sid, y = self._reports_view()
+        st = self._store
+        nb = self._n_batches
+        batch = np.repeat(np.arange(nb), self._batch_sizes[:nb])
+        return xr.Dataset(
+            {
+                "report": (("user",), y),
+                "subset": (("user", "category"), st.sub_mask[sid]),
+                "subset_size": (("user",), st.sub_size[sid]),
+                "batch": (("user",), batch),
+                "theta": (("step", "category"), self._theta_hist[: nb + 1].copy()),
+                "batch_size": (("batch_index",), self._batch_sizes[:nb].copy()),
+            },
+            coords={
+                "user": np.arange(self._n),
+                "category": np.arange(self.k),
+                "step": np.arange(nb + 1),
+                "batch_index": np.arange(nb),
+            },
+            attrs={
+                "config": json.dumps(self._config, sort_keys=True),
+                "epsilon": self.epsilon,
+                "eps1": self.eps1,
+                "utility": self.utility,
+                "method": "AdOBEst-LDP (Aydin and Yildirim, seed 004)",
+            },
+        )
+
+    def tally(self) -> Tally:
+        """All reports as one merged RRRR Tally (``mechanism=None``; rows ``P_{S_t}[:, y_t]``)."""
+        if self._n == 0:
+            raise InvalidInputError("tally: the survey has no reports yet")
+        st = self._store
+        counts = np.bincount(st.row_of[: self._n], minlength=st.n_rows)
+        _, y = self._reports_view()
+        stat = np.bincount(y, minlength=self.k).astype(float)
+        family = RRRR(self.k, self.epsilon, ()).family
+        return Tally(counts, rows=st.table[: st.n_rows].copy(), stat=stat, family=family)
+
+    def posterior(self, draws: int | None = None, chains: int = 1) -> arviz.InferenceData:
+        """Posterior draws of theta given all reports (the final SGLD run of seed 004).
+
+        Each chain starts from the current SGLD state and runs ``burn_in + draws`` updates
+        (default ``draws = final_steps - burn_in``: the paper's 2000 updates with 1000 burn-in),
+        keeping the last ``draws``.  Deterministic given the survey's state (chain ``c`` uses its
+        own stream).  With ``engine="fit"``: ``bayesldp.fit(tally, prior, fit_method)``.
+
+        Returns
+        -------
+        arviz.InferenceData
+            The layout of :func:`bayesldp.fit` (``posterior.theta`` with dims
+            ``chain, draw, category``; the merged tally in ``observed_data``).
+        """
+        if self._n == 0:
+            raise InvalidInputError("posterior: the survey has no reports yet")
+        draws = self.final_steps - self.burn_in if draws is None else _check_int(draws, "draws", 1)
+        chains = _check_int(chains, "chains", 1)
+        if self.engine == "fit":
+            return self._fit_draws(
+                self._n, draws=draws, chains=chains, stream=2, batch=self._n_batches
+            )
+        gamma = self._require_gamma(None)
+        st = self._store
+        theta = kn.run_final(
+            self._phi,
+            st.row_of,
+            st.row_sub,
+            st.row_y,
+            st.meta,
+            st.sub_list,
+            st.sub_size,
+            self._n,
+            chains,
+            self.burn_in,
+            draws,
+            self.minibatch,
+            gamma,
+            self._rho,
+            math.sqrt(gamma) / 2,
+            self._key0,
+            self._key1,
+            self._n_batches,
+        )
+        info = {
+            "sampler": "AdOBEst-LDP SGLD (seed 004)",
+            "burn_in": self.burn_in,
+            "step_size": gamma,
+            "minibatch": self.minibatch,
+            "n_users": self._n,
+            "n_batches": self._n_batches,
+            "utility": self.utility,
+        }
+        return _inference_data(theta, info, self.tally(), self.prior, self._entropy)
+
+    def _fit_draws(self, t: int, *, draws: int, chains: int, stream: int, batch: int) -> Any:
+        from bayesldp.bayes.fit import fit
+
+        saved = self._n
+        self._n = t  # the tally of the first t reports
+        try:
+            tally = self.tally()
+        finally:
+            self._n = saved
+        seed = int(kn.derive_seed(self._key0, self._key1, batch, stream))
+        return fit(
+            tally, self.prior, method=self.fit_method, draws=draws, chains=chains, random_seed=seed
+        )
+
+    # ------------------------------------------------------------------ persistence
+    def _state_arrays(self) -> dict[str, np.ndarray]:
+        st = self._store
+        nb = self._n_batches
+        return {
+            "phi": self._phi.copy(),
+            "theta_hist": self._theta_hist[: nb + 1].copy(),
+            "batch_sizes": self._batch_sizes[:nb].copy(),
+            "row_of": st.row_of[: self._n].copy(),
+            "row_sub": st.row_sub[: st.n_rows].copy(),
+            "row_y": st.row_y[: st.n_rows].copy(),
+            "sub_mask": np.packbits(st.sub_mask[: st.n_sub], axis=1),
+        }
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write the survey's state atomically (temp file, fsync, ``os.replace``).
+
+        Defaults to the ``checkpoint`` path.  Returns the path written.
+        """
+        if path is None:
+            if self._checkpoint is None:
+                raise InvalidInputError("path: the survey has no checkpoint path; give one")
+            target = self._checkpoint
+        else:
+            target = Path(os.fspath(path))
+        config = json.dumps(self._config, sort_keys=True)
+        arrays = self._state_arrays()
+        digest = _digest(config, arrays)
+        tmp = target.with_name(target.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            np.savez(
+                fh,
+                format=np.array(FORMAT_TAG),
+                version=np.array(FORMAT_VERSION),
+                config=np.array(config),
+                checksum=np.array(digest),
+                **arrays,
+            )
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+        try:  # make the rename itself durable
+            fd = os.open(target.parent, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:  # pragma: no cover - directories cannot be fsync'ed everywhere
+            pass
+        return target
+
+    @classmethod
+    def resume(cls, path: str | os.PathLike[str], *, checkpoint: bool = True) -> AdaptiveSurvey:
+        """Load a survey from its state file and continue it (bit-identically).
+
+        Parameters
+        ----------
+        path : str or PathLike
+            A file written by :meth:`save` (the ``checkpoint`` of a survey).
+        checkpoint : bool
+            Keep writing the state to ``path`` after every batch (default True).
+
+        Raises
+        ------
+        CheckpointError
+            The file is missing, unreadable, truncated, fails its checksum, is not an
+            AdaptiveSurvey state, has another format version, or is inconsistent.
+        """
+        path = Path(os.fspath(path))
+        config, arrays = _read_state(path)
+        survey = cls.__new__(cls)
+        try:
+            survey._setup(config)
+        except (InvalidInputError, InvalidTypeError, KeyError) as exc:
+            raise CheckpointError(
+                f"checkpoint: {str(path)!r} holds an invalid config: {exc}"
+            ) from None
+        survey._restore(arrays, path)
+        survey._checkpoint = path if checkpoint else None
+        return survey
+
+    def _restore(self, arrays: dict[str, np.ndarray], path: Path) -> None:
+        k = self.k
+
+        def bad(what: str) -> CheckpointError:
+            return CheckpointError(f"checkpoint: {str(path)!r} is inconsistent: {what}")
+
+        phi = np.asarray(arrays["phi"], dtype=float)
+        theta_hist = np.asarray(arrays["theta_hist"], dtype=float)
+        sizes = np.asarray(arrays["batch_sizes"])
+        row_of = np.asarray(arrays["row_of"])
+        row_sub = np.asarray(arrays["row_sub"])
+        row_y = np.asarray(arrays["row_y"])
+        packed = np.asarray(arrays["sub_mask"])
+        nb = sizes.shape[0]
+        if phi.shape != (k,) or not (np.all(np.isfinite(phi)) and phi.min() >= 0):
+            raise bad("phi")
+        if theta_hist.shape != (nb + 1, k) or sizes.ndim != 1 or (nb and sizes.min() < 1):
+            raise bad("batch records")
+        n = int(sizes.sum())
+        n_rows, n_sub = row_sub.shape[0], packed.shape[0]
+        if row_of.shape != (n,) or row_y.shape != (n_rows,) or packed.ndim != 2:
+            raise bad("report records")
+        sub_mask = (
+            np.unpackbits(packed, axis=1, count=k).astype(np.bool_)
+            if n_sub
+            else (np.zeros((0, k), dtype=np.bool_))
+        )
+        if n and (row_of.min() < 0 or row_of.max() >= n_rows):
+            raise bad("row ids")
+        if n_rows and (
+            row_sub.min() < 0 or row_sub.max() >= n_sub or row_y.min() < 0 or row_y.max() >= k
+        ):
+            raise bad("rows")
+        sub_size = sub_mask.sum(axis=1).astype(np.int64)
+        if n_sub and sub_size.max() >= k:
+            raise bad("subsets")
+        st = _Store(k)
+        st.ensure(n, n_sub, n_rows)
+        st.row_of[:n] = row_of
+        st.sub_mask[:n_sub] = sub_mask
+        st.sub_size[:n_sub] = sub_size
+        for sid in range(n_sub):
+            members = np.flatnonzero(sub_mask[sid])
+            st.sub_list[sid, : members.size] = members
+        st.cnt[0] = n_sub
+        kn.rehash(st.sub_mask, st.sub_size, n_sub, st.zob, st.hkeys, st.hvals)
+        st.row_sub[:n_rows] = row_sub
+        st.row_y[:n_rows] = row_y
+        st.cnt[1] = n_rows
+        kn.rebuild_rows(
+            st.row_sub,
+            st.row_y,
+            n_rows,
+            self._params,
+            st.sub_mask,
+            st.sub_size,
+            st.row_index,
+            st.table,
+            st.meta,
+        )
+        self._store = st
+        self._phi = phi.copy()
+        self._theta_hist = _grown(theta_hist.copy(), nb + 1)
+        self._batch_sizes = _grown(sizes.astype(np.int64), nb)
+        self._n_batches = nb
+        self._n = n
+        self._order = np.arange(k)
+        self._rank = np.arange(k)
+
+    def __repr__(self) -> str:
+        rule = self.utility if self.alpha is None else f"{self.utility}(alpha={self.alpha})"
+        return (
+            f"AdaptiveSurvey(k={self.k}, epsilon={self.epsilon}, utility={rule}, "
+            f"engine={self.engine}, users={self._n}, batches={self._n_batches})"
+        )
+
+
+# ----------------------------------------------------------------------------------- helpers
+def _digest(config: str, arrays: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    h.update(FORMAT_TAG.encode())
+    h.update(str(FORMAT_VERSION).encode())
+    h.update(config.encode())
+    for name in _ARRAY_KEYS:
+        arr = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}:{arr.dtype.str}:{arr.shape}".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def _read_state(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint: {str(path)!r} does not exist")
+    try:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+            files = set(data.files)
+            if "format" not in files:
+                raise CheckpointError(
+                    f"checkpoint: {str(path)!r} is not an AdaptiveSurvey state file (no format tag)"
+                )
+            tag = str(data["format"][()])
+            if tag != FORMAT_TAG:
+                raise CheckpointError(
+                    f"checkpoint: {str(path)!r} is a {tag!r} file, not an AdaptiveSurvey state"
+                )
+            version = int(data["version"][()]) if "version" in files else -1
+            if version != FORMAT_VERSION:
+                raise CheckpointError(
+                    f"checkpoint: {str(path)!r} has format version {version}; this bayesldp "
+                    f"reads version {FORMAT_VERSION}"
+                )
+            missing = [key for key in ("config", "checksum", *_ARRAY_KEYS) if key not in files]
+            if missing:
+                raise CheckpointError(f"checkpoint: {str(path)!r} lacks {missing[0]!r}")
+            config_text = str(data["config"][()])
+            checksum = str(data["checksum"][()])
+            arrays = {name: data[name] for name in _ARRAY_KEYS}
+    except CheckpointError:
+        raise
+    except Exception as exc:  # zipfile.BadZipFile, OSError, ValueError, EOFError, ...
+        raise CheckpointError(
+            f"checkpoint: {str(path)!r} is not a readable AdaptiveSurvey state file "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    if _digest(config_text, arrays) != checksum:
+        raise CheckpointError(f"checkpoint: {str(path)!r} is corrupt (checksum mismatch)")
+    try:
+        config = json.loads(config_text)
+    except json.JSONDecodeError:  # pragma: no cover - the checksum covers the text
+        raise CheckpointError(f"checkpoint: {str(path)!r} has an unreadable config") from None
+    return config, arrays
+
+
+def _progress_callback(progress: Any) -> Callable[[int, int], None] | None:
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+
+        def report(done: int, total: int) -> None:
+            print(
+                f"\rsurvey: {done}/{total} users",
+                end="\n" if done >= total else "",
+                file=sys.stderr,
+                flush=True,
+            )
+
+        return report
+    if callable(progress):
+        return progress
+    raise InvalidTypeError(f"progress: expected True, False, None or a callable, got {progress!r}")
+
+
+def _inference_data(
+    theta: np.ndarray, info: dict[str, Any], tally: Tally, prior: Any, entropy: int
+) -> arviz.InferenceData:
+    """Label draws as :func:`bayesldp.fit` does (or with arviz.from_dict if fit is absent)."""
+    try:
+        from bayesldp.bayes._types import SamplerOutput
+        from bayesldp.bayes.fit import build_inference_data
+    except ImportError:  # pragma: no cover - depends on the installation
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            import arviz as az
+        return az.from_dict(
+            posterior={"theta": theta},
+            dims={"theta": ["category"]},
+            coords={"category": np.arange(theta.shape[-1])},
+            attrs={"method": "sgld", "backend_info": json.dumps(info)},
+        )
+    out = SamplerOutput(theta=theta, sample_stats={}, info=info)
+    seed = entropy if entropy < 2**63 else None
+    return build_inference_data(
+        out, tally, prior, method="sgld", requested_method="AdaptiveSurvey", random_seed=seed
+    )
