@@ -145,6 +145,13 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_survey(args: argparse.Namespace) -> int:
+    from bayesldp.survey_cli import run_survey
+
+    out = Path(args.resume or args.out or "out/survey")
+    return run_survey(args.spec, out, resume=args.resume is not None, quiet=args.quiet)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bayesldp",
@@ -191,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--save-posterior", help="write the posterior to this netCDF file")
     est.add_argument("--quiet", action="store_true", help="no progress output")
     est.set_defaults(func=cmd_estimate)
+    sur = sub.add_parser("survey", help="simulate an AdOBEst-LDP adaptive survey")
+    sur.add_argument("spec", help="survey spec (TOML), e.g. models/survey.toml")
+    sur.add_argument("--out", help="output directory (default out/survey)")
+    sur.add_argument("--resume", metavar="DIR", help="continue the survey checkpointed in DIR")
+    sur.add_argument("--quiet", action="store_true", help="no progress output")
+    sur.set_defaults(func=cmd_survey)
     return parser
 
 

@@ -130,3 +130,38 @@ def test_estimate_bad_files_one_line(tmp_path, capsys, content, message):
     assert main(["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+SURVEY_SPEC = """
+[survey]
+name = "s"
+seed = 3
+n = 600
+k = 4
+epsilon = 1.0
+batch_size = 100
+[population]
+kind = "frequencies"
+frequencies = [0.7, 0.2, 0.07, 0.03]
+"""
+
+
+def test_survey_runs_and_resumes(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SURVEY_SPEC)
+    out = tmp_path / "out"
+    assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
+    report = (out / "report.md").read_text()
+    assert "| adaptive | tv | 600 |" in report and "| non_adaptive |" in report
+    # a finished survey resumes as a no-op with the same report; a fresh run refuses to overwrite
+    assert main(["survey", str(spec), "--resume", str(out), "--quiet"]) == 0
+    assert (out / "report.md").read_text() == report
+    assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+def test_survey_bad_spec(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SURVEY_SPEC.replace("epsilon = 1.0", 'epsilon = "high"'))
+    assert main(["survey", str(spec), "--quiet"]) == 2
+    assert "[survey].epsilon: expected" in capsys.readouterr().err

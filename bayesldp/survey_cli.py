@@ -1,0 +1,135 @@
+"""``bayesldp survey SPEC.toml``: one AdOBEst-LDP survey simulation, live progress, resume."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bayesldp.simulate import population_from_spec, total_variation
+from bayesldp.spec import POPULATION, Field, SpecError, _check_table, _resolve_dataset
+
+SURVEY = {
+    "name": Field(str, required=True),
+    "seed": Field(int, default=0),
+    "n": Field(int, required=True, doc="number of users"),
+    "k": Field(int, doc="number of categories (from the data set when kind = 'dataset')"),
+    "epsilon": Field((int, float), required=True),
+    "utility": Field(str, default="tv"),
+    "alpha": Field((int, float), doc="semi-adaptive mass threshold"),
+    "eps1_fraction": Field((int, float), default=0.8),
+    "batch_size": Field(int, default=500),
+    "compare_non_adaptive": Field(bool, default=True),
+}
+
+
+def load_survey_spec(path: str | Path) -> dict[str, Any]:
+    """Read and validate a survey spec (tables ``[survey]`` and ``[population]``)."""
+    import tomllib
+
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: no such spec file")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    unknown = sorted(set(raw) - {"survey", "population"})
+    if unknown:
+        raise SpecError(f"{path}: [{unknown[0]}]: unknown table (valid: survey, population)")
+    survey = _check_table(raw.get("survey", {}), SURVEY, f"{path}: [survey]")
+    population = _check_table(raw.get("population", {}), POPULATION, f"{path}: [population]")
+    if population["kind"] == "dataset":
+        _resolve_dataset(population, str(path))
+    population["k"] = population["k"] or survey["k"]
+    if survey["k"] is None:
+        survey["k"] = population["k"]
+    if survey["k"] is None or survey["k"] < 2:
+        raise SpecError(f"{path}: [survey].k: missing or < 2")
+    if population["k"] != survey["k"]:
+        raise SpecError(f"{path}: [population].k: {population['k']} != [survey].k {survey['k']}")
+    if survey["n"] < 1:
+        raise SpecError(f"{path}: [survey].n: must be >= 1, got {survey['n']}")
+    return {"survey": survey, "population": population}
+
+
+def _make_survey(cfg: dict[str, Any], utility: str, checkpoint: Path):
+    from bayesldp.adaptive import AdaptiveSurvey
+
+    return AdaptiveSurvey(
+        cfg["k"],
+        float(cfg["epsilon"]),
+        utility=utility,
+        alpha=cfg["alpha"],
+        eps1_fraction=float(cfg["eps1_fraction"]),
+        batch_size=cfg["batch_size"],
+        n_expected=cfg["n"],
+        random_seed=cfg["seed"],
+        checkpoint=checkpoint,
+    )
+
+
+def run_survey(spec_path: str, out: Path, *, resume: bool, quiet: bool) -> int:
+    """Run (or resume) the survey of a spec; write a report and return the exit status."""
+    from bayesldp.adaptive import AdaptiveSurvey
+
+    spec = load_survey_spec(spec_path)
+    cfg = spec["survey"]
+    seq = np.random.SeedSequence(cfg["seed"])
+    theta = population_from_spec(spec["population"], np.random.default_rng(seq.spawn(1)[0]))
+    x = np.random.default_rng(seq.spawn(2)[1]).choice(cfg["k"], size=cfg["n"], p=theta)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [("adaptive", cfg["utility"])]
+    if cfg["compare_non_adaptive"] and cfg["utility"] != "non_adaptive":
+        runs.append(("non_adaptive", "non_adaptive"))
+    lines = [
+        f"# Survey: {cfg['name']}",
+        "",
+        f"K = {cfg['k']}, eps = {cfg['epsilon']}, n = {cfg['n']:,}, seed = {cfg['seed']}.",
+        "",
+        "| run | utility | users | mean abs(S) | TV of posterior mean |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for label, utility in runs:
+        path = out / f"{label}.ckpt"
+        if resume and path.exists():
+            survey = AdaptiveSurvey.resume(path)
+        else:
+            if path.exists():
+                raise SpecError(f"{path}: exists; pass --resume {out} to continue it")
+            survey = _make_survey(cfg, utility, path)
+        start, done = time.perf_counter(), survey.n_users
+        progress = None if quiet else _progress(label, survey, theta, start)
+        if done < cfg["n"]:
+            survey.simulate(x[done:], progress=progress)
+        post = survey.posterior().posterior["theta"].values.reshape(-1, cfg["k"]).mean(axis=0)
+        sizes = survey.history["subset_size"].values
+        tv = total_variation(post, theta)
+        lines.append(
+            f"| {label} | {utility} | {survey.n_users:,} | {sizes.mean():.2f} | {tv:.4f} |"
+        )
+        survey.history.to_netcdf(out / f"{label}_history.nc")
+    (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines[4:]))
+    print(f"\nreport: {out / 'report.md'}")
+    return 0
+
+
+def _progress(label, survey, theta, start):
+    def report(done: int, total: int) -> None:
+        tv = total_variation(survey.theta, theta)
+        size = int(survey.history["subset_size"].values[-1]) if survey.n_users else 0
+        print(
+            f"\r[{time.perf_counter() - start:6.1f}s] {label}: {survey.n_users:,} users "
+            f"TV(theta_t) = {tv:.3f} |S_t| = {size}   ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        if done == total:
+            print(file=sys.stderr)
+
+    return report
