@@ -1,0 +1,831 @@
+"""Stochastic-gradient Langevin dynamics (SGLD) for the posterior of ``theta`` given a Tally.
+
+This is the posterior sampler of AdOBEst-LDP (Aydin and Yildirim; seed 004, "Posterior sampling:
+stochastic gradient Langevin dynamics"; REFERENCE.md section 4).  The population distribution is
+written with unnormalised weights ``phi`` in ``R_+^K``,
+
+.. math:: \\theta = \\phi / S, \\qquad S = \\sum_i \\phi_i, \\qquad
+          \\phi_i \\sim \\mathrm{Gamma}(\\rho_i, 1),
+
+so that ``theta ~ Dirichlet(rho)`` exactly and ``S ~ Gamma(A, 1)``, ``A = sum(rho)``, independently
+of ``theta`` (``rho`` is the Dirichlet ``alpha``).  Given a tally (rows ``L_u``, counts ``c_u``,
+``n = sum c_u``; ``Pr(y | phi) = L . phi / S``) the target density of ``phi`` is
+
+.. math:: \\log \\pi(\\phi) = \\sum_i [(\\rho_i - 1)\\log\\phi_i - \\phi_i]
+          + \\sum_u c_u \\log(L_u\\cdot\\phi) - n \\log S + \\mathrm{const},
+
+with likelihood gradient ``g(phi) = sum_u c_u L_u / (L_u . phi) - n / S = h(theta) / S``, where
+``h(theta) = sum_u c_u L_u / (L_u . theta) - n`` is scale-free.  ``h`` is computed exactly over the
+distinct rows (``O(U K)``) or from a minibatch of ``m`` reports drawn with replacement (row ``u``
+with probability ``c_u / n``): ``(n/m) sum_j L_{u_j} / (L_{u_j} . theta) - n``.
+
+**Identity metric** (``state.metric is None``): the paper's update, step ``gamma`` in phi units,
+
+.. math:: \\phi \\leftarrow \\Big| \\phi + \\frac{\\gamma}{2}\\Big(\\frac{\\rho - 1}
+          {\\max(\\phi, f)} - 1 + g(\\phi)\\Big) + \\sqrt{\\gamma}\\, W \\Big|, \\qquad
+          W \\sim N(0, I).
+
+The prior gradient ``(rho - 1) / phi`` is unbounded at 0.  It is evaluated at ``max(phi, f)``
+with ``f = sqrt(gamma) / 2`` (half the per-step noise scale), *only inside the gradient*: the drift
+it causes is then at most ``|rho - 1|`` noise standard deviations, so a coordinate near 0 is not
+kicked far away by one step; the state itself is never clipped, positivity comes from the
+reflection ``|.|``.  The reference code uses ``gamma = 0.5 / n`` and minibatches of 50, warm
+started along a survey; run cold on n = 10^5 reports that step mixes far too slowly for a
+standalone fit (split R-hat 3.4 after 11,000 updates).  With ``rho < 1`` the scheme is biased at
+the boundary: on ``Dirichlet(0.5, 1, 2)`` with no information the ``rho = 0.5`` category's mean is
+too high by 0.08 to 0.17 prior sd for ``gamma`` = 0.003 to 0.01 (``O(sqrt(gamma))``), and by 0.2 to
+0.3 sd with the scale refresh below, which is therefore off by default for this metric.
+
+**Expanded-mean metric** (``state.metric = w``, the default of :func:`sample`): Riemannian
+Langevin dynamics with the metric of Patterson and Teh (NeurIPS 2013, SGRLD on the simplex),
+scaled by ``S`` and by per-category weights ``w``, ``M(phi) = diag(w_i S phi_i)``.  With the Ito
+term ``div M_i = w_i (S + phi_i)`` the Langevin SDE (run for time ``gamma`` per update) is, per
+coordinate, a Cox-Ingersoll-Ross process
+
+.. math:: d\\phi_i = \\tfrac{w_i}{2}\\big(S\\rho_i + b_i \\phi_i\\big)\\,dt
+          + \\sqrt{w_i S \\phi_i}\\, dB_i, \\qquad b_i = h_i(\\theta) + 1 - S,
+
+with no singularity at 0 for any ``rho > 0``.  Each update freezes ``S`` and ``b_i`` at their
+current values and draws the *exact* CIR transition over time ``gamma`` (a scaled noncentral
+chi-square with ``2 rho_i`` degrees of freedom), the idea of SCIR (Baker, Fearnhead, Fox and
+Nemeth, "Large-scale stochastic sampling from the probability simplex", NeurIPS 2018).  The
+prior's behaviour at the boundary (density ``~ phi^(rho-1)``) is then reproduced exactly, where a
+reflected Euler step is biased by up to 2 posterior sd for ``rho = 0.02`` (measured, K = 3); only
+the data term, frozen over one step, carries the usual ``O(gamma)`` discretisation error.  One
+update moves ``theta_i`` by about ``sqrt(gamma w_i theta_i)`` independently of ``S``; with ``w_i``
+equal to ``Var(theta_i) / E(theta_i)`` under the posterior, ``gamma`` is a dimensionless step in
+posterior variances, the same for any n and epsilon.  :func:`fisher_metric` gives a Fisher
+approximation of ``w``; :func:`sample` refines it from warm-up draws.
+
+**Scale refresh** (``refresh_scale=True``): after every update ``S`` is redrawn from its exact
+marginal ``Gamma(A, 1)`` keeping ``theta`` (``phi <- phi * S_new / S``).  The target factorises as
+``Gamma(S; A) x posterior(theta)``, so this is an exact Gibbs move; it stops ``S`` (explored only
+very slowly by the Langevin updates, and irrelevant to ``theta``) from drifting.
+
+**Control variate** (minibatches with ``state.anchor = theta_hat``): SGLD-CV (Baker, Fearnhead, Fox
+and Nemeth, Statistics and Computing 2019) estimates ``h`` by ``h(theta_hat) + (n/m) sum_j
+[L_j / (L_j . theta) - L_j / (L_j . theta_hat)]``, unbiased with variance ``O(|theta -
+theta_hat|^2)``.  Plain minibatch noise inflates the posterior variance by about
+``1 + gamma' n / (4 m)`` (``gamma'`` the step in posterior variances), about 20 for n = 10^5,
+m = 256, gamma' = 0.2.  Measured (support-form tally, K = 20, n = 2 x 10^4, U = 16,728, m = 256,
+against the exact-gradient chain): posterior sd x2.7 to x4.7 and means off by up to 4 sd without
+the control variate; with it, means within Monte Carlo error and sd +0% to +8%.
+
+No NaN is produced: the row products ``L_u . theta`` are floored at 1e-200 inside the gradient,
+the frozen CIR rate is clipped to ``[-700, 50] / gamma`` and ``lp`` uses ``log(max(theta,
+1e-300))``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import numbers
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bayesldp._validation import as_generator
+from bayesldp.bayes._types import SamplerOutput
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.tally import Tally
+
+__all__ = ["SGLDState", "fisher_metric", "sample", "sgld_run"]
+
+_DOT_FLOOR = 1e-200  # floor of L_u . theta inside gradients
+_LOG_FLOOR = 1e-300  # floor of theta and L_u . theta inside lp
+_FULL_BATCH_LIMIT = 1 << 16  # U * K up to which minibatch="auto" uses the exact gradient
+_AUTO_MINIBATCH = 256
+_CHUNK_ENTRIES = 1 << 21  # rows (and draws) are processed in blocks of about this many entries
+_DEFAULT_STEP = 0.2  # expanded metric, in posterior variances
+_DEFAULT_TUNE = 1000
+_DEFAULT_THIN = 10
+
+_SAMPLE_OPTIONS = (
+    "step_size",
+    "tune",
+    "thin",
+    "minibatch",
+    "metric",
+    "control_variate",
+    "refresh_scale",
+)
+
+
+# ---------------------------------------------------------------------------------------- checks
+def _check_alpha(alpha: Any, k: int) -> np.ndarray:
+    arr = np.asarray(alpha)
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise InvalidTypeError(f"alpha: expected a vector of positive numbers, got {arr.dtype}")
+    arr = arr.astype(float)
+    if arr.shape != (k,):
+        raise InvalidInputError(f"alpha: expected shape ({k},) to match the tally, got {arr.shape}")
+    if not np.all(np.isfinite(arr)) or arr.min() <= 0:
+        raise InvalidInputError(f"alpha: entries must be finite and > 0, got {arr.tolist()}")
+    return arr
+
+
+def _check_int(value: Any, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
+    if value < low:
+        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
+    return int(value)
+
+
+def _check_step(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidTypeError(f"step_size: expected a positive finite number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        raise InvalidInputError(f"step_size: must be finite and > 0, got {v}")
+    return v
+
+
+def _check_minibatch(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"minibatch: expected None or an integer >= 1, got {value!r}")
+    return _check_int(value, "minibatch", 1)
+
+
+def _check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidTypeError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
+
+
+def _check_tally(tally: Any) -> Tally:
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"tally: expected a bayesldp Tally, got {type(tally).__name__}")
+    return tally
+
+
+def _check_vector(value: Any, k: int, name: str) -> np.ndarray | None:
+    if value is None:
+        return None
+    arr = np.array(value, dtype=float)
+    if arr.shape != (k,) or not np.all(np.isfinite(arr)) or arr.min() <= 0:
+        raise InvalidInputError(f"{name}: expected {k} finite positive numbers, got {value!r}")
+    return arr
+
+
+# ---------------------------------------------------------------------------------------- data
+class _Rows:
+    """The tally's rows, each scaled to maximum 1 (``h`` is invariant to the scale of a row)."""
+
+    def __init__(self, tally: Tally) -> None:
+        self.k = tally.k
+        self.n = tally.n
+        self.u = tally.n_rows
+        self.counts = tally.counts.astype(float)
+        self.cum = np.cumsum(tally.counts)
+        if tally.is_support_form:
+            lo, hi = tally.levels
+            top = max(lo, hi)
+            self.lo, self.diff = lo / top, (hi - lo) / top
+            self.support = tally.support
+            self.dense = None
+            self.log_top = np.full(self.u, math.log(top))
+        else:
+            rows = tally.rows
+            top = rows.max(axis=1)
+            self.dense = rows / top[:, None]
+            self.support = None
+            self.log_top = np.log(top)
+        self._full: np.ndarray | None = None
+        self.chunk = max(1, _CHUNK_ENTRIES // self.k)
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        if self.dense is not None:
+            return self.dense[start:stop]
+        return self.lo + self.diff * self.support[start:stop]
+
+    def gather(self, idx: np.ndarray) -> np.ndarray:
+        """Rows of the sampled reports, shape ``idx.shape + (K,)``; only these are materialised."""
+        if self.dense is not None:
+            return self.dense[idx]
+        return self.lo + self.diff * self.support[idx]
+
+    def _blocks(self):
+        if self.u * self.k <= _FULL_BATCH_LIMIT:
+            if self._full is None:
+                self._full = self.block(0, self.u)
+            yield 0, self.u, self._full
+            return
+        for start in range(0, self.u, self.chunk):
+            stop = min(start + self.chunk, self.u)
+            yield start, stop, self.block(start, stop)
+
+    def score(self, theta: np.ndarray) -> np.ndarray:
+        """Exact ``h(theta) = sum_u c_u L_u / (L_u . theta) - n``; theta (C, K) -> (C, K)."""
+        out = np.zeros_like(theta)
+        for start, stop, rows in self._blocks():
+            ratio = self.counts[start:stop] / np.maximum(theta @ rows.T, _DOT_FLOOR)
+            out += ratio @ rows
+        return out - self.n
+
+    def fisher_diag(self, theta: np.ndarray) -> np.ndarray:
+        """``I_ii = sum_u c_u L_ui^2 / (L_u . theta)^2`` at one theta (K,)."""
+        out = np.zeros(self.k)
+        for start, stop, rows in self._blocks():
+            dot = np.maximum(rows @ theta, _DOT_FLOOR)
+            out += (self.counts[start:stop] / dot**2) @ rows**2
+        return out
+
+    def loglik(self, theta: np.ndarray) -> np.ndarray:
+        """``sum_u c_u log(L_u . theta)`` (original row scale) for theta (D, K) -> (D,)."""
+        out = np.full(theta.shape[0], float(self.counts @ self.log_top))
+        for start, stop, rows in self._blocks():
+            per = max(1, _CHUNK_ENTRIES // max(1, stop - start))
+            counts = self.counts[start:stop]
+            for d0 in range(0, theta.shape[0], per):
+                dots = np.maximum(theta[d0 : d0 + per] @ rows.T, _LOG_FLOOR)
+                out[d0 : d0 + per] += np.log(dots) @ counts
+        return out
+
+    def sample_rows(self, gen: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+        """Row indices of ``shape`` reports drawn with replacement (row ``u`` w.p. ``c_u / n``)."""
+        pick = np.floor(gen.random(shape) * self.n)
+        return np.searchsorted(self.cum, pick, side="right")
+
+
+def _point_estimate(rows: _Rows, alpha: np.ndarray, iters: int) -> np.ndarray:
+    """Interior point estimate: EM with ``alpha`` as pseudo-counts (every entry > 0)."""
+    theta = np.full(rows.k, 1.0 / rows.k)
+    total = rows.n + alpha.sum()
+    for _ in range(iters):
+        expected = theta * (rows.score(theta[None, :])[0] + rows.n)  # E-step counts
+        theta = (expected + alpha) / total
+        theta /= theta.sum()
+    return theta
+
+
+def _fisher_weights(rows: _Rows, alpha: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    info = np.maximum(rows.fisher_diag(theta) - rows.n, 0.0)
+    return (1.0 - theta) ** 2 / (theta * info + (alpha.sum() + 1.0) * (1.0 - theta))
+
+
+def fisher_metric(tally: Tally, alpha: Any, theta: Any = None) -> np.ndarray:
+    """Weights ``w_i ~ Var(theta_i) / E(theta_i)`` of the expanded-mean metric, from the Fisher
+    information of the tally.
+
+    Moving ``theta`` along ``e_i - theta`` the tally's observed information is ``I_ii - n`` (at the
+    maximum-likelihood point; ``I = sum_u c_u L_u L_u^T / (L_u . theta)^2``) and the Dirichlet
+    prior adds about ``(A + 1)(1 - theta_i) / theta_i``, so
+
+    .. math:: w_i = \\frac{(1 - \\theta_i)^2}{\\theta_i (I_{ii} - n) + (A + 1)(1 - \\theta_i)}.
+
+    For direct observations this is the Dirichlet posterior's ``(1 - theta_i) / (n + A + 1)``.
+    Measured against NUTS (GRR, K = 3..10, n = 100..10^4) it is within a factor 0.6 to 4 of the
+    posterior's ``Var/E``, too large mainly for categories whose posterior piles up at 0.
+    Used to (re)scale a warm-started :class:`SGLDState` as the tally grows (adaptive surveys).
+
+    Parameters
+    ----------
+    tally : Tally
+        The data.
+    alpha : array_like, shape (K,)
+        Dirichlet prior concentrations.
+    theta : array_like, shape (K,), optional
+        Where to evaluate; default a smoothed EM estimate (``alpha`` as pseudo-counts).
+
+    Returns
+    -------
+    ndarray, shape (K,)
+        Positive weights.
+    """
+    tally = _check_tally(tally)
+    alpha = _check_alpha(alpha, tally.k)
+    rows = _Rows(tally)
+    if theta is None:
+        theta = _point_estimate(rows, alpha, 200)
+    else:
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != (tally.k,) or not np.all(np.isfinite(theta)) or theta.min() < 0:
+            raise InvalidInputError(f"theta: expected {tally.k} finite numbers >= 0")
+        theta = (theta + 1e-12) / (theta + 1e-12).sum()
+    return _fisher_weights(rows, alpha, theta)
+
+
+# ---------------------------------------------------------------------------------------- state
+@dataclass
+class SGLDState:
+    """A warm-startable state of ``chains`` SGLD chains.
+
+    Attributes
+    ----------
+    phi : ndarray, shape (chains, K)
+        Unnormalised weights (``theta = phi / phi.sum(-1)``), all >= 0.
+    step : int
+        Updates done so far.  Recording with ``record_every`` follows this global counter, so a
+        run split into pieces records exactly the draws of one uninterrupted run.
+    rng_state : dict
+        ``numpy.random.Generator.bit_generator.state`` after the last update.
+    metric : ndarray of shape (K,) or None
+        Weights ``w`` of the expanded-mean metric, or None for the paper's identity metric.
+    anchor : ndarray of shape (K,) or None
+        Centre ``theta_hat`` of the minibatch control variate, or None (plain minibatches).
+
+    :meth:`to_dict` / :meth:`from_dict` checkpoint a state as plain data (numpy arrays, Python
+    ints and strings; a PCG64 generator's 128-bit counters are Python ints, so use JSON or
+    pickle rather than ``np.savez`` for them).
+    """
+
+    phi: np.ndarray
+    step: int
+    rng_state: dict
+    metric: np.ndarray | None = None
+    anchor: np.ndarray | None = None
+
+    @classmethod
+    def initial(
+        cls,
+        alpha: Any,
+        chains: int,
+        rng: Any = None,
+        *,
+        theta: Any = None,
+        metric: Any = None,
+        anchor: Any = None,
+    ) -> SGLDState:
+        """A fresh state; ``S`` is drawn from ``Gamma(sum(alpha), 1)`` per chain.
+
+        Parameters
+        ----------
+        alpha : array_like, shape (K,)
+            Dirichlet concentrations.
+        chains : int
+            Number of chains (>= 1).
+        rng : Generator, int or None
+            Source of the initial draws; the state continues this generator's stream.
+        theta : array_like, shape (K,) or (chains, K), optional
+            Starting points on the simplex (default: draws from ``Dirichlet(max(alpha, 1))``).
+        metric, anchor : array_like of shape (K,), optional
+            See the class attributes (``anchor`` is normalised to sum to 1).
+        """
+        chains = _check_int(chains, "chains", 1)
+        shape = np.shape(alpha)
+        if len(shape) != 1 or shape[0] < 2:
+            raise InvalidInputError(f"alpha: expected a vector of length K >= 2, got shape {shape}")
+        k = shape[0]
+        alpha = _check_alpha(alpha, k)
+        gen = as_generator(rng)
+        if theta is None:
+            start = gen.dirichlet(np.maximum(alpha, 1.0), size=chains)
+        else:
+            try:
+                start = np.broadcast_to(np.asarray(theta, dtype=float), (chains, k)).copy()
+            except ValueError as exc:
+                raise InvalidInputError(
+                    f"theta: expected shape ({k},) or ({chains}, {k}), got {np.shape(theta)}"
+                ) from exc
+            if not np.all(np.isfinite(start)) or start.min() < 0:
+                raise InvalidInputError("theta: starting points must be finite and >= 0")
+            sums = start.sum(axis=1)
+            if np.any(np.abs(sums - 1.0) > 1e-8):
+                raise InvalidInputError(f"theta: starting points must sum to 1, got {sums}")
+        phi = start * gen.gamma(alpha.sum(), size=chains)[:, None]
+        metric = _check_vector(metric, k, "metric")
+        anchor = _check_vector(anchor, k, "anchor")
+        if anchor is not None:
+            anchor = anchor / anchor.sum()
+        return cls(phi, 0, gen.bit_generator.state, metric, anchor)
+
+    @property
+    def chains(self) -> int:
+        """Number of chains."""
+        return int(self.phi.shape[0])
+
+    @property
+    def k(self) -> int:
+        """Number of categories."""
+        return int(self.phi.shape[1])
+
+    @property
+    def theta(self) -> np.ndarray:
+        """Current ``theta = phi / sum(phi)`` per chain, shape (chains, K)."""
+        return self.phi / self.phi.sum(axis=1, keepdims=True)
+
+    def generator(self) -> np.random.Generator:
+        """A new Generator positioned at the saved state."""
+        name = self.rng_state.get("bit_generator")
+        bit_gen_cls = getattr(np.random, str(name), None)
+        if not (isinstance(bit_gen_cls, type) and issubclass(bit_gen_cls, np.random.BitGenerator)):
+            raise InvalidInputError(f"rng_state: unknown bit generator {name!r}")
+        bit_gen = bit_gen_cls()
+        bit_gen.state = self.rng_state
+        return np.random.Generator(bit_gen)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data snapshot (keys ``phi``, ``step``, ``rng/...``, optional ``metric``,
+        ``anchor``); :meth:`from_dict` restores it for a bit-identical continuation."""
+        out: dict[str, Any] = {"phi": self.phi.copy(), "step": int(self.step)}
+        _flatten(self.rng_state, "rng", out)
+        if self.metric is not None:
+            out["metric"] = self.metric.copy()
+        if self.anchor is not None:
+            out["anchor"] = self.anchor.copy()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SGLDState:
+        """Rebuild a state saved with :meth:`to_dict`."""
+        try:
+            phi = np.array(data["phi"], dtype=float)
+            step = int(data["step"])
+        except KeyError as exc:
+            raise InvalidInputError(f"data: missing key {exc} of an SGLDState dict") from exc
+        if phi.ndim != 2 or not np.all(np.isfinite(phi)) or phi.size == 0 or phi.min() < 0:
+            raise InvalidInputError("phi: expected a finite non-negative (chains, K) array")
+        if step < 0:
+            raise InvalidInputError(f"step: must be >= 0, got {step}")
+        rng_state = _unflatten(data, "rng")
+        if "bit_generator" not in rng_state:
+            raise InvalidInputError("data: no generator state (keys 'rng/...') in the dict")
+        k = phi.shape[1]
+        state = cls(
+            phi,
+            step,
+            rng_state,
+            _check_vector(data.get("metric"), k, "metric"),
+            _check_vector(data.get("anchor"), k, "anchor"),
+        )
+        state.generator()  # validates the generator state
+        return state
+
+
+def _flatten(obj: dict, prefix: str, out: dict[str, Any]) -> None:
+    for key, value in obj.items():
+        name = f"{prefix}/{key}"
+        if isinstance(value, dict):
+            _flatten(value, name, out)
+        elif isinstance(value, np.ndarray):
+            out[name] = value.copy()
+        else:
+            out[name] = value
+
+
+def _unflatten(data: dict[str, Any], prefix: str) -> dict:
+    root: dict = {}
+    for key, value in data.items():
+        if not key.startswith(prefix + "/"):
+            continue
+        parts = key.split("/")[1:]
+        node = root
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value.item()
+        if isinstance(value, np.integer):
+            value = int(value)
+        node[parts[-1]] = value
+    return root
+
+
+# ---------------------------------------------------------------------------------------- kernel
+def _grad_log_target(alpha: np.ndarray, phi: np.ndarray, h: np.ndarray, floor: float) -> np.ndarray:
+    """``d log pi / d phi = (rho - 1) / max(phi, floor) - 1 + h(theta) / S`` (phi (C, K))."""
+    total = phi.sum(axis=1, keepdims=True)
+    return (alpha - 1.0) / np.maximum(phi, floor) - 1.0 + h / total
+
+
+def _advance(
+    rows: _Rows,
+    alpha: np.ndarray,
+    state: SGLDState,
+    n_steps: int,
+    gamma: float,
+    minibatch: int | None,
+    record_every: int,
+    refresh_scale: bool,
+) -> tuple[SGLDState, np.ndarray]:
+    gen = state.generator()
+    phi = state.phi.astype(float, copy=True)
+    chains, k = phi.shape
+    a_total = alpha.sum()
+    metric = state.metric
+    anchor = state.anchor if minibatch is not None else None
+    if anchor is not None:
+        anchor_score = rows.score(anchor[None, :])[0]
+    scale_n = rows.n / minibatch if minibatch is not None else 0.0
+    sqrt_gamma = math.sqrt(gamma)
+    floor = 0.5 * sqrt_gamma
+    if metric is not None:
+        half_gw = 0.5 * gamma * metric
+        quarter_gw = 0.25 * gamma * metric
+        dof = 2.0 * alpha
+    first = state.step
+    draws = np.empty((chains, (first + n_steps) // record_every - first // record_every, k))
+    rec = 0
+    for step in range(first, first + n_steps):
+        total = phi.sum(axis=1, keepdims=True)
+        theta = phi / total
+        if minibatch is None:
+            h = rows.score(theta)
+        else:
+            block = rows.gather(rows.sample_rows(gen, (chains, minibatch)))  # (C, m, K)
+            inv = 1.0 / np.maximum(np.einsum("cmk,ck->cm", block, theta), _DOT_FLOOR)
+            if anchor is None:
+                h = scale_n * np.einsum("cmk,cm->ck", block, inv) - rows.n
+            else:
+                inv -= 1.0 / np.maximum(block @ anchor, _DOT_FLOOR)
+                h = anchor_score + scale_n * np.einsum("cmk,cm->ck", block, inv)
+        if metric is None:  # the paper's reflected Euler step
+            grad = _grad_log_target(alpha, phi, h, floor)
+            phi = np.abs(phi + 0.5 * gamma * grad + sqrt_gamma * gen.standard_normal((chains, k)))
+        else:  # exact CIR transition with S and b = h + 1 - S frozen over the step
+            bt = np.clip(half_gw * (h + 1.0 - total), -700.0, 50.0)
+            nonzero = bt != 0.0
+            growth = np.where(nonzero, np.expm1(bt) / np.where(nonzero, bt, 1.0), 1.0)
+            scale = quarter_gw * total * growth
+            phi = scale * gen.noncentral_chisquare(dof, phi * np.exp(bt) / scale)
+        if refresh_scale:
+            new_total = gen.gamma(a_total, size=chains)
+            sums = phi.sum(axis=1)
+            dead = ~(sums > 0)
+            if np.any(dead):  # every coordinate underflowed to 0: restart at the prior mean
+                phi[dead] = alpha / a_total
+                sums[dead] = 1.0
+            phi *= (new_total / sums)[:, None]
+        if (step + 1) % record_every == 0:
+            draws[:, rec] = phi / phi.sum(axis=1, keepdims=True)
+            rec += 1
+    metric = None if state.metric is None else state.metric.copy()
+    anchor = None if state.anchor is None else state.anchor.copy()
+    new_state = SGLDState(phi, first + n_steps, gen.bit_generator.state, metric, anchor)
+    return new_state, draws
+
+
+def sgld_run(
+    tally: Tally,
+    alpha: Any,
+    state: SGLDState,
+    n_steps: int,
+    *,
+    step_size: float | None = None,
+    minibatch: int | None = None,
+    record_every: int = 1,
+    refresh_scale: bool | None = None,
+) -> tuple[SGLDState, np.ndarray]:
+    """Advance ``state`` by ``n_steps`` SGLD updates targeting the posterior given ``tally``.
+
+    The update of AdOBEst-LDP (seed 004), vectorised over chains: the paper's reflected Euler step
+    when ``state.metric`` is None, the exact-CIR step of the weighted expanded-mean metric
+    otherwise (formulas in the module docstring).  Per-update cost ``O(chains U K)`` with the exact
+    gradient, ``O(chains m K)`` with minibatches of ``m`` reports (support-form rows are gathered
+    from the boolean support; the tally's dense rows are never materialised).
+
+    Parameters
+    ----------
+    tally : Tally
+        The data; it may have grown since the state was made (warm start).
+    alpha : array_like, shape (K,)
+        Dirichlet prior concentrations (``rho``).
+    state : SGLDState
+        Where to start (not modified; a new state is returned).
+    n_steps : int
+        Number of updates (>= 0).
+    step_size : float, optional
+        ``gamma``.  Identity metric: in phi units, default ``0.5 / n`` (the reference code).
+        Expanded metric: in posterior variances (given ``w``), default 0.2.
+    minibatch : int or None
+        Reports per minibatch ``m`` (with replacement, gradient scaled by ``n / m``; uses the
+        control variate if ``state.anchor`` is set); None computes the exact gradient.
+    record_every : int
+        Record ``theta`` after each update whose global count (``state.step + 1``, ...) is a
+        multiple of ``record_every``.
+    refresh_scale : bool or None
+        Redraw ``S`` from ``Gamma(sum(alpha), 1)`` after each update (an exact Gibbs move).
+        None (default): True with the expanded metric, False with the identity metric (the
+        reference code's plain update; with ``alpha < 1`` the refresh makes the identity metric's
+        boundary bias larger, since small ``S`` means large steps in ``theta``).
+
+    Returns
+    -------
+    state : SGLDState
+        The state after the updates.
+    draws : ndarray, shape (chains, n_recorded, K)
+        The recorded ``theta``.
+    """
+    tally = _check_tally(tally)
+    k = tally.k
+    alpha = _check_alpha(alpha, k)
+    if not isinstance(state, SGLDState):
+        raise InvalidTypeError(f"state: expected an SGLDState, got {type(state).__name__}")
+    if state.k != k:
+        raise InvalidInputError(f"state: has K = {state.k} categories, the tally has K = {k}")
+    n_steps = _check_int(n_steps, "n_steps", 0)
+    record_every = _check_int(record_every, "record_every", 1)
+    minibatch = _check_minibatch(minibatch)
+    if refresh_scale is None:
+        refresh_scale = state.metric is not None
+    refresh_scale = _check_bool(refresh_scale, "refresh_scale")
+    if step_size is None:
+        step_size = 0.5 / tally.n if state.metric is None else _DEFAULT_STEP
+    gamma = _check_step(step_size)
+    return _advance(
+        _Rows(tally), alpha, state, n_steps, gamma, minibatch, record_every, refresh_scale
+    )
+
+
+# ---------------------------------------------------------------------------------------- backend
+def _windows(tune: int) -> list[int]:
+    """Doubling adaptation windows 50, 100, 200, ...; the remainder joins the last one."""
+    sizes, size, left = [], 50, tune
+    while left > 0:
+        if left < 3 * size:
+            sizes.append(left)
+            break
+        sizes.append(size)
+        left -= size
+        size *= 2
+    return sizes
+
+
+def _adapted_weights(rows: _Rows, alpha: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """``w_i = Var(theta_i) / E(theta_i)`` from pooled warm-up draws, clipped to
+    ``[w_F / 10, 2 w_F]`` with ``w_F`` the Fisher weights at the pooled mean.
+
+    The clip keeps adaptation stable: an unadjusted chain's variance grows with its step (as
+    ``v / (1 - gamma r / 4)`` for a Gaussian, ``r`` the ratio of metric to posterior variance), so
+    a variance taken during a transient could feed ever larger steps.
+    """
+    flat = draws.reshape(-1, draws.shape[-1])
+    mean = flat.mean(axis=0)
+    var = flat.var(axis=0)
+    centre = np.maximum(mean, 1e-12) / np.maximum(mean, 1e-12).sum()
+    fisher = _fisher_weights(rows, alpha, centre)
+    return np.clip(var / np.maximum(mean, _LOG_FLOOR), 0.1 * fisher, 2.0 * fisher)
+
+
+class _Progress:
+    """A tqdm bar when asked for and tqdm is installed; silent otherwise."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.bar = None
+        if enabled and importlib.util.find_spec("tqdm") is not None:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="sgld", unit="step")
+
+    def run(self, rows, alpha, state, n_steps, **kwargs) -> tuple[SGLDState, np.ndarray]:
+        chunk = 250 if self.bar is not None else max(n_steps, 1)
+        pieces = [np.empty((state.chains, 0, state.k))]
+        done = 0
+        while done < n_steps:
+            size = min(chunk, n_steps - done)
+            state, draws = _advance(rows, alpha, state, size, **kwargs)
+            pieces.append(draws)
+            done += size
+            if self.bar is not None:
+                self.bar.update(size)
+        return state, np.concatenate(pieces, axis=1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def sample(
+    tally: Tally,
+    alpha: np.ndarray,
+    *,
+    draws: int,
+    chains: int,
+    random_seed: int | None,
+    progressbar: bool = False,
+    **options: Any,
+) -> SamplerOutput:
+    """Posterior draws of ``theta`` by SGLD (backend of ``bayesldp.fit(..., method="sgld")``).
+
+    Chains start at overdispersed points (half a smoothed EM estimate, half a uniform Dirichlet
+    draw) with the :func:`fisher_metric` weights, run ``tune`` warm-up updates in doubling windows
+    (50, 100, 200, ...; after each the weights ``w_i = Var(theta_i) / E(theta_i)`` and the
+    control-variate anchor are re-estimated from the second half of the window), then
+    ``draws * thin`` updates recording every ``thin``-th ``theta``.
+
+    Defaults (step 0.2 posterior variances, ``thin=10``, ``tune=1000``) measured against long
+    NUTS runs on GRR (K = 3..10, n = 100..10^4, epsilon 0.5..5, alpha 0.5 and 1; 4 chains x 1000
+    draws, about 1.5-2.5 s each): split R-hat <= 1.007, bulk ESS 970-1560, posterior means within
+    2.5 Monte Carlo standard errors.  Discretisation bias (long runs, 40,000 draws per case): at
+    most 0.035 posterior sd in the means, sd +1% to +5%, growing about linearly with the step
+    (+3% to +8% at step 0.4); the same against exact posteriors (K = 3, alpha 0.02 to 0.5, a
+    category at 1%).  ``metric="identity"`` with its default step ``0.5 / n`` is the warm-started
+    survey kernel of the paper and needs far more updates when run cold.
+
+    Parameters
+    ----------
+    tally : Tally
+        The reports.
+    alpha : ndarray, shape (K,)
+        Dirichlet prior concentrations.
+    draws, chains : int
+        Recorded draws per chain and number of chains.
+    random_seed : int or None
+        Seed; the same seed gives bit-identical draws.
+    progressbar : bool
+        Show a tqdm bar if tqdm is installed (nothing otherwise).
+    **options
+        ``step_size`` (default 0.2 posterior variances; ``0.5 / n`` phi units with
+        ``metric="identity"``); ``tune`` (default 1000); ``thin`` (default 10); ``minibatch``
+        ("auto": exact gradient when ``U K <= 65536`` else 256 reports; an int; or None = exact);
+        ``metric`` ("adaptive" default, "fisher" = the Fisher weights without adaptation,
+        "identity" = the paper's reflected Euler update); ``control_variate`` (default True, used
+        with minibatches); ``refresh_scale`` (default: True except with ``metric="identity"``).
+
+    Returns
+    -------
+    SamplerOutput
+        ``theta`` (chains, draws, K); sample_stats ``step_size`` and ``lp``, the log posterior of
+        theta up to a constant, ``sum_i (alpha_i - 1) log theta_i + sum_u c_u log(L_u . theta)``
+        (exact, ``O(draws chains U K)``); info with the options, final metric weights, wall time.
+    """
+    start_time = time.perf_counter()
+    tally = _check_tally(tally)
+    k = tally.k
+    alpha = _check_alpha(alpha, k)
+    draws = _check_int(draws, "draws", 1)
+    chains = _check_int(chains, "chains", 1)
+    unknown = sorted(set(options) - set(_SAMPLE_OPTIONS))
+    if unknown:
+        raise InvalidInputError(
+            f"options: unknown option(s) {unknown} for method 'sgld'; "
+            f"valid options are {list(_SAMPLE_OPTIONS)}"
+        )
+    metric_kind = options.get("metric", "adaptive")
+    if metric_kind not in ("adaptive", "fisher", "identity"):
+        raise InvalidInputError(
+            f"metric: expected 'adaptive', 'fisher' or 'identity', got {metric_kind!r}"
+        )
+    tune = _check_int(options.get("tune", _DEFAULT_TUNE), "tune", 0)
+    thin = _check_int(options.get("thin", _DEFAULT_THIN), "thin", 1)
+    minibatch = options.get("minibatch", "auto")
+    if isinstance(minibatch, str):
+        if minibatch != "auto":
+            raise InvalidInputError(
+                f"minibatch: expected 'auto', None or an int, got {minibatch!r}"
+            )
+        minibatch = None if tally.n_rows * k <= _FULL_BATCH_LIMIT else _AUTO_MINIBATCH
+    minibatch = _check_minibatch(minibatch)
+    control_variate = _check_bool(options.get("control_variate", True), "control_variate")
+    refresh_scale = options.get("refresh_scale")
+    if refresh_scale is None:
+        refresh_scale = metric_kind != "identity"
+    refresh_scale = _check_bool(refresh_scale, "refresh_scale")
+    step_size = options.get("step_size")
+    if step_size is None:
+        step_size = 0.5 / tally.n if metric_kind == "identity" else _DEFAULT_STEP
+    step_size = _check_step(step_size)
+
+    gen = as_generator(random_seed)
+    rows = _Rows(tally)
+    centre = _point_estimate(rows, alpha, 200 if minibatch is None else 30)
+    weights = None if metric_kind == "identity" else _fisher_weights(rows, alpha, centre)
+    start = 0.5 * centre + 0.5 * gen.dirichlet(np.ones(k), size=chains)
+    anchor = centre if (minibatch is not None and control_variate) else None
+    state = SGLDState.initial(alpha, chains, gen, theta=start, metric=weights, anchor=anchor)
+    kwargs = {
+        "gamma": step_size,
+        "minibatch": minibatch,
+        "refresh_scale": refresh_scale,
+    }
+    progress = _Progress(tune + draws * thin, progressbar)
+    try:
+        for size in _windows(tune):
+            state, warm = progress.run(rows, alpha, state, size, record_every=1, **kwargs)
+            settled = warm[:, size // 2 :]
+            if metric_kind == "adaptive":
+                state.metric = _adapted_weights(rows, alpha, settled)
+            if state.anchor is not None:
+                mean = np.maximum(settled.reshape(-1, k).mean(axis=0), 1e-12)
+                state.anchor = mean / mean.sum()
+        state, theta = progress.run(rows, alpha, state, draws * thin, record_every=thin, **kwargs)
+    finally:
+        progress.close()
+    flat = theta.reshape(-1, k)
+    lp = rows.loglik(flat) + np.log(np.maximum(flat, _LOG_FLOOR)) @ (alpha - 1.0)
+    info = {
+        "backend": "sgld",
+        "tune": tune,
+        "thin": thin,
+        "step_size": step_size,
+        "metric": metric_kind,
+        "metric_weights": None if state.metric is None else state.metric.tolist(),
+        "minibatch": minibatch,
+        "control_variate": state.anchor is not None,
+        "refresh_scale": refresh_scale,
+        "n_steps": tune + draws * thin,
+        "wall_time": time.perf_counter() - start_time,
+    }
+    return SamplerOutput(
+        theta=theta,
+        sample_stats={
+            "step_size": np.full((chains, draws), step_size),
+            "lp": lp.reshape(chains, draws),
+        },
+        info=info,
+    )
