@@ -64,6 +64,61 @@ def plot_error_by_method(summary: list[dict[str, Any]], metric: str = "tv", ax=N
     return ax
 
 
+def plot_error_vs(summary: list[dict[str, Any]], x: str = "epsilon", metric: str = "tv", ax=None):
+    """Error (mean ± sd over repeats) against ``x`` ("epsilon" or "n"), one line per method.
+
+    ``summary`` rows carry ``x``, ``metric``, ``f"{metric}_sd"``, ``mechanism`` and ``method``
+    (the rows of :func:`bayesldp.report.summarise`, with an ``n`` column for studies over n).
+    Log-log axes: the error of every consistent estimator falls as a power of n and eps.
+    """
+    plt = _pyplot()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    lines = dict.fromkeys((e["mechanism"], e["method"]) for e in summary)
+    for mech, method in lines:
+        rows = sorted(
+            (e for e in summary if (e["mechanism"], e["method"]) == (mech, method)),
+            key=lambda e: e[x],
+        )
+        xs = np.array([e[x] for e in rows], dtype=float)
+        ys = np.array([e[metric] for e in rows])
+        sd = np.array([e[f"{metric}_sd"] for e in rows])
+        ax.errorbar(xs, ys, yerr=sd, marker="o", ms=3, capsize=2, label=f"{mech}: {method}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("ε" if x == "epsilon" else x)
+    ax.set_ylabel(metric.upper())
+    ax.legend(fontsize=6, ncol=2)
+    return ax
+
+
+def plot_survey_trajectory(history, theta_true, ax=None, window: int = 200, label: str = ""):
+    """TV(theta_t, theta) and the moving mean of |S_t| along an adaptive survey.
+
+    ``history`` is :attr:`bayesldp.AdaptiveSurvey.history` (variables ``theta`` (step,
+    category), ``subset_size`` (user), ``batch_size`` (batch_index)); returns the two axes.
+    """
+    plt = _pyplot()
+    if ax is None:
+        _, ax = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    theta = np.asarray(history["theta"].values)
+    sizes = np.asarray(history["batch_size"].values)
+    users_at_step = np.concatenate([[0], np.cumsum(sizes)])[: theta.shape[0]]
+    tv = 0.5 * np.abs(theta - np.asarray(theta_true)).sum(axis=1)
+    ax[0].plot(users_at_step, tv, lw=1, label=label)
+    ax[0].set_ylabel("TV(θ_t, θ)")
+    ax[0].set_yscale("log")
+    subset = np.asarray(history["subset_size"].values, dtype=float)
+    w = max(1, min(window, subset.size))
+    moving = np.convolve(subset, np.ones(w) / w, mode="valid")
+    ax[1].plot(np.arange(w, subset.size + 1), moving, lw=1, label=label)
+    ax[1].set_ylabel(f"|S_t| (mean of {w})")
+    ax[1].set_xlabel("users t")
+    if label:
+        ax[0].legend(fontsize=7)
+    return ax
+
+
 def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]:
     """The standard figures of a study report; returns the file names written."""
     plt = _pyplot()
@@ -75,6 +130,14 @@ def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]
     fig.savefig(out / "error_by_method.png", dpi=110)
     plt.close(fig)
     names.append("error_by_method.png")
+    if len({e["epsilon"] for e in summary}) > 1:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        plot_error_vs(summary, "epsilon", "tv", ax)
+        ax.set_title("Error against ε per method (mean ± sd over repeats)")
+        fig.tight_layout()
+        fig.savefig(out / "error_vs_epsilon.png", dpi=110)
+        plt.close(fig)
+        names.append("error_vs_epsilon.png")
     truth = result.truths[0]
     first = [e for e in result.estimates if e["repeat"] == 0]
     for mech_label in dict.fromkeys((e["mechanism"], e["epsilon"]) for e in first):

@@ -1,0 +1,31 @@
+import numpy as np
+import xarray as xr
+
+from bayesldp import plotting
+
+
+def test_error_vs_epsilon_draws_one_line_per_method():
+    summary = [
+        {"mechanism": "GRR", "method": m, "epsilon": e, "tv": 0.1 / e, "tv_sd": 0.01}
+        for m in ("oracle", "mle")
+        for e in (0.5, 1.0, 2.0)
+    ]
+    ax = plotting.plot_error_vs(summary, "epsilon", "tv")
+    assert len(ax.get_lines()) >= 2
+    ys = sorted(ax.get_lines()[0].get_ydata())
+    np.testing.assert_allclose(ys, [0.05, 0.1, 0.2])
+
+
+def test_survey_trajectory_tv_and_moving_subset_size():
+    theta = np.array([0.7, 0.2, 0.1])
+    history = xr.Dataset(
+        {
+            "theta": (("step", "category"), np.array([[1 / 3] * 3, [0.6, 0.3, 0.1], theta])),
+            "batch_size": (("batch_index",), np.array([2, 2])),
+            "subset_size": (("user",), np.array([0, 1, 1, 1])),
+        }
+    )
+    top, bottom = plotting.plot_survey_trajectory(history, theta, window=2)
+    tv = top.get_lines()[0].get_ydata()
+    np.testing.assert_allclose(tv[:2], [0.5 * np.abs(np.array([1 / 3] * 3) - theta).sum(), 0.1])
+    np.testing.assert_allclose(bottom.get_lines()[0].get_ydata(), [0.5, 1.0, 1.0])
