@@ -90,9 +90,10 @@ def run_survey(spec_path: str, out: Path, *, resume: bool, quiet: bool) -> int:
         "",
         f"K = {cfg['k']}, eps = {cfg['epsilon']}, n = {cfg['n']:,}, seed = {cfg['seed']}.",
         "",
-        "| run | utility | users | mean abs(S) | TV of posterior mean |",
+        "| run | utility | users | mean size of S | TV of posterior mean |",
         "|---|---|---:|---:|---:|",
     ]
+    histories = {}
     for label, utility in runs:
         path = out / f"{label}.ckpt"
         if resume and path.exists():
@@ -111,11 +112,27 @@ def run_survey(spec_path: str, out: Path, *, resume: bool, quiet: bool) -> int:
         lines.append(
             f"| {label} | {utility} | {survey.n_users:,} | {sizes.mean():.2f} | {tv:.4f} |"
         )
-        survey.history.to_netcdf(out / f"{label}_history.nc")
+        histories[label] = survey.history
+        histories[label].to_netcdf(out / f"{label}_history.nc")
+    lines += ["", "![trajectories](trajectories.png)"]
+    _plot_trajectories(histories, theta, out / "trajectories.png")
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines[4:]))
     print(f"\nreport: {out / 'report.md'}")
     return 0
+
+
+def _plot_trajectories(histories, theta, path: Path) -> None:
+    from bayesldp.plotting import _pyplot, plot_survey_trajectory
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    for label, history in histories.items():
+        plot_survey_trajectory(history, theta, axes, label=label)
+    axes[0].set_title("Posterior draw θ_t against the truth, and the subset size |S_t|")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _progress(label, survey, theta, start):
