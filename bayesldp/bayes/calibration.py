@@ -1,0 +1,672 @@
+"""Simulation-based calibration (SBC) of the posterior samplers.
+
+Talts, Betancourt, Simpson, Vehtari and Gelman, "Validating Bayesian inference algorithms with
+simulation-based calibration", arXiv:1804.06788 (2018).  If ``theta~ ~ p(theta)``,
+``y ~ p(y | theta~)`` and ``theta_1..theta_M`` are independent draws from the exact posterior
+``p(theta | y)``, then for every scalar function ``f`` the rank statistic
+
+.. math:: r = \\#\\{\\, l : f(\\theta_l) < f(\\tilde\\theta) \\,\\}
+
+is uniform on ``{0, ..., M}`` (Talts et al., Theorem 1), because ``theta~`` and the ``theta_l``
+are exchangeable draws from ``p(theta | y)``.  A sampler whose
+draws do not follow the posterior shows up as a non-uniform rank histogram over many
+replications (Talts et al. discuss the shapes: a U shape for posteriors that are too narrow,
+a hump for too wide ones, a slope for a bias).  Here ``f`` is each coordinate ``theta_x`` in turn.
+
+Correlated draws (MCMC) make the ranks non-uniform even for a correct sampler; Talts et al.
+(Algorithm 2) thin each chain to about its effective sample size before ranking,
+which :func:`thin_by_ess` does.  Uniformity is tested per coordinate with Pearson's chi-square
+over equal-width rank bins (:func:`rank_uniformity_test`); the central credible interval
+coverage (:func:`interval_contains`) is the complementary check that a ``level`` interval holds
+the truth in a fraction ``level`` of replications (it follows from uniform ranks: the truth
+falls outside the central interval iff its posterior quantile is in the outer tails).
+
+:func:`sbc_replication` runs one replication for an LDP mechanism (``theta~ ~ Dirichlet(alpha)``,
+true counts ``~ Multinomial(n, theta~)``, tally ``= mechanism.simulate_tally``), and
+:func:`summarise_sbc` reduces many of them to p-values, coverage and a verdict.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from bayesldp._validation import RNGLike, as_generator
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.tally import Tally
+
+__all__ = [
+    "BackendSampler",
+    "SBCReplication",
+    "SBCSummary",
+    "ThinnedDraws",
+    "effective_sample_size",
+    "interval_contains",
+    "rank_histogram",
+    "rank_statistics",
+    "rank_uniformity_test",
+    "run_sbc",
+    "sbc_replication",
+    "summarise_sbc",
+    "thin_by_ess",
+]
+
+#: Sampler callable used by :func:`sbc_replication`: ``(tally, alpha, random_seed) -> theta``
+#: with ``theta`` of shape (chains, draws, K).
+Sampler = Callable[[Tally, np.ndarray, int], np.ndarray]
+
+
+# ---------------------------------------------------------------------------- checks
+def _check_int(value: Any, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
+    if value < low:
+        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
+    return int(value)
+
+
+def _check_level(level: Any) -> float:
+    if isinstance(level, bool) or not isinstance(level, numbers.Real):
+        raise InvalidTypeError(f"level: expected a number in (0, 1), got {level!r}")
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise InvalidInputError(f"level: must lie in (0, 1), got {level}")
+    return level
+
+
+def _float_array(value: Any, name: str, min_ndim: int) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf" or arr.dtype.kind == "b":
+        raise InvalidTypeError(f"{name}: expected an array of numbers, got dtype {arr.dtype}")
+    arr = arr.astype(float)
+    if arr.ndim < min_ndim:
+        raise InvalidInputError(f"{name}: expected at least {min_ndim} dimensions, got {arr.shape}")
+    if arr.size == 0:
+        raise InvalidInputError(f"{name}: is empty")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name}: contains NaN or infinite values")
+    return arr
+
+
+# ---------------------------------------------------------------------------- ranks
+def rank_statistics(truth: Any, draws: Any, rng: RNGLike = None) -> np.ndarray:
+    """SBC rank of the true value among posterior draws, per coordinate (Talts et al. 2018).
+
+    ``r_x = #{l : draws[l, x] < truth[x]}`` (Talts et al., Algorithm 1), uniform on
+    ``{0, ..., M}`` for a calibrated sampler with ``M`` independent draws.  Draws equal to the
+    truth (possible for discrete or repeated MCMC states) are split at random: the rank gets a
+    uniform number of them from ``{0, ..., ties}``, which keeps it uniform.
+
+    Parameters
+    ----------
+    truth : array_like, shape (..., K)
+        True parameter values, one vector per replication.
+    draws : array_like, shape (..., M, K)
+        Posterior draws for each replication (leading dimensions as in ``truth``).
+    rng : Generator, SeedSequence, int or None
+        Source of the tie-breaking uniforms (only used where ties occur).
+
+    Returns
+    -------
+    ndarray of int, shape (..., K)
+        Ranks in ``0..M``.
+    """
+    truth = _float_array(truth, "truth", 1)
+    draws = _float_array(draws, "draws", 2)
+    if draws.shape[:-2] != truth.shape[:-1] or draws.shape[-1] != truth.shape[-1]:
+        raise InvalidInputError(
+            f"draws: expected shape {(*truth.shape[:-1], 'M', truth.shape[-1])} to match truth "
+            f"{truth.shape}, got {draws.shape}"
+        )
+    below = (draws < truth[..., None, :]).sum(axis=-2)
+    ties = (draws == truth[..., None, :]).sum(axis=-2)
+    if ties.any():
+        gen = as_generator(rng)
+        below = below + np.floor(gen.random(ties.shape) * (ties + 1)).astype(np.int64)
+    return below.astype(np.int64)
+
+
+def rank_histogram(ranks: Any, max_rank: int, bins: int = 10) -> np.ndarray:
+    """Counts of ranks in ``bins`` equal-width bins of ``{0, ..., max_rank}``, per coordinate.
+
+    Bin ``b`` holds the ranks ``r`` with ``r * bins // (max_rank + 1) == b``; ``max_rank + 1``
+    must be a multiple of ``bins`` so that every bin has the same probability ``1 / bins``
+    under uniformity (Talts et al. 2018).
+
+    Parameters
+    ----------
+    ranks : array_like of int, shape (L, K)
+        Ranks of ``L`` replications (``K`` coordinates), each in ``0..max_rank``.
+    max_rank : int
+        The number ``M`` of posterior draws each rank was computed against.
+    bins : int
+        Number of bins (>= 2).
+
+    Returns
+    -------
+    ndarray of int, shape (bins, K)
+    """
+    max_rank = _check_int(max_rank, "max_rank", 1)
+    bins = _check_int(bins, "bins", 2)
+    if (max_rank + 1) % bins:
+        raise InvalidInputError(
+            f"bins: {bins} does not divide the {max_rank + 1} possible ranks 0..{max_rank}; "
+            "choose max_rank + 1 a multiple of bins (e.g. 99 draws and 10 bins)"
+        )
+    ranks = np.asarray(ranks)
+    if ranks.dtype.kind not in "iu":
+        raise InvalidTypeError(f"ranks: expected integers, got dtype {ranks.dtype}")
+    if ranks.ndim != 2 or ranks.shape[0] == 0:
+        raise InvalidInputError(f"ranks: expected shape (L, K) with L >= 1, got {ranks.shape}")
+    if ranks.min() < 0 or ranks.max() > max_rank:
+        bad = ranks.min() if ranks.min() < 0 else ranks.max()
+        raise InvalidInputError(f"ranks: values must lie in 0..{max_rank}, got {bad}")
+    which = ranks * bins // (max_rank + 1)
+    return (which[None, :, :] == np.arange(bins)[:, None, None]).sum(axis=1)
+
+
+def rank_uniformity_test(
+    ranks: Any, max_rank: int, bins: int = 10
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pearson chi-square test that the SBC ranks are uniform, per coordinate.
+
+    Statistic ``sum_b (O_b - L/bins)^2 / (L/bins)`` over the bins of :func:`rank_histogram`,
+    referred to chi-square with ``bins - 1`` degrees of freedom: a formal version of the
+    visual rank-histogram check of Talts et al. (2018).  Needs ``L / bins >= 5`` for the
+    chi-square approximation.
+
+    Returns
+    -------
+    statistic, pvalue : ndarray, shape (K,)
+        One test per coordinate.  The coordinates of one replication are dependent (``theta``
+        sums to 1), so a family-wise summary should use Bonferroni (``K * min p``).
+    """
+    counts = rank_histogram(ranks, max_rank, bins)
+    reps = int(counts[:, 0].sum())
+    if reps < 5 * counts.shape[0]:
+        raise InvalidInputError(
+            f"ranks: {reps} replications give fewer than 5 expected per bin with {bins} bins; "
+            f"use at least {5 * counts.shape[0]} replications or fewer bins"
+        )
+    result = stats.chisquare(counts, axis=0)
+    return np.asarray(result.statistic, dtype=float), np.asarray(result.pvalue, dtype=float)
+
+
+def interval_contains(truth: Any, draws: Any, level: float = 0.9) -> np.ndarray:
+    """Whether the central ``level`` credible interval of the draws contains the truth.
+
+    The interval of coordinate ``x`` runs from the ``(1 - level)/2`` to the ``(1 + level)/2``
+    sample quantile of ``draws[..., :, x]`` (``numpy.quantile``, linear interpolation).  Over
+    SBC replications the fraction of True estimates the interval's frequentist coverage under
+    the prior, which is exactly ``level`` for the exact posterior (averaged over the prior,
+    a credible interval is a confidence interval; cf. Talts et al. 2018, Theorem 1).
+
+    Parameters
+    ----------
+    truth : array_like, shape (..., K)
+    draws : array_like, shape (..., N, K)
+        All posterior draws of each replication (chains pooled).
+    level : float in (0, 1)
+
+    Returns
+    -------
+    ndarray of bool, shape (..., K)
+    """
+    level = _check_level(level)
+    truth = _float_array(truth, "truth", 1)
+    draws = _float_array(draws, "draws", 2)
+    if draws.shape[:-2] != truth.shape[:-1] or draws.shape[-1] != truth.shape[-1]:
+        raise InvalidInputError(
+            f"draws: expected shape {(*truth.shape[:-1], 'N', truth.shape[-1])} to match truth "
+            f"{truth.shape}, got {draws.shape}"
+        )
+    lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=-2)
+    return (lo <= truth) & (truth <= hi)
+
+
+# ---------------------------------------------------------------------------- thinning
+def effective_sample_size(theta: Any) -> np.ndarray:
+    """Per-coordinate effective sample size: the smaller of ArviZ's ESS_bulk and ESS_tail.
+
+    ESS_bulk is the rank-normalised split-chain ESS and ESS_tail the ESS of the 5 % and 95 %
+    quantile indicators (Vehtari, Gelman, Simpson, Carpenter and Buerkner, Bayesian Analysis
+    2021); SBC ranks depend on the whole distribution, tails included.
+
+    Parameters
+    ----------
+    theta : array_like, shape (chains, draws, K)
+
+    Returns
+    -------
+    ndarray, shape (K,)
+    """
+    from bayesldp.bayes.fit import import_arviz
+
+    theta = _float_array(theta, "theta", 3)
+    if theta.ndim != 3 or theta.shape[1] < 4:
+        raise InvalidInputError(f"theta: expected shape (chains, draws >= 4, K), got {theta.shape}")
+    az = import_arviz()
+    ds = az.convert_to_dataset({"theta": theta})
+    bulk = np.asarray(az.ess(ds, method="bulk")["theta"].values, dtype=float)
+    tail = np.asarray(az.ess(ds, method="tail")["theta"].values, dtype=float)
+    ess = np.minimum(bulk, tail)
+    # constant chains give NaN in ArviZ; they carry one effective draw at most
+    return np.where(np.isfinite(ess), ess, 1.0)
+
+
+@dataclass(frozen=True)
+class ThinnedDraws:
+    """Result of :func:`thin_by_ess`.
+
+    Attributes
+    ----------
+    draws : ndarray, shape (size, K)
+        The retained draws.
+    ess : float
+        Minimum over coordinates of the effective sample size of the full draws.
+    thin : int
+        Thinning factor applied within each chain before the final even selection.
+    sufficient : bool
+        False when fewer than ``size`` draws survived the thinning (ESS < size): the ``size``
+        draws returned are then closer together than ``N / ESS`` and may stay correlated.
+    """
+
+    draws: np.ndarray
+    ess: float
+    thin: int
+    sufficient: bool
+
+
+def thin_by_ess(theta: Any, size: int, ess: Any = None) -> ThinnedDraws:
+    """Thin MCMC draws to ``size`` near-independent draws (Talts et al. 2018, Algorithm 2).
+
+    With ``N = chains * draws`` draws and ``ESS`` the minimum effective sample size over the
+    coordinates, every chain is thinned by ``t = ceil(N / ESS)`` (so about ``ESS`` draws
+    remain, spaced by about one autocorrelation time), and ``size`` of the remaining draws are
+    taken at evenly spaced positions of the chains' concatenation.  If fewer than ``size``
+    remain, ``size`` evenly spaced draws of the un-thinned concatenation are returned and
+    ``sufficient`` is False (Talts et al. would rerun with more draws).
+
+    Parameters
+    ----------
+    theta : array_like, shape (chains, draws, K)
+    size : int
+        Number of draws to keep (``M`` of the rank statistic).
+    ess : float, optional
+        Pre-computed minimum ESS; default :func:`effective_sample_size` ``.min()``.
+    """
+    theta = _float_array(theta, "theta", 3)
+    if theta.ndim != 3:
+        raise InvalidInputError(f"theta: expected shape (chains, draws, K), got {theta.shape}")
+    size = _check_int(size, "size", 1)
+    chains, n_draws, k = theta.shape
+    total = chains * n_draws
+    if total < size:
+        raise InvalidInputError(
+            f"size: {size} draws asked for but theta holds only {total} ({chains} x {n_draws})"
+        )
+    ess_min = float(effective_sample_size(theta).min()) if ess is None else float(ess)
+    if not math.isfinite(ess_min) or ess_min <= 0:
+        raise InvalidInputError(f"ess: must be a positive number, got {ess_min}")
+    thin = max(1, math.ceil(total / ess_min))
+    pool = theta[:, ::thin, :].reshape(-1, k)
+    sufficient = pool.shape[0] >= size
+    if not sufficient:
+        pool = theta.reshape(-1, k)
+    idx = np.floor(np.arange(size) * (pool.shape[0] / size)).astype(np.int64)
+    return ThinnedDraws(draws=pool[idx], ess=ess_min, thin=thin, sufficient=sufficient)
+
+
+# ---------------------------------------------------------------------------- replications
+@dataclass(frozen=True)
+class BackendSampler:
+    """A picklable sampler for :func:`sbc_replication`: one of bayesldp's backend modules.
+
+    Calls ``bayesldp.bayes.<method>.sample(tally, alpha, draws=..., chains=...,
+    random_seed=seed, **options)`` and returns its ``theta`` (chains, draws, K).
+
+    Attributes
+    ----------
+    method : {"hmc", "sgld", "nuts", "exact"}
+    draws, chains : int
+    options : dict
+        Backend options (e.g. ``{"tune": 500}``).
+    """
+
+    method: str
+    draws: int
+    chains: int
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.method not in ("hmc", "sgld", "nuts", "exact"):
+            raise InvalidInputError(
+                f"method: expected 'hmc', 'sgld', 'nuts' or 'exact', got {self.method!r}"
+            )
+        _check_int(self.draws, "draws", 1)
+        _check_int(self.chains, "chains", 1)
+
+    def __call__(self, tally: Tally, alpha: np.ndarray, random_seed: int) -> np.ndarray:
+        module = importlib.import_module(f"bayesldp.bayes.{self.method}")
+        out = module.sample(
+            tally,
+            alpha,
+            draws=self.draws,
+            chains=self.chains,
+            random_seed=random_seed,
+            **self.options,
+        )
+        return np.asarray(out.theta, dtype=float)
+
+
+@dataclass(frozen=True)
+class SBCReplication:
+    """One SBC replication (see :func:`sbc_replication`).
+
+    Attributes
+    ----------
+    truth : ndarray, shape (K,)
+        The ``theta`` drawn from the prior.
+    rank : ndarray of int, shape (K,)
+        Rank of ``truth`` among the thinned draws, in ``0..size``.
+    inside : ndarray of bool, shape (K,)
+        Whether the central credible interval (all draws) contains ``truth``.
+    ess : float
+        Minimum effective sample size over coordinates.
+    thin : int
+        Thinning factor used.
+    sufficient : bool
+        Whether the thinned draws numbered at least ``size`` (see :class:`ThinnedDraws`).
+    """
+
+    truth: np.ndarray
+    rank: np.ndarray
+    inside: np.ndarray
+    ess: float
+    thin: int
+    sufficient: bool
+
+
+def _check_alpha(alpha: Any) -> np.ndarray:
+    arr = _float_array(alpha, "alpha", 1)
+    if arr.ndim != 1 or arr.shape[0] < 2 or arr.min() <= 0:
+        raise InvalidInputError(
+            f"alpha: expected a vector of K >= 2 positive concentrations, got {arr.tolist()}"
+        )
+    return arr
+
+
+def sbc_replication(
+    mechanism: Any,
+    alpha: Any,
+    n: int,
+    sampler: Sampler,
+    rng: RNGLike = None,
+    *,
+    size: int = 99,
+    level: float = 0.9,
+) -> SBCReplication:
+    """One SBC replication for an LDP mechanism (Talts et al. 2018, Algorithm 1).
+
+    ``theta~ ~ Dirichlet(alpha)``; true counts ``~ Multinomial(n, theta~)``;
+    ``tally = mechanism.simulate_tally(counts)``; ``theta = sampler(tally, alpha, seed)``;
+    the draws are thinned to ``size`` by :func:`thin_by_ess` and ranked against ``theta~``
+    (:func:`rank_statistics`), and the central ``level`` interval of all draws is checked
+    (:func:`interval_contains`).
+
+    The prior draw, the counts, the tally and the sampler's seed all come, in this order, from
+    one Generator made from ``rng``: the same ``rng`` gives the same data set for every sampler.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Any bayesldp mechanism (``k`` must equal ``len(alpha)``).
+    alpha : array_like, shape (K,)
+        Dirichlet concentrations of the prior used both to simulate and to fit.
+    n : int
+        Number of users.
+    sampler : callable
+        ``sampler(tally, alpha, random_seed) -> theta`` of shape (chains, draws, K), e.g.
+        :class:`BackendSampler`.
+    rng : Generator, SeedSequence, int or None
+    size : int
+        Number ``M`` of thinned draws the rank is computed against (ranks lie in ``0..M``).
+    level : float
+        Credible level of the interval.
+    """
+    alpha = _check_alpha(alpha)
+    n = _check_int(n, "n", 1)
+    if getattr(mechanism, "k", None) != alpha.shape[0]:
+        raise InvalidInputError(
+            f"alpha: length {alpha.shape[0]} does not match the mechanism's "
+            f"k = {getattr(mechanism, 'k', None)}"
+        )
+    gen = as_generator(rng)
+    truth = gen.dirichlet(alpha)
+    counts = gen.multinomial(n, truth)
+    tally = mechanism.simulate_tally(counts, gen)
+    seed = int(gen.integers(2**31 - 1))
+    theta = np.asarray(sampler(tally, alpha, seed), dtype=float)
+    if theta.ndim != 3 or theta.shape[2] != alpha.shape[0]:
+        raise InvalidInputError(
+            f"sampler: expected draws of shape (chains, draws, {alpha.shape[0]}), got {theta.shape}"
+        )
+    thinned = thin_by_ess(theta, size)
+    rank = rank_statistics(truth, thinned.draws, gen)
+    inside = interval_contains(truth, theta.reshape(-1, theta.shape[2]), level)
+    return SBCReplication(
+        truth=truth,
+        rank=rank,
+        inside=inside,
+        ess=thinned.ess,
+        thin=thinned.thin,
+        sufficient=thinned.sufficient,
+    )
+
+
+# ---------------------------------------------------------------------------- summary
+@dataclass(frozen=True)
+class SBCSummary:
+    """SBC results over ``reps`` replications (see :func:`summarise_sbc`).
+
+    Attributes
+    ----------
+    reps : int
+        Number of replications ``L``.
+    max_rank, bins : int
+        Ranks lie in ``0..max_rank``, tested in ``bins`` bins.
+    level : float
+        Credible level of the intervals.
+    rank_counts : ndarray, shape (bins, K)
+        Rank histogram per coordinate.
+    statistic, pvalues : ndarray, shape (K,)
+        Chi-square uniformity test per coordinate.
+    coverage : ndarray, shape (K,)
+        Fraction of replications whose interval contains the truth, per coordinate.
+    low_ess : int
+        Replications whose thinned draws were fewer than ``max_rank`` (0 if unknown).
+    p_threshold : float
+        Each coordinate's p-value must exceed this.
+    coverage_range : tuple of float
+        The mean coverage over coordinates must lie in this closed range.
+    """
+
+    reps: int
+    max_rank: int
+    bins: int
+    level: float
+    rank_counts: np.ndarray
+    statistic: np.ndarray
+    pvalues: np.ndarray
+    coverage: np.ndarray
+    low_ess: int
+    p_threshold: float
+    coverage_range: tuple[float, float]
+
+    @property
+    def min_p(self) -> float:
+        """Smallest per-coordinate chi-square p-value."""
+        return float(self.pvalues.min())
+
+    @property
+    def bonferroni_p(self) -> float:
+        """Family-wise p-value over the K coordinates: ``min(1, K * min p)``."""
+        return float(min(1.0, self.pvalues.shape[0] * self.pvalues.min()))
+
+    @property
+    def mean_coverage(self) -> float:
+        """Coverage pooled over coordinates (``L * K`` intervals)."""
+        return float(self.coverage.mean())
+
+    @property
+    def coverage_se(self) -> float:
+        """Binomial standard error of one coordinate's coverage at the nominal level."""
+        return math.sqrt(self.level * (1 - self.level) / self.reps)
+
+    @property
+    def ranks_ok(self) -> bool:
+        """Every coordinate's rank histogram passes the chi-square test."""
+        return bool(self.pvalues.min() > self.p_threshold)
+
+    @property
+    def coverage_ok(self) -> bool:
+        """The mean coverage lies in ``coverage_range``."""
+        lo, hi = self.coverage_range
+        return bool(lo <= self.mean_coverage <= hi)
+
+    @property
+    def passed(self) -> bool:
+        """Both checks pass."""
+        return self.ranks_ok and self.coverage_ok
+
+    @property
+    def verdict(self) -> str:
+        """ "pass" or "FAIL (...)" naming the failed checks."""
+        failed = []
+        if not self.ranks_ok:
+            failed.append(f"ranks: min p {self.min_p:.1e}")
+        if not self.coverage_ok:
+            failed.append(f"coverage {self.mean_coverage:.3f}")
+        return "pass" if not failed else "FAIL (" + "; ".join(failed) + ")"
+
+
+def summarise_sbc(
+    ranks: Any,
+    inside: Any,
+    *,
+    max_rank: int,
+    bins: int = 10,
+    level: float = 0.9,
+    low_ess: int = 0,
+    p_threshold: float = 1e-3,
+    coverage_range: Sequence[float] = (0.85, 0.95),
+) -> SBCSummary:
+    """Reduce SBC replications to rank-uniformity p-values, coverage and a verdict.
+
+    The criteria are those of a calibration check in the spirit of Talts et al. (2018): the
+    chi-square p-value of every coordinate's rank histogram exceeds ``p_threshold`` and the
+    ``level`` interval's coverage, pooled over coordinates, lies in ``coverage_range``.  The
+    per-coordinate coverages are kept too; each has binomial standard error
+    ``sqrt(level (1 - level) / L)`` (2.1 points for ``L = 200``, ``level = 0.9``).
+
+    Parameters
+    ----------
+    ranks : array_like of int, shape (L, K)
+    inside : array_like of bool, shape (L, K)
+    max_rank : int
+        ``M``, the number of draws each rank was computed against.
+    bins : int
+        Rank-histogram bins (``max_rank + 1`` must be a multiple).
+    level : float
+        Credible level the ``inside`` flags refer to.
+    low_ess : int
+        Number of replications with too few effective draws (reported only).
+    p_threshold : float
+    coverage_range : (float, float)
+    """
+    level = _check_level(level)
+    inside_arr = np.asarray(inside)
+    if inside_arr.dtype != bool:
+        raise InvalidTypeError(f"inside: expected booleans, got dtype {inside_arr.dtype}")
+    ranks_arr = np.asarray(ranks)
+    if inside_arr.shape != ranks_arr.shape:
+        raise InvalidInputError(
+            f"inside: shape {inside_arr.shape} does not match ranks {ranks_arr.shape}"
+        )
+    lo, hi = (float(v) for v in coverage_range)
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise InvalidInputError(f"coverage_range: expected 0 <= lo <= hi <= 1, got {(lo, hi)}")
+    statistic, pvalues = rank_uniformity_test(ranks_arr, max_rank, bins)
+    return SBCSummary(
+        reps=int(ranks_arr.shape[0]),
+        max_rank=int(max_rank),
+        bins=int(bins),
+        level=level,
+        rank_counts=rank_histogram(ranks_arr, max_rank, bins),
+        statistic=statistic,
+        pvalues=pvalues,
+        coverage=inside_arr.mean(axis=0),
+        low_ess=int(low_ess),
+        p_threshold=float(p_threshold),
+        coverage_range=(lo, hi),
+    )
+
+
+def run_sbc(
+    mechanism: Any,
+    alpha: Any,
+    n: int,
+    sampler: Sampler,
+    reps: int,
+    rng: RNGLike = None,
+    *,
+    size: int = 99,
+    bins: int = 10,
+    level: float = 0.9,
+    p_threshold: float = 1e-3,
+    coverage_range: Sequence[float] = (0.85, 0.95),
+) -> tuple[SBCSummary, list[SBCReplication]]:
+    """Run ``reps`` replications of :func:`sbc_replication` one after the other and summarise.
+
+    Replication ``i`` uses the ``i``-th child of ``SeedSequence`` spawned from ``rng`` (an int
+    or SeedSequence; a Generator is reduced to a seed drawn from it), so splitting the
+    replications across processes with the same children reproduces the result exactly.
+
+    Returns
+    -------
+    summary : SBCSummary
+    replications : list of SBCReplication
+    """
+    reps = _check_int(reps, "reps", 1)
+    if isinstance(rng, np.random.SeedSequence):
+        root = rng
+    elif rng is None:
+        root = np.random.SeedSequence()
+    else:
+        gen = as_generator(rng)  # validates ints (non-negative) and types
+        root = np.random.SeedSequence(
+            int(rng) if isinstance(rng, numbers.Integral) else int(gen.integers(2**63))
+        )
+    children = root.spawn(reps)
+    out = [
+        sbc_replication(mechanism, alpha, n, sampler, child, size=size, level=level)
+        for child in children
+    ]
+    summary = summarise_sbc(
+        np.stack([r.rank for r in out]),
+        np.stack([r.inside for r in out]),
+        max_rank=size,
+        bins=bins,
+        level=level,
+        low_ess=sum(not r.sufficient for r in out),
+        p_threshold=p_threshold,
+        coverage_range=coverage_range,
+    )
+    return summary, out

@@ -1,0 +1,253 @@
+"""Simulation-based calibration (Talts et al. 2018): the SBC machinery and the default sampler.
+
+Fast tests check the rank / coverage / thinning helpers on synthetic posteriors whose
+calibration is known (exact conjugate draws pass; over- and under-confident and biased draws,
+and autocorrelated draws ranked without thinning, fail).  The slow test runs a reduced SBC of
+bayesldp's default sampler (hmc): GRR, K = 3, eps = 1, n = 500, L = 200.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from bayesldp.bayes.calibration import (
+    BackendSampler,
+    effective_sample_size,
+    interval_contains,
+    rank_histogram,
+    rank_statistics,
+    rank_uniformity_test,
+    run_sbc,
+    sbc_replication,
+    summarise_sbc,
+    thin_by_ess,
+)
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.mechanisms.grr import GRR
+from bayesldp.tally import Tally
+
+M = 99  # draws per rank: ranks 0..99, 10 bins of 10
+
+
+def _normal_sbc(reps, k, *, scale=1.0, shift=0.0, seed=0, m=999):
+    """Normal-normal SBC: mu ~ N(0, 1), y ~ N(mu, 1); exact posterior N(y/2, 1/2).
+
+    The 'sampler' draws from N(y/2 + shift * sd, (scale * sd)^2), sd = sqrt(1/2): calibrated
+    iff scale = 1 and shift = 0.
+    """
+    gen = np.random.default_rng(seed)
+    mu = gen.normal(size=(reps, k))
+    y = mu + gen.normal(size=(reps, k))
+    sd = math.sqrt(0.5)
+    draws = y[:, None, :] / 2 + sd * (shift + scale * gen.normal(size=(reps, m, k)))
+    return mu, draws
+
+
+def _summary(mu, draws, seed=1):
+    """Ranks against the first M draws; intervals from all of them (sample quantiles of only
+    99 draws cover about 88 %, not 90 %)."""
+    ranks = rank_statistics(mu, draws[:, :M], seed)
+    inside = interval_contains(mu, draws, 0.9)
+    return summarise_sbc(ranks, inside, max_rank=M)
+
+
+# ---------------------------------------------------------------------------- rank statistics
+def test_rank_statistics_counts_draws_below_the_truth():
+    truth = np.array([0.5, 2.0])
+    draws = np.array([[0.0, 1.0], [1.0, 3.0], [0.2, 2.5], [0.7, -1.0]])
+    np.testing.assert_array_equal(rank_statistics(truth, draws), [2, 2])
+    # batched over replications
+    ranks = rank_statistics(np.stack([truth, truth + 10]), np.stack([draws, draws]))
+    np.testing.assert_array_equal(ranks, [[2, 2], [4, 4]])
+
+
+def test_rank_statistics_breaks_ties_uniformly():
+    truth = np.ones((4000, 1))
+    draws = np.concatenate([np.zeros((4000, 1, 1)), np.ones((4000, 3, 1))], axis=1)
+    ranks = rank_statistics(truth, draws, rng=3)[:, 0]
+    # one draw below, three tied: rank uniform on {1, 2, 3, 4}
+    counts = np.bincount(ranks, minlength=5)
+    assert counts[0] == 0
+    assert np.all(np.abs(counts[1:] / 4000 - 0.25) < 0.03), counts
+    np.testing.assert_array_equal(ranks, rank_statistics(truth, draws, rng=3)[:, 0])
+
+
+def test_rank_statistics_rejects_mismatched_shapes():
+    with pytest.raises(InvalidInputError, match="draws"):
+        rank_statistics(np.zeros(3), np.zeros((10, 2)))
+    with pytest.raises(InvalidInputError, match="NaN"):
+        rank_statistics(np.array([np.nan]), np.zeros((10, 1)))
+
+
+def test_rank_histogram_bins_and_validation():
+    ranks = np.array([[0], [9], [10], [99], [55]])
+    counts = rank_histogram(ranks, 99, 10)
+    assert counts.shape == (10, 1)
+    np.testing.assert_array_equal(counts[:, 0], [2, 1, 0, 0, 0, 1, 0, 0, 0, 1])
+    with pytest.raises(InvalidInputError, match="bins"):
+        rank_histogram(ranks, 99, 7)
+    with pytest.raises(InvalidInputError, match=r"0\.\.99"):
+        rank_histogram(np.array([[100]]), 99, 10)
+    with pytest.raises(InvalidTypeError, match="ranks"):
+        rank_histogram(np.array([[0.5]]), 99, 10)
+    with pytest.raises(InvalidInputError, match="replications"):
+        rank_uniformity_test(np.zeros((20, 1), dtype=int), 99, 10)
+
+
+# ---------------------------------------------------------------------------- known calibration
+def test_exact_posterior_draws_pass():
+    summary = _summary(*_normal_sbc(1000, 4))
+    assert summary.min_p > 1e-3, summary.pvalues
+    assert abs(summary.mean_coverage - 0.9) < 0.015, summary.coverage
+    assert summary.passed and summary.verdict == "pass"
+    assert summary.rank_counts.sum(axis=0).tolist() == [1000] * 4
+
+
+@pytest.mark.parametrize(
+    ("scale", "shift", "coverage_side"),
+    [(0.6, 0.0, "low"), (1.6, 0.0, "high"), (1.0, 0.6, None)],
+    ids=["overconfident", "underconfident", "biased"],
+)
+def test_miscalibrated_draws_fail(scale, shift, coverage_side):
+    summary = _summary(*_normal_sbc(1000, 4, scale=scale, shift=shift))
+    assert summary.min_p < 1e-6, summary.pvalues
+    assert not summary.passed and summary.verdict.startswith("FAIL (ranks")
+    counts = summary.rank_counts.sum(axis=1)
+    if coverage_side == "low":  # too narrow: U-shaped ranks, truth often outside
+        assert counts[0] + counts[-1] > 3 * counts[4:6].sum() / 2
+        assert summary.mean_coverage < 0.8
+    elif coverage_side == "high":  # too wide: hump-shaped ranks
+        assert counts[4:6].sum() > 2 * (counts[0] + counts[-1])
+        assert summary.mean_coverage > 0.97
+    else:  # shifted up: truth ranks low
+        assert counts[:5].sum() > 1.5 * counts[5:].sum()
+
+
+def test_interval_contains_matches_quantiles():
+    draws = np.arange(101, dtype=float)[:, None]  # quantiles 5 and 95
+    np.testing.assert_array_equal(
+        [interval_contains(np.array([t]), draws, 0.9)[0] for t in (4.9, 5.0, 95.0, 95.1)],
+        [False, True, True, False],
+    )
+    with pytest.raises(InvalidInputError, match="level"):
+        interval_contains(np.zeros(1), draws, 1.0)
+
+
+def test_summary_coverage_failure_is_reported():
+    ranks = np.tile(np.arange(100), 2)[:, None]  # perfectly uniform ranks
+    inside = np.zeros((200, 1), dtype=bool)
+    inside[:150] = True  # 75 % coverage
+    summary = summarise_sbc(ranks, inside, max_rank=99)
+    assert summary.ranks_ok and not summary.coverage_ok
+    assert summary.verdict == "FAIL (coverage 0.750)"
+    assert summary.bonferroni_p == pytest.approx(1.0)
+    assert summary.coverage_se == pytest.approx(math.sqrt(0.09 / 200))
+
+
+# ---------------------------------------------------------------------------- thinning
+def _ar1(gen, reps, chains, length, rho, centre, sd):
+    """Stationary AR(1) chains with marginal N(centre, sd^2), shape (reps, chains, length)."""
+    x = np.empty((reps, chains, length))
+    x[..., 0] = gen.normal(size=(reps, chains))
+    noise = math.sqrt(1 - rho**2)
+    for t in range(1, length):
+        x[..., t] = rho * x[..., t - 1] + noise * gen.normal(size=(reps, chains))
+    return centre[:, None, None] + sd * x
+
+
+def test_thin_by_ess_uses_ceil_n_over_ess():
+    theta = np.arange(2 * 50 * 1, dtype=float).reshape(2, 50, 1)
+    out = thin_by_ess(theta, 10, ess=20.0)  # thin ceil(100 / 20) = 5: 10 + 10 kept, take 10
+    assert out.thin == 5 and out.sufficient
+    np.testing.assert_array_equal(out.draws[:, 0], [0, 10, 20, 30, 40, 50, 60, 70, 80, 90])
+    low = thin_by_ess(theta, 30, ess=20.0)  # only 20 survive: fall back to the raw draws
+    assert not low.sufficient and low.draws.shape == (30, 1)
+    with pytest.raises(InvalidInputError, match="size"):
+        thin_by_ess(theta, 101, ess=20.0)
+
+
+def test_effective_sample_size_tracks_autocorrelation():
+    gen = np.random.default_rng(5)
+    iid = gen.normal(size=(4, 500, 2))
+    ar = _ar1(gen, 1, 4, 500, 0.9, np.zeros(1), 1.0)[0][..., None]
+    ess_iid = effective_sample_size(iid)
+    ess_ar = float(effective_sample_size(ar)[0])
+    assert ess_iid.shape == (2,) and np.all(ess_iid > 1000)
+    expected = 2000 * 0.1 / 1.9  # N (1 - rho) / (1 + rho)
+    assert 0.5 * expected < ess_ar < 2 * expected, ess_ar
+    assert thin_by_ess(ar, 50).thin == math.ceil(2000 / ess_ar)
+
+
+def test_thinning_restores_uniform_ranks_of_autocorrelated_draws():
+    gen = np.random.default_rng(11)
+    reps, rho = 500, 0.95
+    mu = gen.normal(size=reps)
+    y = mu + gen.normal(size=reps)
+    chains = _ar1(gen, reps, 8, 1000, rho, y / 2, math.sqrt(0.5))  # exact posterior, correlated
+    ess = 8000 * (1 - rho) / (1 + rho)  # about 205
+    raw = chains[:, 0, :M, None]  # 99 consecutive draws of one chain
+    p_raw = rank_uniformity_test(rank_statistics(mu[:, None], raw), M)[1][0]
+    assert p_raw < 1e-6, p_raw
+    thinned = np.stack([thin_by_ess(c[..., None], M, ess=ess).draws for c in chains])
+    p_thin = rank_uniformity_test(rank_statistics(mu[:, None], thinned), M)[1][0]
+    assert p_thin > 1e-3, p_thin
+
+
+# ---------------------------------------------------------------------------- full pipeline
+class _Direct:
+    """Direct (non-private) observation: the tally rows are the identity."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def simulate_tally(self, counts, rng=None):
+        counts = np.asarray(counts)
+        return Tally(counts, rows=np.eye(self.k), stat=counts.astype(float), family="direct")
+
+
+def _conjugate(power):
+    """Dirichlet(alpha + power * counts) draws: the exact posterior iff power == 1."""
+
+    def sampler(tally, alpha, seed):
+        gen = np.random.default_rng(seed)
+        return gen.dirichlet(alpha + power * tally.stat, size=(4, 100))
+
+    return sampler
+
+
+def test_run_sbc_pipeline_passes_exact_and_fails_overconfident():
+    alpha = np.ones(3)
+    good, reps = run_sbc(_Direct(3), alpha, 50, _conjugate(1.0), 100, 2024)
+    assert good.reps == 100 and len(reps) == 100
+    assert good.min_p > 1e-3 and 0.85 <= good.mean_coverage <= 0.95, good
+    bad, bad_reps = run_sbc(_Direct(3), alpha, 50, _conjugate(4.0), 100, 2024)
+    assert bad.min_p < 1e-6 and bad.mean_coverage < 0.7, bad
+    # same seed, same data sets whatever the sampler; same sampler too: identical ranks
+    np.testing.assert_array_equal(reps[7].truth, bad_reps[7].truth)
+    again, _ = run_sbc(_Direct(3), alpha, 50, _conjugate(1.0), 100, 2024)
+    np.testing.assert_array_equal(again.rank_counts, good.rank_counts)
+
+
+def test_sbc_replication_with_the_default_sampler():
+    rep = sbc_replication(GRR(3, 1.0), np.ones(3), 200, BackendSampler("hmc", 200, 2), 9)
+    assert rep.rank.shape == (3,) and rep.rank.min() >= 0 and rep.rank.max() <= M
+    assert rep.inside.dtype == bool and rep.ess > 50 and rep.thin >= 1
+    with pytest.raises(InvalidInputError, match="alpha"):
+        sbc_replication(GRR(3, 1.0), np.ones(4), 200, BackendSampler("hmc", 200, 2), 9)
+    with pytest.raises(InvalidInputError, match="method"):
+        BackendSampler("gibbs", 10, 1)
+
+
+# ---------------------------------------------------------------------------- slow: real SBC
+@pytest.mark.slow
+def test_hmc_is_calibrated_grr_k3_eps1():
+    """Reduced SBC of the default sampler: L = 200, chi-square p > 0.001, coverage 85-95 %."""
+    summary, _ = run_sbc(
+        GRR(3, 1.0), np.ones(3), 500, BackendSampler("hmc", 1000, 2), 200, 20261122
+    )
+    assert summary.reps == 200
+    assert summary.low_ess == 0
+    assert summary.min_p > 1e-3, summary.pvalues
+    assert 0.85 <= summary.mean_coverage <= 0.95, summary.coverage
+    assert np.all((summary.coverage >= 0.85) & (summary.coverage <= 0.95)), summary.coverage
