@@ -116,3 +116,76 @@ def check_theta(theta: object, k: int, name: str = "theta") -> np.ndarray:
     if abs(arr.sum() - 1.0) > 1e-8:
         raise InvalidInputError(f"{name}: must sum to 1, sums to {arr.sum()!r}")
     return arr
+
+
+def check_int(value: object, name: str, low: int = 1) -> int:
+    """Validate an integer ``>= low`` (bools are refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
+    if value < low:
+        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
+    return int(value)
+
+
+def check_positive(value: object, name: str) -> float:
+    """Validate a finite real number > 0 (bools are refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidTypeError(f"{name}: expected a positive finite number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v <= 0:
+        raise InvalidInputError(f"{name}: must be finite and > 0, got {v}")
+    return v
+
+
+def check_open_unit(value: object, name: str) -> float:
+    """Validate a number in the open interval (0, 1) (a level, an acceptance target)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidTypeError(f"{name}: expected a number in (0, 1), got {value!r}")
+    v = float(value)
+    if not 0.0 < v < 1.0:
+        raise InvalidInputError(f"{name}: must lie in (0, 1), got {v}")
+    return v
+
+
+def check_bool(value: object, name: str) -> bool:
+    """Validate a boolean flag (Python or numpy bool)."""
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidTypeError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
+
+
+def check_choice(value: object, name: str, choices: tuple) -> object:
+    """Validate that ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise InvalidInputError(f"{name}: expected one of {choices}, got {value!r}")
+    return value
+
+
+def check_alpha(alpha: object, k: int | None = None, name: str = "alpha") -> np.ndarray:
+    """Validate Dirichlet concentrations: finite and > 0, shape ``(k,)`` (any K >= 2 if None)."""
+    arr = np.asarray(alpha)
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise InvalidTypeError(f"{name}: expected a vector of positive numbers, got {arr.dtype}")
+    arr = arr.astype(float)
+    if k is not None and arr.shape != (k,):
+        raise InvalidInputError(
+            f"{name}: expected shape ({k},) to match the tally, got {arr.shape}"
+        )
+    if arr.ndim != 1 or arr.shape[0] < 2:
+        raise InvalidInputError(
+            f"{name}: expected a vector of K >= 2 concentrations, got {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)) or arr.min() <= 0:
+        raise InvalidInputError(
+            f"{name}: concentrations must be finite and > 0, got {arr.tolist()}"
+        )
+    return arr
+
+
+def check_tally(tally: object, name: str = "tally"):
+    """Validate that ``tally`` is a :class:`bayesldp.Tally`."""
+    from bayesldp.tally import Tally
+
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"{name}: expected a bayesldp.Tally, got {type(tally).__name__}")
+    return tally
