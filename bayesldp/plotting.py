@@ -68,7 +68,8 @@ def plot_error_vs(summary: list[dict[str, Any]], x: str = "epsilon", metric: str
     """Error (mean ± sd over repeats) against ``x`` ("epsilon" or "n"), one line per method.
 
     ``summary`` rows carry ``x``, ``metric``, ``f"{metric}_sd"``, ``mechanism`` and ``method``
-    (the rows of :func:`bayesldp.report.summarise`, with an ``n`` column for studies over n).
+    (the rows of :func:`bayesldp.workflows.study_report.summarise`, with an ``n`` column for
+    studies over n).
     Log-log axes: the error of every consistent estimator falls as a power of n and eps.
     """
     plt = _pyplot()

@@ -56,7 +56,7 @@ from bayesldp.errors import InvalidInputError
 from bayesldp.estimators import METHODS
 from bayesldp.mechanisms.sampling import NodeSampling
 from bayesldp.simulate import mean_squared_error, total_variation, zipf_population
-from bayesldp.spec import Field, SpecError, _check_table
+from bayesldp.workflows.spec import Field, SpecError, _check_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SPEC = ROOT / "models" / "accuracy.toml"
@@ -174,9 +174,9 @@ def _full_schema(schema: Mapping[str, Field]) -> dict[str, Field]:
 def validate_accuracy_spec(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
     """Check a parsed accuracy spec; return it with defaults filled in.
 
-    Every problem raises one :class:`~bayesldp.spec.SpecError` line naming the key path, e.g.
-    ``spec: [em_mr.full].n[1]: must be >= 1, got 0``.  Both the default and the ``--full``
-    settings are checked, so a bad ``.full`` value fails before anything runs.
+    Every problem raises one :class:`~bayesldp.workflows.spec.SpecError` line naming the key
+    path, e.g. ``spec: [em_mr.full].n[1]: must be >= 1, got 0``.  Both the default and the
+    ``--full`` settings are checked, so a bad ``.full`` value fails before anything runs.
     """
     top = {"study": STUDY, **SCHEMAS}
     unknown = sorted(set(raw) - set(top))

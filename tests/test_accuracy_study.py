@@ -19,7 +19,7 @@ from scipy import stats
 
 import bayesldp
 from bayesldp import bounds
-from bayesldp.spec import SpecError
+from bayesldp.workflows.spec import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -305,8 +305,8 @@ def test_input_errors():
 
 # ------------------------------------------------------------------------- experiment grid
 def test_grid_spec_validation_names_the_key(tmp_path):
-    from bayesldp.adaptive.experiment import load_grid_spec
-    from bayesldp.spec import SpecError
+    from bayesldp.workflows.grid import load_grid_spec
+    from bayesldp.workflows.spec import SpecError
 
     spec = load_grid_spec("models/adobest_grid.toml")
     assert spec["grid"]["k"] == [10, 20] and spec["paper"]["n"] == 500_000
@@ -336,7 +336,7 @@ def test_grid_spec_validation_names_the_key(tmp_path):
 
 
 def test_run_grid_smoke(tmp_path):
-    from bayesldp.adaptive import run_grid
+    from bayesldp.workflows.grid import run_grid
 
     spec = tmp_path / "tiny.toml"
     spec.write_text(

@@ -2,7 +2,7 @@ import csv
 
 import pytest
 
-from bayesldp.cli import main
+from bayesldp.workflows.cli import main
 
 
 def test_run_quickstart_writes_report(tmp_path, capsys):

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp.study import StudyResult
+from bayesldp.workflows.study import StudyResult
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

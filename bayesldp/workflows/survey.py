@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp.simulate import population_from_spec, total_variation
-from bayesldp.spec import POPULATION, Field, SpecError, _check_table, _resolve_dataset
+from bayesldp.workflows.spec import POPULATION, Field, SpecError, _check_table, _resolve_dataset
 
 SURVEY = {
     "name": Field(str, required=True),

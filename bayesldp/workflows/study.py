@@ -16,8 +16,8 @@ import numpy as np
 
 from bayesldp.mechanisms import make_mechanism
 from bayesldp.simulate import METRICS, population_from_spec, sample_counts
-from bayesldp.spec import SpecError
 from bayesldp.tally import Tally
+from bayesldp.workflows.spec import SpecError
 
 Progress = Callable[[str], None]
 
@@ -59,7 +59,7 @@ def run_study(
     quick: bool = False,
     progress: Progress | None = None,
 ) -> StudyResult:
-    """Run a validated spec (see :func:`bayesldp.spec.load_spec`)."""
+    """Run a validated spec (see :func:`bayesldp.workflows.spec.load_spec`)."""
     study = spec["study"]
     n = max(1000, study["n"] // 10) if quick else study["n"]
     repeats = 1 if quick else study["repeats"]

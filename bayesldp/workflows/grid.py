@@ -46,7 +46,7 @@ import numpy as np
 from bayesldp.adaptive.survey import AdaptiveSurvey
 from bayesldp.adaptive.utilities import UTILITIES
 from bayesldp.errors import InvalidTypeError
-from bayesldp.spec import Field, SpecError, _check_table
+from bayesldp.workflows.spec import Field, SpecError, _check_table
 
 if TYPE_CHECKING:
     import xarray
@@ -489,7 +489,7 @@ def _plot(results: xarray.Dataset, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bayesldp.adaptive.experiment SPEC OUT_DIR [--paper]``."""
+    """``python -m bayesldp.workflows.grid SPEC OUT_DIR [--paper]``."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

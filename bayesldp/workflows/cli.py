@@ -21,9 +21,9 @@ def _progress(quiet: bool):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bayesldp.report import markdown_table, summarise, write_report
-    from bayesldp.spec import load_spec
-    from bayesldp.study import run_study
+    from bayesldp.workflows.spec import load_spec
+    from bayesldp.workflows.study import run_study
+    from bayesldp.workflows.study_report import markdown_table, summarise, write_report
 
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("out") / spec["study"]["name"]
@@ -98,7 +98,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def cmd_estimate(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from bayesldp.io_reports import read_reports
+    from bayesldp.workflows.report_files import read_reports
 
     mech, tally = read_reports(
         args.reports,
@@ -146,7 +146,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_survey(args: argparse.Namespace) -> int:
-    from bayesldp.survey_cli import run_survey
+    from bayesldp.workflows.survey import run_survey
 
     out = Path(args.resume or args.out or "out/survey")
     return run_survey(args.spec, out, resume=args.resume is not None, quiet=args.quiet)
