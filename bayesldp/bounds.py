@@ -26,10 +26,10 @@ import numpy as np
 
 from bayesldp._validation import check_theta
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
 
 if TYPE_CHECKING:
-    from bayesldp.estimators.mle import RowLikelihood
     from bayesldp.mechanisms.base import Mechanism
 
 
@@ -142,7 +142,7 @@ def fisher_information(channel: Any, theta: Any) -> np.ndarray:
 
 
 def observed_information(
-    tally: Tally, theta: Any, *, lik: RowLikelihood | None = None
+    tally: Tally, theta: Any, *, lik: Likelihood | None = None
 ) -> np.ndarray:
     """Observed information of a tally at ``theta`` (minus the Hessian of the log-likelihood).
 
@@ -150,12 +150,10 @@ def observed_information(
     ``d_u = L_u[:K-1] - L_u[K]``.  Its expectation is ``n`` times :func:`fisher_information`.
     Cost O(U K^2) (built in row blocks; support-form tallies are never densified whole).
     """
-    from bayesldp.estimators.mle import RowLikelihood
-
     if not isinstance(tally, Tally):
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     theta = check_theta(theta, tally.k)
-    lik = RowLikelihood(tally) if lik is None else lik
+    lik = Likelihood(tally) if lik is None else lik
     _, lth = lik.evaluate(theta)
     if np.any(lth <= 0):
         raise InvalidInputError("theta: gives probability 0 to an observed report")
@@ -189,7 +187,14 @@ def cramer_rao(channel: Any, theta: Any, n: int) -> np.ndarray:
             "channel: its Fisher information is singular at theta (theta is not identifiable); "
             "the Cramér-Rao bound is infinite"
         )
-    cov = np.linalg.inv(info) / n
-    k1 = cov.shape[0]
+    return full_covariance(np.linalg.inv(info) / n)
+
+
+def full_covariance(cov_reduced: np.ndarray) -> np.ndarray:
+    """Covariance of all ``K`` coordinates from that of the first ``K - 1``.
+
+    ``A C A^T`` with ``A = [I_{K-1}; -1^T]`` (``theta_K = 1 - sum`` of the others).
+    """
+    k1 = cov_reduced.shape[0]
     lift = np.vstack([np.eye(k1), -np.ones((1, k1))])
-    return lift @ cov @ lift.T
+    return lift @ cov_reduced @ lift.T

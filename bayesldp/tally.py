@@ -204,18 +204,23 @@ class Tally:
 
     # ------------------------------------------------------------------ likelihood
     def row_dot(self, theta: Any) -> np.ndarray:
-        """``L @ theta`` for theta of shape (..., K): returns shape (..., U)."""
-        theta = np.asarray(theta, dtype=float)
-        if self._rows is not None:
-            return theta @ self._rows.T
-        lo, hi = self._levels
-        return lo * theta.sum(axis=-1, keepdims=True) + (hi - lo) * (theta @ self._support.T)
+        """``L @ theta`` for theta of shape (..., K): returns shape (..., U).
+
+        Computed by :class:`bayesldp.likelihood.Likelihood`, the one likelihood operator.
+        """
+        from bayesldp.likelihood import Likelihood
+
+        return Likelihood(self).row_dot(theta)
 
     def loglik(self, theta: Any) -> np.ndarray | float:
-        """Log-likelihood ``sum_u c_u log(L_u . theta)`` (up to a constant) for theta (..., K)."""
-        with np.errstate(divide="ignore"):
-            value = np.log(self.row_dot(theta)) @ self._counts
-        return float(value) if np.ndim(value) == 0 else value
+        """Log-likelihood ``sum_u c_u log(L_u . theta)`` (up to a constant) for theta (..., K).
+
+        ``-inf`` where an observed report has probability 0 (see
+        :meth:`bayesldp.likelihood.Likelihood.loglik`).
+        """
+        from bayesldp.likelihood import Likelihood
+
+        return Likelihood(self).loglik(theta)
 
     # ------------------------------------------------------------------ merging
     def __add__(self, other: object) -> Tally:

@@ -7,9 +7,10 @@ E-step ``gamma_{ux} = theta_x L[u, x] / (L_u . theta)``, M-step
 iteration costs O(U K) (O(nnz) in support form), not O(n K).  Every iteration increases the
 log-likelihood ``sum_u c_u log(L_u . theta)``; its fixed points with full support are the MLE.
 
-The iterations run in one numba-compiled loop (SQUAREM included), so an EM map costs its
-arithmetic and no per-call overhead.  Rows are centred as in :class:`~bayesldp.estimators.mle.
-RowLikelihood` (``L[u] = a_u + C[u]``, ``C >= 0``) and stored in one of three forms:
+This is the package's one EM engine: the iterations run in one numba-compiled loop (SQUAREM
+included), so an EM map costs its arithmetic and no per-call overhead; the MLE warm-starts from
+it and EM-MR runs it on reduced mixtures.  Rows are the centred rows of
+:class:`~bayesldp.likelihood.Likelihood` (``L[u] = a_u + C[u]``, ``C >= 0``) in one of three forms:
 
 * dense ``C`` (dense tallies): O(U K) per map;
 * support form: the 0/1 pattern of ``C`` (or of its complement, whichever is sparser) as
@@ -24,95 +25,23 @@ RowLikelihood` (``L[u] = a_u + C[u]``, ``C >= 0``) and stored in one of three fo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numba import njit
 
+from bayesldp import likelihood as lk
+from bayesldp._blas import single_thread_blas
+from bayesldp._validation import check_bool, check_int, check_positive, check_tally
+from bayesldp.bounds import full_covariance, observed_information, var_star_by_category
 from bayesldp.errors import InvalidInputError
-from bayesldp.estimators.mle import (
-    EMRun,
-    _check_positive,
-    _tie,
-    single_thread_blas,
-)
-from bayesldp.estimators.oracle import check_tally
 from bayesldp.estimators.result import Estimate
+from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
 
 
-# ============================================================================ compiled kernels
-# The row form is told apart by which of ``dense`` (dense C), ``indices`` (support form) and
-# ``indptr`` (compressed rows; None for one-hot rows) are None: numba prunes a branch on
-# ``x is not None`` / ``x is None`` when ``x`` is None at compile time, so each form gets its
-# own compiled specialisation, compiled (or loaded from the cache) on first use.
-@njit(cache=True)
-def _matvec(dense, indptr, indices, delta, complement, theta, out):
-    """``out = C @ theta`` (U,)."""
-    n_rows = out.shape[0]
-    k = theta.shape[0]
-    if dense is not None:
-        for u in range(n_rows):
-            s = 0.0
-            for x in range(k):
-                s += dense[u, x] * theta[x]
-            out[u] = s
-    if indices is not None:
-        total = 0.0
-        if complement:
-            for x in range(k):
-                total += theta[x]
-        if indptr is None:  # one-hot rows: C[u] = delta e_{indices[u]}
-            for u in range(n_rows):
-                s = theta[indices[u]]
-                out[u] = delta * (total - s) if complement else delta * s
-        else:
-            for u in range(n_rows):
-                s = 0.0
-                for j in range(indptr[u], indptr[u + 1]):
-                    s += theta[indices[j]]
-                out[u] = delta * (total - s) if complement else delta * s
-
-
-@njit(cache=True)
-def _rmatvec(dense, indptr, indices, delta, complement, w, out):
-    """``out = C.T @ w`` (K,)."""
-    n_rows = w.shape[0]
-    k = out.shape[0]
-    for x in range(k):
-        out[x] = 0.0
-    if dense is not None:
-        for u in range(n_rows):
-            wu = w[u]
-            for x in range(k):
-                out[x] += wu * dense[u, x]
-    if indices is not None:
-        total = 0.0
-        if indptr is None:
-            for u in range(n_rows):
-                total += w[u]
-                out[indices[u]] += w[u]
-        else:
-            for u in range(n_rows):
-                wu = w[u]
-                total += wu
-                for j in range(indptr[u], indptr[u + 1]):
-                    out[indices[j]] += wu
-        for x in range(k):
-            out[x] = delta * (total - out[x]) if complement else delta * out[x]
-
-
-@njit(cache=True)
-def _evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth):
-    """``r = C theta`` and ``lth = L theta = a sum(theta) + r``."""
-    _matvec(dense, indptr, indices, delta, complement, theta, r)
-    s = 0.0
-    for x in range(theta.shape[0]):
-        s += theta[x]
-    for u in range(r.shape[0]):
-        lth[u] = offset[u] * s + r[u]
-
-
+# ============================================================================ compiled EM loop
 @njit(cache=True)
 def _em_map(
     dense,
@@ -137,7 +66,7 @@ def _em_map(
         wu = counts[u] / lth[u]
         w[u] = wu
         ws += wu * offset[u]
-    _rmatvec(dense, indptr, indices, delta, complement, w, out)
+    lk.rmatvec(dense, indptr, indices, delta, complement, w, out)
     k = out.shape[0]
     total = 0.0
     for x in range(k):
@@ -160,44 +89,6 @@ def _em_map(
             j = pool_of[x]
             if j >= 0:
                 out[x] = pool_sum[j] / pool_size[j]
-
-
-@njit(cache=True)
-def _row_pattern(support):
-    """Number of True per row of a boolean matrix and the column of each row's first True."""
-    n_rows, k = support.shape
-    nnz = np.empty(n_rows, dtype=np.int64)
-    first = np.empty(n_rows, dtype=np.int32)
-    for u in range(n_rows):
-        first[u] = -1
-        count = 0
-        for x in range(k):
-            if support[u, x]:
-                if count == 0:
-                    first[u] = x
-                count += 1
-        nnz[u] = count
-    return nnz, first
-
-
-@njit(cache=True)
-def _loglik_rel(r, lth, counts, inv_offset, positive):
-    """``(ell(theta) - const, sum_u c_u |t_u|)`` in one pass over the rows.
-
-    ``t_u = log1p(r_u / a_u)`` (``log r_u`` when ``a_u = 0``); the first value is ``-inf`` if an
-    observed report gets probability 0; the second is the magnitude that sets the rounding
-    error of the first (``RowLikelihood.loglik_scale``).
-    """
-    total = 0.0
-    scale = 0.0
-    zero = False
-    for u in range(r.shape[0]):
-        if lth[u] <= 0.0:
-            zero = True
-        t = math.log1p(r[u] * inv_offset[u]) if positive[u] else math.log(r[u])
-        total += counts[u] * t
-        scale += counts[u] * abs(t)
-    return (-math.inf if zero else total), scale
 
 
 @njit(cache=True)
@@ -226,7 +117,7 @@ def _squarem(
     pool_of,
     n_pools,
 ):
-    """The EM loop of :func:`run_em_compiled` (same steps as ``mle.run_em``)."""
+    """The EM loop of :func:`run_em`."""
     k = theta0.shape[0]
     n_rows = counts.shape[0]
     theta = np.empty(k)
@@ -252,8 +143,8 @@ def _squarem(
     pool_sum = np.empty(max(n_pools, 1))
     pool_size = np.empty(max(n_pools, 1))
     trace = np.empty(min(max_iter + 1, 1024))
-    _evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth)
-    ll = _loglik_rel(r, lth, counts, inv_offset, positive)[0]
+    lk.evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth)
+    ll = lk.loglik_rel(r, lth, counts, inv_offset, positive)[0]
     trace[0] = ll
     n_trace = 1
     maps = cycles = fallbacks = 0
@@ -287,7 +178,7 @@ def _squarem(
             dmax = max(dmax, d)
             dmin = min(dmin, d)
         residual = max(dmax, -dmin)
-        _evaluate(dense, indptr, indices, delta, complement, offset, th1, r1, lth1)
+        lk.evaluate(dense, indptr, indices, delta, complement, offset, th1, r1, lth1)
         if n_trace == trace.shape[0]:
             grown = np.empty(min(2 * n_trace, max_iter + 1))
             for i in range(n_trace):
@@ -297,7 +188,7 @@ def _squarem(
             theta, th1 = th1, theta
             r, r1 = r1, r
             lth, lth1 = lth1, lth
-            ll = _loglik_rel(r, lth, counts, inv_offset, positive)[0]
+            ll = lk.loglik_rel(r, lth, counts, inv_offset, positive)[0]
             trace[n_trace] = ll
             n_trace += 1
             if residual < tol:
@@ -362,7 +253,7 @@ def _squarem(
                 s = 1.0 / s
                 for x in range(k):
                     cand[x] *= s
-                _evaluate(dense, indptr, indices, delta, complement, offset, cand, rn, lthn)
+                lk.evaluate(dense, indptr, indices, delta, complement, offset, cand, rn, lthn)
                 if _all_positive(lthn):
                     _em_map(
                         dense,
@@ -384,16 +275,16 @@ def _squarem(
                     maps += 1
                     extrapolated = True
         if extrapolated:
-            _evaluate(dense, indptr, indices, delta, complement, offset, new, rn, lthn)
+            lk.evaluate(dense, indptr, indices, delta, complement, offset, new, rn, lthn)
         else:
-            _evaluate(dense, indptr, indices, delta, complement, offset, th2, rn, lthn)
-        lln, scale_n = _loglik_rel(rn, lthn, counts, inv_offset, positive)
+            lk.evaluate(dense, indptr, indices, delta, complement, offset, th2, rn, lthn)
+        lln, scale_n = lk.loglik_rel(rn, lthn, counts, inv_offset, positive)
         if extrapolated and not (lln >= ll or lln >= ll - 1e-13 * scale_n):
             fallbacks += 1
             step_max = max(1.0, -used / 4.0)
             extrapolated = False
-            _evaluate(dense, indptr, indices, delta, complement, offset, th2, rn, lthn)
-            lln = _loglik_rel(rn, lthn, counts, inv_offset, positive)[0]
+            lk.evaluate(dense, indptr, indices, delta, complement, offset, th2, rn, lthn)
+            lln = lk.loglik_rel(rn, lthn, counts, inv_offset, positive)[0]
         elif used <= -step_max:
             step_max *= 4.0
         if extrapolated:
@@ -411,110 +302,45 @@ def _squarem(
     return theta, maps, out, converged, residual, cycles, fallbacks
 
 
-# ============================================================================ prepared rows
-class CompiledRows:
-    """A tally's centred likelihood rows in the arrays the compiled EM loop reads (internal).
+# ============================================================================ engine
+@dataclass
+class EMRun:
+    """Outcome of :func:`run_em` (internal)."""
 
-    ``L[u, x] = offset[u] + C[u, x]``, ``C >= 0``, exactly as in
-    :class:`~bayesldp.estimators.mle.RowLikelihood`: ``offset = min_x L[u, x]`` for dense rows
-    (``C`` stored densely), ``min(lo, hi)`` in support form, where ``C = |hi - lo| M`` with the
-    0/1 matrix ``M`` (the support, or its complement when ``hi < lo``) stored as compressed rows
-    of ``M`` or of ``1 - M``, whichever is sparser (``complement``), and as one column index per
-    row when every support row has exactly one True (``kind == "onehot"``).
-    """
-
-    def __init__(self, tally: Tally) -> None:
-        self.k = tally.k
-        self.counts = tally.counts.astype(float)
-        self.n = float(self.counts.sum())
-        n_rows = self.counts.shape[0]
-        # exactly one form is set: dense C; or indices (one-hot), with indptr (compressed rows)
-        self.dense: np.ndarray | None = None
-        self.indptr: np.ndarray | None = None
-        self.indices: np.ndarray | None = None
-        self.delta = 0.0
-        self.complement = False
-        if tally.is_support_form:
-            lo, hi = tally.levels
-            support = np.ascontiguousarray(tally.support)
-            self.delta = abs(hi - lo)
-            self.offset = np.full(n_rows, min(lo, hi))
-            row_nnz, first = _row_pattern(support)
-            if row_nnz.min() == 1 and row_nnz.max() == 1:  # GRR: one True per row
-                self.kind = "onehot"
-                self.indices = first
-                self.complement = bool(hi < lo)
-            else:
-                self.kind = "sparse"
-                mask = ~support if hi < lo else support
-                mask_nnz = self.k - row_nnz if hi < lo else row_nnz
-                self.complement = bool(mask_nnz.sum() > 0.5 * support.size)
-                stored = ~mask if self.complement else mask
-                stored_nnz = self.k - mask_nnz if self.complement else mask_nnz
-                self.indptr = np.zeros(n_rows + 1, dtype=np.int64)
-                np.cumsum(stored_nnz, out=self.indptr[1:])
-                self.indices = np.nonzero(stored)[1].astype(np.int32)
-        else:
-            self.kind = "dense"
-            rows = tally.rows
-            self.offset = rows.min(axis=1)
-            self.dense = np.ascontiguousarray(rows - self.offset[:, None])
-        self.positive = self.offset > 0
-        if tally.is_support_form and self.offset[0] > 0:  # one positive offset for every row
-            self.inv_offset = np.full(n_rows, 1.0 / self.offset[0])
-            self.const = self.n * math.log(self.offset[0])
-        else:
-            self.inv_offset = np.where(
-                self.positive, 1.0 / np.where(self.positive, self.offset, 1.0), 0.0
-            )
-            log_offset = np.log(np.where(self.positive, self.offset, 1.0))
-            self.const = float(self.counts[self.positive] @ log_offset[self.positive])
-
-    def _rows_args(self) -> tuple:
-        return (
-            self.dense,
-            self.indptr,
-            self.indices,
-            self.delta,
-            self.complement,
-            self.offset,
-        )
-
-    def evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(C theta, L theta)``."""
-        theta = np.ascontiguousarray(theta, dtype=float)
-        r = np.empty(self.counts.shape[0])
-        lth = np.empty(self.counts.shape[0])
-        _evaluate(*self._rows_args(), theta, r, lth)
-        return r, lth
-
-    def em_map(self, theta: np.ndarray) -> np.ndarray:
-        """One EM map ``theta_x g_x / (theta . g)`` (compiled; for tests and diagnostics)."""
-        theta = np.ascontiguousarray(theta, dtype=float)
-        _, lth = self.evaluate(theta)
-        out = np.empty(self.k)
-        _em_map(
-            *self._rows_args(),
-            self.counts,
-            theta,
-            lth,
-            np.empty(lth.shape[0]),
-            out,
-            np.full(self.k, -1, dtype=np.int64),
-            0,
-            np.empty(1),
-            np.empty(1),
-        )
-        return out
-
-    def loglik_rel(self, theta: np.ndarray) -> float:
-        """``ell(theta) - const``."""
-        r, lth = self.evaluate(theta)
-        return float(_loglik_rel(r, lth, self.counts, self.inv_offset, self.positive)[0])
+    theta: np.ndarray
+    maps: int
+    trace: np.ndarray
+    converged: bool
+    residual: float
+    cycles: int = 0
+    fallbacks: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
-def run_em_compiled(
-    rows: CompiledRows,
+def tie_pools(theta: np.ndarray, pool_of: np.ndarray | None, n_pools: int) -> np.ndarray:
+    """Replace each pool's members by their mean (EM for the reduced mixture, see em_mr)."""
+    if pool_of is None or n_pools == 0:
+        return theta
+    members = pool_of >= 0
+    sums = np.bincount(pool_of[members], weights=theta[members], minlength=n_pools)
+    sizes = np.bincount(pool_of[members], minlength=n_pools)
+    out = theta.copy()
+    out[members] = (sums / sizes)[pool_of[members]]
+    return out
+
+
+def em_map(lik: Likelihood, theta: np.ndarray) -> np.ndarray:
+    """One EM map ``theta_x g_x / (theta . g)`` (compiled; for tests and diagnostics)."""
+    theta = np.ascontiguousarray(theta, dtype=float)
+    _, lth = lik.evaluate(theta)
+    out = np.empty(lik.k)
+    _em_map(*lik.arrays, lik.counts, theta, lth, np.empty(lth.shape[0]), out,
+            np.full(lik.k, -1, dtype=np.int64), 0, np.empty(1), np.empty(1))  # fmt: skip
+    return out
+
+
+def run_em(
+    lik: Likelihood,
     theta0: np.ndarray,
     *,
     tol: float,
@@ -523,20 +349,31 @@ def run_em_compiled(
     pool_of: np.ndarray | None = None,
     n_pools: int = 0,
 ) -> EMRun:
-    """:func:`bayesldp.estimators.mle.run_em`, compiled: the same steps, decisions and trace.
+    """EM on a tally, plain or SQUAREM-accelerated, with a non-decreasing log-likelihood.
 
-    Plain or SQUAREM-accelerated EM (scheme S3 with step-length control and a monotonicity
-    safeguard, see ``run_em``), stopping when one EM map moves no coordinate by more than
-    ``tol`` or after ``max_iter`` maps.  The trace holds ``ell - const`` of every accepted
-    iterate.
+    Stops when one EM map moves no coordinate by more than ``tol``
+    (``max_x |F(theta)_x - theta_x| < tol``, the criterion of the iterative Bayesian update in
+    multi-freq-ldpy) and returns ``F(theta)``, or after ``max_iter`` evaluations of the map.
+    The trace holds ``ell - const`` of every accepted iterate.
+
+    SQUAREM, scheme S3 (Varadhan and Roland, Scand. J. Statist. 2008): with
+    ``r = F(theta) - theta`` and ``v = F(F(theta)) - F(theta) - r``, the point
+    ``theta' = theta - 2 a r + a^2 v``, ``a = clip(-|r|/|v|, -a_max, -1)``, is moved toward
+    ``a = -1`` (which gives ``F(F(theta))``) until it is positive, then stabilised by one EM map.
+    It is accepted if its log-likelihood is not below the current one (up to the rounding of the
+    log-likelihood, 1e-13 of the magnitude of its terms), else ``F(F(theta))`` is taken.  The step
+    bound ``a_max`` starts at 1, is multiplied by 4 after an accepted step that reached it and
+    reset to a quarter of a rejected step (the step-length control of the SQUAREM R package,
+    without which long extrapolations along slowly converging directions are rejected forever).
+    Pools (``pool_of``, ``n_pools``) tie their members' weights after every map (EM-MR).
     """
     if pool_of is None:
-        pool_of = np.full(rows.k, -1, dtype=np.int64)
+        pool_of = np.full(lik.k, -1, dtype=np.int64)
     theta, maps, trace, converged, residual, cycles, fallbacks = _squarem(
-        *rows._rows_args(),
-        rows.inv_offset,
-        rows.positive,
-        rows.counts,
+        *lik.arrays,
+        lik.inv_offset,
+        lik.positive,
+        lik.counts,
         np.ascontiguousarray(theta0, dtype=float),
         float(tol),
         int(max_iter),
@@ -545,29 +382,6 @@ def run_em_compiled(
         int(n_pools),
     )
     return EMRun(theta, int(maps), trace, bool(converged), float(residual), cycles, fallbacks)
-
-
-def _check_theta0(theta0: Any, rows: CompiledRows) -> np.ndarray:
-    if theta0 is None:
-        return np.full(rows.k, 1.0 / rows.k)
-    arr = np.asarray(theta0, dtype=float)
-    if arr.shape != (rows.k,) or not np.all(np.isfinite(arr)) or arr.min() < 0:
-        raise InvalidInputError(f"theta0: expected {rows.k} finite non-negative frequencies")
-    if abs(arr.sum() - 1.0) > 1e-8:
-        raise InvalidInputError(f"theta0: must sum to 1, sums to {arr.sum()!r}")
-    _, lth = rows.evaluate(arr)
-    if np.any(lth <= 0):
-        raise InvalidInputError(
-            "theta0: gives probability 0 to some observed report; start from a point with "
-            "theta0 > 0 on every category"
-        )
-    return arr / arr.sum()
-
-
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise InvalidInputError(f"{name}: expected True or False, got {value!r}")
-    return bool(value)
 
 
 def em(
@@ -621,20 +435,18 @@ def em(
     (True, True)
     """
     tally = check_tally(tally)
-    _check_positive(tol, "tol")
-    _check_positive(max_iter, "max_iter", integer=True)
-    _check_bool(accelerate, "accelerate")
-    rows = CompiledRows(tally)
-    run = run_em_compiled(
-        rows, _check_theta0(theta0, rows), tol=tol, max_iter=max_iter, accelerate=accelerate
-    )
+    check_positive(tol, "tol")
+    check_int(max_iter, "max_iter")
+    check_bool(accelerate, "accelerate")
+    lik = Likelihood(tally)
+    run = run_em(lik, lik.check_start(theta0), tol=tol, max_iter=max_iter, accelerate=accelerate)
     return Estimate(
         run.theta,
         None,
         "em",
         on_simplex=True,
         iterations=run.maps,
-        loglik_trace=run.trace + rows.const,
+        loglik_trace=run.trace + lik.const,
         converged=run.converged,
         details={
             "residual": run.residual,
@@ -651,13 +463,10 @@ def _noise_sd(tally: Tally) -> np.ndarray:
     Cramér-Rao standard deviations of the tally's observed information at the uniform
     distribution (pseudo-inverse when that information is singular).
     """
-    from bayesldp.bounds import observed_information, var_star_by_category
-    from bayesldp.estimators.mle import _full_covariance
-
     if tally.mechanism is not None:
         return np.sqrt(var_star_by_category(tally.mechanism) / tally.n)
     info = observed_information(tally, np.full(tally.k, 1.0 / tally.k))
-    cov = _full_covariance(np.linalg.pinv(info, rcond=1e-10, hermitian=True))
+    cov = full_covariance(np.linalg.pinv(info, rcond=1e-10, hermitian=True))
     return np.sqrt(np.maximum(np.diag(cov), 0.0))
 
 
@@ -712,25 +521,23 @@ def em_mr(
         (BIC of the full model and of every accepted round), ``rounds``, ``threshold``.
     """
     tally = check_tally(tally)
-    _check_positive(tol, "tol")
-    _check_positive(max_iter, "max_iter", integer=True)
-    _check_positive(max_rounds, "max_rounds", integer=True)
-    _check_bool(accelerate, "accelerate")
-    rows = CompiledRows(tally)
-    k, n = rows.k, rows.n
+    check_positive(tol, "tol")
+    check_int(max_iter, "max_iter")
+    check_int(max_rounds, "max_rounds")
+    check_bool(accelerate, "accelerate")
+    lik = Likelihood(tally)
+    k, n = lik.k, lik.n
     if threshold is None:
-        _check_positive(threshold_sd, "threshold_sd")
+        check_positive(threshold_sd, "threshold_sd")
         thr = threshold_sd * _noise_sd(tally)
     else:
         thr = np.broadcast_to(np.asarray(threshold, dtype=float), (k,)).copy()
         if not np.all(np.isfinite(thr)) or np.any(thr < 0):
             raise InvalidInputError(f"threshold: must be finite and >= 0, got {threshold!r}")
 
-    run = run_em_compiled(
-        rows, _check_theta0(theta0, rows), tol=tol, max_iter=max_iter, accelerate=accelerate
-    )
+    run = run_em(lik, lik.check_start(theta0), tol=tol, max_iter=max_iter, accelerate=accelerate)
     theta = run.theta
-    loglik = run.trace[-1] + rows.const
+    loglik = run.trace[-1] + lik.const
     bic = -2.0 * loglik + k * math.log(n)
     trace = list(run.trace)
     maps = run.maps
@@ -747,9 +554,9 @@ def em_mr(
             break
         trial_pool_of = pool_of.copy()
         trial_pool_of[chosen] = n_pools
-        start = _tie(theta, trial_pool_of, n_pools + 1)
-        trial = run_em_compiled(
-            rows,
+        start = tie_pools(theta, trial_pool_of, n_pools + 1)
+        trial = run_em(
+            lik,
             start,
             tol=tol,
             max_iter=max_iter,
@@ -759,7 +566,7 @@ def em_mr(
         )
         maps += trial.maps
         n_components = int((trial_pool_of < 0).sum()) + n_pools + 1
-        trial_loglik = trial.trace[-1] + rows.const
+        trial_loglik = trial.trace[-1] + lik.const
         trial_bic = -2.0 * trial_loglik + n_components * math.log(n)
         accepted = trial_bic < bic
         rounds.append({"round": t, "merged": chosen, "bic": trial_bic, "accepted": bool(accepted)})
@@ -776,7 +583,7 @@ def em_mr(
         "em_mr",
         on_simplex=True,
         iterations=maps,
-        loglik_trace=np.asarray(trace) + rows.const,
+        loglik_trace=np.asarray(trace) + lik.const,
         converged=converged,
         details={
             "pools": pools,

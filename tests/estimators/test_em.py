@@ -5,9 +5,10 @@ import pytest
 
 import bayesldp
 from bayesldp import Tally
-from bayesldp.errors import InvalidInputError
-from bayesldp.estimators.em import CompiledRows, em, em_mr, run_em_compiled
-from bayesldp.estimators.mle import RowLikelihood, _tie, grr_mle, run_em
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.estimators.em import em, em_map, em_mr, run_em, tie_pools
+from bayesldp.estimators.mle import grr_mle
+from bayesldp.likelihood import Likelihood
 
 
 def grr_tally(k, eps, true_counts, seed):
@@ -148,7 +149,7 @@ def test_em_mr_on_a_mixed_tally_uses_the_observed_information_scale():
 
 def test_em_bad_options():
     tally = grr_tally(3, 1.0, [5, 5, 5], 13)
-    with pytest.raises(InvalidInputError, match="accelerate"):
+    with pytest.raises(InvalidTypeError, match="accelerate"):  # a type error, as everywhere
         em(tally, accelerate="yes")
     with pytest.raises(InvalidInputError, match="threshold"):
         em_mr(tally, threshold=-1.0)
@@ -190,9 +191,9 @@ def test_onehot_step_is_the_order_k_formula_and_equals_the_generic_step():
         tally.counts, support=tally.support, levels=(hi, lo), stat=np.zeros(k), family="c"
     )
     for t in (tally, repeated, reversed_levels):
-        rows = CompiledRows(t)
+        rows = Likelihood(t)
         assert rows.kind == "onehot"
-        generic = CompiledRows(dense_twin(t))
+        generic = Likelihood(dense_twin(t))
         assert generic.kind == "dense"
         counts = t.counts.astype(float)
         lo_t, hi_t = t.levels
@@ -203,11 +204,11 @@ def test_onehot_step_is_the_order_k_formula_and_equals_the_generic_step():
             d = lo_t * theta.sum() + (hi_t - lo_t) * theta[cols]
             h = np.bincount(cols, weights=counts / d, minlength=k)
             formula = theta * (lo_t * (counts / d).sum() + (hi_t - lo_t) * h) / counts.sum()
-            step = rows.em_map(theta)
+            step = em_map(rows, theta)
             assert np.abs(step - formula).max() <= 1e-14
-            assert np.abs(step - generic.em_map(theta)).max() <= 1e-14
+            assert np.abs(step - em_map(generic, theta)).max() <= 1e-14
             assert np.abs(step - reference_step(t.rows, counts, theta)).max() <= 1e-14
-            assert rows.loglik_rel(theta) + rows.const == pytest.approx(t.loglik(theta), rel=1e-13)
+            assert rows.loglik_rel(*rows.evaluate(theta)) + rows.const == pytest.approx(t.loglik(theta), rel=1e-13)
 
 
 @pytest.mark.parametrize("density", [0.3, 0.8])
@@ -221,69 +222,60 @@ def test_sparse_step_equals_the_generic_step(density, levels):
     tally = Tally(
         rng.integers(1, 5, n_rows), support=support, levels=levels, stat=np.zeros(k), family="s"
     )
-    rows = CompiledRows(tally)
+    rows = Likelihood(tally)
     assert rows.kind == "sparse"
     assert rows.complement == ((density > 0.5) != (levels[1] < levels[0]))
     counts = tally.counts.astype(float)
     for theta in (np.full(k, 1.0 / k), rng.dirichlet(np.ones(k))):
         expected = reference_step(tally.rows, counts, theta)
-        assert np.abs(rows.em_map(theta) - expected).max() <= 1e-14
-        assert np.abs(CompiledRows(dense_twin(tally)).em_map(theta) - expected).max() <= 1e-14
-        assert rows.loglik_rel(theta) + rows.const == pytest.approx(tally.loglik(theta), rel=1e-13)
+        assert np.abs(em_map(rows, theta) - expected).max() <= 1e-14
+        assert np.abs(em_map(Likelihood(dense_twin(tally)), theta) - expected).max() <= 1e-14
+        assert rows.loglik_rel(*rows.evaluate(theta)) + rows.const == pytest.approx(tally.loglik(theta), rel=1e-13)
 
 
-def test_compiled_em_is_the_python_em():
-    """The compiled loop takes the steps of mle.run_em: equal up to rounding."""
+def reference_em(rows, counts, theta, n_maps, pool_of=None):
+    """Plain EM in numpy on dense rows (pools tied to their mean after every map)."""
+    trace = [counts @ np.log(rows @ theta)]
+    for _ in range(n_maps):
+        theta = reference_step(rows, counts, theta)
+        if pool_of is not None:
+            for pool in range(pool_of.max() + 1):
+                theta[pool_of == pool] = theta[pool_of == pool].mean()
+        trace.append(counts @ np.log(rows @ theta))
+    return theta, np.asarray(trace)
+
+
+def test_compiled_em_is_the_numpy_em():
+    """Plain EM takes the numpy EM's iterates; SQUAREM reaches the same fixed point."""
     for tally in tallies():
-        lik, rows = RowLikelihood(tally), CompiledRows(tally)
+        lik = Likelihood(tally)
         start = np.full(tally.k, 1.0 / tally.k)
-        # plain EM: the same iterates to rounding, however long
-        a = run_em(lik, start, tol=1e-12, max_iter=500, accelerate=False)
-        b = run_em_compiled(rows, start, tol=1e-12, max_iter=500, accelerate=False)
-        assert a.maps == b.maps
-        np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-14)
-        np.testing.assert_allclose(b.trace, a.trace, rtol=1e-13)
-        # SQUAREM: the same decisions (extrapolations, fallbacks); rounding differences are
-        # amplified by long extrapolations, so compare the first cycles tightly
-        a = run_em(lik, start, tol=1e-12, max_iter=9, accelerate=True)
-        b = run_em_compiled(rows, start, tol=1e-12, max_iter=9, accelerate=True)
-        assert (a.maps, a.cycles, a.fallbacks) == (b.maps, b.cycles, b.fallbacks)
-        np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-11)
-        np.testing.assert_allclose(b.trace, a.trace, rtol=1e-12)
-        # and to convergence: the same fixed point
-        a = run_em(lik, start, tol=1e-12, max_iter=20_000, accelerate=True)
-        b = run_em_compiled(rows, start, tol=1e-12, max_iter=20_000, accelerate=True)
-        assert a.converged and b.converged
-        np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-6)
+        b = run_em(lik, start, tol=1e-300, max_iter=500, accelerate=False)
+        theta, trace = reference_em(tally.rows, tally.counts.astype(float), start, 500)
+        assert b.maps == 500
+        np.testing.assert_allclose(b.theta, theta, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(b.trace + lik.const, trace, rtol=1e-12)
+        fast = run_em(lik, start, tol=1e-12, max_iter=20_000, accelerate=True)
+        assert fast.converged
+        assert np.all(np.diff(fast.trace) >= -1e-12 * np.abs(fast.trace).max())
+        best = bayesldp.estimate(tally, "mle").frequencies  # the fixed point EM converges to
+        np.testing.assert_allclose(fast.theta, best, rtol=0, atol=1e-5)
 
 
-def test_compiled_pooled_em_is_the_python_pooled_em():
+def test_pooled_em_is_the_numpy_pooled_em():
     tally = grr_tally(12, 1.0, [900, 700, 500, 300, 100, 50, 20, 10, 0, 0, 0, 0], 23)
     pool_of = np.array([-1, -1, -1, -1, -1, -1, 0, 0, 1, 1, 1, 0])
-    start = _tie(np.full(12, 1.0 / 12), pool_of, 2)
-    for accelerate, max_iter in ((False, 300), (True, 9)):
-        a = run_em(
-            RowLikelihood(tally),
-            start,
-            tol=1e-14,
-            max_iter=max_iter,
-            accelerate=accelerate,
-            pool_of=pool_of,
-            n_pools=2,
-        )
-        b = run_em_compiled(
-            CompiledRows(tally),
-            start,
-            tol=1e-14,
-            max_iter=max_iter,
-            accelerate=accelerate,
-            pool_of=pool_of,
-            n_pools=2,
-        )
-        assert a.maps == b.maps
-        np.testing.assert_allclose(b.theta, a.theta, rtol=0, atol=1e-13)
+    start = tie_pools(np.full(12, 1.0 / 12), pool_of, 2)
+    b = run_em(Likelihood(tally), start, tol=1e-300, max_iter=300, accelerate=False,
+               pool_of=pool_of, n_pools=2)  # fmt: skip
+    theta, _ = reference_em(tally.rows, tally.counts.astype(float), start, 300, pool_of)
+    assert b.maps == 300
+    np.testing.assert_allclose(b.theta, theta, rtol=0, atol=1e-13)
+    fast = run_em(Likelihood(tally), start, tol=1e-14, max_iter=9, accelerate=True,
+                  pool_of=pool_of, n_pools=2)  # fmt: skip
+    for run in (b, fast):
         for pool in (0, 1):
-            assert np.ptp(b.theta[pool_of == pool]) == 0
+            assert np.ptp(run.theta[pool_of == pool]) == 0
 
 
 def test_em_same_on_support_form_and_dense_rows():

@@ -1,0 +1,427 @@
+"""The likelihood of a tally: the one operator every estimator, sampler and bound reads.
+
+A :class:`~bayesldp.Tally` holds distinct likelihood rows ``L[u, x]`` (proportional to
+``Pr(report u | X = x)``) and their counts ``c[u]``; the log-likelihood of ``theta`` is
+
+.. math:: \\ell(\\theta) = \\sum_u c_u \\log(L_u \\cdot \\theta)
+
+(seed 000, eq. 22; REFERENCE.md section 3).  Everything the package computes from a tally is a
+product with these rows: ``L theta`` (the report probabilities), ``L^T w`` (gradients, the EM map
+``theta_x <- theta_x g_x / n`` with ``g = L^T (c / L theta)``), ``L^T diag(w) L`` (Hessians and
+Fisher information).  :class:`Likelihood` computes them once, for every row form, with the
+numba kernels of this module; the MLE, EM, EM-MR, the HMC and SGLD samplers and
+:mod:`bayesldp.bounds` all read it.
+
+Rows are handled *centred*: ``L[u] = a_u + C[u]`` with ``C[u] >= 0`` (``a_u = min_x L[u, x]`` for
+dense rows, ``min(lo, hi)`` in support form).  On the simplex ``L_u . theta = a_u + C_u . theta``,
+so log-likelihood differences are computed as ``log1p(C_u . theta / a_u)`` without the cancellation
+that ruins them when ``epsilon`` is tiny (every row then nearly constant).  ``C`` is stored in one
+of three forms, chosen from the tally:
+
+* ``"dense"``: the matrix ``C`` (dense tallies, finite channels): O(U K) per product;
+* ``"sparse"``: ``C = |hi - lo| M`` with the 0/1 matrix ``M`` (the support, or its complement when
+  ``hi < lo``) stored as compressed rows of ``M`` or of ``1 - M``, whichever is sparser
+  (``complement``): O(nnz + K) per product (unary encoding, local hashing, Hadamard response);
+* ``"onehot"``: support rows with exactly one True (GRR): one column index per row, O(U + K).
+
+The compiled kernels take the row form as separate arguments, ``dense``, ``indptr`` and ``indices``
+(one of them None selects the form: numba prunes a branch on ``x is None`` when ``x`` is None at
+compile time, so each form gets its own specialisation, compiled once and cached on disk).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from bayesldp._validation import check_tally
+
+__all__ = ["Likelihood"]
+
+_CHUNK_ELEMENTS = 1 << 21  # float64 temporaries of at most 16 MB when densifying row blocks
+
+
+# ============================================================================ compiled kernels
+@njit(cache=True)
+def matvec(dense, indptr, indices, delta, complement, theta, out):
+    """``out = C @ theta`` (U,)."""
+    n_rows = out.shape[0]
+    k = theta.shape[0]
+    if dense is not None:
+        for u in range(n_rows):
+            s = 0.0
+            for x in range(k):
+                s += dense[u, x] * theta[x]
+            out[u] = s
+    if indices is not None:
+        total = 0.0
+        if complement:
+            for x in range(k):
+                total += theta[x]
+        if indptr is None:  # one-hot rows: C[u] = delta e_{indices[u]}
+            for u in range(n_rows):
+                s = theta[indices[u]]
+                out[u] = delta * (total - s) if complement else delta * s
+        else:
+            for u in range(n_rows):
+                s = 0.0
+                for j in range(indptr[u], indptr[u + 1]):
+                    s += theta[indices[j]]
+                out[u] = delta * (total - s) if complement else delta * s
+
+
+@njit(cache=True)
+def rmatvec(dense, indptr, indices, delta, complement, w, out):
+    """``out = C.T @ w`` (K,)."""
+    n_rows = w.shape[0]
+    k = out.shape[0]
+    for x in range(k):
+        out[x] = 0.0
+    if dense is not None:
+        for u in range(n_rows):
+            wu = w[u]
+            for x in range(k):
+                out[x] += wu * dense[u, x]
+    if indices is not None:
+        total = 0.0
+        if indptr is None:
+            for u in range(n_rows):
+                total += w[u]
+                out[indices[u]] += w[u]
+        else:
+            for u in range(n_rows):
+                wu = w[u]
+                total += wu
+                for j in range(indptr[u], indptr[u + 1]):
+                    out[indices[j]] += wu
+        for x in range(k):
+            out[x] = delta * (total - out[x]) if complement else delta * out[x]
+
+
+@njit(cache=True)
+def evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth):
+    """``r = C theta`` and ``lth = L theta = a sum(theta) + r``."""
+    matvec(dense, indptr, indices, delta, complement, theta, r)
+    s = 0.0
+    for x in range(theta.shape[0]):
+        s += theta[x]
+    for u in range(r.shape[0]):
+        lth[u] = offset[u] * s + r[u]
+
+
+@njit(cache=True)
+def gradient(dense, indptr, indices, delta, complement, offset, counts, theta, floor, r, lth, w,
+             g):  # fmt: skip
+    """``g = L^T (c / max(L theta, floor))``; returns ``sum_u c_u log(L_u . theta)``.
+
+    Work arrays ``r``, ``lth``, ``w`` of length U are overwritten (``lth = L theta``, ``w = c /
+    max(lth, floor)``).  The log-likelihood is ``-inf`` when an observed report has probability 0.
+    """
+    evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth)
+    ll = 0.0
+    ws = 0.0
+    for u in range(lth.shape[0]):
+        mu = lth[u]
+        ll += counts[u] * math.log(mu) if mu > 0.0 else -math.inf
+        wu = counts[u] / max(mu, floor)
+        w[u] = wu
+        ws += wu * offset[u]
+    rmatvec(dense, indptr, indices, delta, complement, w, g)
+    for x in range(g.shape[0]):
+        g[x] += ws
+    return ll
+
+
+@njit(cache=True)
+def loglik_rel(r, lth, counts, inv_offset, positive):
+    """``(ell(theta) - const, sum_u c_u |t_u|)`` in one pass over the rows, theta on the simplex.
+
+    ``t_u = log1p(r_u / a_u)`` (``log r_u`` when ``a_u = 0``); the first value is ``-inf`` if an
+    observed report gets probability 0; the second is the magnitude that sets the rounding
+    error of the first.
+    """
+    total = 0.0
+    scale = 0.0
+    zero = False
+    for u in range(r.shape[0]):
+        if lth[u] <= 0.0:
+            zero = True
+        t = math.log1p(r[u] * inv_offset[u]) if positive[u] else math.log(r[u])
+        total += counts[u] * t
+        scale += counts[u] * abs(t)
+    return (-math.inf if zero else total), scale
+
+
+@njit(cache=True)
+def _loglik_batch(dense, indptr, indices, delta, complement, offset, counts, thetas, out):
+    """``out[d] = sum_u c_u log(L_u . theta_d)`` for any non-negative ``thetas`` (D, K)."""
+    n_rows = counts.shape[0]
+    r = np.empty(n_rows)
+    lth = np.empty(n_rows)
+    for d in range(thetas.shape[0]):
+        evaluate(dense, indptr, indices, delta, complement, offset, thetas[d], r, lth)
+        ll = 0.0
+        for u in range(n_rows):
+            ll += counts[u] * math.log(lth[u]) if lth[u] > 0.0 else -math.inf
+        out[d] = ll
+
+
+@njit(cache=True)
+def _row_pattern(support):
+    """Number of True per row of a boolean matrix and the column of each row's first True."""
+    n_rows, k = support.shape
+    nnz = np.empty(n_rows, dtype=np.int64)
+    first = np.empty(n_rows, dtype=np.int32)
+    for u in range(n_rows):
+        first[u] = -1
+        count = 0
+        for x in range(k):
+            if support[u, x]:
+                if count == 0:
+                    first[u] = x
+                count += 1
+        nnz[u] = count
+    return nnz, first
+
+
+# ============================================================================ the operator
+class Likelihood:
+    """The centred likelihood rows of a tally and every product the package needs.
+
+    ``L[u, x] = offset[u] + C[u, x]`` with ``C >= 0``, stored as ``kind`` "dense", "sparse" or
+    "onehot" (module docstring).  ``arrays`` is the tuple ``(dense, indptr, indices, delta,
+    complement, offset)`` the compiled kernels of this module take.
+
+    Parameters
+    ----------
+    tally : Tally
+        Any tally (dense or support form, deduplicated or not, one mechanism or mixed).
+
+    Attributes
+    ----------
+    k, n_rows : int
+        Categories and distinct rows.
+    counts : ndarray (U,)
+        Row counts as floats; ``n`` is their sum.
+    const : float
+        ``sum_u c_u log a_u`` over rows with ``a_u > 0``: ``ell(theta) = const + loglik_rel``.
+    rowmax : ndarray (U,)
+        ``max_x C[u, x]``.
+    """
+
+    def __init__(self, tally: Any) -> None:
+        tally = check_tally(tally)
+        self.k = tally.k
+        self.counts = tally.counts.astype(float)
+        self.n = float(self.counts.sum())
+        self.n_rows = int(self.counts.shape[0])
+        self.dense: np.ndarray | None = None
+        self.indptr: np.ndarray | None = None
+        self.indices: np.ndarray | None = None
+        self.delta = 0.0
+        self.complement = False
+        self._support: np.ndarray | None = None
+        if tally.is_support_form:
+            self._init_support(tally)
+        else:
+            self.kind = "dense"
+            rows = tally.rows
+            self.offset = rows.min(axis=1)
+            self.dense = np.ascontiguousarray(rows - self.offset[:, None])
+            self.rowmax = self.dense.max(axis=1)
+        self.positive = self.offset > 0
+        safe = np.where(self.positive, self.offset, 1.0)
+        self.inv_offset = np.where(self.positive, 1.0 / safe, 0.0)
+        self.const = float(self.counts[self.positive] @ np.log(safe[self.positive]))
+        self.arrays = (
+            self.dense,
+            self.indptr,
+            self.indices,
+            self.delta,
+            self.complement,
+            self.offset,
+        )
+
+    def _init_support(self, tally: Any) -> None:
+        lo, hi = tally.levels
+        support = np.ascontiguousarray(tally.support)
+        self._support = support
+        self._invert = bool(hi < lo)  # then C = |hi - lo| (1 - support)
+        self.delta = abs(hi - lo)
+        self.offset = np.full(self.n_rows, min(lo, hi))
+        row_nnz, first = _row_pattern(support)
+        mask_nnz = self.k - row_nnz if self._invert else row_nnz
+        self.rowmax = self.delta * (mask_nnz > 0)
+        if row_nnz.min() == 1 and row_nnz.max() == 1:  # GRR: one True per row
+            self.kind = "onehot"
+            self.indices = first
+            self.complement = self._invert
+            return
+        self.kind = "sparse"
+        mask = ~support if self._invert else support
+        self.complement = bool(mask_nnz.sum() > 0.5 * support.size)
+        stored = ~mask if self.complement else mask
+        stored_nnz = self.k - mask_nnz if self.complement else mask_nnz
+        self.indptr = np.zeros(self.n_rows + 1, dtype=np.int64)
+        np.cumsum(stored_nnz, out=self.indptr[1:])
+        self.indices = np.nonzero(stored)[1].astype(np.int32)
+
+    # ---------------------------------------------------------------- products
+    def evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(C theta, L theta)`` for one theta (K,)."""
+        theta = np.ascontiguousarray(theta, dtype=float)
+        r = np.empty(self.n_rows)
+        lth = np.empty(self.n_rows)
+        if self.dense is not None:  # BLAS
+            np.matmul(self.dense, theta, out=r)
+            lth = self.offset * theta.sum() + r
+        else:
+            evaluate(*self.arrays, theta, r, lth)
+        return r, lth
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        """``C @ v`` for v of shape (K,)."""
+        if self.dense is not None:
+            return self.dense @ v
+        out = np.empty(self.n_rows)
+        matvec(*self.arrays[:5], np.ascontiguousarray(v, dtype=float), out)
+        return out
+
+    def rmatvec(self, w: np.ndarray) -> np.ndarray:
+        """``C.T @ w`` for w of shape (U,)."""
+        if self.dense is not None:
+            return w @ self.dense
+        out = np.empty(self.k)
+        rmatvec(*self.arrays[:5], np.ascontiguousarray(w, dtype=float), out)
+        return out
+
+    def sq_rmatvec(self, w: np.ndarray) -> np.ndarray:
+        """``(C * C).T @ w``."""
+        if self.dense is None:  # C is delta times a 0/1 matrix
+            return self.delta * self.rmatvec(w)
+        out = np.zeros(self.k)
+        for sl in self._row_blocks(self.k):
+            block = self.dense[sl]
+            out += (block * block).T @ w[sl]
+        return out
+
+    def gram(self, w: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+        """``C[:, idx].T @ diag(w) @ C[:, idx]`` (all columns when idx is None), O(U |idx|^2)."""
+        idx = np.arange(self.k) if idx is None else idx
+        m = idx.shape[0]
+        out = np.zeros((m, m))
+        for sl in self._row_blocks(m):
+            block = self._centred_block(sl)[:, idx]
+            out += (block * w[sl, None]).T @ block
+        return out
+
+    def full_gram(self, w: np.ndarray) -> np.ndarray:
+        """``L.T @ diag(w) @ L`` (K, K), from the centred rows.
+
+        ``sum_u w_u (a_u + C_u)(a_u + C_u)^T = C^T W C + v 1^T + 1 v^T + (sum_u w_u a_u^2) 1 1^T``
+        with ``v = C^T (w a)``.
+        """
+        v = self.rmatvec(w * self.offset)
+        return self.gram(w) + v[:, None] + v[None, :] + float(w @ self.offset**2)
+
+    def _centred_block(self, sl: slice) -> np.ndarray:
+        if self.dense is not None:
+            return self.dense[sl]
+        sub = self._support[sl]
+        return self.delta * (~sub if self._invert else sub).astype(float)
+
+    def _row_blocks(self, width: int):
+        step = max(1, _CHUNK_ELEMENTS // max(width, 1))
+        for start in range(0, self.n_rows, step):
+            yield slice(start, min(start + step, self.n_rows))
+
+    def rows_at(self, idx: np.ndarray) -> np.ndarray:
+        """The rows ``L[idx]`` as floats, shape ``idx.shape + (K,)`` (only these are built)."""
+        if self.dense is not None:
+            return self.offset[idx][..., None] + self.dense[idx]
+        sub = self._support[idx]
+        return self.offset[0] + self.delta * (~sub if self._invert else sub)
+
+    # ---------------------------------------------------------------- likelihood
+    def loglik(self, theta: Any) -> np.ndarray | float:
+        """``sum_u c_u log(L_u . theta)`` for theta of shape (K,) or (..., K), any scale."""
+        theta = np.asarray(theta, dtype=float)
+        flat = np.ascontiguousarray(theta.reshape(-1, self.k))
+        out = np.empty(flat.shape[0])
+        _loglik_batch(*self.arrays, self.counts, flat, out)
+        return float(out[0]) if theta.ndim == 1 else out.reshape(theta.shape[:-1])
+
+    def row_dot(self, theta: Any) -> np.ndarray:
+        """``L @ theta`` for theta of shape (..., K): returns shape (..., U)."""
+        theta = np.asarray(theta, dtype=float)
+        flat = theta.reshape(-1, self.k)
+        out = np.empty((flat.shape[0], self.n_rows))
+        for d in range(flat.shape[0]):
+            out[d] = self.evaluate(flat[d])[1]
+        return out.reshape((*theta.shape[:-1], self.n_rows))
+
+    def loglik_rel(self, r: np.ndarray, lth: np.ndarray) -> float:
+        """``ell(theta) - const`` from ``evaluate``'s output, theta on the simplex."""
+        return float(loglik_rel(r, lth, self.counts, self.inv_offset, self.positive)[0])
+
+    def loglik_scale(self, r: np.ndarray, lth: np.ndarray) -> float:
+        """``sum_u c_u |t_u|``: the magnitude that sets the rounding error of ``loglik_rel``."""
+        return float(loglik_rel(r, lth, self.counts, self.inv_offset, self.positive)[1])
+
+    def grad(self, theta: np.ndarray, floor: float = 0.0) -> tuple[float, np.ndarray]:
+        """``(ell(theta), g)`` with ``g = L^T (c / max(L theta, floor))`` for one theta (K,)."""
+        theta = np.ascontiguousarray(theta, dtype=float)
+        work = np.empty((3, self.n_rows))
+        g = np.empty(self.k)
+        ll = gradient(*self.arrays, self.counts, theta, float(floor), *work, g)
+        return float(ll), g
+
+    def score(self, thetas: np.ndarray, floor: float = 0.0) -> np.ndarray:
+        """``h(theta) = L^T (c / max(L theta, floor)) - n`` for thetas (C, K) -> (C, K)."""
+        return np.stack([self.grad(theta, floor)[1] for theta in thetas]) - self.n
+
+    def fisher_diag(self, theta: np.ndarray, floor: float = 0.0) -> np.ndarray:
+        """``sum_u c_u L_ux^2 / max(L_u . theta, floor)^2`` for every x, at one theta (K,)."""
+        _, lth = self.evaluate(theta)
+        w2 = self.counts / np.maximum(lth, floor) ** 2
+        a = self.offset
+        return float(w2 @ a**2) + 2.0 * self.rmatvec(w2 * a) + self.sq_rmatvec(w2)
+
+    def kkt(self, theta: np.ndarray, lth: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Scaled KKT violation of the MLE, the centred gradient ``C.T (c / L theta)`` and
+        ``g - lambda``.
+
+        The violation is ``max(max_{theta_x>0} |g_x - n|, max_{theta_x=0} (g_x - n)^+)``
+        divided by ``n * s`` with ``s = mean_i max_x C[u_i, x] / (L_{u_i} . theta)`` the typical
+        slope of one report's log-likelihood, so the tolerance does not depend on epsilon.
+        """
+        w = self.counts / lth
+        gt = self.rmatvec(w)
+        dev = gt - theta @ gt
+        slope = float(w @ self.rowmax)
+        scale = slope if slope > 0 else 1.0
+        free = theta > 0
+        v_free = float(np.abs(dev[free]).max()) if free.any() else 0.0
+        v_off = float(max(dev[~free].max(), 0.0)) if (~free).any() else 0.0
+        return max(v_free, v_off) / scale, gt, dev
+
+    def check_start(self, theta0: Any) -> np.ndarray:
+        """Validate a starting point of an iterative estimator (default uniform)."""
+        from bayesldp.errors import InvalidInputError
+
+        if theta0 is None:
+            return np.full(self.k, 1.0 / self.k)
+        arr = np.asarray(theta0, dtype=float)
+        if arr.shape != (self.k,) or not np.all(np.isfinite(arr)) or arr.min() < 0:
+            raise InvalidInputError(f"theta0: expected {self.k} finite non-negative frequencies")
+        if abs(arr.sum() - 1.0) > 1e-8:
+            raise InvalidInputError(f"theta0: must sum to 1, sums to {arr.sum()!r}")
+        if np.any(self.evaluate(arr)[1] <= 0):
+            raise InvalidInputError(
+                "theta0: gives probability 0 to some observed report; start from a point with "
+                "theta0 > 0 on every category"
+            )
+        return arr / arr.sum()
