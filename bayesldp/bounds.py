@@ -141,9 +141,7 @@ def fisher_information(channel: Any, theta: Any) -> np.ndarray:
     return (diff / py) @ diff.T
 
 
-def observed_information(
-    tally: Tally, theta: Any, *, lik: Likelihood | None = None
-) -> np.ndarray:
+def observed_information(tally: Tally, theta: Any, *, lik: Likelihood | None = None) -> np.ndarray:
     """Observed information of a tally at ``theta`` (minus the Hessian of the log-likelihood).
 
     In the first ``K - 1`` coordinates: ``J = sum_u c_u d_u d_u^T / (L_u . theta)^2`` with

@@ -208,7 +208,9 @@ def test_onehot_step_is_the_order_k_formula_and_equals_the_generic_step():
             assert np.abs(step - formula).max() <= 1e-14
             assert np.abs(step - em_map(generic, theta)).max() <= 1e-14
             assert np.abs(step - reference_step(t.rows, counts, theta)).max() <= 1e-14
-            assert rows.loglik_rel(*rows.evaluate(theta)) + rows.const == pytest.approx(t.loglik(theta), rel=1e-13)
+            assert rows.loglik_rel(*rows.evaluate(theta)) + rows.const == pytest.approx(
+                t.loglik(theta), rel=1e-13
+            )
 
 
 @pytest.mark.parametrize("density", [0.3, 0.8])
@@ -230,7 +232,9 @@ def test_sparse_step_equals_the_generic_step(density, levels):
         expected = reference_step(tally.rows, counts, theta)
         assert np.abs(em_map(rows, theta) - expected).max() <= 1e-14
         assert np.abs(em_map(Likelihood(dense_twin(tally)), theta) - expected).max() <= 1e-14
-        assert rows.loglik_rel(*rows.evaluate(theta)) + rows.const == pytest.approx(tally.loglik(theta), rel=1e-13)
+        assert rows.loglik_rel(*rows.evaluate(theta)) + rows.const == pytest.approx(
+            tally.loglik(theta), rel=1e-13
+        )
 
 
 def reference_em(rows, counts, theta, n_maps, pool_of=None):
