@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from bayesldp._validation import RNGLike, as_generator
+from bayesldp._validation import RNGLike, as_generator, check_int, check_open_unit
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.tally import Tally
 
@@ -64,21 +64,6 @@ Sampler = Callable[[Tally, np.ndarray, int], np.ndarray]
 
 
 # ---------------------------------------------------------------------------- checks
-def _check_int(value: Any, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
-    if value < low:
-        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
-    return int(value)
-
-
-def _check_level(level: Any) -> float:
-    if isinstance(level, bool) or not isinstance(level, numbers.Real):
-        raise InvalidTypeError(f"level: expected a number in (0, 1), got {level!r}")
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise InvalidInputError(f"level: must lie in (0, 1), got {level}")
-    return level
 
 
 def _float_array(value: Any, name: str, min_ndim: int) -> np.ndarray:
@@ -153,8 +138,8 @@ def rank_histogram(ranks: Any, max_rank: int, bins: int = 10) -> np.ndarray:
     -------
     ndarray of int, shape (bins, K)
     """
-    max_rank = _check_int(max_rank, "max_rank", 1)
-    bins = _check_int(bins, "bins", 2)
+    max_rank = check_int(max_rank, "max_rank", 1)
+    bins = check_int(bins, "bins", 2)
     if (max_rank + 1) % bins:
         raise InvalidInputError(
             f"bins: {bins} does not divide the {max_rank + 1} possible ranks 0..{max_rank}; "
@@ -219,7 +204,7 @@ def interval_contains(truth: Any, draws: Any, level: float = 0.9) -> np.ndarray:
     -------
     ndarray of bool, shape (..., K)
     """
-    level = _check_level(level)
+    level = check_open_unit(level, "level")
     truth = _float_array(truth, "truth", 1)
     draws = _float_array(draws, "draws", 2)
     if draws.shape[:-2] != truth.shape[:-1] or draws.shape[-1] != truth.shape[-1]:
@@ -305,7 +290,7 @@ def thin_by_ess(theta: Any, size: int, ess: Any = None) -> ThinnedDraws:
     theta = _float_array(theta, "theta", 3)
     if theta.ndim != 3:
         raise InvalidInputError(f"theta: expected shape (chains, draws, K), got {theta.shape}")
-    size = _check_int(size, "size", 1)
+    size = check_int(size, "size", 1)
     chains, n_draws, k = theta.shape
     total = chains * n_draws
     if total < size:
@@ -350,8 +335,8 @@ class BackendSampler:
             raise InvalidInputError(
                 f"method: expected 'hmc', 'sgld', 'nuts' or 'exact', got {self.method!r}"
             )
-        _check_int(self.draws, "draws", 1)
-        _check_int(self.chains, "chains", 1)
+        check_int(self.draws, "draws", 1)
+        check_int(self.chains, "chains", 1)
 
     def __call__(self, tally: Tally, alpha: np.ndarray, random_seed: int) -> np.ndarray:
         module = importlib.import_module(f"bayesldp.bayes.{self.method}")
@@ -442,7 +427,7 @@ def sbc_replication(
         Credible level of the interval.
     """
     alpha = _check_alpha(alpha)
-    n = _check_int(n, "n", 1)
+    n = check_int(n, "n", 1)
     if getattr(mechanism, "k", None) != alpha.shape[0]:
         raise InvalidInputError(
             f"alpha: length {alpha.shape[0]} does not match the mechanism's "
@@ -591,7 +576,7 @@ def summarise_sbc(
     p_threshold : float
     coverage_range : (float, float)
     """
-    level = _check_level(level)
+    level = check_open_unit(level, "level")
     inside_arr = np.asarray(inside)
     if inside_arr.dtype != bool:
         raise InvalidTypeError(f"inside: expected booleans, got dtype {inside_arr.dtype}")
@@ -644,7 +629,7 @@ def run_sbc(
     summary : SBCSummary
     replications : list of SBCReplication
     """
-    reps = _check_int(reps, "reps", 1)
+    reps = check_int(reps, "reps", 1)
     if isinstance(rng, np.random.SeedSequence):
         root = rng
     elif rng is None:

@@ -70,7 +70,6 @@ The posterior moments are exact (Fact A.1/A.2 of seed 000, law of total covarian
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +77,7 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from bayesldp._validation import RNGLike, as_generator
+from bayesldp._validation import RNGLike, as_generator, check_int
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.prior import Dirichlet, as_dirichlet, dirichlet_draws
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
@@ -162,7 +161,7 @@ class ExactPosterior:
         Each draw picks a component with probability ``w_m`` (inverse CDF of one uniform), then
         draws from that Dirichlet (log-space Gamma normalisation).
         """
-        theta, _ = self._sample(_check_positive_int(draws, "draws"), as_generator(rng))
+        theta, _ = self._sample(check_int(draws, "draws"), as_generator(rng))
         return theta
 
     def _sample(self, size: int, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -244,7 +243,7 @@ def exact_posterior(
     if not isinstance(tally, Tally):
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     prior = as_dirichlet(alpha, tally.k)
-    max_components = _check_positive_int(max_components, "max_components")
+    max_components = check_int(max_components, "max_components")
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
 
@@ -331,8 +330,8 @@ def sample(
             f"options: method='exact' does not take {unknown[0]!r}; "
             "valid options are 'max_components' and 'strategy'"
         )
-    draws = _check_positive_int(draws, "draws")
-    chains = _check_positive_int(chains, "chains")
+    draws = check_int(draws, "draws")
+    chains = check_int(chains, "chains")
     start = time.perf_counter()
     post = exact_posterior(
         tally,
@@ -633,11 +632,3 @@ def _mixture_moments(components: np.ndarray, weights: np.ndarray) -> tuple[np.nd
     between = (dev * weights[:, None]).T @ dev
     cov = within + between
     return mean, (cov + cov.T) / 2
-
-
-def _check_positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name}: expected a positive integer, got {value!r}")
-    if value < 1:
-        raise InvalidInputError(f"{name}: must be >= 1, got {value}")
-    return int(value)

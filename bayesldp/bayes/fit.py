@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import as_generator
+from bayesldp._validation import as_generator, check_int
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.prior import Dirichlet, as_dirichlet
 from bayesldp.errors import (
@@ -152,8 +152,8 @@ def fit(
         raise InvalidInputError("tally: holds no reports")
     dirichlet = as_dirichlet(prior, tally.k)
     resolved = _resolve_method(method)
-    draws = _check_count(draws, "draws")
-    chains = _check_count(chains, "chains")
+    draws = check_int(draws, "draws")
+    chains = check_int(chains, "chains")
     seed = _resolve_seed(random_seed)
     coords = _category_coords(labels, tally.k)
     if progressbar is None:
@@ -287,14 +287,6 @@ def _missing_dependency(method: str, resolved: str, exc: ModuleNotFoundError) ->
         f"method={method!r} ({BACKENDS[resolved]}) needs the optional package {missing!r}, "
         f"which is not installed: {hint}"
     )
-
-
-def _check_count(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name}: expected a positive integer, got {value!r}")
-    if value < 1:
-        raise InvalidInputError(f"{name}: must be >= 1, got {value}")
-    return int(value)
 
 
 def _resolve_seed(random_seed: object) -> int:

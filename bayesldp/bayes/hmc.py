@@ -45,16 +45,17 @@ for bit, on the same machine.
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from typing import Any
 
 import numba as nb
 import numpy as np
 
-from bayesldp._validation import as_generator
+from bayesldp import likelihood as lk
+from bayesldp._validation import as_generator, check_choice, check_int, check_open_unit
 from bayesldp.bayes._types import SamplerOutput
-from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.errors import InvalidInputError
+from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
 
 __all__ = ["sample"]
@@ -66,18 +67,30 @@ _OPTIONS = ("tune", "target_accept", "max_treedepth", "metric")
 
 # ---------------------------------------------------------------------------- target density
 class _Target:
-    """Log-density of the ALR coordinates ``z`` and its gradient, batched over chains."""
+    """Log-density of the ALR coordinates ``z`` and its gradient, batched over chains.
+
+    Every product with the tally's rows is one of :class:`bayesldp.likelihood.Likelihood`, so a
+    gradient costs O(U K) for dense rows, O(nnz) in support form and O(U + K) for GRR.
+    """
 
     def __init__(self, tally: Tally, alpha: np.ndarray) -> None:
-        rows = np.ascontiguousarray(tally.rows, dtype=float)
-        self.rows = rows  # (U, K)
-        self.counts = tally.counts.astype(float)
-        self.n = float(self.counts.sum())
+        self.lik = Likelihood(tally)
+        self.n = self.lik.n
         self.alpha = alpha
         self.k = alpha.shape[0]
         self.d = self.k - 1
         self.shift = self.n + float(alpha.sum())
         self.const = math.lgamma(float(alpha.sum())) - sum(math.lgamma(a) for a in alpha)
+
+    def data(self) -> tuple:
+        """What the compiled kernels read: the likelihood's arrays, counts and the prior."""
+        return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift, self.const)
+
+    def work(self) -> tuple:
+        """Scratch arrays of the compiled log-density: theta, g (K,) and three of length U."""
+        rows = self.lik.n_rows
+        return (np.empty(self.k), np.empty(self.k), np.empty(rows), np.empty(rows),
+                np.empty(rows))  # fmt: skip
 
     def theta(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``theta = softmax([z, 0])`` and ``log theta`` for ``z`` of shape (..., d)."""
@@ -90,9 +103,11 @@ class _Target:
     def __call__(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Log-density (C,) and gradient (C, d) at ``z`` of shape (C, d)."""
         theta, log_theta = self.theta(z)
-        mu = theta @ self.rows.T
-        logp = np.log(mu) @ self.counts + log_theta @ self.alpha + self.const
-        g = (self.counts / mu) @ self.rows
+        logp = log_theta @ self.alpha + self.const
+        g = np.empty_like(theta)
+        for c in range(theta.shape[0]):
+            ll, g[c] = self.lik.grad(theta[c])
+            logp[c] += ll
         d = self.d
         grad = theta[:, :d] * (g[:, :d] - self.shift) + self.alpha[:d]
         return logp, grad
@@ -105,10 +120,10 @@ class _Target:
         """
         theta, _ = self.theta(z[None, :])
         theta = theta[0]
-        mu = self.rows @ theta
-        g = self.rows.T @ (self.counts / mu)
-        scaled = self.rows * (np.sqrt(self.counts) / mu)[:, None] * theta[None, :]
-        hess = np.diag(theta * g) - scaled.T @ scaled
+        _, mu = self.lik.evaluate(theta)
+        _, g = self.lik.grad(theta)
+        gram = self.lik.full_gram(self.lik.counts / (mu * mu))
+        hess = np.diag(theta * g) - theta[:, None] * gram * theta[None, :]
         hess -= self.shift * (np.diag(theta) - np.outer(theta, theta))
         return hess[: self.d, : self.d]
 
@@ -192,10 +207,11 @@ def _copy(dst, src):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def _logp_grad(z, data, theta, g, grad):  # pragma: no cover - compiled
-    rows, counts, alpha, shift, const = data
+def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
+    """Log-density at ``z`` (returned) and its gradient (into ``grad``), one likelihood pass."""
+    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const = data
+    theta, g, r, lth, w = work
     d = z.shape[0]
-    k = d + 1
     top = 0.0
     for i in range(d):
         if z[i] > top:
@@ -210,16 +226,8 @@ def _logp_grad(z, data, theta, g, grad):  # pragma: no cover - compiled
         log_theta = z[i] - log_norm
         theta[i] = math.exp(log_theta)
         lp += alpha[i] * log_theta
-    for x in range(k):
-        g[x] = 0.0
-    for u in range(rows.shape[0]):
-        mu = 0.0
-        for x in range(k):
-            mu += rows[u, x] * theta[x]
-        lp += counts[u] * math.log(mu)
-        w = counts[u] / mu
-        for x in range(k):
-            g[x] += w * rows[u, x]
+    lp += lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta, 0.0, r,
+                      lth, w, g)  # fmt: skip
     for i in range(d):
         grad[i] = theta[i] * (g[i] - shift) + alpha[i]
     return lp
@@ -260,7 +268,7 @@ def _logaddexp(a, b):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def _leapfrog(z, p, v, grad, eps, inv_metric, data, theta, g):  # pragma: no cover - compiled
+def _leapfrog(z, p, v, grad, eps, inv_metric, data, work):  # pragma: no cover - compiled
     half = 0.5 * eps
     d = z.shape[0]
     for i in range(d):
@@ -268,7 +276,7 @@ def _leapfrog(z, p, v, grad, eps, inv_metric, data, theta, g):  # pragma: no cov
     _matvec(inv_metric, p, v)
     for i in range(d):
         z[i] += eps * v[i]
-    lp = _logp_grad(z, data, theta, g, grad)
+    lp = _logp_grad(z, data, work, grad)
     for i in range(d):
         p[i] += half * grad[i]
     _matvec(inv_metric, p, v)
@@ -284,7 +292,7 @@ _ST_PSUM, _ST_BP, _ST_BV, _ST_EP, _ST_EV, _ST_Z, _ST_G = range(7)
 
 @nb.njit(cache=True)
 def _transition(z, grad, lp, eps, inv_metric, mom_factor, max_depth, noise, rstate, data,
-                ws, st_vec, st_sc, st_depth, theta, g):  # pragma: no cover - compiled  # fmt: skip
+                ws, st_vec, st_sc, st_depth, work):  # pragma: no cover - compiled  # fmt: skip
     """One multinomial NUTS transition; ``z`` and ``grad`` are overwritten with the new state.
 
     Work arrays: ``ws`` (16, d); the sub-tree stack ``st_vec`` (max_depth + 1, 7, d),
@@ -332,7 +340,7 @@ def _transition(z, grad, lp, eps, inv_metric, mom_factor, max_depth, noise, rsta
         sp = 0
         valid = True
         for _ in range(1 << depth):
-            clp = _leapfrog(cz, cp, cv, cg, step, inv_metric, data, theta, g)
+            clp = _leapfrog(cz, cp, cv, cg, step, inv_metric, data, work)
             energy = 0.5 * _dot(cp, cv) - clp
             delta = energy - h0
             n_steps += 1
@@ -430,7 +438,7 @@ def _transition(z, grad, lp, eps, inv_metric, mom_factor, max_depth, noise, rsta
 
 
 @nb.njit(cache=True)
-def _init_step_size(z, grad, lp, eps, inv_metric, mom_factor, noise, data, ws, theta, g):
+def _init_step_size(z, grad, lp, eps, inv_metric, mom_factor, noise, data, ws, work):
     """Stan's heuristic: double or halve ``eps`` until one step's acceptance crosses 0.8.
 
     ``noise`` (m, d) standard normals bound the number of trials.
@@ -443,7 +451,7 @@ def _init_step_size(z, grad, lp, eps, inv_metric, mom_factor, noise, data, ws, t
         h0 = 0.5 * _dot(cp, cv) - lp
         _copy(cz, z)
         _copy(cg, grad)
-        new_lp = _leapfrog(cz, cp, cv, cg, eps, inv_metric, data, theta, g)
+        new_lp = _leapfrog(cz, cp, cv, cg, eps, inv_metric, data, work)
         log_accept = h0 - (0.5 * _dot(cp, cv) - new_lp)
         if log_accept != log_accept:
             log_accept = -np.inf
@@ -485,25 +493,6 @@ def _windows(tune: int) -> list[tuple[int, int]]:
 
 
 # ---------------------------------------------------------------------------- entry point
-def _check_int(value: Any, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
-    if value < low:
-        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
-    return int(value)
-
-
-def _check_alpha(alpha: Any, k: int) -> np.ndarray:
-    arr = np.asarray(alpha, dtype=float)
-    if arr.shape != (k,):
-        raise InvalidInputError(f"alpha: expected shape ({k},) to match the tally, got {arr.shape}")
-    if not np.all(np.isfinite(arr)) or arr.min() <= 0:
-        raise InvalidInputError(
-            f"alpha: Dirichlet concentrations must be finite and > 0, got {arr}"
-        )
-    return arr
-
-
 def sample(
     tally: Tally,
     alpha: np.ndarray,
@@ -544,28 +533,16 @@ def sample(
         "n_steps", "step_size", "lp" (log-density on the ALR coordinates, Jacobian included)
         and "acceptance_rate", each (chains, draws).
     """
-    started = time.perf_counter()
-    if not isinstance(tally, Tally):
-        raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
-    alpha = _check_alpha(alpha, tally.k)
-    draws = _check_int(draws, "draws", 1)
-    chains = _check_int(chains, "chains", 1)
+    started = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise InvalidInputError(
             f"options: {unknown[0]!r} is not an option of method 'hmc'; valid: {list(_OPTIONS)}"
         )
-    tune = _check_int(options.get("tune", 1000), "tune", 0)
-    max_treedepth = _check_int(options.get("max_treedepth", 10), "max_treedepth", 1)
-    target_accept = options.get("target_accept", 0.8)
-    if isinstance(target_accept, bool) or not isinstance(target_accept, numbers.Real):
-        raise InvalidTypeError(f"target_accept: expected a number in (0, 1), got {target_accept!r}")
-    target_accept = float(target_accept)
-    if not 0.0 < target_accept < 1.0:
-        raise InvalidInputError(f"target_accept: must lie in (0, 1), got {target_accept}")
-    metric = options.get("metric", "dense")
-    if metric not in ("dense", "diag"):
-        raise InvalidInputError(f"metric: expected 'dense' or 'diag', got {metric!r}")
+    tune = check_int(options.get("tune", 1000), "tune", 0)
+    max_treedepth = check_int(options.get("max_treedepth", 10), "max_treedepth", 1)
+    target_accept = check_open_unit(options.get("target_accept", 0.8), "target_accept")
+    metric = check_choice(options.get("metric", "dense"), "metric", ("dense", "diag"))
     rng = as_generator(random_seed)
 
     target = _Target(tally, alpha)
@@ -630,9 +607,9 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
     st_vec = np.empty((max_depth + 1, 7, d))
     st_sc = np.empty((max_depth + 1, 3))
     st_depth = np.empty(max_depth + 1, dtype=np.int64)
-    theta, g = np.empty(d + 1), np.empty(d + 1)
+    work = target.work()
     eps = _init_step_size(z, grad, lp, 1.0, inv_metric, factor, rng.standard_normal((100, d)),
-                          data, ws, theta, g)  # fmt: skip
+                          data, ws, work)  # fmt: skip
     adapt = _DualAveraging(eps, target_accept)
     windows = _windows(tune)
     window = 0
@@ -645,7 +622,7 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
     for it in range(tune + draws):
         lp, energy, depth, n_steps, div, accept = _transition(
             z, grad, lp, eps, inv_metric, factor, max_depth, noise[it], rstate, data, ws, st_vec,
-            st_sc, st_depth, theta, g,
+            st_sc, st_depth, work,
         )  # fmt: skip
         if it >= tune:
             i = it - tune
@@ -671,7 +648,7 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
                 factor = _momentum_factor(inv_metric)
                 trials = rng.standard_normal((100, d))
                 eps = _init_step_size(z, grad, lp, eps, inv_metric, factor, trials, data, ws,
-                                      theta, g)  # fmt: skip
+                                      work)  # fmt: skip
                 adapt.restart(eps)
                 w_count, w_mean, w_m2 = 0, np.zeros(d), np.zeros((d, d))
                 window += 1
@@ -691,7 +668,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     z0 = mode + rng.standard_normal((chains, d)) @ np.linalg.cholesky(laplace).T
     logp0, _ = target(z0)
     z0[~np.isfinite(logp0)] = mode  # a start in a zero-likelihood region: use the mode
-    data = (target.rows, target.counts, target.alpha, target.shift, target.const)
+    data = target.data()
     out_z = np.empty((chains, draws, d))
     sc = np.empty((chains, draws, 4))
     ints = np.empty((chains, draws, 3), dtype=np.int64)

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._validation import check_alpha
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import FiniteChannelMechanism
 from bayesldp.tally import Tally
@@ -51,18 +52,6 @@ __all__ = ["MAX_CHANNEL_SIZE", "build_model", "finite_channel_form", "pointwise_
 
 #: the finite-channel form is used only when the channel has at most this many entries
 MAX_CHANNEL_SIZE = 10_000_000
-
-
-def _check_alpha(alpha: Any, k: int) -> np.ndarray:
-    arr = np.asarray(alpha)
-    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
-        raise InvalidTypeError(f"alpha: expected a vector of positive numbers, got {arr.dtype}")
-    arr = arr.astype(float)
-    if arr.shape != (k,):
-        raise InvalidInputError(f"alpha: expected shape ({k},) to match the tally, got {arr.shape}")
-    if not np.all(np.isfinite(arr)) or arr.min() <= 0:
-        raise InvalidInputError(f"alpha: concentrations must be finite and > 0, got {arr.tolist()}")
-    return arr
 
 
 def finite_channel_form(
@@ -165,7 +154,7 @@ def build_model(tally: Tally, alpha: Any, *, labels: Sequence[Any] | None = None
     if not isinstance(tally, Tally):
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     k = tally.k
-    alpha = _check_alpha(alpha, k)
+    alpha = check_alpha(alpha, k)
     if labels is None:
         category = list(range(k))
     else:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._validation import check_int
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.model import build_model
 from bayesldp.errors import InvalidInputError, InvalidTypeError
@@ -42,14 +43,6 @@ _STAT_ALIASES = {
     "logp": "lp",
     "maxdepth_reached": "reached_max_treedepth",
 }
-
-
-def _check_int(value: Any, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
-    if value < low:
-        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
-    return int(value)
 
 
 def require_sampler(nuts_sampler: Any, *, installed: bool = True) -> str:
@@ -132,9 +125,9 @@ def sample(
             f"options: {unknown[0]!r} is not an option of method 'nuts'; valid: {list(_OPTIONS)}"
         )
     nuts_sampler = require_sampler(nuts_sampler, installed=False)
-    draws = _check_int(draws, "draws", 1)
-    chains = _check_int(chains, "chains", 1)
-    tune = _check_int(tune, "tune", 0)
+    draws = check_int(draws, "draws", 1)
+    chains = check_int(chains, "chains", 1)
+    tune = check_int(tune, "tune", 0)
     if isinstance(target_accept, bool) or not isinstance(target_accept, numbers.Real):
         raise InvalidTypeError(f"target_accept: expected a number in (0, 1), got {target_accept!r}")
     if not 0.0 < float(target_accept) < 1.0:

@@ -80,16 +80,23 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import numbers
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import as_generator
+from bayesldp._validation import (
+    as_generator,
+    check_alpha,
+    check_bool,
+    check_int,
+    check_positive,
+    check_tally,
+)
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
 
 __all__ = ["SGLDState", "fisher_metric", "sample", "sgld_run"]
@@ -98,7 +105,6 @@ _DOT_FLOOR = 1e-200  # floor of L_u . theta inside gradients
 _LOG_FLOOR = 1e-300  # floor of theta and L_u . theta inside lp
 _FULL_BATCH_LIMIT = 1 << 16  # U * K up to which minibatch="auto" uses the exact gradient
 _AUTO_MINIBATCH = 256
-_CHUNK_ENTRIES = 1 << 21  # rows (and draws) are processed in blocks of about this many entries
 _DEFAULT_STEP = 0.2  # expanded metric, in posterior variances
 _DEFAULT_TUNE = 1000
 _DEFAULT_THIN = 10
@@ -115,53 +121,10 @@ _SAMPLE_OPTIONS = (
 
 
 # ---------------------------------------------------------------------------------------- checks
-def _check_alpha(alpha: Any, k: int) -> np.ndarray:
-    arr = np.asarray(alpha)
-    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
-        raise InvalidTypeError(f"alpha: expected a vector of positive numbers, got {arr.dtype}")
-    arr = arr.astype(float)
-    if arr.shape != (k,):
-        raise InvalidInputError(f"alpha: expected shape ({k},) to match the tally, got {arr.shape}")
-    if not np.all(np.isfinite(arr)) or arr.min() <= 0:
-        raise InvalidInputError(f"alpha: entries must be finite and > 0, got {arr.tolist()}")
-    return arr
-
-
-def _check_int(value: Any, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
-    if value < low:
-        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
-    return int(value)
-
-
-def _check_step(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidTypeError(f"step_size: expected a positive finite number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v <= 0:
-        raise InvalidInputError(f"step_size: must be finite and > 0, got {v}")
-    return v
-
-
 def _check_minibatch(value: Any) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"minibatch: expected None or an integer >= 1, got {value!r}")
-    return _check_int(value, "minibatch", 1)
-
-
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise InvalidTypeError(f"{name}: expected True or False, got {value!r}")
-    return bool(value)
-
-
-def _check_tally(tally: Any) -> Tally:
-    if not isinstance(tally, Tally):
-        raise InvalidTypeError(f"tally: expected a bayesldp Tally, got {type(tally).__name__}")
-    return tally
+    return check_int(value, "minibatch", 1)
 
 
 def _check_vector(value: Any, k: int, name: str) -> np.ndarray | None:
@@ -174,98 +137,25 @@ def _check_vector(value: Any, k: int, name: str) -> np.ndarray | None:
 
 
 # ---------------------------------------------------------------------------------------- data
-class _Rows:
-    """The tally's rows, each scaled to maximum 1 (``h`` is invariant to the scale of a row)."""
-
-    def __init__(self, tally: Tally) -> None:
-        self.k = tally.k
-        self.n = tally.n
-        self.u = tally.n_rows
-        self.counts = tally.counts.astype(float)
-        self.cum = np.cumsum(tally.counts)
-        if tally.is_support_form:
-            lo, hi = tally.levels
-            top = max(lo, hi)
-            self.lo, self.diff = lo / top, (hi - lo) / top
-            self.support = tally.support
-            self.dense = None
-            self.log_top = np.full(self.u, math.log(top))
-        else:
-            rows = tally.rows
-            top = rows.max(axis=1)
-            self.dense = rows / top[:, None]
-            self.support = None
-            self.log_top = np.log(top)
-        self._full: np.ndarray | None = None
-        self.chunk = max(1, _CHUNK_ENTRIES // self.k)
-
-    def block(self, start: int, stop: int) -> np.ndarray:
-        if self.dense is not None:
-            return self.dense[start:stop]
-        return self.lo + self.diff * self.support[start:stop]
-
-    def gather(self, idx: np.ndarray) -> np.ndarray:
-        """Rows of the sampled reports, shape ``idx.shape + (K,)``; only these are materialised."""
-        if self.dense is not None:
-            return self.dense[idx]
-        return self.lo + self.diff * self.support[idx]
-
-    def _blocks(self):
-        if self.u * self.k <= _FULL_BATCH_LIMIT:
-            if self._full is None:
-                self._full = self.block(0, self.u)
-            yield 0, self.u, self._full
-            return
-        for start in range(0, self.u, self.chunk):
-            stop = min(start + self.chunk, self.u)
-            yield start, stop, self.block(start, stop)
-
-    def score(self, theta: np.ndarray) -> np.ndarray:
-        """Exact ``h(theta) = sum_u c_u L_u / (L_u . theta) - n``; theta (C, K) -> (C, K)."""
-        out = np.zeros_like(theta)
-        for start, stop, rows in self._blocks():
-            ratio = self.counts[start:stop] / np.maximum(theta @ rows.T, _DOT_FLOOR)
-            out += ratio @ rows
-        return out - self.n
-
-    def fisher_diag(self, theta: np.ndarray) -> np.ndarray:
-        """``I_ii = sum_u c_u L_ui^2 / (L_u . theta)^2`` at one theta (K,)."""
-        out = np.zeros(self.k)
-        for start, stop, rows in self._blocks():
-            dot = np.maximum(rows @ theta, _DOT_FLOOR)
-            out += (self.counts[start:stop] / dot**2) @ rows**2
-        return out
-
-    def loglik(self, theta: np.ndarray) -> np.ndarray:
-        """``sum_u c_u log(L_u . theta)`` (original row scale) for theta (D, K) -> (D,)."""
-        out = np.full(theta.shape[0], float(self.counts @ self.log_top))
-        for start, stop, rows in self._blocks():
-            per = max(1, _CHUNK_ENTRIES // max(1, stop - start))
-            counts = self.counts[start:stop]
-            for d0 in range(0, theta.shape[0], per):
-                dots = np.maximum(theta[d0 : d0 + per] @ rows.T, _LOG_FLOOR)
-                out[d0 : d0 + per] += np.log(dots) @ counts
-        return out
-
-    def sample_rows(self, gen: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
-        """Row indices of ``shape`` reports drawn with replacement (row ``u`` w.p. ``c_u / n``)."""
-        pick = np.floor(gen.random(shape) * self.n)
-        return np.searchsorted(self.cum, pick, side="right")
+def _sample_rows(lik: Likelihood, gen: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """Row indices of ``shape`` reports drawn with replacement (row ``u`` w.p. ``c_u / n``)."""
+    pick = np.floor(gen.random(shape) * lik.n)
+    return np.searchsorted(np.cumsum(lik.counts), pick, side="right")
 
 
-def _point_estimate(rows: _Rows, alpha: np.ndarray, iters: int) -> np.ndarray:
+def _point_estimate(rows: Likelihood, alpha: np.ndarray, iters: int) -> np.ndarray:
     """Interior point estimate: EM with ``alpha`` as pseudo-counts (every entry > 0)."""
     theta = np.full(rows.k, 1.0 / rows.k)
     total = rows.n + alpha.sum()
     for _ in range(iters):
-        expected = theta * (rows.score(theta[None, :])[0] + rows.n)  # E-step counts
+        expected = theta * (rows.score(theta[None, :], _DOT_FLOOR)[0] + rows.n)  # E-step counts
         theta = (expected + alpha) / total
         theta /= theta.sum()
     return theta
 
 
-def _fisher_weights(rows: _Rows, alpha: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    info = np.maximum(rows.fisher_diag(theta) - rows.n, 0.0)
+def _fisher_weights(rows: Likelihood, alpha: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    info = np.maximum(rows.fisher_diag(theta, _DOT_FLOOR) - rows.n, 0.0)
     return (1.0 - theta) ** 2 / (theta * info + (alpha.sum() + 1.0) * (1.0 - theta))
 
 
@@ -298,9 +188,9 @@ def fisher_metric(tally: Tally, alpha: Any, theta: Any = None) -> np.ndarray:
     ndarray, shape (K,)
         Positive weights.
     """
-    tally = _check_tally(tally)
-    alpha = _check_alpha(alpha, tally.k)
-    rows = _Rows(tally)
+    tally = check_tally(tally)
+    alpha = check_alpha(alpha, tally.k)
+    rows = Likelihood(tally)
     if theta is None:
         theta = _point_estimate(rows, alpha, 200)
     else:
@@ -367,12 +257,12 @@ class SGLDState:
         metric, anchor : array_like of shape (K,), optional
             See the class attributes (``anchor`` is normalised to sum to 1).
         """
-        chains = _check_int(chains, "chains", 1)
+        chains = check_int(chains, "chains", 1)
         shape = np.shape(alpha)
         if len(shape) != 1 or shape[0] < 2:
             raise InvalidInputError(f"alpha: expected a vector of length K >= 2, got shape {shape}")
         k = shape[0]
-        alpha = _check_alpha(alpha, k)
+        alpha = check_alpha(alpha, k)
         gen = as_generator(rng)
         if theta is None:
             start = gen.dirichlet(np.maximum(alpha, 1.0), size=chains)
@@ -494,7 +384,7 @@ def _grad_log_target(alpha: np.ndarray, phi: np.ndarray, h: np.ndarray, floor: f
 
 
 def _advance(
-    rows: _Rows,
+    rows: Likelihood,
     alpha: np.ndarray,
     state: SGLDState,
     n_steps: int,
@@ -510,7 +400,7 @@ def _advance(
     metric = state.metric
     anchor = state.anchor if minibatch is not None else None
     if anchor is not None:
-        anchor_score = rows.score(anchor[None, :])[0]
+        anchor_score = rows.score(anchor[None, :], _DOT_FLOOR)[0]
     scale_n = rows.n / minibatch if minibatch is not None else 0.0
     sqrt_gamma = math.sqrt(gamma)
     floor = 0.5 * sqrt_gamma
@@ -525,9 +415,9 @@ def _advance(
         total = phi.sum(axis=1, keepdims=True)
         theta = phi / total
         if minibatch is None:
-            h = rows.score(theta)
+            h = rows.score(theta, _DOT_FLOOR)
         else:
-            block = rows.gather(rows.sample_rows(gen, (chains, minibatch)))  # (C, m, K)
+            block = rows.rows_at(_sample_rows(rows, gen, (chains, minibatch)))  # (C, m, K)
             inv = 1.0 / np.maximum(np.einsum("cmk,ck->cm", block, theta), _DOT_FLOOR)
             if anchor is None:
                 h = scale_n * np.einsum("cmk,cm->ck", block, inv) - rows.n
@@ -611,24 +501,24 @@ def sgld_run(
     draws : ndarray, shape (chains, n_recorded, K)
         The recorded ``theta``.
     """
-    tally = _check_tally(tally)
+    tally = check_tally(tally)
     k = tally.k
-    alpha = _check_alpha(alpha, k)
+    alpha = check_alpha(alpha, k)
     if not isinstance(state, SGLDState):
         raise InvalidTypeError(f"state: expected an SGLDState, got {type(state).__name__}")
     if state.k != k:
         raise InvalidInputError(f"state: has K = {state.k} categories, the tally has K = {k}")
-    n_steps = _check_int(n_steps, "n_steps", 0)
-    record_every = _check_int(record_every, "record_every", 1)
+    n_steps = check_int(n_steps, "n_steps", 0)
+    record_every = check_int(record_every, "record_every", 1)
     minibatch = _check_minibatch(minibatch)
     if refresh_scale is None:
         refresh_scale = state.metric is not None
-    refresh_scale = _check_bool(refresh_scale, "refresh_scale")
+    refresh_scale = check_bool(refresh_scale, "refresh_scale")
     if step_size is None:
         step_size = 0.5 / tally.n if state.metric is None else _DEFAULT_STEP
-    gamma = _check_step(step_size)
+    gamma = check_positive(step_size, "step_size")
     return _advance(
-        _Rows(tally), alpha, state, n_steps, gamma, minibatch, record_every, refresh_scale
+        Likelihood(tally), alpha, state, n_steps, gamma, minibatch, record_every, refresh_scale
     )
 
 
@@ -646,7 +536,7 @@ def _windows(tune: int) -> list[int]:
     return sizes
 
 
-def _adapted_weights(rows: _Rows, alpha: np.ndarray, draws: np.ndarray) -> np.ndarray:
+def _adapted_weights(rows: Likelihood, alpha: np.ndarray, draws: np.ndarray) -> np.ndarray:
     """``w_i = Var(theta_i) / E(theta_i)`` from pooled warm-up draws, clipped to
     ``[w_F / 10, 2 w_F]`` with ``w_F`` the Fisher weights at the pooled mean.
 
@@ -744,12 +634,8 @@ def sample(
         theta up to a constant, ``sum_i (alpha_i - 1) log theta_i + sum_u c_u log(L_u . theta)``
         (exact, ``O(draws chains U K)``); info with the options, final metric weights, wall time.
     """
-    start_time = time.perf_counter()
-    tally = _check_tally(tally)
+    start_time = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
     k = tally.k
-    alpha = _check_alpha(alpha, k)
-    draws = _check_int(draws, "draws", 1)
-    chains = _check_int(chains, "chains", 1)
     unknown = sorted(set(options) - set(_SAMPLE_OPTIONS))
     if unknown:
         raise InvalidInputError(
@@ -761,8 +647,8 @@ def sample(
         raise InvalidInputError(
             f"metric: expected 'adaptive', 'fisher' or 'identity', got {metric_kind!r}"
         )
-    tune = _check_int(options.get("tune", _DEFAULT_TUNE), "tune", 0)
-    thin = _check_int(options.get("thin", _DEFAULT_THIN), "thin", 1)
+    tune = check_int(options.get("tune", _DEFAULT_TUNE), "tune", 0)
+    thin = check_int(options.get("thin", _DEFAULT_THIN), "thin", 1)
     minibatch = options.get("minibatch", "auto")
     if isinstance(minibatch, str):
         if minibatch != "auto":
@@ -771,18 +657,18 @@ def sample(
             )
         minibatch = None if tally.n_rows * k <= _FULL_BATCH_LIMIT else _AUTO_MINIBATCH
     minibatch = _check_minibatch(minibatch)
-    control_variate = _check_bool(options.get("control_variate", True), "control_variate")
+    control_variate = check_bool(options.get("control_variate", True), "control_variate")
     refresh_scale = options.get("refresh_scale")
     if refresh_scale is None:
         refresh_scale = metric_kind != "identity"
-    refresh_scale = _check_bool(refresh_scale, "refresh_scale")
+    refresh_scale = check_bool(refresh_scale, "refresh_scale")
     step_size = options.get("step_size")
     if step_size is None:
         step_size = 0.5 / tally.n if metric_kind == "identity" else _DEFAULT_STEP
-    step_size = _check_step(step_size)
+    step_size = check_positive(step_size, "step_size")
 
     gen = as_generator(random_seed)
-    rows = _Rows(tally)
+    rows = Likelihood(tally)
     centre = _point_estimate(rows, alpha, 200 if minibatch is None else 30)
     weights = None if metric_kind == "identity" else _fisher_weights(rows, alpha, centre)
     start = 0.5 * centre + 0.5 * gen.dirichlet(np.ones(k), size=chains)

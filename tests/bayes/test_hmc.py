@@ -81,10 +81,10 @@ def test_log_density_is_loglik_plus_dirichlet_plus_jacobian(form):
     expected = tally.loglik(theta) + dirichlet.logpdf(theta.T, alpha) + log_theta.sum(axis=1)
     np.testing.assert_allclose(logp, expected, rtol=1e-10)
     # the compiled kernel gives the same log-density and gradient
-    data = (target.rows, target.counts, target.alpha, target.shift, target.const)
+    data = target.data()
     for i in range(z.shape[0]):
         g_out = np.empty(3)
-        lp = hmc._logp_grad(z[i].copy(), data, np.empty(4), np.empty(4), g_out)
+        lp = hmc._logp_grad(z[i].copy(), data, target.work(), g_out)
         assert lp == pytest.approx(logp[i], rel=1e-12)
         np.testing.assert_allclose(g_out, grad[i], rtol=1e-10, atol=1e-12)
 
@@ -188,7 +188,13 @@ def test_same_seed_same_draws_and_forms_agree():
     for name in a.sample_stats:
         assert np.array_equal(a.sample_stats[name], b.sample_stats[name])
     assert not np.array_equal(a.theta, c.theta)
-    np.testing.assert_allclose(a.theta, d.theta, rtol=1e-9)
+    # the support-form and dense kernels round differently; NUTS amplifies that over 110
+    # transitions, so the forms are compared exactly on the target, loosely on the draws
+    z = np.random.default_rng(3).normal(size=(5, 3))
+    support_form, dense_form = hmc._Target(tally, alpha), hmc._Target(_dense_copy(tally), alpha)
+    for x, y in zip(support_form(z), dense_form(z), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
+    np.testing.assert_allclose(a.theta, d.theta, rtol=1e-5)
 
 
 def test_output_layout_and_info():
@@ -221,7 +227,7 @@ def test_no_tuning_runs():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"alpha": np.ones(4)}, InvalidInputError, "alpha"),
+        ({"alpha": np.ones(4)}, InvalidInputError, "prior"),
         ({"alpha": np.array([1.0, 0.0, 1.0])}, InvalidInputError, "alpha"),
         ({"draws": 0}, InvalidInputError, "draws"),
         ({"chains": 1.5}, InvalidTypeError, "chains"),
@@ -243,5 +249,6 @@ def test_bad_arguments(kwargs, error, match):
     args.update(kwargs)
     tally = args.pop("tally")
     alpha = args.pop("alpha")
+    # the backend trusts what fit() checked (tally, prior, draws, chains) and checks its options
     with pytest.raises(error, match=match):
-        hmc.sample(tally, alpha, **args)
+        bayesldp.fit(tally, prior=alpha, method="hmc", **args)

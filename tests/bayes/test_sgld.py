@@ -13,6 +13,7 @@ from bayesldp.bayes import sgld
 from bayesldp.bayes.exact import exact_posterior
 from bayesldp.bayes.fit import import_arviz
 from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
 
 DRAWS, CHAINS = 1000, 4
@@ -82,8 +83,7 @@ def test_gradient_matches_finite_differences(form):
     k = tally.k
     alpha = np.array([0.5, 1.0, 2.0, 3.5])
     phi = np.array([0.7, 1.3, 0.4, 2.2])
-    rows = sgld._Rows(tally)
-    h = rows.score((phi / phi.sum())[None, :])
+    h = Likelihood(tally).score((phi / phi.sum())[None, :])
     grad = sgld._grad_log_target(alpha, phi[None, :], h, 0.0)[0]
     numeric = np.empty(k)
     for i in range(k):
@@ -126,8 +126,7 @@ def test_expanded_metric_step_is_the_langevin_drift():
 
 def test_sample_rows_draws_reports_in_proportion_to_counts():
     tally = Tally(np.array([1, 3, 6]), rows=np.eye(3) + 0.1, stat=np.zeros(3), family="t")
-    rows = sgld._Rows(tally)
-    idx = rows.sample_rows(np.random.default_rng(0), (100, 1000))
+    idx = sgld._sample_rows(Likelihood(tally), np.random.default_rng(0), (100, 1000))
     freq = np.bincount(idx.ravel(), minlength=3) / idx.size
     np.testing.assert_allclose(freq, tally.counts / tally.n, atol=0.004)
 
