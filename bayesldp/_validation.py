@@ -181,11 +181,3 @@ def check_alpha(alpha: object, k: int | None = None, name: str = "alpha") -> np.
         )
     return arr
 
-
-def check_tally(tally: object, name: str = "tally"):
-    """Validate that ``tally`` is a :class:`bayesldp.Tally`."""
-    from bayesldp.tally import Tally
-
-    if not isinstance(tally, Tally):
-        raise InvalidTypeError(f"{name}: expected a bayesldp.Tally, got {type(tally).__name__}")
-    return tally

@@ -37,8 +37,6 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from bayesldp._validation import check_tally
-
 __all__ = ["Likelihood"]
 
 _CHUNK_ELEMENTS = 1 << 21  # float64 temporaries of at most 16 MB when densifying row blocks
@@ -213,7 +211,6 @@ class Likelihood:
     """
 
     def __init__(self, tally: Any) -> None:
-        tally = check_tally(tally)
         self.k = tally.k
         self.counts = tally.counts.astype(float)
         self.n = float(self.counts.sum())

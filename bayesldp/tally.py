@@ -277,3 +277,10 @@ class Tally:
     def __repr__(self) -> str:
         form = "support" if self.is_support_form else "dense"
         return f"Tally(family={self.family!r}, k={self.k}, n={self.n}, rows={self.n_rows}, {form})"
+
+
+def check_tally(tally: object, name: str = "tally") -> Tally:
+    """Raise :class:`~bayesldp.InvalidTypeError` unless ``tally`` is a :class:`Tally`."""
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"{name}: expected a bayesldp.Tally, got {type(tally).__name__}")
+    return tally

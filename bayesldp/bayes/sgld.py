@@ -92,12 +92,11 @@ from bayesldp._validation import (
     check_bool,
     check_int,
     check_positive,
-    check_tally,
 )
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.likelihood import Likelihood
-from bayesldp.tally import Tally
+from bayesldp.tally import Tally, check_tally
 
 __all__ = ["SGLDState", "fisher_metric", "sample", "sgld_run"]
 

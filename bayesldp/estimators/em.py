@@ -33,12 +33,12 @@ from numba import njit
 
 from bayesldp import likelihood as lk
 from bayesldp._blas import single_thread_blas
-from bayesldp._validation import check_bool, check_int, check_positive, check_tally
+from bayesldp._validation import check_bool, check_int, check_positive
 from bayesldp.bounds import full_covariance, observed_information, var_star_by_category
 from bayesldp.errors import InvalidInputError
 from bayesldp.estimators.result import Estimate
 from bayesldp.likelihood import Likelihood
-from bayesldp.tally import Tally
+from bayesldp.tally import Tally, check_tally
 
 
 # ============================================================================ compiled EM loop

@@ -38,13 +38,13 @@ import numpy as np
 from scipy import linalg
 
 from bayesldp._blas import single_thread_blas
-from bayesldp._validation import check_choice, check_int, check_positive, check_tally
+from bayesldp._validation import check_choice, check_int, check_positive
 from bayesldp.bounds import cramer_rao, full_covariance, observed_information
 from bayesldp.errors import InvalidInputError, NotSupportedError
 from bayesldp.estimators.em import run_em
 from bayesldp.estimators.result import Estimate
 from bayesldp.likelihood import Likelihood
-from bayesldp.tally import Tally
+from bayesldp.tally import Tally, check_tally
 
 _TINY = np.finfo(float).tiny
 _DENSE_BUDGET = 500_000_000  # U * |F|^2 above which Newton systems use conjugate gradients
