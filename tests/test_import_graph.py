@@ -36,7 +36,7 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            # ``from pkg import submodule`` depends on the submodule, ``from mod import name`` on mod
+            # `from pkg import submodule` depends on the submodule, `from mod import x` on mod
             subs = [f"{node.module}.{alias.name}" for alias in node.names]
             names = [sub for sub in subs if sub in modules] or [node.module]
         else:
