@@ -111,6 +111,20 @@ def evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth):
 
 
 @njit(cache=True)
+def evaluate_rows(rows, theta, r, lth):
+    """:func:`evaluate` with the row form as one tuple (``Likelihood.arrays``)."""
+    dense, indptr, indices, delta, complement, offset = rows
+    evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth)
+
+
+@njit(cache=True)
+def rmatvec_rows(rows, w, out):
+    """:func:`rmatvec` with the row form as one tuple (``Likelihood.arrays``)."""
+    dense, indptr, indices, delta, complement, _ = rows
+    rmatvec(dense, indptr, indices, delta, complement, w, out)
+
+
+@njit(cache=True)
 def gradient(dense, indptr, indices, delta, complement, offset, counts, theta, floor, r, lth, w,
              g):  # fmt: skip
     """``g = L^T (c / max(L theta, floor))``; returns ``sum_u c_u log(L_u . theta)``.

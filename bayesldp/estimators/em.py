@@ -43,30 +43,20 @@ from bayesldp.tally import Tally, check_tally
 
 # ============================================================================ compiled EM loop
 @njit(cache=True)
-def _em_map(
-    dense,
-    indptr,
-    indices,
-    delta,
-    complement,
-    offset,
-    counts,
-    theta,
-    lth,
-    w,
-    out,
-    pool_of,
-    n_pools,
-    pool_sum,
-    pool_size,
-):
-    """One EM map ``out_x = theta_x g_x / (theta . g)``, ``g = L.T (c / lth)``; pools tied."""
+def _em_map(rows, counts, theta, lth, w, out, pools):
+    """One EM map ``out_x = theta_x g_x / (theta . g)``, ``g = L.T (c / lth)``; pools tied.
+
+    ``rows`` is ``Likelihood.arrays``; ``pools`` is ``(pool_of, n_pools, pool_sum, pool_size)``,
+    the last two scratch arrays.
+    """
+    offset = rows[5]
+    pool_of, n_pools, pool_sum, pool_size = pools
     ws = 0.0
     for u in range(lth.shape[0]):
         wu = counts[u] / lth[u]
         w[u] = wu
         ws += wu * offset[u]
-    lk.rmatvec(dense, indptr, indices, delta, complement, w, out)
+    lk.rmatvec_rows(rows, w, out)
     k = out.shape[0]
     total = 0.0
     for x in range(k):
@@ -100,23 +90,7 @@ def _all_positive(v):
 
 
 @njit(cache=True)
-def _squarem(
-    dense,
-    indptr,
-    indices,
-    delta,
-    complement,
-    offset,
-    inv_offset,
-    positive,
-    counts,
-    theta0,
-    tol,
-    max_iter,
-    accelerate,
-    pool_of,
-    n_pools,
-):
+def _squarem(rows, inv_offset, positive, counts, theta0, tol, max_iter, accelerate, pools):
     """The EM loop of :func:`run_em`."""
     k = theta0.shape[0]
     n_rows = counts.shape[0]
@@ -140,10 +114,8 @@ def _squarem(
     rn = np.empty(n_rows)
     lthn = np.empty(n_rows)
     w = np.empty(n_rows)
-    pool_sum = np.empty(max(n_pools, 1))
-    pool_size = np.empty(max(n_pools, 1))
     trace = np.empty(min(max_iter + 1, 1024))
-    lk.evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth)
+    lk.evaluate_rows(rows, theta, r, lth)
     ll = lk.loglik_rel(r, lth, counts, inv_offset, positive)[0]
     trace[0] = ll
     n_trace = 1
@@ -152,23 +124,7 @@ def _squarem(
     step_max = 1.0
     converged = False
     while maps < max_iter:
-        _em_map(
-            dense,
-            indptr,
-            indices,
-            delta,
-            complement,
-            offset,
-            counts,
-            theta,
-            lth,
-            w,
-            th1,
-            pool_of,
-            n_pools,
-            pool_sum,
-            pool_size,
-        )
+        _em_map(rows, counts, theta, lth, w, th1, pools)
         maps += 1
         dmax = -math.inf
         dmin = math.inf
@@ -178,7 +134,7 @@ def _squarem(
             dmax = max(dmax, d)
             dmin = min(dmin, d)
         residual = max(dmax, -dmin)
-        lk.evaluate(dense, indptr, indices, delta, complement, offset, th1, r1, lth1)
+        lk.evaluate_rows(rows, th1, r1, lth1)
         if n_trace == trace.shape[0]:
             grown = np.empty(min(2 * n_trace, max_iter + 1))
             for i in range(n_trace):
@@ -195,23 +151,7 @@ def _squarem(
                 converged = True
                 break
             continue
-        _em_map(
-            dense,
-            indptr,
-            indices,
-            delta,
-            complement,
-            offset,
-            counts,
-            th1,
-            lth1,
-            w,
-            th2,
-            pool_of,
-            n_pools,
-            pool_sum,
-            pool_size,
-        )
+        _em_map(rows, counts, th1, lth1, w, th2, pools)
         maps += 1
         cycles += 1
         norm_r2 = 0.0
@@ -253,37 +193,21 @@ def _squarem(
                 s = 1.0 / s
                 for x in range(k):
                     cand[x] *= s
-                lk.evaluate(dense, indptr, indices, delta, complement, offset, cand, rn, lthn)
+                lk.evaluate_rows(rows, cand, rn, lthn)
                 if _all_positive(lthn):
-                    _em_map(
-                        dense,
-                        indptr,
-                        indices,
-                        delta,
-                        complement,
-                        offset,
-                        counts,
-                        cand,
-                        lthn,
-                        w,
-                        new,
-                        pool_of,
-                        n_pools,
-                        pool_sum,
-                        pool_size,
-                    )
+                    _em_map(rows, counts, cand, lthn, w, new, pools)
                     maps += 1
                     extrapolated = True
         if extrapolated:
-            lk.evaluate(dense, indptr, indices, delta, complement, offset, new, rn, lthn)
+            lk.evaluate_rows(rows, new, rn, lthn)
         else:
-            lk.evaluate(dense, indptr, indices, delta, complement, offset, th2, rn, lthn)
+            lk.evaluate_rows(rows, th2, rn, lthn)
         lln, scale_n = lk.loglik_rel(rn, lthn, counts, inv_offset, positive)
         if extrapolated and not (lln >= ll or lln >= ll - 1e-13 * scale_n):
             fallbacks += 1
             step_max = max(1.0, -used / 4.0)
             extrapolated = False
-            lk.evaluate(dense, indptr, indices, delta, complement, offset, th2, rn, lthn)
+            lk.evaluate_rows(rows, th2, rn, lthn)
             lln = lk.loglik_rel(rn, lthn, counts, inv_offset, positive)[0]
         elif used <= -step_max:
             step_max *= 4.0
@@ -334,9 +258,17 @@ def em_map(lik: Likelihood, theta: np.ndarray) -> np.ndarray:
     theta = np.ascontiguousarray(theta, dtype=float)
     _, lth = lik.evaluate(theta)
     out = np.empty(lik.k)
-    _em_map(*lik.arrays, lik.counts, theta, lth, np.empty(lth.shape[0]), out,
-            np.full(lik.k, -1, dtype=np.int64), 0, np.empty(1), np.empty(1))  # fmt: skip
+    _em_map(lik.arrays, lik.counts, theta, lth, np.empty(lth.shape[0]), out, _pools(None, 0, lik.k))
     return out
+
+
+def _pools(pool_of: np.ndarray | None, n_pools: int, k: int) -> tuple:
+    """The ``pools`` tuple of the compiled EM map (no pool: every category is its own)."""
+    if pool_of is None:
+        pool_of = np.full(k, -1, dtype=np.int64)
+    size = max(n_pools, 1)
+    return (np.ascontiguousarray(pool_of, dtype=np.int64), int(n_pools), np.empty(size),
+            np.empty(size))  # fmt: skip
 
 
 def run_em(
@@ -367,10 +299,8 @@ def run_em(
     without which long extrapolations along slowly converging directions are rejected forever).
     Pools (``pool_of``, ``n_pools``) tie their members' weights after every map (EM-MR).
     """
-    if pool_of is None:
-        pool_of = np.full(lik.k, -1, dtype=np.int64)
     theta, maps, trace, converged, residual, cycles, fallbacks = _squarem(
-        *lik.arrays,
+        lik.arrays,
         lik.inv_offset,
         lik.positive,
         lik.counts,
@@ -378,8 +308,7 @@ def run_em(
         float(tol),
         int(max_iter),
         bool(accelerate),
-        np.ascontiguousarray(pool_of, dtype=np.int64),
-        int(n_pools),
+        _pools(pool_of, n_pools, lik.k),
     )
     return EMRun(theta, int(maps), trace, bool(converged), float(residual), cycles, fallbacks)
 
