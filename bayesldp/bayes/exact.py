@@ -330,9 +330,7 @@ def sample(
             f"options: method='exact' does not take {unknown[0]!r}; "
             "valid options are 'max_components' and 'strategy'"
         )
-    draws = check_int(draws, "draws")
-    chains = check_int(chains, "chains")
-    start = time.perf_counter()
+    start = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
     post = exact_posterior(
         tally,
         alpha,

@@ -14,13 +14,12 @@ method, :mod:`bayesldp.bayes.hmc`, samples the same posterior faster.
 from __future__ import annotations
 
 import importlib.util
-import numbers
 import time
 from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import check_int
+from bayesldp._validation import check_int, check_open_unit
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.model import build_model
 from bayesldp.errors import InvalidInputError, InvalidTypeError
@@ -116,22 +115,15 @@ def sample(
     """
     import pymc as pm
 
-    started = time.perf_counter()
-    if not isinstance(tally, Tally):
-        raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
+    started = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise InvalidInputError(
             f"options: {unknown[0]!r} is not an option of method 'nuts'; valid: {list(_OPTIONS)}"
         )
     nuts_sampler = require_sampler(nuts_sampler, installed=False)
-    draws = check_int(draws, "draws", 1)
-    chains = check_int(chains, "chains", 1)
     tune = check_int(tune, "tune", 0)
-    if isinstance(target_accept, bool) or not isinstance(target_accept, numbers.Real):
-        raise InvalidTypeError(f"target_accept: expected a number in (0, 1), got {target_accept!r}")
-    if not 0.0 < float(target_accept) < 1.0:
-        raise InvalidInputError(f"target_accept: must lie in (0, 1), got {target_accept}")
+    target_accept = check_open_unit(target_accept, "target_accept")
     kwargs: dict[str, Any] = {}
     if nuts_sampler == "pymc":
         for name in ("cores", "init"):
