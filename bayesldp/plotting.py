@@ -1,4 +1,8 @@
-"""Figures. Plotting only: nothing here samples or estimates."""
+"""Figures. Plotting only: nothing here samples or estimates.
+
+No function here selects a matplotlib backend: figures show inline in Jupyter and in the user's
+own backend elsewhere; the ``bayesldp`` command chooses the file backend (Agg) for itself.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,7 @@ import numpy as np
 
 
 def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
+    """``matplotlib.pyplot``, imported on first use (never choosing a backend)."""
     import matplotlib.pyplot as plt
 
     return plt

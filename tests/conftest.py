@@ -1,4 +1,8 @@
+import os
+
 import pytest
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # headless figures in tests (the library never chooses)
 
 
 def pytest_addoption(parser):

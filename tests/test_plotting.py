@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import xarray as xr
 
@@ -29,3 +33,18 @@ def test_survey_trajectory_tv_and_moving_subset_size():
     tv = top.get_lines()[0].get_ydata()
     np.testing.assert_allclose(tv[:2], [0.5 * np.abs(np.array([1 / 3] * 3) - theta).sum(), 0.1])
     np.testing.assert_allclose(bottom.get_lines()[0].get_ydata(), [0.5, 1.0, 1.0])
+
+
+def test_plotting_keeps_the_users_backend():
+    """Importing bayesldp.plotting and drawing must not switch the backend (Jupyter inline)."""
+    code = (
+        "import matplotlib; matplotlib.use('svg')\n"
+        "from bayesldp import plotting\n"
+        "plotting.plot_error_vs([{'mechanism': 'GRR', 'method': 'mle', 'epsilon': 1.0, "
+        "'tv': 0.1, 'tv_sd': 0.01}], 'epsilon', 'tv')\n"
+        "print(matplotlib.get_backend())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "svg"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -208,7 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``bayesldp`` command."""
+    """Entry point of the ``bayesldp`` command.
+
+    Figures are written to files, so the command uses matplotlib's Agg backend unless the user
+    chose one (``MPLBACKEND``); the library itself never selects a backend.
+    """
+    os.environ.setdefault("MPLBACKEND", "Agg")
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -412,11 +412,8 @@ def _cell(metric: Any, where: dict[str, Any], method: str, bold: bool) -> str:
 
 
 def _plot(results: xarray.Dataset, out: Path) -> None:
-    import matplotlib
-    import matplotlib.ticker
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     tv = results["tv"].mean("repeat")
     ks, rhos, epss = (results[d].values for d in ("k", "rho", "epsilon"))

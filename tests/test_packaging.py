@@ -1,0 +1,53 @@
+"""Every third-party module the package or its benchmarks import is declared in pyproject.toml."""
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: import name -> distribution name, where they differ
+DISTRIBUTION = {
+    "sklearn": "scikit-learn",
+    "pure_ldp": "pure-ldp",
+    "multi_freq_ldpy": "multi-freq-ldpy",
+}
+#: modules that come with a declared distribution (pytensor with pymc)
+PROVIDED = {"pytensor": "pymc"}
+#: imported only behind a check that it is installed, never required
+OPTIONAL = {"tqdm"}
+
+
+def _declared(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~\[ ;]", req, maxsplit=1)[0].lower() for req in requirements}
+
+
+def _third_party_imports(paths) -> set[str]:
+    names: set[str] = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n != "bayesldp"}
+
+
+def _distribution(module: str) -> str:
+    module = PROVIDED.get(module, module)
+    return DISTRIBUTION.get(module, module).lower().replace("_", "-")
+
+
+def test_package_and_benchmark_imports_are_declared():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = _declared(project["dependencies"])
+    bench = core | _declared(project["optional-dependencies"]["bench"])
+    package = _third_party_imports((ROOT / "bayesldp").rglob("*.py")) - OPTIONAL
+    optional_backends = {"nutpie", "numpyro", "jax", "blackjax"}  # lazily imported, own extras
+    missing = {_distribution(m) for m in package - optional_backends} - core
+    assert not missing, f"imported by bayesldp but not in [project].dependencies: {missing}"
+    benchmarks = _third_party_imports((ROOT / "benchmarks").glob("*.py"))
+    missing = {_distribution(m) for m in benchmarks} - bench
+    assert not missing, f"imported by benchmarks/ but not in the bench extra: {missing}"
+    assert {"pandas", "pyarrow"} <= core
