@@ -72,6 +72,7 @@ def test_pymc_nuts_matches_exact_posterior_and_hmc():
 
 
 @pytest.mark.slow
+@pytest.mark.external
 @pytest.mark.parametrize("sampler", ["nutpie", "numpyro", "blackjax"])
 def test_external_samplers_match_exact_posterior(sampler):
     packages, _ = nuts.NUTS_SAMPLERS[sampler]
