@@ -93,15 +93,26 @@ class HistogramEncoding(Mechanism):
         return np.exp(-0.5 * self.epsilon * d)
 
     # ------------------------------------------------------------------ privacy
-    def realised_epsilon(self) -> float:
-        """``Delta_1 / b`` with ``Delta_1 = 2`` the L1 sensitivity and ``b`` the noise scale.
+    def noise_logpdf(self, u: Any) -> np.ndarray:
+        """Log density of the noise added to each coordinate: Laplace(0, b), ``b = 2/eps``."""
+        u = np.asarray(u, dtype=float)
+        return -math.log(2.0 * self.scale) - np.abs(u) / self.scale
 
-        The log density ratio of inputs ``x`` and ``x'`` at ``v`` is
-        ``(|v_x' - 1| - |v_x'| + |v_x| - |v_x - 1|) / b``, at most ``2 / b`` by the triangle
-        inequality, with equality whenever ``v_x >= 1`` and ``v_x' <= 0`` (an event of positive
-        probability), so the bound is tight.
+    def realised_epsilon(self) -> float:
+        """The largest log density ratio of two inputs, computed from :meth:`noise_logpdf`.
+
+        Inputs ``x`` and ``x'`` change the density of a report only in coordinates ``x`` and
+        ``x'`` (``v_x`` has mean 1 under ``x``, 0 under ``x'``, and the other way round), so the
+        supremum over reports of ``log f(v | x) - log f(v | x')`` is the sum of two one-coordinate
+        suprema, ``sup_t [log g(t - 1) - log g(t)] + sup_t [log g(t) - log g(t - 1)]``, with ``g``
+        the noise density.  For Laplace noise the one-coordinate ratio is linear between its kinks
+        at 0 and 1 and constant outside, so the suprema are attained on ``{-1, 0, 1, 2}``: with
+        ``b = 2/eps`` the result is ``2 / b = eps`` (tight, and attained with positive
+        probability: ``v_x >= 1``, ``v_x' <= 0``).
         """
-        return L1_SENSITIVITY / self.scale
+        t = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
+        ratio = self.noise_logpdf(t - 1.0) - self.noise_logpdf(t)
+        return float(ratio.max() + (-ratio).max())
 
     def audit_event(self, reports: Any, x0: int, x1: int) -> np.ndarray:
         """``v_x0 > 1`` and ``v_x1 < 0``: probability 1/4 under ``x0``, ``e^-eps / 4`` under ``x1``.

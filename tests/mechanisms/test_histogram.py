@@ -33,6 +33,28 @@ def test_realised_epsilon_is_tight(cls, k, eps):
         _ = mech.channel
 
 
+@pytest.mark.parametrize("cls", CLASSES)
+@pytest.mark.parametrize("factor", [0.8, 1.25])
+def test_realised_epsilon_reads_the_noise_density(cls, factor):
+    """A mechanism whose noise is narrower (wider) than 2/eps realises more (less) than eps:
+    the realised epsilon is computed from the density, not from the requested budget."""
+
+    class Miscalibrated(cls):
+        @property
+        def scale(self):
+            return factor * 2.0 / self.epsilon
+
+    mech = Miscalibrated(5, 1.0)
+    assert mech.realised_epsilon() == pytest.approx(1.0 / factor, rel=1e-12)
+    # the noise density the check reads is the one perturb draws from
+    noise = mech.perturb(np.zeros(200_000, dtype=int), rng=3)[:, 1]
+    assert stats.kstest(noise, stats.laplace(scale=mech.scale).cdf).pvalue > 1e-3
+    t = np.linspace(-5, 5, 11)
+    np.testing.assert_allclose(
+        mech.noise_logpdf(t), stats.laplace.logpdf(t, scale=mech.scale), rtol=1e-12
+    )
+
+
 @pytest.mark.parametrize("eps", EPSILONS)
 def test_density_ratio_never_exceeds_realised_epsilon(eps):
     # Privacy loss of inputs 0 vs 1, evaluated with scipy on a grid and at random points.
