@@ -16,21 +16,14 @@ from bayesldp.errors import (
     InvalidTypeError,
     NotSupportedError,
 )
+from bayesldp.mechanisms.registry import MODULES
 from bayesldp.tally import Tally
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "Mechanism": "bayesldp.mechanisms.base",
-    "GRR": "bayesldp.mechanisms.grr",
-    "SUE": "bayesldp.mechanisms.unary",
-    "OUE": "bayesldp.mechanisms.unary",
-    "BLH": "bayesldp.mechanisms.hashing",
-    "OLH": "bayesldp.mechanisms.hashing",
-    "SHE": "bayesldp.mechanisms.histogram",
-    "THE": "bayesldp.mechanisms.histogram",
-    "HadamardResponse": "bayesldp.mechanisms.hadamard",
-    "RRRR": "bayesldp.mechanisms.rrrr",
+    **MODULES,  # every registered mechanism, from the one registry
     "NodeSampling": "bayesldp.mechanisms.sampling",
     "HashReports": "bayesldp.mechanisms.hashing",
     "SampledReports": "bayesldp.mechanisms.sampling",

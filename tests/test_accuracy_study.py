@@ -1,4 +1,4 @@
-"""Smoke and contract tests of the accuracy study (benchmarks/accuracy.py, models/accuracy.toml).
+"""Smoke and contract tests of the accuracy study (bayesldp.workflows.accuracy, its spec).
 
 The study runs on a tiny configuration (a few seconds): the outputs have the documented columns,
 errors are positive and finite, the same seed gives bit-identical numbers, a cell's numbers do not
@@ -9,8 +9,6 @@ checked against :mod:`bayesldp.bounds` and the oracles' exact variances.
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,23 +17,10 @@ from scipy import stats
 
 import bayesldp
 from bayesldp import bounds
-from bayesldp.workflows.spec import SpecError
+from bayesldp.workflows import accuracy as acc
+from bayesldp.workflows.spec import SpecError, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_study():
-    name = "bayesldp_accuracy_study"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "accuracy.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-acc = _load_study()
 
 TINY = {
     "study": {"name": "tiny", "seed": 11},
@@ -174,8 +159,9 @@ def test_cli_writes_the_report_and_reports_spec_errors(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ the spec
 def test_shipped_spec_is_valid_in_both_sizes():
-    spec = acc.load_accuracy_spec(ROOT / "models" / "accuracy.toml")
-    assert set(spec) == {"study", "mle", "em_mr", "sampling"}
+    spec = load_spec(ROOT / "models" / "accuracy.toml", kind="accuracy")
+    assert set(spec) == {"kind", "study", "mle", "em_mr", "sampling"}
+    assert spec["kind"] == "accuracy"
     full = acc.resolve_section(spec["mle"], full=True)
     assert 1024 in full["grr_k"] and full["repeats"] >= 100
     assert max(acc.resolve_section(spec["em_mr"], full=True)["n"]) >= 300_000
@@ -227,11 +213,11 @@ def test_spec_errors_name_the_key(raw, message):
 
 def test_missing_spec_file_and_bad_toml(tmp_path):
     with pytest.raises(SpecError, match="no such spec file"):
-        acc.load_accuracy_spec(tmp_path / "none.toml")
+        load_spec(tmp_path / "none.toml")
     bad = tmp_path / "bad.toml"
     bad.write_text("[study\n", encoding="utf-8")
     with pytest.raises(SpecError, match="not valid TOML"):
-        acc.load_accuracy_spec(bad)
+        load_spec(bad)
 
 
 # ------------------------------------------------------------------------------ helpers

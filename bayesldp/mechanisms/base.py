@@ -9,7 +9,9 @@ every report ``y``, so for a finite channel the realised epsilon is exact:
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,15 +36,36 @@ def realised_epsilon_of_channel(channel: np.ndarray) -> float:
     return float(np.max(np.log(col_max[live]) - np.log(col_min[live])))
 
 
+@dataclass(frozen=True)
+class Parameter:
+    """A constructor parameter of a mechanism beyond ``k`` and ``epsilon``.
+
+    Declared by each class in ``PARAMETERS``; :func:`bayesldp.mechanisms.make_mechanism`, the
+    command line and the spec schema read these declarations, never a list of their own.
+    """
+
+    name: str
+    kind: type
+    help: str
+    required: bool = False
+    many: bool = False  # a list of ``kind`` values (RRRR's subset)
+
+
 class Mechanism(ABC):
     """An epsilon-LDP frequency-estimation mechanism over the domain ``0..k-1``.
 
     Subclasses implement the client side (:meth:`perturb`), the aggregator side (:meth:`tally`),
     the exact privacy check (:meth:`realised_epsilon`) and the unbiased frequency oracle
-    (:meth:`unbiased_frequencies`, :meth:`oracle_variance`).
+    (:meth:`unbiased_frequencies`, :meth:`oracle_variance`), declare their extra constructor
+    parameters (``PARAMETERS``) and own their report layout in a table
+    (:meth:`reports_from_frame`, :meth:`reports_to_frame`).
     """
 
     name: ClassVar[str]
+    #: constructor parameters beyond k and epsilon
+    PARAMETERS: ClassVar[tuple[Parameter, ...]] = ()
+    #: whether ``bayesldp recommend`` ranks this mechanism (False for special-purpose ones)
+    RECOMMEND: ClassVar[bool] = True
 
     def __init__(self, k: int, epsilon: float) -> None:
         self.k = check_k(k)
@@ -89,6 +112,30 @@ class Mechanism(ABC):
         counts = check_counts(true_counts, "true_counts", length=self.k)
         x = np.repeat(np.arange(self.k), counts)
         return self.tally(self.perturb(x, rng))
+
+    # ------------------------------------------------------------------ report tables
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> Any:
+        """The reports held in a table (pandas DataFrame), in the form :meth:`tally` reads.
+
+        The default layout is K numeric columns, one per category in order (unary encoding,
+        histogram encoding); mechanisms with another layout override this.
+        """
+        return k_columns(frame, self.k, source)
+
+    def reports_to_frame(self, reports: Any) -> Any:
+        """The reports as a table that :meth:`reports_from_frame` reads back."""
+        import pandas as pd
+
+        values = np.asarray(reports)
+        return pd.DataFrame(values, columns=[str(x) for x in range(self.k)])
+
+    def tally_frame(self, frame: Any, source: Any = "reports") -> Tally:
+        """Tally the reports held in a table (see :meth:`reports_from_frame`)."""
+        return self.tally(self.reports_from_frame(frame, source))
+
+    def report_size(self) -> str:
+        """Communication cost of one report, for people (``bayesldp recommend``)."""
+        return f"{self.k} floats"
 
     # ------------------------------------------------------------------ privacy
     @abstractmethod
@@ -170,6 +217,31 @@ class FiniteChannelMechanism(Mechanism):
     def tally(self, reports: Any) -> Tally:
         reports = self.check_reports(reports)
         return self.tally_from_report_counts(np.bincount(reports, minlength=self.n_outputs))
+
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
+        """A ``report`` column of integers ``0..n_outputs-1``."""
+        (reports,) = int_columns(frame, ["report"], source)
+        return reports
+
+    def reports_to_frame(self, reports: Any) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame({"report": self.check_reports(reports)})
+
+    def tally_frame(self, frame: Any, source: Any = "reports") -> Tally:
+        """Tally a ``report`` column, or aggregated data: ``report`` and ``count`` columns."""
+        if "count" not in frame.columns:
+            return self.tally(self.reports_from_frame(frame, source))
+        reports, counts = int_columns(frame, ["report", "count"], source)
+        if counts.min() < 0:
+            raise InvalidInputError(f"reports: {source} column 'count' must be >= 0")
+        self.check_reports(reports)
+        totals = np.zeros(self.n_outputs, dtype=np.int64)
+        np.add.at(totals, reports, counts)  # integer sums: no float rounding of large counts
+        return self.tally_from_report_counts(totals)
+
+    def report_size(self) -> str:
+        return f"{math.ceil(math.log2(self.n_outputs))} bits"
 
     def tally_from_report_counts(self, report_counts: Any) -> Tally:
         """Build the tally from counts of each report value (already aggregated data)."""
@@ -268,6 +340,38 @@ class PureProtocol(Mechanism):
         """``n * Var*``: the variance of one coordinate as its frequency tends to 0, times n."""
         p, q = self.p_star, self.q_star
         return q * (1 - q) / (p - q) ** 2
+
+
+def int_columns(frame: Any, names: list[str], source: Any) -> list[np.ndarray]:
+    """The named integer columns of a table, with errors naming the file and the column."""
+    missing = [c for c in names if c not in frame.columns]
+    if missing:
+        raise InvalidInputError(
+            f"reports: {source} lacks column(s) {', '.join(missing)}; it has "
+            f"{', '.join(map(str, frame.columns))}"
+        )
+    out = []
+    for name in names:
+        col = frame[name].to_numpy()
+        if col.dtype.kind not in "iu":
+            raise InvalidInputError(
+                f"reports: {source} column {name!r} must hold integers, got {col.dtype}"
+            )
+        out.append(col.astype(np.int64))
+    return out
+
+
+def k_columns(frame: Any, k: int, source: Any) -> np.ndarray:
+    """A table of exactly ``k`` numeric (or boolean) columns, one per category, as an array."""
+    if frame.shape[1] != k:
+        raise InvalidInputError(
+            f"reports: {source} must have exactly k = {k} columns (one per category), "
+            f"got {frame.shape[1]}"
+        )
+    values = frame.to_numpy()
+    if values.dtype.kind not in "biuf":
+        raise InvalidInputError(f"reports: {source} must hold numbers only, got {values.dtype}")
+    return values
 
 
 def _freeze(value: Any) -> Any:

@@ -30,7 +30,12 @@ import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import PureProtocol, realised_epsilon_of_channel
+from bayesldp.mechanisms.base import (
+    Parameter,
+    PureProtocol,
+    int_columns,
+    realised_epsilon_of_channel,
+)
 from bayesldp.tally import Tally
 
 MERSENNE_31 = 2**31 - 1
@@ -256,6 +261,19 @@ class LocalHashing(PureProtocol):
             raise InvalidInputError(f"reports: a, b and y need equal lengths, got {sizes}")
         return arrays[0], arrays[1], arrays[2]
 
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> HashReports:
+        """Columns ``a``, ``b`` (the user's hash seed pair) and ``y`` (the reported value)."""
+        return HashReports(*int_columns(frame, ["a", "b", "y"], source))
+
+    def reports_to_frame(self, reports: HashReports) -> Any:
+        import pandas as pd
+
+        a, b, y = self.check_reports(reports)
+        return pd.DataFrame({"a": a, "b": b, "y": y})
+
+    def report_size(self) -> str:
+        return f"{math.ceil(math.log2(max(2, self.g)))} bits + 62-bit hash seed"
+
     def tally(self, reports: HashReports) -> Tally:
         """Support-form tally: ``support[i, x] = (h_i(x) == y_i)``, levels ``(q, p)``.
 
@@ -405,6 +423,7 @@ class OLH(LocalHashing):
     """
 
     name = "OLH"
+    PARAMETERS = (Parameter("g", int, "hash range g (default round(e^eps) + 1)"),)
 
     def __init__(
         self, k: int, epsilon: float, g: int | None = None, *, _prime: int = MERSENNE_31

@@ -19,7 +19,7 @@ from scipy import optimize
 
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.mechanisms.base import Mechanism, PureProtocol
+from bayesldp.mechanisms.base import Mechanism, Parameter, PureProtocol
 from bayesldp.tally import Tally
 
 #: L1 distance between two different one-hot encodings: the Laplace mechanism's sensitivity.
@@ -232,6 +232,9 @@ class THE(HistogramEncoding, PureProtocol):
     """
 
     name = "THE"
+    PARAMETERS = (
+        Parameter("threshold", float, "support threshold (default: the one minimising Var*)"),
+    )
 
     def __init__(self, k: int, epsilon: float, threshold: float | None = None) -> None:
         super().__init__(k, epsilon)

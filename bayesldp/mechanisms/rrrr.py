@@ -14,7 +14,7 @@ import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import FiniteChannelMechanism
+from bayesldp.mechanisms.base import FiniteChannelMechanism, Parameter
 from bayesldp.tally import Tally
 
 #: Channels whose condition number exceeds this are treated as singular by the oracle.
@@ -182,6 +182,11 @@ class RRRR(FiniteChannelMechanism):
     """
 
     name = "RRRR"
+    PARAMETERS = (
+        Parameter("subset", int, "the subset S of categories", required=True, many=True),
+        Parameter("eps1", float, "first-stage budget (default 0.8 epsilon)"),
+    )
+    RECOMMEND = False  # an adaptive survey's channel, chosen per user (bayesldp.adaptive)
 
     def __init__(self, k: int, epsilon: float, subset: Any, eps1: float | None = None) -> None:
         super().__init__(k, epsilon)

@@ -17,7 +17,7 @@ import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import PureProtocol, realised_epsilon_of_channel
+from bayesldp.mechanisms.base import PureProtocol, k_columns, realised_epsilon_of_channel
 from bayesldp.tally import Tally
 
 #: Largest ``k`` for which the full ``k x 2^k`` channel is materialised.
@@ -122,6 +122,20 @@ class UnaryEncoding(PureProtocol):
     @property
     def q_star(self) -> float:
         return self.q
+
+    # ------------------------------------------------------------------ report tables
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
+        """K columns of bits (0/1 integers or booleans), one per category in order."""
+        values = k_columns(frame, self.k, source)
+        if values.dtype.kind == "f":
+            raise InvalidInputError(
+                f"reports: {source}: unary-encoding bits must be 0/1 integers or booleans, "
+                f"got {values.dtype}"
+            )
+        return values
+
+    def report_size(self) -> str:
+        return f"{self.k} bits"
 
     # ------------------------------------------------------------------ client
     def perturb(self, x: Any, rng: RNGLike = None) -> np.ndarray:

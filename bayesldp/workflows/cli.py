@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from bayesldp.errors import BayesLDPError
+from bayesldp.errors import BayesLDPError, InvalidInputError
 
 
 def _progress(quiet: bool):
@@ -22,11 +22,19 @@ def _progress(quiet: bool):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """``bayesldp run SPEC``: run a spec of any kind (study, survey, grid, accuracy)."""
     from bayesldp.workflows.spec import load_spec
+
+    spec = load_spec(args.spec)
+    if args.full and spec["kind"] not in ("grid", "accuracy"):
+        raise InvalidInputError(f"--full: applies to grid and accuracy specs, not {spec['kind']!r}")
+    return RUNNERS[spec["kind"]](spec, args)
+
+
+def _run_study(spec: dict, args: argparse.Namespace) -> int:
     from bayesldp.workflows.study import run_study
     from bayesldp.workflows.study_report import markdown_table, summarise, write_report
 
-    spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("out") / spec["study"]["name"]
     say = _progress(args.quiet)
     say(f"study {spec['study']['name']!r} from {args.spec}")
@@ -37,11 +45,80 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_survey(spec: dict, args: argparse.Namespace) -> int:
+    from bayesldp.workflows.survey import run_survey
+
+    cfg = spec["survey"]
+    if args.seed is not None:
+        cfg["seed"] = args.seed
+    if args.quick:
+        cfg["n"] = max(1, cfg["n"] // 10)
+    out = Path(args.out) if args.out else Path("out") / cfg["name"]
+    return run_survey(spec, out, resume=False, quiet=args.quiet)
+
+
+def _run_grid(spec: dict, args: argparse.Namespace) -> int:
+    from bayesldp.workflows.grid import run_grid, write_tables
+
+    grid = spec["grid"]
+    if args.seed is not None:
+        grid["seed"] = args.seed
+    if args.quick:
+        grid["n"], grid["repeats"] = max(1, grid["n"] // 10), 1
+    out = Path(args.out) if args.out else Path("out") / grid["name"]
+    results = run_grid(spec, out, paper=args.full, progress=not args.quiet)
+    print(write_tables(results))
+    print(f"\nreport: {out / 'tables.md'}")
+    return 0
+
+
+def _run_accuracy(spec: dict, args: argparse.Namespace) -> int:
+    from bayesldp.workflows import accuracy
+
+    if args.seed is not None:
+        spec["study"]["seed"] = args.seed
+    out = Path(args.out) if args.out else Path("out") / spec["study"]["name"]
+    say = _progress(args.quiet)
+    info = accuracy.machine_info()
+    start = time.perf_counter()
+    result = accuracy.run_study(
+        spec, full=args.full, repeats=2 if args.quick else None, progress=say
+    )
+    command = "bayesldp run " + " ".join(sys.argv[2:] if args.argv is None else args.argv[1:])
+    text = accuracy.render_markdown(result, info, command, time.perf_counter() - start)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(text, encoding="utf-8")
+    print(f"report: {out / 'report.md'}")
+    return 0
+
+
+#: spec kind -> runner of ``bayesldp run``
+RUNNERS = {"study": _run_study, "survey": _run_survey, "grid": _run_grid, "accuracy": _run_accuracy}
+
+
+def _mechanism_params(args: argparse.Namespace) -> dict:
+    """The mechanism parameters given on the command line (the registry's option names)."""
+    from bayesldp.mechanisms import all_parameters
+
+    return {name: getattr(args, name, None) for name in all_parameters()}
+
+
+def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
+    """``--k``, ``--epsilon`` and one option per parameter a registered mechanism declares."""
+    from bayesldp.mechanisms import all_parameters
+
+    parser.add_argument("--k", type=int, required=True, help="number of categories")
+    parser.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    for param in all_parameters().values():
+        nargs = "+" if param.many else None
+        parser.add_argument(f"--{param.name}", type=param.kind, nargs=nargs, help=param.help)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from bayesldp.audit import audit
     from bayesldp.mechanisms import make_mechanism
 
-    mech = make_mechanism(args.mechanism, args.k, args.epsilon)
+    mech = make_mechanism(args.mechanism, args.k, args.epsilon, **_mechanism_params(args))
     print(f"{mech!r}")
     print(f"  realised epsilon (exact, from the channel): {mech.realised_epsilon():.12g}")
     result = audit(mech, trials=args.trials, alpha=args.alpha, rng=args.seed)
@@ -53,23 +130,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
-RECOMMEND_CANDIDATES = ("GRR", "OUE", "SUE", "OLH", "BLH", "HadamardResponse", "THE", "SHE")
+def recommend_candidates() -> tuple[str, ...]:
+    """The registered mechanisms that ``recommend`` ranks (their class says so)."""
+    from bayesldp.mechanisms import mechanism_class, names
 
-
-def _report_bits(mech) -> str:
-    """Communication cost of one report, as a short human-readable string."""
-    import math
-
-    name = type(mech).__name__
-    if name in ("GRR", "RRRR"):
-        return f"{math.ceil(math.log2(mech.k))} bits"
-    if name in ("SUE", "OUE"):
-        return f"{mech.k} bits"
-    if name in ("OLH", "BLH"):
-        return f"{math.ceil(math.log2(max(2, mech.g)))} bits + 62-bit hash seed"
-    if name == "HadamardResponse":
-        return f"{math.ceil(math.log2(mech.n_outputs))} bits"
-    return f"{mech.k} floats"
+    return tuple(name for name in names() if mechanism_class(name).RECOMMEND)
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
@@ -77,7 +142,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from bayesldp.mechanisms import make_mechanism
 
     rows = []
-    for name in RECOMMEND_CANDIDATES:
+    for name in recommend_candidates():
         mech = make_mechanism(name, args.k, args.epsilon)
         nvar = var_star(mech)
         rows.append((nvar, name, mech))
@@ -88,7 +153,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     print("| mechanism | n Var* | sd of one frequency | report size |")
     print("|---|---:|---:|---|")
     for nvar, name, mech in rows:
-        print(f"| {name} | {nvar:.4g} | {(nvar / args.n) ** 0.5:.3g} | {_report_bits(mech)} |")
+        print(f"| {name} | {nvar:.4g} | {(nvar / args.n) ** 0.5:.3g} | {mech.report_size()} |")
     best = rows[0]
     close = [name for nvar, name, _ in rows[1:] if nvar <= 1.01 * best[0]]
     note = f"; within 1%: {', '.join(close)} (compare report sizes)" if close else ""
@@ -102,13 +167,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from bayesldp.workflows.report_files import read_reports
 
     mech, tally = read_reports(
-        args.reports,
-        args.mechanism,
-        k=args.k,
-        epsilon=args.epsilon,
-        g=args.g,
-        subset=args.subset,
-        eps1=args.eps1,
+        args.reports, args.mechanism, k=args.k, epsilon=args.epsilon, **_mechanism_params(args)
     )
     labels = list(range(tally.k))
     if args.method == "posterior":
@@ -147,10 +206,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_survey(args: argparse.Namespace) -> int:
+    from bayesldp.workflows.spec import load_spec
     from bayesldp.workflows.survey import run_survey
 
     out = Path(args.resume or args.out or "out/survey")
-    return run_survey(args.spec, out, resume=args.resume is not None, quiet=args.quiet)
+    spec = load_spec(args.spec, kind="survey")
+    return run_survey(spec, out, resume=args.resume is not None, quiet=args.quiet)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -159,18 +220,29 @@ def build_parser() -> argparse.ArgumentParser:
         description="Bayesian frequency estimation under local differential privacy",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a study from a models/*.toml spec")
-    run.add_argument("spec", help="path to the study spec (TOML)")
-    run.add_argument("--out", help="output directory (default out/<study name>)")
+    run = sub.add_parser(
+        "run", help="run a models/*.toml spec of any kind: study, survey, grid, accuracy"
+    )
+    run.add_argument("spec", help="path to the spec (TOML)")
+    run.add_argument("--out", help="output directory (default out/<name>)")
     run.add_argument("--seed", type=int, help="override the spec's seed")
-    run.add_argument("--quick", action="store_true", help="n/10 users and one repeat")
+    run.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small run: n/10 users and one repeat (2 repeats for accuracy)",
+    )
+    run.add_argument(
+        "--full", action="store_true", help="grid: the paper's size; accuracy: the .full settings"
+    )
     run.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     run.add_argument("--quiet", action="store_true", help="no progress output")
     run.set_defaults(func=cmd_run)
+    from bayesldp.mechanisms import names
+
+    mechanisms = ", ".join(names())
     aud = sub.add_parser("audit", help="exact and empirical privacy check of a mechanism")
-    aud.add_argument("mechanism", help="GRR, SUE, OUE, BLH, OLH, SHE, THE, HR, RRRR")
-    aud.add_argument("--k", type=int, required=True, help="number of categories")
-    aud.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    aud.add_argument("mechanism", help=f"one of {mechanisms} (case-insensitive)")
+    _add_mechanism_options(aud)
     aud.add_argument("--trials", type=int, default=200_000, help="perturbations per input")
     aud.add_argument("--alpha", type=float, default=1e-3, help="1 - confidence of the bound")
     aud.add_argument("--seed", type=int, default=0)
@@ -180,14 +252,17 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")
     rec.add_argument("--n", type=int, required=True, help="number of users")
     rec.set_defaults(func=cmd_recommend)
-    est = sub.add_parser("estimate", help="estimate frequencies from collected reports")
-    est.add_argument("reports", help="CSV or Parquet file of reports (see docs of io_reports)")
-    est.add_argument("--mechanism", required=True, help="mechanism that produced the reports")
-    est.add_argument("--k", type=int, required=True, help="number of categories")
-    est.add_argument("--epsilon", type=float, required=True, help="privacy budget")
-    est.add_argument("--g", type=int, help="OLH hash range")
-    est.add_argument("--subset", type=int, nargs="*", help="RRRR subset S")
-    est.add_argument("--eps1", type=float, help="RRRR first-stage budget")
+    from bayesldp.workflows import report_files
+
+    est = sub.add_parser(
+        "estimate",
+        help="estimate frequencies from collected reports",
+        epilog="file layouts:\n" + report_files.__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    est.add_argument("reports", help="CSV or Parquet file of reports (layouts below)")
+    est.add_argument("--mechanism", required=True, help=f"one of {mechanisms}")
+    _add_mechanism_options(est)
     est.add_argument(
         "--method",
         default="norm_sub",
@@ -216,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     os.environ.setdefault("MPLBACKEND", "Agg")
     args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return args.func(args)
     except BayesLDPError as exc:

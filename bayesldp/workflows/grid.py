@@ -36,7 +36,6 @@ import math
 import os
 import sys
 import time
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,12 +45,12 @@ import numpy as np
 from bayesldp.adaptive.survey import AdaptiveSurvey
 from bayesldp.adaptive.utilities import UTILITIES
 from bayesldp.errors import InvalidTypeError
-from bayesldp.workflows.spec import Field, SpecError, _check_table
+from bayesldp.workflows.spec import Field, SpecError, check_table, load_spec
 
 if TYPE_CHECKING:
     import xarray
 
-__all__ = ["load_grid_spec", "method_labels", "run_grid", "write_summary", "write_tables"]
+__all__ = ["method_labels", "run_grid", "validate_grid_spec", "write_summary", "write_tables"]
 
 GRID = {
     "name": Field(str, required=True, doc="name used in the report"),
@@ -94,7 +93,7 @@ def validate_grid_spec(raw: Mapping[str, Any], source: str = "spec") -> dict[str
     if "grid" not in raw:
         raise _fail(source, "[grid]", "missing (required)")
     spec = {
-        name: _check_table(raw.get(name, {}), schema, f"{source}: [{name}]")
+        name: check_table(raw.get(name, {}), schema, f"{source}: [{name}]")
         for name, schema in TABLES.items()
     }
     grid, survey = spec["grid"], spec["survey"]
@@ -146,18 +145,6 @@ def validate_grid_spec(raw: Mapping[str, Any], source: str = "spec") -> dict[str
     return spec
 
 
-def load_grid_spec(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate a grid spec (TOML)."""
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"{path}: no such spec file")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}") from None
-    return validate_grid_spec(raw, str(path))
-
-
 def method_labels(grid: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The methods of a grid: ``(label, AdaptiveSurvey keyword arguments)``."""
     methods: list[tuple[str, dict[str, Any]]] = []
@@ -190,7 +177,7 @@ def _progress(progress: Any) -> Callable[[int, int, str], None] | None:
 
 
 def run_grid(
-    spec_path: str | os.PathLike[str],
+    spec_path: str | os.PathLike[str] | Mapping[str, Any],
     out_dir: str | os.PathLike[str],
     paper: bool = False,
     progress: bool | Callable[[int, int, str], None] | None = None,
@@ -199,8 +186,9 @@ def run_grid(
 
     Parameters
     ----------
-    spec_path : str or PathLike
-        The TOML spec (see the module docstring; ``models/adobest_grid.toml``).
+    spec_path : str, PathLike or dict
+        The TOML spec (see the module docstring; ``models/adobest_grid.toml``), or a spec
+        already loaded by :func:`bayesldp.workflows.spec.load_spec`.
     out_dir : str or PathLike
         Directory for ``results.nc``, ``tables.md``, ``tv_vs_epsilon.png``, ``tv_vs_rho.png``
         (created if needed).
@@ -222,7 +210,7 @@ def run_grid(
 
     from bayesldp.estimators import estimate as estimate_frequencies
 
-    spec = load_grid_spec(spec_path)
+    spec = spec_path if isinstance(spec_path, Mapping) else load_spec(spec_path, kind="grid")
     grid, survey_cfg = spec["grid"], spec["survey"]
     n = spec["paper"]["n"] if paper else grid["n"]
     repeats = spec["paper"]["repeats"] if paper else grid["repeats"]

@@ -1,8 +1,20 @@
-"""Reading and validating study specifications (``models/*.toml``).
+"""Reading and validating specifications (``models/*.toml``): the one loader.
 
-A spec is a TOML file checked against a small schema before anything runs; every problem is
-reported as one line naming the key's path in the file, e.g.
-``models/x.toml: [population].k: expected an integer, got "ten"``.
+A spec is a TOML file of one *kind*, each with one schema:
+
+========== ================================================= ==================================
+kind       what ``bayesldp run`` does with it                schema and validator
+========== ================================================= ==================================
+study      mechanisms x estimators on simulated populations  this module (:func:`validate_spec`)
+survey     one AdOBEst-LDP survey, adaptive vs non-adaptive  :mod:`bayesldp.workflows.survey`
+grid       the AdOBEst-LDP experiment grid (seed 004)        :mod:`bayesldp.workflows.grid`
+accuracy   the seeds' accuracy experiments (000, 001, 003)   :mod:`bayesldp.workflows.accuracy`
+========== ================================================= ==================================
+
+The kind is the top-level key ``kind = "..."``; a file without it is recognised by its tables
+(``[grid]``, ``[[mechanisms]]``, ``[survey]``, or ``[mle]`` / ``[em_mr]`` / ``[sampling]``).
+Every problem is reported before anything runs, as one line naming the key's path in the file,
+e.g. ``models/x.toml: [population].k: expected an integer, got "ten"``.
 """
 
 from __future__ import annotations
@@ -15,7 +27,6 @@ from typing import Any
 
 from bayesldp.errors import InvalidInputError
 
-MECHANISM_NAMES = ("GRR", "SUE", "OUE", "BLH", "OLH", "SHE", "THE", "HadamardResponse", "RRRR")
 POPULATION_KINDS = ("dirichlet", "zipf", "binomial", "uniform", "frequencies", "dataset")
 
 
@@ -54,14 +65,24 @@ POPULATION = {
     ),
     "redraw": Field(bool, default=True, doc="draw a new theta for each repeat (dirichlet)"),
 }
-MECHANISM = {
-    "name": Field(str, required=True, choices=MECHANISM_NAMES),
-    "epsilon": Field((int, float, list), required=True, items=(int, float)),
-    "g": Field(int, doc="OLH hash range"),
-    "subset": Field(list, items=int, doc="RRRR subset S"),
-    "eps1": Field((int, float), doc="RRRR first-stage budget"),
-    "threshold": Field((int, float), doc="THE threshold"),
-}
+
+
+def _mechanism_schema() -> dict[str, Field]:
+    """``[[mechanisms]]``: a registered name, the budget(s), and every declared parameter."""
+    from bayesldp.mechanisms import all_parameters, names
+
+    schema = {
+        "name": Field(str, required=True, choices=names()),
+        "epsilon": Field((int, float, list), required=True, items=(int, float)),
+    }
+    for param in all_parameters().values():
+        types = (int, float) if param.kind is float else param.kind
+        schema[param.name] = (
+            Field(list, items=types, doc=param.help) if param.many else Field(types, doc=param.help)
+        )
+    return schema
+
+
 ESTIMATORS = {
     "methods": Field(list, default=["oracle"], items=str),
 }
@@ -75,7 +96,7 @@ BAYES = {
 TOP = {
     "study": STUDY,
     "population": POPULATION,
-    "mechanisms": [MECHANISM],
+    "mechanisms": ["[[mechanisms]]"],  # schema from the mechanism registry
     "estimators": ESTIMATORS,
     "bayes": BAYES,
 }
@@ -101,7 +122,8 @@ def _is(value: Any, types: type | tuple[type, ...]) -> bool:
     return isinstance(value, types)
 
 
-def _check_table(table: Any, schema: Mapping[str, Field], path: str) -> dict[str, Any]:
+def check_table(table: Any, schema: Mapping[str, Field], path: str) -> dict[str, Any]:
+    """Check one TOML table against its schema; return it with defaults filled in."""
     if not isinstance(table, Mapping):
         raise SpecError(f"{path}: expected a table, got {type(table).__name__}")
     unknown = sorted(set(table) - set(schema))
@@ -131,7 +153,7 @@ def _check_table(table: Any, schema: Mapping[str, Field], path: str) -> dict[str
 
 
 def validate_spec(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
-    """Check a parsed spec against the schema; return it with defaults filled in."""
+    """Check a parsed study spec against its schema; return it with defaults filled in."""
     unknown = sorted(set(raw) - set(TOP))
     if unknown:
         raise SpecError(f"{source}: [{unknown[0]}]: unknown table (valid: {', '.join(TOP)})")
@@ -144,12 +166,13 @@ def validate_spec(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any
             entries = raw.get(name, [])
             if not isinstance(entries, list) or not entries:
                 raise SpecError(f"{source}: [[{name}]]: expected at least one [[{name}]] table")
+            mechanism = _mechanism_schema()
             spec[name] = [
-                _check_table(entry, schema[0], f"{source}: [[{name}]][{i}]")
+                check_table(entry, mechanism, f"{source}: [[{name}]][{i}]")
                 for i, entry in enumerate(entries)
             ]
         else:
-            spec[name] = _check_table(raw.get(name, {}), schema, f"{source}: [{name}]")
+            spec[name] = check_table(raw.get(name, {}), schema, f"{source}: [{name}]")
     _check_values(spec, source)
     spec["bayes_requested"] = "bayes" in raw
     return spec
@@ -164,7 +187,7 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
     if study["seed"] < 0:
         raise SpecError(f"{source}: [study].seed: must be >= 0, got {study['seed']}")
     if population["kind"] == "dataset":
-        _resolve_dataset(population, source)
+        resolve_dataset(population, source)
     if population["k"] is None:
         raise SpecError(f"{source}: [population].k: missing (required)")
     if population["k"] < 2:
@@ -180,9 +203,22 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
         eps = mech["epsilon"] if isinstance(mech["epsilon"], list) else [mech["epsilon"]]
         if not eps or any(e <= 0 for e in eps):
             raise SpecError(f"{source}: [[mechanisms]][{i}].epsilon: values must be > 0")
+        _check_mechanism(mech, population["k"], eps[0], f"{source}: [[mechanisms]][{i}]")
 
 
-def _resolve_dataset(population: dict[str, Any], source: str) -> None:
+def _check_mechanism(mech: dict[str, Any], k: int, epsilon: float, where: str) -> None:
+    """Build the mechanism once, so a parameter it does not take fails before anything runs."""
+    from bayesldp.mechanisms import make_mechanism
+
+    params = {key: value for key, value in mech.items() if key not in ("name", "epsilon")}
+    try:
+        make_mechanism(mech["name"], k, float(epsilon), **params)
+    except InvalidInputError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+def resolve_dataset(population: dict[str, Any], source: str) -> None:
+    """Check ``[population].dataset`` and fill in its K."""
     from bayesldp.datasets import list_datasets, load_dataset
 
     name = population["dataset"]
@@ -198,8 +234,42 @@ def _resolve_dataset(population: dict[str, Any], source: str) -> None:
     population["k"] = k
 
 
-def load_spec(path: str | Path) -> dict[str, Any]:
-    """Read and validate a study spec from a TOML file."""
+#: spec kind -> (module, validator ``(raw, source) -> dict``)
+KINDS: dict[str, tuple[str, str]] = {
+    "study": ("bayesldp.workflows.spec", "validate_spec"),
+    "survey": ("bayesldp.workflows.survey", "validate_survey_spec"),
+    "grid": ("bayesldp.workflows.grid", "validate_grid_spec"),
+    "accuracy": ("bayesldp.workflows.accuracy", "validate_accuracy_spec"),
+}
+
+
+def spec_kind(raw: Mapping[str, Any], source: str = "spec") -> str:
+    """The kind of a parsed spec: its ``kind`` key, else recognised by its tables."""
+    if "kind" in raw:
+        kind = raw["kind"]
+        if kind not in KINDS:
+            raise SpecError(f"{source}: kind: {kind!r} is not one of {', '.join(KINDS)}")
+        return kind
+    if "grid" in raw:
+        return "grid"
+    if "mechanisms" in raw:
+        return "study"
+    if "survey" in raw:
+        return "survey"
+    if any(name in raw for name in ("mle", "em_mr", "sampling")):
+        return "accuracy"
+    raise SpecError(
+        f"{source}: cannot tell the kind of spec: give kind = one of {', '.join(KINDS)}"
+    )
+
+
+def load_spec(path: str | Path, kind: str | None = None) -> dict[str, Any]:
+    """Read and validate a spec of any kind (or of ``kind`` only) from a TOML file.
+
+    Returns the validated spec, its tables with defaults filled in, and ``"kind"``.
+    """
+    import importlib
+
     path = Path(path)
     if not path.is_file():
         raise SpecError(f"{path}: no such spec file")
@@ -207,4 +277,13 @@ def load_spec(path: str | Path) -> dict[str, Any]:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from None
-    return validate_spec(raw, str(path))
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not a text file: {exc}") from None
+    found = spec_kind(raw, str(path))
+    if kind is not None and found != kind:
+        raise SpecError(f"{path}: is a {found!r} spec, expected a {kind!r} spec")
+    module, validator = KINDS[found]
+    tables = {key: value for key, value in raw.items() if key != "kind"}
+    spec = getattr(importlib.import_module(module), validator)(tables, str(path))
+    spec["kind"] = found
+    return spec

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp.simulate import population_from_spec, total_variation
-from bayesldp.workflows.spec import POPULATION, Field, SpecError, _check_table, _resolve_dataset
+from bayesldp.workflows.spec import POPULATION, Field, SpecError, check_table, resolve_dataset
 
 SURVEY = {
     "name": Field(str, required=True),
@@ -26,33 +26,24 @@ SURVEY = {
 }
 
 
-def load_survey_spec(path: str | Path) -> dict[str, Any]:
-    """Read and validate a survey spec (tables ``[survey]`` and ``[population]``)."""
-    import tomllib
-
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"{path}: no such spec file")
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+def validate_survey_spec(raw: dict[str, Any], source: str = "spec") -> dict[str, Any]:
+    """Check a parsed survey spec (tables ``[survey]`` and ``[population]``)."""
     unknown = sorted(set(raw) - {"survey", "population"})
     if unknown:
-        raise SpecError(f"{path}: [{unknown[0]}]: unknown table (valid: survey, population)")
-    survey = _check_table(raw.get("survey", {}), SURVEY, f"{path}: [survey]")
-    population = _check_table(raw.get("population", {}), POPULATION, f"{path}: [population]")
+        raise SpecError(f"{source}: [{unknown[0]}]: unknown table (valid: survey, population)")
+    survey = check_table(raw.get("survey", {}), SURVEY, f"{source}: [survey]")
+    population = check_table(raw.get("population", {}), POPULATION, f"{source}: [population]")
     if population["kind"] == "dataset":
-        _resolve_dataset(population, str(path))
+        resolve_dataset(population, source)
     population["k"] = population["k"] or survey["k"]
     if survey["k"] is None:
         survey["k"] = population["k"]
     if survey["k"] is None or survey["k"] < 2:
-        raise SpecError(f"{path}: [survey].k: missing or < 2")
+        raise SpecError(f"{source}: [survey].k: missing or < 2")
     if population["k"] != survey["k"]:
-        raise SpecError(f"{path}: [population].k: {population['k']} != [survey].k {survey['k']}")
+        raise SpecError(f"{source}: [population].k: {population['k']} != [survey].k {survey['k']}")
     if survey["n"] < 1:
-        raise SpecError(f"{path}: [survey].n: must be >= 1, got {survey['n']}")
+        raise SpecError(f"{source}: [survey].n: must be >= 1, got {survey['n']}")
     return {"survey": survey, "population": population}
 
 
@@ -72,11 +63,10 @@ def _make_survey(cfg: dict[str, Any], utility: str, checkpoint: Path):
     )
 
 
-def run_survey(spec_path: str, out: Path, *, resume: bool, quiet: bool) -> int:
-    """Run (or resume) the survey of a spec; write a report and return the exit status."""
+def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) -> int:
+    """Run (or resume) the survey of a validated spec; write a report, return the exit status."""
     from bayesldp.adaptive import AdaptiveSurvey
 
-    spec = load_survey_spec(spec_path)
     cfg = spec["survey"]
     seq = np.random.SeedSequence(cfg["seed"])
     theta = population_from_spec(spec["population"], np.random.default_rng(seq.spawn(1)[0]))

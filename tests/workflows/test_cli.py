@@ -165,3 +165,67 @@ def test_survey_bad_spec(tmp_path, capsys):
     spec.write_text(SURVEY_SPEC.replace("epsilon = 1.0", 'epsilon = "high"'))
     assert main(["survey", str(spec), "--quiet"]) == 2
     assert "[survey].epsilon: expected" in capsys.readouterr().err
+
+
+TINY_SPECS = {
+    "survey": """kind = "survey"
+[survey]
+name = "tiny_survey"
+seed = 3
+n = 300
+k = 4
+epsilon = 1.0
+utility = "tv"
+batch_size = 100
+[population]
+kind = "dirichlet"
+alpha = 0.5
+""",
+    "grid": """kind = "grid"
+[grid]
+name = "tiny_grid"
+seed = 1
+n = 200
+repeats = 1
+k = [3]
+epsilon = [1.0]
+rho = [1.0]
+utilities = ["tv"]
+eps1_fraction = [0.8]
+semi_adaptive_alpha = []
+[survey]
+final_steps = 100
+burn_in = 50
+""",
+    "accuracy": """kind = "accuracy"
+[study]
+name = "tiny_accuracy"
+seed = 2
+[mle]
+repeats = 2
+epsilon = [1.0]
+grr_k = [4]
+grr_n = [200]
+ue_k = [3]
+ue_n = [100]
+""",
+}
+
+
+@pytest.mark.parametrize("kind", list(TINY_SPECS))
+def test_run_reads_the_kind_from_the_spec(tmp_path, capsys, kind):
+    """`bayesldp run` runs every kind of spec (the study kind: test_run_quickstart_...)."""
+    spec = tmp_path / f"{kind}.toml"
+    spec.write_text(TINY_SPECS[kind])
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out), "--quiet"]) == 0
+    report = {"survey": "report.md", "grid": "tables.md", "accuracy": "report.md"}[kind]
+    assert (out / report).stat().st_size > 0
+    assert "report:" in capsys.readouterr().out
+
+
+def test_run_full_flag_only_where_it_means_something(tmp_path, capsys):
+    spec = tmp_path / "survey.toml"
+    spec.write_text(TINY_SPECS["survey"])
+    assert main(["run", str(spec), "--full"]) == 2
+    assert "--full: applies to grid and accuracy specs" in capsys.readouterr().err

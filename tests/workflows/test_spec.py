@@ -1,7 +1,10 @@
+from pathlib import Path
+
 import pytest
 
 from bayesldp.workflows.spec import SpecError, load_spec, validate_spec
 
+MODELS = Path(__file__).resolve().parents[2] / "models"
 GOOD = {
     "study": {"name": "t", "n": 100},
     "population": {"kind": "uniform", "k": 3},
@@ -10,7 +13,7 @@ GOOD = {
 
 
 def test_quickstart_spec_is_valid():
-    spec = load_spec("models/quickstart.toml")
+    spec = load_spec(MODELS / "quickstart.toml")
     assert spec["study"]["name"] == "quickstart"
 
 
@@ -58,17 +61,48 @@ def test_dataset_population_resolves_k():
         )
 
 
+SHIPPED = {
+    "quickstart.toml": "study",
+    "real_data.toml": "study",
+    "survey.toml": "survey",
+    "adobest_grid.toml": "grid",
+    "accuracy.toml": "accuracy",
+}
+
+
 def test_every_shipped_spec_is_valid():
-    from pathlib import Path
+    """Every file in models/ (found by an absolute path) loads through the one loader."""
+    found = {path.name for path in MODELS.glob("*.toml")}
+    assert found == set(SHIPPED)
+    for name, kind in SHIPPED.items():
+        spec = load_spec(MODELS / name)
+        assert spec["kind"] == kind
+        text = (MODELS / name).read_text()
+        assert f'kind = "{kind}"' in text  # declared, not only recognised
 
-    for path in sorted(Path("models").glob("*.toml")):
-        if path.name.startswith("adobest"):
-            continue  # the survey grid has its own schema (bayesldp.workflows.grid)
-        if path.name == "survey.toml":
-            from bayesldp.workflows.survey import load_survey_spec
 
-            load_survey_spec(path)
-            continue
-        if path.name == "accuracy.toml":
-            continue  # read by benchmarks/accuracy.py with its own schema
+def test_kind_is_declared_or_recognised(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('kind = "sruvey"\n[survey]\nn = 10\nk = 3\n')
+    with pytest.raises(SpecError, match="kind: 'sruvey' is not one of study, survey, grid"):
         load_spec(path)
+    path.write_text(
+        "[survey]\nname = 's'\nn = 10\nk = 3\nepsilon = 1.0\n[population]\nkind = 'uniform'\n"
+    )
+    assert load_spec(path)["kind"] == "survey"
+    with pytest.raises(SpecError, match="is a 'survey' spec, expected a 'grid' spec"):
+        load_spec(path, kind="grid")
+    path.write_text("[something]\nx = 1\n")
+    with pytest.raises(SpecError, match="cannot tell the kind"):
+        load_spec(path)
+
+
+def test_mechanism_parameters_come_from_the_registry():
+    bad = GOOD | {"mechanisms": [{"name": "GRR", "epsilon": 1.0, "g": 3}]}
+    with pytest.raises(SpecError, match=r"\[\[mechanisms\]\]\[0\]: GRR: does not take g"):
+        validate_spec(bad)
+    bad = GOOD | {"mechanisms": [{"name": "RRRR", "epsilon": 1.0}]}
+    with pytest.raises(SpecError, match="RRRR: needs subset"):
+        validate_spec(bad)
+    good = GOOD | {"mechanisms": [{"name": "RRRR", "epsilon": 1.0, "subset": [0]}]}
+    assert validate_spec(good)["mechanisms"][0]["subset"] == [0]

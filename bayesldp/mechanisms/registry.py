@@ -1,0 +1,91 @@
+"""The one list of mechanisms: names, classes, parameters, in the order users see them.
+
+The command line (``audit``, ``recommend``, ``estimate``), the spec schema, the report readers
+and ``bayesldp.__init__`` read this registry; each class declares its own parameters
+(``PARAMETERS``), report layout (``reports_from_frame`` / ``reports_to_frame``) and report size.
+Adding a mechanism takes its module (one file) and one line in ``MODULES`` below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+
+if TYPE_CHECKING:
+    from bayesldp.mechanisms.base import Mechanism, Parameter
+
+#: canonical name -> module that defines the class of that name
+MODULES: dict[str, str] = {
+    "GRR": "bayesldp.mechanisms.grr",
+    "SUE": "bayesldp.mechanisms.unary",
+    "OUE": "bayesldp.mechanisms.unary",
+    "BLH": "bayesldp.mechanisms.hashing",
+    "OLH": "bayesldp.mechanisms.hashing",
+    "SHE": "bayesldp.mechanisms.histogram",
+    "THE": "bayesldp.mechanisms.histogram",
+    "HadamardResponse": "bayesldp.mechanisms.hadamard",
+    "RRRR": "bayesldp.mechanisms.rrrr",
+}
+#: other names users know (case-insensitive, like the canonical ones)
+ALIASES: dict[str, str] = {"HR": "HadamardResponse", "DE": "GRR", "KRR": "GRR"}
+
+
+def names() -> tuple[str, ...]:
+    """Canonical mechanism names, in registry order."""
+    return tuple(MODULES)
+
+
+def canonical_name(name: Any) -> str:
+    """The canonical name of ``name`` (case-insensitive; aliases such as "HR" resolved)."""
+    if not isinstance(name, str):
+        raise InvalidTypeError(f"mechanism: expected a name, got {type(name).__name__}")
+    lookup = {key.lower(): key for key in MODULES}
+    lookup |= {alias.lower(): key for alias, key in ALIASES.items()}
+    key = lookup.get(name.lower())
+    if key is None:
+        raise InvalidInputError(f"mechanism: unknown name {name!r}; valid: {', '.join(MODULES)}")
+    return key
+
+
+def mechanism_class(name: str) -> type[Mechanism]:
+    """The mechanism class called ``name`` (case-insensitive; "HR" means HadamardResponse)."""
+    key = canonical_name(name)
+    return getattr(importlib.import_module(MODULES[key]), key)
+
+
+def parameters(name: str) -> tuple[Parameter, ...]:
+    """The parameters the mechanism takes beyond ``k`` and ``epsilon``, as it declares them."""
+    return mechanism_class(name).PARAMETERS
+
+
+def all_parameters() -> dict[str, Parameter]:
+    """Every declared parameter of every registered mechanism, by name (for option parsers)."""
+    out: dict[str, Parameter] = {}
+    for name in MODULES:
+        for param in parameters(name):
+            out.setdefault(param.name, param)
+    return out
+
+
+def make_mechanism(name: str, k: int, epsilon: float, **params: Any) -> Mechanism:
+    """Build a mechanism by name, e.g. ``make_mechanism("OLH", 100, 1.0, g=4)``.
+
+    Parameters given as None are left at their defaults.  A parameter the mechanism does not
+    take, or a missing required one, is an :class:`~bayesldp.errors.InvalidInputError` naming
+    the parameters the mechanism takes.
+    """
+    cls = mechanism_class(name)
+    declared = {param.name: param for param in cls.PARAMETERS}
+    given = {key: value for key, value in params.items() if value is not None}
+    takes = ", ".join(declared) if declared else "no parameter besides k and epsilon"
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise InvalidInputError(
+            f"{cls.__name__}: does not take {', '.join(unknown)}; it takes {takes}"
+        )
+    missing = [key for key, param in declared.items() if param.required and key not in given]
+    if missing:
+        raise InvalidInputError(f"{cls.__name__}: needs {', '.join(missing)}; it takes {takes}")
+    return cls(k, epsilon, **given)
