@@ -9,6 +9,10 @@
 * likelihood-based, for any tally including mixed-mechanism ones: ``"mle"`` (seed 000),
   ``"em"`` (iterative Bayesian update), ``"em_mr"`` (EM with mixture reduction, seed 001).
 
+Node sampling (seed 003): the tally of :meth:`bayesldp.mechanisms.NodeSampling.round_tally`
+carries the round's sampling design, so ``"oracle"`` is the paper's unbiased ``g``, ``c_hat`` or
+``T`` (chosen there) with its exact standard errors, and the post-processings start from it.
+
 The methods themselves live in the submodules :mod:`~bayesldp.estimators.oracle`,
 :mod:`~bayesldp.estimators.postprocess`, :mod:`~bayesldp.estimators.mle` (``mle``, ``grr_mle``)
 and :mod:`~bayesldp.estimators.em` (``em``, ``em_mr``).

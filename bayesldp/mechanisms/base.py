@@ -371,7 +371,7 @@ def k_columns(frame: Any, k: int, source: Any) -> np.ndarray:
     values = frame.to_numpy()
     if values.dtype.kind not in "biuf":
         raise InvalidInputError(f"reports: {source} must hold numbers only, got {values.dtype}")
-    return values
+    return np.ascontiguousarray(values)  # row-major, as perturb returns: identical sums
 
 
 def _freeze(value: Any) -> Any:

@@ -49,7 +49,7 @@ import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_probability, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import PureProtocol
+from bayesldp.mechanisms.base import Mechanism, PureProtocol
 from bayesldp.tally import Tally
 
 ESTIMATORS = ("c", "g", "c_hat", "T")
@@ -234,6 +234,23 @@ class NodeSampling:
             raise InvalidInputError("sampled: no node was sampled (S = 0); nothing to tally")
         return self.mechanism.tally(sampled.reports)
 
+    def round_tally(self, sampled: SampledReports, estimator: str = "g") -> Tally:
+        """The tally of one round with its sampling design, for :func:`bayesldp.estimate`.
+
+        Its rows are the base mechanism's (sampling is ignorable for the likelihood, so MLE, EM
+        and posteriors read it as they read :meth:`tally`); its mechanism is a
+        :class:`SampledRound`, whose unbiased oracle is the paper's ``estimator`` (``"g"``,
+        ``"c_hat"`` or ``"T"``): ``estimate(tally, "oracle")`` gives it with its exact
+        standard errors, and ``"norm_sub"`` and the other post-processings start from it.
+        """
+        base = self.tally(sampled)
+        mech = SampledRound(self, sampled, estimator)
+        if base.is_support_form:
+            rows = {"support": base.support, "levels": base.levels}
+        else:
+            rows = {"rows": base.rows}
+        return Tally(base.counts, **rows, stat=base.stat, mechanism=mech)
+
     def support_counts(self, sampled: SampledReports) -> np.ndarray:
         """``H(x) = sum_{sampled j} 1[x in Support(y_j)]`` (zeros when ``S = 0``)."""
         sampled = self._check_sampled(sampled)
@@ -392,6 +409,90 @@ class NodeSampling:
         if sampled.reports is not None:
             event[sampled.nodes] = self.mechanism.audit_event(sampled.reports, x0, x1)
         return event
+
+
+class SampledRound(Mechanism):
+    """One round of node sampling as the mechanism of its tally (:meth:`NodeSampling.round_tally`).
+
+    The likelihood rows are the base protocol's; the oracle is the paper's count estimator
+    ``estimator`` divided by the number of nodes ``n`` (module docstring), computed from the
+    tally's support counts ``H`` (``tally.stat``) and sampled-report count ``S`` (``tally.n``),
+    with the exact variance of the module docstring for a population with frequencies ``theta``
+    spread over the nodes independently of their ``pi_j``.
+    """
+
+    name = "NodeSampling"
+    RECOMMEND = False
+
+    def __init__(self, sampling: NodeSampling, sampled: SampledReports, estimator: str) -> None:
+        super().__init__(sampling.k, sampling.epsilon)
+        self.base = sampling.mechanism
+        self.estimator = _check_estimator(estimator)
+        if estimator == "c":
+            raise InvalidInputError("estimator: 'c' is biased under sampling; use g, c_hat or T")
+        self.nodes = sampled.n
+        self.pi, self.pi_sum = sampled.pi, sampled.pi_sum
+        if self.pi is None and estimator != "T":
+            raise NotSupportedError(
+                f"estimator: {estimator!r} needs one common pi; these nodes had per-node pi_j: "
+                "use estimator='T'"
+            )
+        pis = sampling._resolve_pi(sampling.pi if sampled.pi is None else sampled.pi, sampled.n)
+        self._pis = np.broadcast_to(np.asarray(pis, dtype=float), (sampled.n,))
+
+    def params(self) -> dict[str, Any]:
+        return {
+            **self.base.params(),
+            "base": type(self.base).__name__,
+            "nodes": self.nodes,
+            "pi_sum": self.pi_sum,
+            "estimator": self.estimator,
+        }
+
+    @property
+    def family(self) -> str:
+        """A round's tally merges with the base mechanism's tallies (same likelihood rows)."""
+        return self.base.family
+
+    def perturb(self, x: Any, rng: RNGLike = None) -> Any:
+        raise NotSupportedError("SampledRound: perturb through NodeSampling.perturb")
+
+    def tally(self, reports: Any) -> Tally:
+        raise NotSupportedError("SampledRound: tally through NodeSampling.round_tally")
+
+    def realised_epsilon(self) -> float:
+        return self.base.realised_epsilon()
+
+    def _divisor(self) -> float:
+        p, q = self.base.p_star, self.base.q_star
+        if self.estimator == "T":
+            return self.pi_sum * (p - q) / self.nodes
+        return self.pi * (p - q)
+
+    def unbiased_frequencies(self, tally: Tally) -> np.ndarray:
+        """``estimator / n``: ``g`` and ``T`` from ``H - q Pi``, ``c_hat`` from ``H - S q``."""
+        self.check_tally(tally)
+        q = self.base.q_star
+        offset = tally.n * q if self.estimator == "c_hat" else self.pi_sum * q
+        return (tally.stat - offset) / self._divisor() / self.nodes
+
+    def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
+        """Exact variance of the round's frequency estimate (``n``, the sampled count, unused:
+        the variance is that of the round's nodes)."""
+        del n
+        theta = np.asarray(theta, dtype=float)
+        p, q, pis = self.base.p_star, self.base.q_star, self._pis
+        if self.estimator == "c_hat":
+
+            def term(r: float) -> float:
+                return float(np.sum(pis * (r * (1 - 2 * q) + q * q) - pis**2 * (r - q) ** 2))
+        else:
+
+            def term(r: float) -> float:
+                return float(np.sum(pis * r * (1 - pis * r)))
+
+        var = term(q) + theta * (term(p) - term(q))
+        return var / (self._divisor() * self.nodes) ** 2
 
 
 def _check_estimator(estimator: Any) -> str:

@@ -3,6 +3,7 @@ import pytest
 
 import bayesldp
 from bayesldp.audit import audit
+from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.sampling import NodeSampling, SampledReports
 from tests.stats_helpers import assert_unbiased_with_variance
 
@@ -218,3 +219,32 @@ def test_audit_finds_no_violation_and_no_amplification():
     result = audit(sampler, trials=100_000, rng=2)
     assert result.passed
     assert result.epsilon_lower_bound > 0.8  # sampling does not amplify the local guarantee
+
+
+@pytest.mark.parametrize("estimator", ["g", "c_hat", "T"])
+def test_round_tally_reaches_the_papers_estimators_through_estimate(estimator):
+    base = bayesldp.GRR(5, 1.0)
+    x = np.repeat(np.arange(5), [4000, 3000, 1500, 1000, 500])
+    pi = 0.3 if estimator != "T" else np.linspace(0.1, 0.9, x.size)
+    sampler = NodeSampling(base, pi=pi)
+    sampled = sampler.perturb(x, rng=2)
+    tally = sampler.round_tally(sampled, estimator)
+    est = bayesldp.estimate(tally, "oracle")
+    np.testing.assert_allclose(est.frequencies, sampler.frequencies(sampled, estimator), rtol=1e-12)
+    # standard errors: the exact variance, evaluated at the estimate (plug-in) vs at the truth
+    exact = np.sqrt(sampler.count_variance(x, estimator) / x.size**2)
+    np.testing.assert_allclose(est.std_errors, exact, rtol=0.1)
+    # the likelihood is the base mechanism's: MLE and post-processing read the same tally
+    assert bayesldp.estimate(tally, "mle").frequencies == pytest.approx(
+        bayesldp.estimate(sampler.tally(sampled), "mle").frequencies
+    )
+    assert bayesldp.estimate(tally, "norm_sub").on_simplex
+
+
+def test_round_tally_refuses_what_the_design_cannot_give():
+    sampler = NodeSampling(bayesldp.GRR(3, 1.0), pi=np.full(30, 0.5))
+    sampled = sampler.perturb(np.arange(30) % 3, rng=0)
+    with pytest.raises(bayesldp.NotSupportedError, match="use estimator='T'"):
+        sampler.round_tally(sampled, "g")
+    with pytest.raises(InvalidInputError, match="'c' is biased"):
+        NodeSampling(bayesldp.GRR(3, 1.0), pi=0.5).round_tally(sampled, "c")
