@@ -707,47 +707,40 @@ def _work(k, n_sub_cap, minibatch):  # pragma: no cover - compiled
 
 
 # ------------------------------------------------------------------------------- the loops
+# The entry points take the survey's arrays in three groups (tuples, built by
+# bayesldp.adaptive.store.ReportStore and the survey):
+#   store = (row_of, zob, sub_mask, sub_size, sub_list, hkeys, hvals, row_index, table, meta,
+#            row_sub, row_y, cnt)                 the deduplicated report storage
+#   rows  = (row_of, row_sub, row_y, meta, sub_list, sub_size)      what the SGLD reads
+#   sgld  = (minibatch, gamma, rho, floor, key0, key1)               the SGLD settings and keys
+@njit(cache=True)
+def _sgld(phi, rows, t, n_steps, sgld, work):  # pragma: no cover - compiled
+    """``n_steps`` SGLD updates (:func:`sgld_steps`) from grouped arguments."""
+    row_of, row_sub, row_y, meta, sub_list, sub_size = rows
+    minibatch, gamma, rho, floor, _, _ = sgld
+    st, sp, acc, stamp, phis, coefs, touched = work
+    sgld_steps(phi, row_of, row_sub, row_y, meta, sub_list, sub_size, t, n_steps, minibatch,
+               gamma, rho, floor, st, sp, acc, stamp, phis, coefs, touched)  # fmt: skip
+
+
 @njit(cache=True)
 def run_simulate(
-    x,
-    u0,
-    b0,
-    batch_sizes,
-    code,
-    alpha,
-    params,
-    phi,
-    order,
-    rank,
-    row_of,
-    zob,
-    sub_mask,
-    sub_size,
-    sub_list,
-    hkeys,
-    hvals,
-    row_index,
-    table,
-    meta,
-    row_sub,
-    row_y,
-    cnt,
-    theta_hist,
-    minibatch,
-    steps_per_user,
-    gamma,
-    rho,
-    floor,
-    key0,
-    key1,
+    x, u0, b0, batch_sizes, selection, phi, store, theta_hist, steps_per_user, sgld
 ):  # pragma: no cover - compiled
     """Simulate consecutive batches (select, perturb ``x``, store, SGLD), users from ``u0``.
 
-    Returns the number of batches done: it stops early, at a batch boundary, when the subset
-    or row tables might overflow (the caller grows them and calls again).
+    ``selection = (code, alpha, params, order, rank)``.  Returns the number of batches done: it
+    stops early, at a batch boundary, when the subset or row tables might overflow (the caller
+    grows them and calls again).
     """
+    code, alpha, params, order, rank = selection
+    (row_of, zob, sub_mask, sub_size, sub_list, hkeys, hvals, row_index, table, meta, row_sub,
+     row_y, cnt) = store  # fmt: skip
+    rows = (row_of, row_sub, row_y, meta, sub_list, sub_size)
+    key0, key1 = sgld[4], sgld[5]
     k = phi.shape[0]
-    st, sp, acc, stamp, phis, coefs, touched = _work(k, sub_mask.shape[0], minibatch)
+    work = _work(k, sub_mask.shape[0], sgld[0])
+    st, sp = work[0], work[1]
     theta = np.empty(k)
     buf = np.empty(k)
     mask = np.zeros(k, np.bool_)
@@ -779,191 +772,45 @@ def run_simulate(
         i += size
         u += size
         seed_stream(st, sp, key0, key1, b, 1)
-        sgld_steps(
-            phi,
-            row_of,
-            row_sub,
-            row_y,
-            meta,
-            sub_list,
-            sub_size,
-            u,
-            steps_per_user * size,
-            minibatch,
-            gamma,
-            rho,
-            floor,
-            st,
-            sp,
-            acc,
-            stamp,
-            phis,
-            coefs,
-            touched,
-        )
+        _sgld(phi, rows, u, steps_per_user * size, sgld, work)
         normalise(phi, theta_hist[b + 1])
     return batch_sizes.shape[0]
 
 
 @njit(cache=True)
-def store_reports(
-    reports,
-    masks,
-    u0,
-    params,
-    row_of,
-    zob,
-    sub_mask,
-    sub_size,
-    sub_list,
-    hkeys,
-    hvals,
-    row_index,
-    table,
-    meta,
-    row_sub,
-    row_y,
-    cnt,
-):  # pragma: no cover - compiled
+def store_reports(reports, masks, u0, params, store):  # pragma: no cover - compiled
     """Store client reports with the subsets they used (capacity is the caller's duty)."""
+    (row_of, zob, sub_mask, sub_size, sub_list, hkeys, hvals, row_index, table, meta, row_sub,
+     row_y, cnt) = store  # fmt: skip
     for j in range(reports.shape[0]):
         sid = subset_id(masks[j], zob, sub_mask, sub_size, sub_list, hkeys, hvals, cnt)
         row_of[u0 + j] = row_id(
-            sid,
-            reports[j],
-            params,
-            sub_mask,
-            sub_size,
-            row_index,
-            table,
-            meta,
-            row_sub,
-            row_y,
+            sid, reports[j], params, sub_mask, sub_size, row_index, table, meta, row_sub, row_y,
             cnt,
-        )
+        )  # fmt: skip
 
 
 @njit(cache=True)
-def run_sgld_batch(
-    phi,
-    row_of,
-    row_sub,
-    row_y,
-    meta,
-    sub_list,
-    sub_size,
-    t,
-    n_steps,
-    b,
-    minibatch,
-    gamma,
-    rho,
-    floor,
-    key0,
-    key1,
-    theta_out,
-):  # pragma: no cover - compiled
+def run_sgld_batch(phi, rows, t, n_steps, b, sgld, theta_out):  # pragma: no cover - compiled
     """The SGLD updates after batch ``b`` (stream 1 of the batch) and the new draw."""
-    st, sp, acc, stamp, phis, coefs, touched = _work(phi.shape[0], sub_list.shape[0], minibatch)
-    seed_stream(st, sp, key0, key1, b, 1)
-    sgld_steps(
-        phi,
-        row_of,
-        row_sub,
-        row_y,
-        meta,
-        sub_list,
-        sub_size,
-        t,
-        n_steps,
-        minibatch,
-        gamma,
-        rho,
-        floor,
-        st,
-        sp,
-        acc,
-        stamp,
-        phis,
-        coefs,
-        touched,
-    )
+    work = _work(phi.shape[0], rows[4].shape[0], sgld[0])
+    seed_stream(work[0], work[1], sgld[4], sgld[5], b, 1)
+    _sgld(phi, rows, t, n_steps, sgld, work)
     normalise(phi, theta_out)
 
 
 @njit(cache=True)
-def run_final(
-    phi0,
-    row_of,
-    row_sub,
-    row_y,
-    meta,
-    sub_list,
-    sub_size,
-    t,
-    chains,
-    burn_in,
-    draws,
-    minibatch,
-    gamma,
-    rho,
-    floor,
-    key0,
-    key1,
-    batch,
-):  # pragma: no cover - compiled
+def run_final(phi0, rows, t, chains, burn_in, draws, sgld, batch):  # pragma: no cover - compiled
     """The final SGLD run: ``chains`` chains warm-started at ``phi0``; draws after burn-in."""
     k = phi0.shape[0]
     out = np.empty((chains, draws, k))
-    st, sp, acc, stamp, phis, coefs, touched = _work(k, sub_list.shape[0], minibatch)
+    work = _work(k, rows[4].shape[0], sgld[0])
     phi = np.empty(k)
     for c in range(chains):
         phi[:] = phi0
-        seed_stream(st, sp, key0, key1, batch, 2 + c)
-        sgld_steps(
-            phi,
-            row_of,
-            row_sub,
-            row_y,
-            meta,
-            sub_list,
-            sub_size,
-            t,
-            burn_in,
-            minibatch,
-            gamma,
-            rho,
-            floor,
-            st,
-            sp,
-            acc,
-            stamp,
-            phis,
-            coefs,
-            touched,
-        )
+        seed_stream(work[0], work[1], sgld[4], sgld[5], batch, 2 + c)
+        _sgld(phi, rows, t, burn_in, sgld, work)
         for d in range(draws):
-            sgld_steps(
-                phi,
-                row_of,
-                row_sub,
-                row_y,
-                meta,
-                sub_list,
-                sub_size,
-                t,
-                1,
-                minibatch,
-                gamma,
-                rho,
-                floor,
-                st,
-                sp,
-                acc,
-                stamp,
-                phis,
-                coefs,
-                touched,
-            )
+            _sgld(phi, rows, t, 1, sgld, work)
             normalise(phi, out[c, d])
     return out

@@ -47,7 +47,6 @@ thousands of users rather than single users.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import numbers
@@ -59,11 +58,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import check_epsilon, check_k, check_probability, check_values
+from bayesldp._validation import check_int, check_values
 from bayesldp.adaptive import _kernels as kn
-from bayesldp.adaptive.selection import RULES, candidate_params
-from bayesldp.adaptive.utilities import UTILITIES
-from bayesldp.bayes.prior import as_dirichlet
+from bayesldp.adaptive.checkpoint import CheckpointError, read_state, write_state
+from bayesldp.adaptive.config import ENGINES, SurveyConfig
+from bayesldp.adaptive.selection import candidate_params
+from bayesldp.adaptive.store import ReportStore, grown
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.rrrr import RRRR
 from bayesldp.tally import Tally
@@ -72,127 +72,7 @@ if TYPE_CHECKING:
     import arviz
     import xarray
 
-__all__ = ["AdaptiveSurvey", "CheckpointError"]
-
-FORMAT_TAG = "bayesldp.AdaptiveSurvey"
-FORMAT_VERSION = 1
-ENGINES = ("sgld", "fit")
-_ZOBRIST_SEED = 0x5EED_0004
-_ARRAY_KEYS = ("phi", "theta_hist", "batch_sizes", "row_of", "row_sub", "row_y", "sub_mask")
-
-
-class CheckpointError(InvalidInputError):
-    """A survey state file is missing, corrupt, truncated, of another format or version."""
-
-
-def _check_int(value: Any, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
-    if value < low:
-        raise InvalidInputError(f"{name}: must be >= {low}, got {value}")
-    return int(value)
-
-
-def _canonical_rule(utility: Any) -> str:
-    if not isinstance(utility, str):
-        raise InvalidTypeError(f"utility: expected one of {', '.join(RULES)}, got {utility!r}")
-    names = list(UTILITIES)
-    if utility.upper() in {f"U{i}" for i in range(1, 7)}:
-        return names[int(utility[1]) - 1]
-    if utility not in RULES:
-        raise InvalidInputError(
-            f"utility: unknown {utility!r}; valid: {', '.join(RULES)} (or U1..U6)"
-        )
-    return utility
-
-
-def _seed_entropy(random_seed: Any) -> tuple[int, tuple[int, ...]]:
-    if random_seed is None:
-        ss = np.random.SeedSequence()
-    elif isinstance(random_seed, np.random.SeedSequence):
-        ss = random_seed
-    elif isinstance(random_seed, np.random.Generator):
-        ss = np.random.SeedSequence(int(random_seed.integers(0, 2**63 - 1)))
-    elif isinstance(random_seed, numbers.Integral) and not isinstance(random_seed, bool):
-        if random_seed < 0:
-            raise InvalidInputError(
-                f"random_seed: must be a non-negative integer, got {random_seed}"
-            )
-        ss = np.random.SeedSequence(int(random_seed))
-    else:
-        raise InvalidTypeError(
-            "random_seed: expected a non-negative int, a SeedSequence, a numpy Generator or None, "
-            f"got {type(random_seed).__name__}"
-        )
-    entropy = ss.entropy
-    if not isinstance(entropy, numbers.Integral):  # a sequence of ints
-        entropy = int.from_bytes(np.asarray(entropy, dtype=np.uint64).tobytes(), "little")
-    return int(entropy), tuple(int(v) for v in ss.spawn_key)
-
-
-def _grown(arr: np.ndarray, n: int, fill: Any = None) -> np.ndarray:
-    """``arr`` with its first axis grown to at least ``n`` (doubling), contents kept."""
-    if arr.shape[0] >= n:
-        return arr
-    cap = max(n, 2 * arr.shape[0], 16)
-    if fill is None:
-        out = np.empty((cap, *arr.shape[1:]), dtype=arr.dtype)
-    else:
-        out = np.full((cap, *arr.shape[1:]), fill, dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
-    return out
-
-
-class _Store:
-    """Deduplicated report storage (see :mod:`bayesldp.adaptive._kernels`)."""
-
-    def __init__(self, k: int) -> None:
-        self.k = k
-        self.zob = np.random.default_rng(_ZOBRIST_SEED).integers(
-            0, 2**64, size=k, dtype=np.uint64, endpoint=False
-        )
-        self.row_of = np.empty(0, dtype=np.int32)
-        self.sub_mask = np.zeros((16, k), dtype=np.bool_)
-        self.sub_size = np.zeros(16, dtype=np.int64)
-        self.sub_list = np.zeros((16, k), dtype=np.int64)
-        self.hkeys = np.zeros(64, dtype=np.uint64)
-        self.hvals = np.full(64, -1, dtype=np.int64)
-        self.row_index = np.full((16, k), -1, dtype=np.int64)
-        self.table = np.empty((64, k))
-        self.meta = np.empty((64, 3))
-        self.row_sub = np.empty(64, dtype=np.int64)
-        self.row_y = np.empty(64, dtype=np.int64)
-        self.cnt = np.zeros(2, dtype=np.int64)
-
-    @property
-    def n_sub(self) -> int:
-        return int(self.cnt[0])
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.cnt[1])
-
-    def ensure(self, users: int, subsets: int, rows: int) -> None:
-        """Room for ``users`` reports in total and ``subsets``/``rows`` more table entries."""
-        self.row_of = _grown(self.row_of, users)
-        need = self.n_sub + subsets
-        if need > self.sub_mask.shape[0] or 2 * need > self.hvals.shape[0]:
-            cap = max(2 * self.sub_mask.shape[0], need)
-            self.sub_mask = _grown(self.sub_mask, cap, False)
-            self.sub_size = _grown(self.sub_size, cap, 0)
-            self.sub_list = _grown(self.sub_list, cap, 0)
-            self.row_index = _grown(self.row_index, cap, -1)
-            hcap = 1 << max(6, (4 * cap - 1).bit_length())
-            self.hkeys = np.zeros(hcap, dtype=np.uint64)
-            self.hvals = np.full(hcap, -1, dtype=np.int64)
-            kn.rehash(self.sub_mask, self.sub_size, self.n_sub, self.zob, self.hkeys, self.hvals)
-        need = self.n_rows + rows
-        if need > self.table.shape[0]:
-            cap = max(2 * self.table.shape[0], need)
-            self.table = _grown(self.table, cap)
-            self.meta = _grown(self.meta, cap)
-            self.row_sub = _grown(self.row_sub, cap)
-            self.row_y = _grown(self.row_y, cap)
+__all__ = ["ENGINES", "AdaptiveSurvey", "CheckpointError"]
 
 
 class AdaptiveSurvey:
@@ -292,27 +172,26 @@ class AdaptiveSurvey:
         checkpoint: str | os.PathLike[str] | None = None,
         fit_method: str = "auto",
     ) -> None:
-        entropy, spawn_key = _seed_entropy(random_seed)
-        config = {
-            "k": k,
-            "epsilon": epsilon,
-            "utility": utility,
-            "alpha": alpha,
-            "eps1_fraction": eps1_fraction,
-            "prior": prior,
-            "engine": engine,
-            "batch_size": batch_size,
-            "sgld_steps_per_user": sgld_steps_per_user,
-            "minibatch": minibatch,
-            "step_size": step_size,
-            "n_expected": n_expected,
-            "final_steps": final_steps,
-            "burn_in": burn_in,
-            "fit_method": fit_method,
-            "entropy": str(entropy),
-            "spawn_key": list(spawn_key),
-        }
-        self._setup(config)
+        self._setup(
+            SurveyConfig.create(
+                k=k,
+                epsilon=epsilon,
+                utility=utility,
+                alpha=alpha,
+                eps1_fraction=eps1_fraction,
+                prior=prior,
+                engine=engine,
+                batch_size=batch_size,
+                sgld_steps_per_user=sgld_steps_per_user,
+                minibatch=minibatch,
+                step_size=step_size,
+                n_expected=n_expected,
+                final_steps=final_steps,
+                burn_in=burn_in,
+                fit_method=fit_method,
+                random_seed=random_seed,
+            )
+        )
         path = None if checkpoint is None else Path(os.fspath(checkpoint))
         if path is not None and path.exists():
             raise CheckpointError(
@@ -321,8 +200,8 @@ class AdaptiveSurvey:
             )
         self._checkpoint = path
         # initial draw theta_0: a draw of the prior
-        gen = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(*spawn_key, 1)))
-        phi = gen.gamma(self._rho)
+        seq = np.random.SeedSequence(self.config.entropy, spawn_key=(*self.config.spawn_key, 1))
+        phi = np.random.default_rng(seq).gamma(self._rho)
         if not (np.all(np.isfinite(phi)) and phi.sum() > 0):
             phi = self._rho.copy()  # all draws underflowed (tiny rho): the prior mean instead
         self._phi = phi
@@ -331,140 +210,55 @@ class AdaptiveSurvey:
         self._batch_sizes = np.empty(16, dtype=np.int64)
         self._n_batches = 0
         self._n = 0
-        self._store = _Store(self.k)
+        self._store = ReportStore(self.k)
         self._order = np.arange(self.k)
         self._rank = np.arange(self.k)
         if path is not None:
             self.save()
 
     # ------------------------------------------------------------------ configuration
-    def _setup(self, config: dict[str, Any]) -> None:
-        """Validate a configuration and derive the constants (shared with :meth:`resume`)."""
-        self.k = check_k(config["k"])
-        self.epsilon = check_epsilon(config["epsilon"])
-        rule = _canonical_rule(config["utility"])
-        alpha = config["alpha"]
-        if rule == "semi_adaptive":
-            if alpha is None:
-                raise InvalidInputError(
-                    "alpha: utility='semi_adaptive' needs the mass threshold alpha in (0, 1]"
-                )
-            alpha = check_probability(alpha, "alpha")
-        elif alpha is not None:
-            raise InvalidInputError(
-                f"alpha: only used with utility='semi_adaptive', got alpha={alpha!r} with "
-                f"utility={rule!r}"
-            )
-        frac = check_probability(config["eps1_fraction"], "eps1_fraction")
-        prior = config["prior"]
-        dirichlet = as_dirichlet(prior, self.k)
-        engine = config["engine"]
-        if engine not in ENGINES:
-            raise InvalidInputError(f"engine: must be one of {', '.join(ENGINES)}, got {engine!r}")
-        batch_size = _check_int(config["batch_size"], "batch_size", 1)
-        steps = _check_int(config["sgld_steps_per_user"], "sgld_steps_per_user", 1)
-        minibatch = _check_int(config["minibatch"], "minibatch", 1)
-        step_size = config["step_size"]
-        if step_size is not None:
-            if isinstance(step_size, bool) or not isinstance(step_size, numbers.Real):
-                raise InvalidTypeError(f"step_size: expected a positive number, got {step_size!r}")
-            step_size = float(step_size)
-            if not (math.isfinite(step_size) and step_size > 0):
-                raise InvalidInputError(f"step_size: must be finite and > 0, got {step_size}")
-        n_expected = config["n_expected"]
-        if n_expected is not None:
-            n_expected = _check_int(n_expected, "n_expected", 1)
-        final_steps = _check_int(config["final_steps"], "final_steps", 2)
-        burn_in = _check_int(config["burn_in"], "burn_in", 0)
-        if burn_in >= final_steps:
-            raise InvalidInputError(
-                f"burn_in: must be smaller than final_steps = {final_steps}, got {burn_in}"
-            )
-        fit_method = config["fit_method"]
-        if not isinstance(fit_method, str):
-            raise InvalidTypeError(f"fit_method: expected a string, got {fit_method!r}")
-        if engine == "fit":
-            try:
-                from bayesldp.bayes.fit import BACKENDS, _resolve_method
-            except ImportError as exc:  # pragma: no cover - depends on the installation
-                raise NotSupportedError(
-                    f"engine='fit' needs bayesldp.fit, which is not available: {exc}"
-                ) from None
-            if _resolve_method(fit_method) not in BACKENDS:  # pragma: no cover - raises first
-                raise InvalidInputError(f"fit_method: unknown {fit_method!r}")
-        try:
-            entropy = int(config["entropy"])
-            spawn_key = tuple(int(v) for v in config["spawn_key"])
-        except (TypeError, ValueError, KeyError):
-            raise InvalidInputError("random_seed: the recorded entropy is not an integer") from None
+    def _setup(self, config: SurveyConfig) -> None:
+        """Adopt a validated config and derive the constants (shared with :meth:`resume`)."""
+        self.config = config
+        self._rho = np.asarray(config.prior, dtype=float)
+        self._code = kn.RULE_CODES[config.utility]
+        self._params = candidate_params(config.k, config.epsilon, config.eps1)
+        self._key0, self._key1 = config.stream_keys()
 
-        self.utility = rule
-        self.alpha = alpha
-        self.eps1_fraction = frac
-        self.prior = dirichlet
-        self.engine = engine
-        self.batch_size = batch_size
-        self.sgld_steps_per_user = steps
-        self.minibatch = minibatch
-        self.final_steps = final_steps
-        self.burn_in = burn_in
-        self.fit_method = fit_method
-        self._rho = dirichlet.alpha.astype(float).copy()
-        self._code = kn.RULE_CODES[rule]
-        if rule == "semi_adaptive":
-            self.eps1 = self.epsilon
-        else:
-            self.eps1 = frac * self.epsilon
-        self._params = candidate_params(self.k, self.epsilon, self.eps1)
-        self._entropy = entropy
-        self._spawn_key = spawn_key
-        key = np.random.SeedSequence(entropy, spawn_key=(*spawn_key, 2)).generate_state(
-            2, np.uint64
-        )
-        self._key0, self._key1 = np.uint64(key[0]), np.uint64(key[1])
-        self._step_size = step_size
-        self._n_expected = n_expected
-        self._config = {  # validated, JSON-serialisable
-            "k": self.k,
-            "epsilon": self.epsilon,
-            "utility": rule,
-            "alpha": alpha,
-            "eps1_fraction": frac,
-            "prior": dirichlet.alpha.tolist(),
-            "engine": engine,
-            "batch_size": batch_size,
-            "sgld_steps_per_user": steps,
-            "minibatch": minibatch,
-            "step_size": step_size,
-            "n_expected": n_expected,
-            "final_steps": final_steps,
-            "burn_in": burn_in,
-            "fit_method": fit_method,
-            "entropy": str(entropy),
-            "spawn_key": list(spawn_key),
-        }
+    # the settings, read from the config
+    k = property(lambda self: self.config.k, doc="Number of categories K.")
+    epsilon = property(lambda self: self.config.epsilon, doc="Budget of every report.")
+    utility = property(lambda self: self.config.utility, doc="The subset rule (canonical name).")
+    alpha = property(lambda self: self.config.alpha, doc="Semi-adaptive mass threshold or None.")
+    eps1_fraction = property(lambda self: self.config.eps1_fraction, doc="eps1 / epsilon.")
+    eps1 = property(lambda self: self.config.eps1, doc="RRRR's first-stage budget.")
+    prior = property(lambda self: self.config.dirichlet, doc="The Dirichlet prior of theta.")
+    engine = property(lambda self: self.config.engine, doc='"sgld" or "fit".')
+    batch_size = property(lambda self: self.config.batch_size, doc="Users per batch.")
+    sgld_steps_per_user = property(lambda self: self.config.sgld_steps_per_user)
+    minibatch = property(lambda self: self.config.minibatch, doc="SGLD minibatch size.")
+    final_steps = property(lambda self: self.config.final_steps, doc="Final SGLD updates.")
+    burn_in = property(lambda self: self.config.burn_in, doc="Final updates discarded.")
+    fit_method = property(lambda self: self.config.fit_method, doc='engine="fit"\'s method.')
 
     @property
     def gamma(self) -> float | None:
         """The SGLD step ``gamma`` (None until fixed; see ``step_size``/``n_expected``)."""
-        if self._step_size is not None:
-            return self._step_size
-        if self._n_expected is not None:
-            return 0.5 / self._n_expected
-        return None
+        return self.config.gamma
 
     def _require_gamma(self, planned: int | None) -> float:
-        gamma = self.gamma
-        if gamma is None and planned is not None:
-            self._n_expected = int(planned)
-            self._config["n_expected"] = self._n_expected
-            gamma = self.gamma
-        if gamma is None:
+        if self.config.gamma is None and planned is not None:
+            self.config = self.config.with_n_expected(planned)
+        if self.config.gamma is None:
             raise InvalidInputError(
                 "step_size: record() needs the SGLD step; give step_size= or n_expected= (the "
                 "planned number of users; gamma = 0.5 / n_expected) when creating the survey"
             )
-        return gamma
+        return self.config.gamma
+
+    def _sgld(self, gamma: float) -> tuple:
+        """The SGLD settings the kernels read (``sgld`` in :mod:`bayesldp.adaptive._kernels`)."""
+        return (self.minibatch, gamma, self._rho, math.sqrt(gamma) / 2, self._key0, self._key1)
 
     # ------------------------------------------------------------------ state
     @property
@@ -594,7 +388,7 @@ class AdaptiveSurvey:
         y = check_values(reports, self.k, "reports")
         masks = self._masks_from(subsets, y.shape[0])
         if batch is not None:
-            index = _check_int(batch, "batch", 0)
+            index = check_int(batch, "batch", 0)
             if index > self._n_batches:
                 raise InvalidInputError(
                     f"batch: the next batch is {self._n_batches}, got {index} (batches "
@@ -618,55 +412,19 @@ class AdaptiveSurvey:
         gamma = self._require_gamma(None) if self.engine == "sgld" else 0.0
         b = self._n_batches
         n_new = y.shape[0]
-        st = self._store
-        st.ensure(self._n + n_new, n_new, n_new)
-        kn.store_reports(
-            y,
-            masks,
-            self._n,
-            self._params,
-            st.row_of,
-            st.zob,
-            st.sub_mask,
-            st.sub_size,
-            st.sub_list,
-            st.hkeys,
-            st.hvals,
-            st.row_index,
-            st.table,
-            st.meta,
-            st.row_sub,
-            st.row_y,
-            st.cnt,
-        )
+        self._store.ensure(self._n + n_new, n_new, n_new)
+        self._store.add(y, masks, self._n, self._params)
         self._finish_batch(b, n_new, gamma)
         return True
 
     def _finish_batch(self, b: int, n_new: int, gamma: float) -> None:
-        self._theta_hist = _grown(self._theta_hist, b + 2)
-        self._batch_sizes = _grown(self._batch_sizes, b + 1)
-        st = self._store
+        self._theta_hist = grown(self._theta_hist, b + 2)
+        self._batch_sizes = grown(self._batch_sizes, b + 1)
         t = self._n + n_new
         if self.engine == "sgld":
-            kn.run_sgld_batch(
-                self._phi,
-                st.row_of,
-                st.row_sub,
-                st.row_y,
-                st.meta,
-                st.sub_list,
-                st.sub_size,
-                t,
-                self.sgld_steps_per_user * n_new,
-                b,
-                self.minibatch,
-                gamma,
-                self._rho,
-                math.sqrt(gamma) / 2,
-                self._key0,
-                self._key1,
-                self._theta_hist[b + 1],
-            )
+            steps = self.sgld_steps_per_user * n_new
+            kn.run_sgld_batch(self._phi, self._store.sgld_rows(), t, steps, b, self._sgld(gamma),
+                              self._theta_hist[b + 1])  # fmt: skip
         else:
             draw = self._fit_draws(t, draws=1, chains=1, stream=1, batch=b)
             self._phi = np.asarray(draw.posterior["theta"].values[0, 0], dtype=float).copy()
@@ -732,42 +490,13 @@ class AdaptiveSurvey:
         b0 = self._n_batches
         n_part = int(part.sum())
         st.ensure(self._n + n_part, 1, min(n_part, self.k))
-        self._theta_hist = _grown(self._theta_hist, b0 + part.shape[0] + 1)
-        self._batch_sizes = _grown(self._batch_sizes, b0 + part.shape[0])
+        self._theta_hist = grown(self._theta_hist, b0 + part.shape[0] + 1)
+        self._batch_sizes = grown(self._batch_sizes, b0 + part.shape[0])
         offset = self._n - start_user
-        n_done = kn.run_simulate(
-            x[offset : offset + n_part],
-            self._n,
-            b0,
-            part,
-            self._code,
-            float(self.alpha or 1.0),
-            self._params,
-            self._phi,
-            self._order,
-            self._rank,
-            st.row_of,
-            st.zob,
-            st.sub_mask,
-            st.sub_size,
-            st.sub_list,
-            st.hkeys,
-            st.hvals,
-            st.row_index,
-            st.table,
-            st.meta,
-            st.row_sub,
-            st.row_y,
-            st.cnt,
-            self._theta_hist,
-            self.minibatch,
-            self.sgld_steps_per_user,
-            gamma,
-            self._rho,
-            math.sqrt(gamma) / 2,
-            self._key0,
-            self._key1,
-        )
+        selection = (self._code, float(self.alpha or 1.0), self._params, self._order, self._rank)
+        n_done = kn.run_simulate(x[offset : offset + n_part], self._n, b0, part, selection,
+                                 self._phi, st.tables(), self._theta_hist,
+                                 self.sgld_steps_per_user, self._sgld(gamma))  # fmt: skip
         self._check_state(b0 + n_done)
         users = int(part[:n_done].sum())
         self._batch_sizes[b0 : b0 + n_done] = part[:n_done]
@@ -786,32 +515,12 @@ class AdaptiveSurvey:
         st = self._store
         st.ensure(self._n + y.shape[0], 1, min(y.shape[0], self.k))
         masks = np.broadcast_to(mask, (y.shape[0], self.k)).copy()
-        kn.store_reports(
-            y,
-            masks,
-            self._n,
-            self._params,
-            st.row_of,
-            st.zob,
-            st.sub_mask,
-            st.sub_size,
-            st.sub_list,
-            st.hkeys,
-            st.hvals,
-            st.row_index,
-            st.table,
-            st.meta,
-            st.row_sub,
-            st.row_y,
-            st.cnt,
-        )
+        st.add(y, masks, self._n, self._params)
         self._finish_batch(b, y.shape[0], 0.0)
 
     # ------------------------------------------------------------------ outputs
     def _reports_view(self) -> tuple[np.ndarray, np.ndarray]:
-        st = self._store
-        rid = st.row_of[: self._n].astype(np.int64)
-        return st.row_sub[rid], st.row_y[rid]
+        return self._store.reports(self._n)
 
     @property
     def history(self) -> xarray.Dataset:
@@ -844,7 +553,7 @@ class AdaptiveSurvey:
                 "batch_index": np.arange(nb),
             },
             attrs={
-                "config": json.dumps(self._config, sort_keys=True),
+                "config": json.dumps(self.config.to_dict(), sort_keys=True),
                 "epsilon": self.epsilon,
                 "eps1": self.eps1,
                 "utility": self.utility,
@@ -879,34 +588,15 @@ class AdaptiveSurvey:
         """
         if self._n == 0:
             raise InvalidInputError("posterior: the survey has no reports yet")
-        draws = self.final_steps - self.burn_in if draws is None else _check_int(draws, "draws", 1)
-        chains = _check_int(chains, "chains", 1)
+        draws = self.final_steps - self.burn_in if draws is None else check_int(draws, "draws", 1)
+        chains = check_int(chains, "chains", 1)
         if self.engine == "fit":
             return self._fit_draws(
                 self._n, draws=draws, chains=chains, stream=2, batch=self._n_batches
             )
         gamma = self._require_gamma(None)
-        st = self._store
-        theta = kn.run_final(
-            self._phi,
-            st.row_of,
-            st.row_sub,
-            st.row_y,
-            st.meta,
-            st.sub_list,
-            st.sub_size,
-            self._n,
-            chains,
-            self.burn_in,
-            draws,
-            self.minibatch,
-            gamma,
-            self._rho,
-            math.sqrt(gamma) / 2,
-            self._key0,
-            self._key1,
-            self._n_batches,
-        )
+        theta = kn.run_final(self._phi, self._store.sgld_rows(), self._n, chains, self.burn_in,
+                             draws, self._sgld(gamma), self._n_batches)  # fmt: skip
         info = {
             "sampler": "AdOBEst-LDP SGLD (seed 004)",
             "burn_in": self.burn_in,
@@ -916,7 +606,7 @@ class AdaptiveSurvey:
             "n_batches": self._n_batches,
             "utility": self.utility,
         }
-        return _inference_data(theta, info, self.tally(), self.prior, self._entropy)
+        return _inference_data(theta, info, self.tally(), self.prior, self.config.entropy)
 
     def _fit_draws(self, t: int, *, draws: int, chains: int, stream: int, batch: int) -> Any:
         from bayesldp.bayes.fit import fit
@@ -934,20 +624,16 @@ class AdaptiveSurvey:
 
     # ------------------------------------------------------------------ persistence
     def _state_arrays(self) -> dict[str, np.ndarray]:
-        st = self._store
         nb = self._n_batches
         return {
             "phi": self._phi.copy(),
             "theta_hist": self._theta_hist[: nb + 1].copy(),
             "batch_sizes": self._batch_sizes[:nb].copy(),
-            "row_of": st.row_of[: self._n].copy(),
-            "row_sub": st.row_sub[: st.n_rows].copy(),
-            "row_y": st.row_y[: st.n_rows].copy(),
-            "sub_mask": np.packbits(st.sub_mask[: st.n_sub], axis=1),
+            **self._store.state_arrays(self._n),
         }
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Write the survey's state atomically (temp file, fsync, ``os.replace``).
+        """Write the survey's state atomically (:mod:`bayesldp.adaptive.checkpoint`).
 
         Defaults to the ``checkpoint`` path.  Returns the path written.
         """
@@ -957,31 +643,7 @@ class AdaptiveSurvey:
             target = self._checkpoint
         else:
             target = Path(os.fspath(path))
-        config = json.dumps(self._config, sort_keys=True)
-        arrays = self._state_arrays()
-        digest = _digest(config, arrays)
-        tmp = target.with_name(target.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            np.savez(
-                fh,
-                format=np.array(FORMAT_TAG),
-                version=np.array(FORMAT_VERSION),
-                config=np.array(config),
-                checksum=np.array(digest),
-                **arrays,
-            )
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-        try:  # make the rename itself durable
-            fd = os.open(target.parent, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError:  # pragma: no cover - directories cannot be fsync'ed everywhere
-            pass
-        return target
+        return write_state(target, self.config.to_dict(), self._state_arrays())
 
     @classmethod
     def resume(cls, path: str | os.PathLike[str], *, checkpoint: bool = True) -> AdaptiveSurvey:
@@ -1001,10 +663,10 @@ class AdaptiveSurvey:
             AdaptiveSurvey state, has another format version, or is inconsistent.
         """
         path = Path(os.fspath(path))
-        config, arrays = _read_state(path)
+        config, arrays = read_state(path)
         survey = cls.__new__(cls)
         try:
-            survey._setup(config)
+            survey._setup(SurveyConfig.from_dict(config))
         except (InvalidInputError, InvalidTypeError, KeyError) as exc:
             raise CheckpointError(
                 f"checkpoint: {str(path)!r} holds an invalid config: {exc}"
@@ -1022,61 +684,16 @@ class AdaptiveSurvey:
         phi = np.asarray(arrays["phi"], dtype=float)
         theta_hist = np.asarray(arrays["theta_hist"], dtype=float)
         sizes = np.asarray(arrays["batch_sizes"])
-        row_of = np.asarray(arrays["row_of"])
-        row_sub = np.asarray(arrays["row_sub"])
-        row_y = np.asarray(arrays["row_y"])
-        packed = np.asarray(arrays["sub_mask"])
         nb = sizes.shape[0]
         if phi.shape != (k,) or not (np.all(np.isfinite(phi)) and phi.min() >= 0):
             raise bad("phi")
         if theta_hist.shape != (nb + 1, k) or sizes.ndim != 1 or (nb and sizes.min() < 1):
             raise bad("batch records")
         n = int(sizes.sum())
-        n_rows, n_sub = row_sub.shape[0], packed.shape[0]
-        if row_of.shape != (n,) or row_y.shape != (n_rows,) or packed.ndim != 2:
-            raise bad("report records")
-        sub_mask = (
-            np.unpackbits(packed, axis=1, count=k).astype(np.bool_)
-            if n_sub
-            else (np.zeros((0, k), dtype=np.bool_))
-        )
-        if n and (row_of.min() < 0 or row_of.max() >= n_rows):
-            raise bad("row ids")
-        if n_rows and (
-            row_sub.min() < 0 or row_sub.max() >= n_sub or row_y.min() < 0 or row_y.max() >= k
-        ):
-            raise bad("rows")
-        sub_size = sub_mask.sum(axis=1).astype(np.int64)
-        if n_sub and sub_size.max() >= k:
-            raise bad("subsets")
-        st = _Store(k)
-        st.ensure(n, n_sub, n_rows)
-        st.row_of[:n] = row_of
-        st.sub_mask[:n_sub] = sub_mask
-        st.sub_size[:n_sub] = sub_size
-        for sid in range(n_sub):
-            members = np.flatnonzero(sub_mask[sid])
-            st.sub_list[sid, : members.size] = members
-        st.cnt[0] = n_sub
-        kn.rehash(st.sub_mask, st.sub_size, n_sub, st.zob, st.hkeys, st.hvals)
-        st.row_sub[:n_rows] = row_sub
-        st.row_y[:n_rows] = row_y
-        st.cnt[1] = n_rows
-        kn.rebuild_rows(
-            st.row_sub,
-            st.row_y,
-            n_rows,
-            self._params,
-            st.sub_mask,
-            st.sub_size,
-            st.row_index,
-            st.table,
-            st.meta,
-        )
-        self._store = st
+        self._store = ReportStore.from_state(k, self._params, arrays, n, bad)
         self._phi = phi.copy()
-        self._theta_hist = _grown(theta_hist.copy(), nb + 1)
-        self._batch_sizes = _grown(sizes.astype(np.int64), nb)
+        self._theta_hist = grown(theta_hist.copy(), nb + 1)
+        self._batch_sizes = grown(sizes.astype(np.int64), nb)
         self._n_batches = nb
         self._n = n
         self._order = np.arange(k)
@@ -1091,61 +708,6 @@ class AdaptiveSurvey:
 
 
 # ----------------------------------------------------------------------------------- helpers
-def _digest(config: str, arrays: dict[str, np.ndarray]) -> str:
-    h = hashlib.sha256()
-    h.update(FORMAT_TAG.encode())
-    h.update(str(FORMAT_VERSION).encode())
-    h.update(config.encode())
-    for name in _ARRAY_KEYS:
-        arr = np.ascontiguousarray(arrays[name])
-        h.update(f"{name}:{arr.dtype.str}:{arr.shape}".encode())
-        h.update(arr.tobytes())
-    return h.hexdigest()
-
-
-def _read_state(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint: {str(path)!r} does not exist")
-    try:
-        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
-            files = set(data.files)
-            if "format" not in files:
-                raise CheckpointError(
-                    f"checkpoint: {str(path)!r} is not an AdaptiveSurvey state file (no format tag)"
-                )
-            tag = str(data["format"][()])
-            if tag != FORMAT_TAG:
-                raise CheckpointError(
-                    f"checkpoint: {str(path)!r} is a {tag!r} file, not an AdaptiveSurvey state"
-                )
-            version = int(data["version"][()]) if "version" in files else -1
-            if version != FORMAT_VERSION:
-                raise CheckpointError(
-                    f"checkpoint: {str(path)!r} has format version {version}; this bayesldp "
-                    f"reads version {FORMAT_VERSION}"
-                )
-            missing = [key for key in ("config", "checksum", *_ARRAY_KEYS) if key not in files]
-            if missing:
-                raise CheckpointError(f"checkpoint: {str(path)!r} lacks {missing[0]!r}")
-            config_text = str(data["config"][()])
-            checksum = str(data["checksum"][()])
-            arrays = {name: data[name] for name in _ARRAY_KEYS}
-    except CheckpointError:
-        raise
-    except Exception as exc:  # zipfile.BadZipFile, OSError, ValueError, EOFError, ...
-        raise CheckpointError(
-            f"checkpoint: {str(path)!r} is not a readable AdaptiveSurvey state file "
-            f"({type(exc).__name__}: {exc})"
-        ) from None
-    if _digest(config_text, arrays) != checksum:
-        raise CheckpointError(f"checkpoint: {str(path)!r} is corrupt (checksum mismatch)")
-    try:
-        config = json.loads(config_text)
-    except json.JSONDecodeError:  # pragma: no cover - the checksum covers the text
-        raise CheckpointError(f"checkpoint: {str(path)!r} has an unreadable config") from None
-    return config, arrays
-
-
 def _progress_callback(progress: Any) -> Callable[[int, int], None] | None:
     if progress is None or progress is False:
         return None

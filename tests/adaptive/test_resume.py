@@ -14,7 +14,7 @@ import pytest
 import xarray as xr
 
 from bayesldp.adaptive import AdaptiveSurvey, CheckpointError
-from bayesldp.adaptive.survey import _digest
+from bayesldp.adaptive.checkpoint import _digest
 
 ROOT = Path(__file__).resolve().parents[2]
 THETA = np.array([0.4, 0.25, 0.15, 0.1, 0.06, 0.04])

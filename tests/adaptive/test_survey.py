@@ -167,27 +167,9 @@ def test_sgld_stationary_law_matches_hmc():
     """A long final SGLD run on one survey's reports against bayesldp's HMC (mean and sd)."""
     theta = np.array([0.5, 0.25, 0.15, 0.07, 0.03])
     survey = AdaptiveSurvey(5, 1.0, utility="tv", random_seed=3).simulate(_users(theta, 2000, 0))
-    st, g = survey._store, survey.gamma
-    draws = kn.run_final(
-        survey._phi,
-        st.row_of,
-        st.row_sub,
-        st.row_y,
-        st.meta,
-        st.sub_list,
-        st.sub_size,
-        2000,
-        4,
-        20_000,
-        400_000,
-        50,
-        g,
-        survey._rho,
-        math.sqrt(g) / 2,
-        survey._key0,
-        survey._key1,
-        0,
-    )[:, ::100].reshape(-1, 5)
+    rows, sgld = survey._store.sgld_rows(), survey._sgld(survey.gamma)
+    draws = kn.run_final(survey._phi, rows, 2000, 4, 20_000, 400_000, sgld, 0)
+    draws = draws[:, ::100].reshape(-1, 5)
     ref = bayesldp.fit(survey.tally(), 1.0, method="hmc", draws=2000, chains=4, random_seed=1)
     ref = ref.posterior["theta"].values.reshape(-1, 5)
     np.testing.assert_allclose(draws.mean(axis=0), ref.mean(axis=0), atol=0.01)
