@@ -58,10 +58,6 @@ def _check_theta(theta: Any) -> np.ndarray:
     return arr
 
 
-def _check_fraction(value: Any, name: str) -> float:
-    return check_probability(value, name)
-
-
 def sorted_order(theta: Any) -> np.ndarray:
     """Categories by decreasing ``theta``; ties keep the smaller category first (stable)."""
     return np.argsort(-np.asarray(theta, dtype=float), kind="stable")
@@ -147,7 +143,7 @@ def select_subset(
     theta = _check_theta(theta)
     epsilon = check_epsilon(epsilon)
     fn = get_utility(utility)
-    frac = _check_fraction(eps1_fraction, "eps1_fraction")
+    frac = check_probability(eps1_fraction, "eps1_fraction")
     order = sorted_order(theta)
     stack = candidate_channels(order, epsilon, frac * epsilon)
     scores = np.asarray(fn(theta, stack), dtype=float)
@@ -164,7 +160,7 @@ def semi_adaptive_subset(theta: Any, alpha: float) -> tuple[int, ...]:
     domain holds mass ``alpha`` (RRRR needs ``|S| <= K - 1``), ``S`` is empty as well.
     """
     theta = _check_theta(theta)
-    alpha = _check_fraction(alpha, "alpha")
+    alpha = check_probability(alpha, "alpha")
     if alpha >= 1.0:
         return ()
     order = sorted_order(theta)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from bayesldp._validation import RNGLike, as_generator, check_int, check_open_unit
+from bayesldp._validation import RNGLike, as_generator, check_alpha, check_int, check_open_unit
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.tally import Tally
 
@@ -379,15 +379,6 @@ class SBCReplication:
     sufficient: bool
 
 
-def _check_alpha(alpha: Any) -> np.ndarray:
-    arr = _float_array(alpha, "alpha", 1)
-    if arr.ndim != 1 or arr.shape[0] < 2 or arr.min() <= 0:
-        raise InvalidInputError(
-            f"alpha: expected a vector of K >= 2 positive concentrations, got {arr.tolist()}"
-        )
-    return arr
-
-
 def sbc_replication(
     mechanism: Any,
     alpha: Any,
@@ -426,7 +417,7 @@ def sbc_replication(
     level : float
         Credible level of the interval.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_alpha(alpha)
     n = check_int(n, "n", 1)
     if getattr(mechanism, "k", None) != alpha.shape[0]:
         raise InvalidInputError(
