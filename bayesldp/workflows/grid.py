@@ -400,77 +400,54 @@ def _cell(metric: Any, where: dict[str, Any], method: str, bold: bool) -> str:
 
 
 def _plot(results: xarray.Dataset, out: Path) -> None:
+    """``tv_vs_epsilon.png`` (panels K x rho) and ``tv_vs_rho.png`` (panels K x epsilon)."""
+    _plot_tv(results, "epsilon", "rho", "epsilon", "rho", out / "tv_vs_epsilon.png")
+    _plot_tv(results, "rho", "epsilon", "rho (Dirichlet concentration of theta)", "eps",
+             out / "tv_vs_rho.png")  # fmt: skip
+
+
+def _plot_tv(results: xarray.Dataset, x_dim: str, panel_dim: str, x_label: str, panel_name: str,
+             path: Path) -> None:  # fmt: skip
+    """Mean TV against ``x_dim``, one line per scheme, one panel per (K, ``panel_dim``)."""
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
     tv = results["tv"].mean("repeat")
-    ks, rhos, epss = (results[d].values for d in ("k", "rho", "epsilon"))
+    ks, xs, panels = (results[d].values for d in ("k", x_dim, panel_dim))
     methods = list(results["scheme"].values)
-    styles = {m: ("-" if not m.startswith(("semi", "non")) else "--") for m in methods}
     palette = plt.get_cmap("tab20")
-    colors = {
-        m: ("black" if m == "non-adaptive" else palette(i % 20)) for i, m in enumerate(methods)
-    }
-
-    def axis(ax: Any, values: np.ndarray, label: str) -> None:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-        ax.set_xticks(values, [f"{v:g}" for v in values])
-        ax.set_xlabel(label)
-        ax.set_ylabel("TV (mean over repeats)")
-
     fig, axes = plt.subplots(
-        len(ks), len(rhos), figsize=(4.2 * len(rhos), 3.4 * len(ks)), squeeze=False, sharex=True
-    )
+        len(ks), len(panels), figsize=(4.2 * len(panels), 3.4 * len(ks)), squeeze=False,
+        sharex=True,
+    )  # fmt: skip
     for i, k in enumerate(ks):
-        for j, rho in enumerate(rhos):
+        for j, value in enumerate(panels):
             ax = axes[i, j]
-            for m in methods:
+            for im, m in enumerate(methods):
                 ax.plot(
-                    epss,
-                    tv.sel({"k": k, "rho": rho, "scheme": m}).values,
-                    styles[m],
+                    xs,
+                    tv.sel({"k": k, panel_dim: value, "scheme": m}).values,
+                    "-" if not m.startswith(("semi", "non")) else "--",
                     marker="o",
                     ms=3,
                     lw=2.5 if m == "non-adaptive" else 1,
                     label=m,
-                    color=colors[m],
+                    color="black" if m == "non-adaptive" else palette(im % 20),
                 )
-            axis(ax, epss, "epsilon")
-            ax.set_title(f"K = {k}, rho = {rho:g}")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            ax.set_xticks(xs, [f"{v:g}" for v in xs])
+            ax.set_xlabel(x_label)
+            ax.set_ylabel("TV (mean over repeats)")
+            ax.set_title(f"K = {k}, {panel_name} = {value:g}")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="center right", fontsize=7)
-    fig.suptitle(f"AdOBEst-LDP: TV against epsilon (n = {results.attrs['n']})")
+    fig.suptitle(f"AdOBEst-LDP: TV against {x_dim} (n = {results.attrs['n']})")
     fig.tight_layout(rect=(0, 0, 0.86, 0.96))
-    fig.savefig(out / "tv_vs_epsilon.png", dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
-    fig, axes = plt.subplots(
-        len(ks), len(epss), figsize=(4.2 * len(epss), 3.4 * len(ks)), squeeze=False, sharex=True
-    )
-    for i, k in enumerate(ks):
-        for j, eps in enumerate(epss):
-            ax = axes[i, j]
-            for m in methods:
-                ax.plot(
-                    rhos,
-                    tv.sel({"k": k, "epsilon": eps, "scheme": m}).values,
-                    styles[m],
-                    marker="o",
-                    ms=3,
-                    lw=2.5 if m == "non-adaptive" else 1,
-                    label=m,
-                    color=colors[m],
-                )
-            axis(ax, rhos, "rho (Dirichlet concentration of theta)")
-            ax.set_title(f"K = {k}, eps = {eps:g}")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center right", fontsize=7)
-    fig.suptitle(f"AdOBEst-LDP: TV against rho (n = {results.attrs['n']})")
-    fig.tight_layout(rect=(0, 0, 0.86, 0.96))
-    fig.savefig(out / "tv_vs_rho.png", dpi=110)
-    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
