@@ -66,7 +66,8 @@ def _run_grid(spec: dict, args: argparse.Namespace) -> int:
     if args.quick:
         grid["n"], grid["repeats"] = max(1, grid["n"] // 10), 1
     out = Path(args.out) if args.out else Path("out") / grid["name"]
-    results = run_grid(spec, out, paper=args.full, progress=not args.quiet)
+    command = "bayesldp run " + " ".join(sys.argv[2:] if args.argv is None else args.argv[1:])
+    results = run_grid(spec, out, paper=args.full, progress=not args.quiet, command=command)
     print(write_tables(results))
     print(f"\nreport: {out / 'tables.md'}")
     return 0

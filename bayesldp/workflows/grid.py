@@ -181,6 +181,7 @@ def run_grid(
     out_dir: str | os.PathLike[str],
     paper: bool = False,
     progress: bool | Callable[[int, int, str], None] | None = None,
+    command: str | None = None,
 ) -> xarray.Dataset:
     """Run the AdOBEst-LDP experiment grid of a spec and write its tables and plots.
 
@@ -197,6 +198,8 @@ def run_grid(
         ``[grid].n`` / ``[grid].repeats``.
     progress : bool or callable, optional
         True prints one line per survey to stderr; a callable gets ``(done, total, label)``.
+    command : str, optional
+        The command line recorded at the top of ``tables.md``.
 
     Returns
     -------
@@ -290,12 +293,38 @@ def run_grid(
         },
     )
     results.to_netcdf(out / "results.nc", engine="h5netcdf")
-    (out / "tables.md").write_text(
-        "## Summary\n\n" + write_summary(results) + "\n## Tables\n\n" + write_tables(results),
-        encoding="utf-8",
-    )
+    text = write_header(results, command) + "\n## Summary\n\n" + write_summary(results)
+    (out / "tables.md").write_text(text + "\n## Tables\n\n" + write_tables(results), "utf-8")
     _plot(results, out)
     return results
+
+
+def write_header(results: xarray.Dataset, command: str | None) -> str:
+    """Title, command, date, machine and sizes of a grid run (the top of ``tables.md``)."""
+    import datetime
+
+    from bayesldp.workflows.accuracy import machine_info
+
+    info = machine_info()
+    spec = json.loads(results.attrs["spec"])
+    surveys = int(np.isfinite(results["seconds"].values).sum())
+    seconds = float(np.nansum(results["seconds"].values))
+    size = "the paper's size" if results.attrs["paper_size"] else "default size"
+    lines = [
+        f"# AdOBEst-LDP experiment grid (seed 004), {spec['grid']['name']}: {size}",
+        "",
+        f"- command: `{command or 'bayesldp.workflows.grid.run_grid'}`",
+        f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        f"- machine: {info['arch']}, {info['cpu']}, {info['cores']} cores; load at the end "
+        f"{info['load']}; Python {info['python']}, numpy {info['numpy']}, commit {info['commit']}",
+        f"- n = {results.attrs['n']:,} users per survey, {results.attrs['repeats']} repeats, "
+        f"K in {list(spec['grid']['k'])}, rho in {list(spec['grid']['rho'])}, eps in "
+        f"{list(spec['grid']['epsilon'])}; {surveys} surveys, {seconds:.0f} s of survey time",
+        f"- metric: {results.attrs['metric']}; TV of MLE: of the maximum-likelihood estimate "
+        "from the same reports",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def write_summary(results: xarray.Dataset) -> str:
@@ -459,7 +488,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out_dir")
     parser.add_argument("--paper", action="store_true", help="the paper's size (n, repeats)")
     args = parser.parse_args(argv)
-    results = run_grid(args.spec, args.out_dir, paper=args.paper, progress=True)
+    given = sys.argv[1:] if argv is None else argv
+    shown = " ".join(["python -m bayesldp.workflows.grid", *given])
+    results = run_grid(args.spec, args.out_dir, paper=args.paper, progress=True, command=shown)
     print(write_tables(results))
     return 0
 
