@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import xarray as xr
 
 from bayesldp import plotting
@@ -48,3 +49,26 @@ def test_plotting_keeps_the_users_backend():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "svg"
+
+
+@pytest.mark.parametrize(
+    "before, env, expected",
+    [
+        ("", {}, "agg Agg"),
+        ("", {"MPLBACKEND": "pdf"}, "pdf pdf"),
+        ("import matplotlib; matplotlib.use('pdf')", {}, "pdf Agg"),
+    ],
+    ids=["unset", "MPLBACKEND", "already-chosen"],
+)
+def test_cli_chooses_agg_only_when_the_user_did_not(before, env, expected):
+    """The command line sets MPLBACKEND=Agg unless set; a backend already in use stays."""
+    code = (
+        f"{before}\nfrom bayesldp.workflows.cli import main\n"
+        'main(["recommend", "--k", "3", "--epsilon", "1", "--n", "100"])\n'
+        "import os, matplotlib\n"
+        "print(matplotlib.get_backend().lower(), os.environ.get('MPLBACKEND'))\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"} | env
+    done = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    assert done.stdout.strip().splitlines()[-1] == expected

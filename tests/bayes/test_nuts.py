@@ -71,8 +71,7 @@ def test_pymc_nuts_matches_exact_posterior_and_hmc():
     assert np.all(np.abs(mean - mean_h) < 4 * np.hypot(mcse, mcse_h))
 
 
-@pytest.mark.slow
-@pytest.mark.external
+@pytest.mark.external  # 5-7 s each where installed; skipped where not
 @pytest.mark.parametrize("sampler", ["nutpie", "numpyro", "blackjax"])
 def test_external_samplers_match_exact_posterior(sampler):
     packages, _ = nuts.NUTS_SAMPLERS[sampler]
