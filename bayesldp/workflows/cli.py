@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from bayesldp.errors import BayesLDPError, InvalidInputError
+from bayesldp.workflows.outputs import directory_lock, writable_directory, writable_file
 
 
 def _progress(quiet: bool):
@@ -28,14 +29,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     if args.full and spec["kind"] not in ("grid", "accuracy"):
         raise InvalidInputError(f"--full: applies to grid and accuracy specs, not {spec['kind']!r}")
-    return RUNNERS[spec["kind"]](spec, args)
+    name = spec[NAME_TABLE[spec["kind"]]]["name"]
+    out = writable_directory(args.out or Path("out") / name)  # checked before any work
+    with directory_lock(out):
+        return RUNNERS[spec["kind"]](spec, args, out)
 
 
-def _run_study(spec: dict, args: argparse.Namespace) -> int:
+def _run_study(spec: dict, args: argparse.Namespace, out: Path) -> int:
     from bayesldp.workflows.study import run_study
     from bayesldp.workflows.study_report import markdown_table, summarise, write_report
 
-    out = Path(args.out) if args.out else Path("out") / spec["study"]["name"]
     say = _progress(args.quiet)
     say(f"study {spec['study']['name']!r} from {args.spec}")
     result = run_study(spec, seed=args.seed, quick=args.quick, progress=say)
@@ -45,7 +48,7 @@ def _run_study(spec: dict, args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_survey(spec: dict, args: argparse.Namespace) -> int:
+def _run_survey(spec: dict, args: argparse.Namespace, out: Path) -> int:
     from bayesldp.workflows.survey import run_survey
 
     cfg = spec["survey"]
@@ -53,11 +56,10 @@ def _run_survey(spec: dict, args: argparse.Namespace) -> int:
         cfg["seed"] = args.seed
     if args.quick:
         cfg["n"] = max(1, cfg["n"] // 10)
-    out = Path(args.out) if args.out else Path("out") / cfg["name"]
     return run_survey(spec, out, resume=False, quiet=args.quiet)
 
 
-def _run_grid(spec: dict, args: argparse.Namespace) -> int:
+def _run_grid(spec: dict, args: argparse.Namespace, out: Path) -> int:
     from bayesldp.workflows.grid import run_grid, write_tables
 
     grid = spec["grid"]
@@ -65,7 +67,6 @@ def _run_grid(spec: dict, args: argparse.Namespace) -> int:
         grid["seed"] = args.seed
     if args.quick:
         grid["n"], grid["repeats"] = max(1, grid["n"] // 10), 1
-    out = Path(args.out) if args.out else Path("out") / grid["name"]
     command = "bayesldp run " + " ".join(sys.argv[2:] if args.argv is None else args.argv[1:])
     results = run_grid(spec, out, paper=args.full, progress=not args.quiet, command=command)
     print(write_tables(results))
@@ -73,12 +74,11 @@ def _run_grid(spec: dict, args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_accuracy(spec: dict, args: argparse.Namespace) -> int:
+def _run_accuracy(spec: dict, args: argparse.Namespace, out: Path) -> int:
     from bayesldp.workflows import accuracy
 
     if args.seed is not None:
         spec["study"]["seed"] = args.seed
-    out = Path(args.out) if args.out else Path("out") / spec["study"]["name"]
     say = _progress(args.quiet)
     info = accuracy.machine_info()
     start = time.perf_counter()
@@ -87,12 +87,13 @@ def _run_accuracy(spec: dict, args: argparse.Namespace) -> int:
     )
     command = "bayesldp run " + " ".join(sys.argv[2:] if args.argv is None else args.argv[1:])
     text = accuracy.render_markdown(result, info, command, time.perf_counter() - start)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(text, encoding="utf-8")
     print(f"report: {out / 'report.md'}")
     return 0
 
 
+#: spec kind -> the table holding its ``name`` (the default output directory out/<name>)
+NAME_TABLE = {"study": "study", "survey": "survey", "grid": "grid", "accuracy": "study"}
 #: spec kind -> runner of ``bayesldp run``
 RUNNERS = {"study": _run_study, "survey": _run_survey, "grid": _run_grid, "accuracy": _run_accuracy}
 
@@ -139,9 +140,11 @@ def recommend_candidates() -> tuple[str, ...]:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
+    from bayesldp._validation import check_int
     from bayesldp.bounds import var_star
     from bayesldp.mechanisms import make_mechanism
 
+    check_int(args.n, "--n", 1)
     rows = []
     for name in recommend_candidates():
         mech = make_mechanism(name, args.k, args.epsilon)
@@ -167,6 +170,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
     from bayesldp.workflows.report_files import read_reports
 
+    if args.save_posterior:
+        if args.method != "posterior":
+            raise InvalidInputError("--save-posterior: only with --method posterior")
+        writable_file(args.save_posterior, "--save-posterior")
     mech, tally = read_reports(
         args.reports, args.mechanism, k=args.k, epsilon=args.epsilon, **_mechanism_params(args)
     )
@@ -210,9 +217,12 @@ def cmd_survey(args: argparse.Namespace) -> int:
     from bayesldp.workflows.spec import load_spec
     from bayesldp.workflows.survey import run_survey
 
-    out = Path(args.resume or args.out or "out/survey")
     spec = load_spec(args.spec, kind="survey")
-    return run_survey(spec, out, resume=args.resume is not None, quiet=args.quiet)
+    if args.resume is not None and not Path(args.resume).is_dir():
+        raise InvalidInputError(f"--resume: {args.resume} is not a directory; nothing to resume")
+    out = writable_directory(args.resume or args.out or "out/survey")
+    with directory_lock(out):
+        return run_survey(spec, out, resume=args.resume is not None, quiet=args.quiet)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -251,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("recommend", help="which mechanism gives the lowest error")
     rec.add_argument("--k", type=int, required=True, help="number of categories")
     rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")
-    rec.add_argument("--n", type=int, required=True, help="number of users")
+    rec.add_argument("--n", type=int, required=True, help="number of users (>= 1)")
     rec.set_defaults(func=cmd_recommend)
     from bayesldp.workflows import report_files
 

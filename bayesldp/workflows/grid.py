@@ -478,7 +478,6 @@ def _plot_tv(results: xarray.Dataset, x_dim: str, panel_dim: str, x_label: str, 
     plt.close(fig)
 
 
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m bayesldp.workflows.grid SPEC OUT_DIR [--paper]``."""
     import argparse

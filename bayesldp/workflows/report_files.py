@@ -20,6 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms import make_mechanism
 
@@ -40,13 +42,25 @@ def read_table(path: str | Path):
             raise InvalidInputError(
                 "reports: reading Parquet needs pyarrow (pip install pyarrow)"
             ) from None
+        except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+            raise InvalidInputError(
+                f"reports: cannot read {path} as Parquet (truncated, or not Parquet?): {exc}"
+            ) from None
     else:
         try:
-            frame = pd.read_csv(path)
+            frame = pd.read_csv(path, skip_blank_lines=False)
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"reports: cannot read {path} as CSV: {exc}") from None
     if frame.shape[0] == 0:
         raise InvalidInputError(f"reports: {path} has a header but no reports")
+    missing = frame.isna().any(axis=1).to_numpy()
+    if missing.any():  # blank lines and empty cells alike: nothing is dropped silently
+        rows = np.flatnonzero(missing)
+        shown = ", ".join(str(r + 2) for r in rows[:5]) + (", ..." if rows.size > 5 else "")
+        raise InvalidInputError(
+            f"reports: {path} has {rows.size} row(s) with a missing value (blank line or empty "
+            f"cell; CSV line {shown})"
+        )
     return frame
 
 

@@ -91,7 +91,7 @@ BAYES = {
     "prior": Field((int, float, list), default=1.0, items=(int, float)),
     "draws": Field(int, default=1000),
     "chains": Field(int, default=4),
-    "hdi_prob": Field(float, default=0.9),
+    "hdi_prob": Field((int, float), default=0.9, doc="credible interval mass, in (0, 1)"),
 }
 TOP = {
     "study": STUDY,
@@ -186,6 +186,14 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
         raise SpecError(f"{source}: [study].repeats: must be >= 1, got {study['repeats']}")
     if study["seed"] < 0:
         raise SpecError(f"{source}: [study].seed: must be >= 0, got {study['seed']}")
+    if not spec["estimators"]["methods"]:
+        raise SpecError(f"{source}: [estimators].methods: needs at least one method")
+    hdi = spec["bayes"]["hdi_prob"]
+    if not 0 < hdi < 1:
+        raise SpecError(f"{source}: [bayes].hdi_prob: must lie in (0, 1), got {hdi}")
+    for key in ("draws", "chains"):
+        if spec["bayes"][key] < 1:
+            raise SpecError(f"{source}: [bayes].{key}: must be >= 1, got {spec['bayes'][key]}")
     if population["kind"] == "dataset":
         resolve_dataset(population, source)
     if population["k"] is None:

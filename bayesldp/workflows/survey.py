@@ -47,20 +47,41 @@ def validate_survey_spec(raw: dict[str, Any], source: str = "spec") -> dict[str,
     return {"survey": survey, "population": population}
 
 
+def _survey_settings(cfg: dict[str, Any], utility: str) -> dict[str, Any]:
+    """The AdaptiveSurvey keyword arguments of a survey spec (one run of it)."""
+    return {
+        "utility": utility,
+        "alpha": cfg["alpha"],
+        "eps1_fraction": float(cfg["eps1_fraction"]),
+        "batch_size": cfg["batch_size"],
+        "n_expected": cfg["n"],
+        "random_seed": cfg["seed"],
+    }
+
+
 def _make_survey(cfg: dict[str, Any], utility: str, checkpoint: Path):
     from bayesldp.adaptive import AdaptiveSurvey
 
-    return AdaptiveSurvey(
-        cfg["k"],
-        float(cfg["epsilon"]),
-        utility=utility,
-        alpha=cfg["alpha"],
-        eps1_fraction=float(cfg["eps1_fraction"]),
-        batch_size=cfg["batch_size"],
-        n_expected=cfg["n"],
-        random_seed=cfg["seed"],
-        checkpoint=checkpoint,
-    )
+    settings = _survey_settings(cfg, utility)
+    return AdaptiveSurvey(cfg["k"], float(cfg["epsilon"]), **settings, checkpoint=checkpoint)
+
+
+def _survey_config(cfg: dict[str, Any], utility: str):
+    """The SurveyConfig a spec asks for (what a resumed checkpoint must hold)."""
+    from bayesldp.adaptive import AdaptiveSurvey
+
+    return AdaptiveSurvey(cfg["k"], float(cfg["epsilon"]), **_survey_settings(cfg, utility)).config
+
+
+def _check_same_settings(survey: Any, wanted: Any, path: Path) -> None:
+    """Refuse to resume a checkpoint made under other settings (seed, budget, utility, ...)."""
+    differing = wanted.differences(survey.config)
+    if differing:
+        mine, theirs = survey.config.to_dict(), wanted.to_dict()
+        shown = "; ".join(f"{key}: {mine[key]!r} in the checkpoint, {theirs[key]!r} in the spec"
+                          for key in differing)  # fmt: skip
+        raise SpecError(f"--resume: {path} was made with other settings ({shown}); resume it "
+                        "with the spec it was started with, or start a new survey")  # fmt: skip
 
 
 def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) -> int:
@@ -83,11 +104,15 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
         "| run | utility | users | mean size of S | TV of posterior mean |",
         "|---|---|---:|---:|---:|",
     ]
+    if resume and not (out / f"{runs[0][0]}.ckpt").exists():
+        raise SpecError(f"--resume: {out} holds no survey checkpoint ({runs[0][0]}.ckpt); "
+                        "nothing to resume")  # fmt: skip
     histories = {}
     for label, utility in runs:
         path = out / f"{label}.ckpt"
         if resume and path.exists():
             survey = AdaptiveSurvey.resume(path)
+            _check_same_settings(survey, _survey_config(cfg, utility), path)
         else:
             if path.exists():
                 raise SpecError(f"{path}: exists; pass --resume {out} to continue it")

@@ -1,8 +1,11 @@
 import csv
+from pathlib import Path
 
 import pytest
 
 from bayesldp.workflows.cli import main
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
 def test_run_quickstart_writes_report(tmp_path, capsys):
@@ -229,3 +232,76 @@ def test_run_full_flag_only_where_it_means_something(tmp_path, capsys):
     spec.write_text(TINY_SPECS["survey"])
     assert main(["run", str(spec), "--full"]) == 2
     assert "--full: applies to grid and accuracy specs" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- a user's mistakes, one line each
+def _error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("bayesldp: error: "), err
+    return err[0]
+
+
+def test_resume_refuses_nothing_and_other_settings(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SURVEY_SPEC)
+    assert main(["survey", str(spec), "--resume", str(tmp_path / "none"), "--quiet"]) == 2
+    assert "not a directory; nothing to resume" in _error(capsys)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["survey", str(spec), "--resume", str(empty), "--quiet"]) == 2
+    assert "holds no survey checkpoint" in _error(capsys)
+    out = tmp_path / "out"
+    assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    other = tmp_path / "other.toml"
+    other.write_text(
+        SURVEY_SPEC.replace("seed = 3", "seed = 4").replace("epsilon = 1.0", "epsilon = 2.0")
+    )
+    assert main(["survey", str(other), "--resume", str(out), "--quiet"]) == 2
+    message = _error(capsys)
+    assert "was made with other settings" in message
+    assert "epsilon: 1.0 in the checkpoint, 2.0 in the spec" in message and "entropy" in message
+
+
+def test_a_directory_in_use_is_refused(tmp_path, capsys):
+    from bayesldp.workflows.outputs import directory_lock
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(SURVEY_SPEC)
+    out = tmp_path / "out"
+    out.mkdir()
+    with directory_lock(out):  # another run holds it (a lock is per open file, so per run)
+        assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 2
+    assert f"{out} is in use by process" in _error(capsys)
+
+
+@pytest.mark.parametrize("where", ["file", "under_file"])
+def test_outputs_checked_before_any_work(tmp_path, capsys, where):
+    blocker = tmp_path / "f"
+    blocker.write_text("x")
+    out = blocker if where == "file" else blocker / "sub"
+    assert main(["run", str(MODELS / "quickstart.toml"), "--out", str(out), "--quiet"]) == 2
+    assert "a file, not a directory" in _error(capsys)
+    reports = tmp_path / "r.csv"
+    reports.write_text("report\n0\n1\n")
+    args = ["estimate", str(reports), "--mechanism", "GRR", "--k", "3", "--epsilon", "1"]
+    assert main([*args, "--method", "posterior", "--save-posterior", str(tmp_path)]) == 2
+    assert "is a directory; give a file name" in _error(capsys)
+
+
+def test_bad_inputs_get_one_line(tmp_path, capsys):
+    assert main(["recommend", "--k", "5", "--epsilon", "1", "--n", "0"]) == 2
+    assert "--n: must be >= 1, got 0" in _error(capsys)
+    fake = tmp_path / "x.parquet"
+    fake.write_text("not parquet")
+    args = ["--mechanism", "GRR", "--k", "3", "--epsilon", "1"]
+    assert main(["estimate", str(fake), *args]) == 2
+    assert "as Parquet (truncated, or not Parquet?)" in _error(capsys)
+    blank = tmp_path / "blank.csv"
+    blank.write_text("report\n0\n\n1\n")
+    assert main(["estimate", str(blank), *args]) == 2
+    assert "1 row(s) with a missing value (blank line or empty cell; CSV line 3)" in _error(capsys)
+    assert main(["audit", "RRRR", "--k", "3", "--epsilon", "1"]) == 2
+    assert "RRRR: needs subset" in _error(capsys)
+    assert main(["estimate", str(blank), *args, "--g", "3"]) == 2
+    assert "GRR: does not take g" in _error(capsys)
