@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 import numpy as np
 
@@ -103,7 +104,32 @@ def check_counts(counts: object, name: str = "counts", *, length: int | None = N
             raise InvalidInputError(f"{name}: counts must be whole numbers")
     if arr.size and arr.min() < 0:
         raise InvalidInputError(f"{name}: counts must be >= 0, got {arr.min()}")
-    return arr.astype(np.int64)
+    if arr.dtype.kind == "u" and arr.size and arr.max() > INT64_MAX:
+        raise InvalidInputError(f"{name}: a count exceeds 2**63 - 1, got {arr.max()}")
+    arr = arr.astype(np.int64)
+    check_total(arr, name)
+    return arr
+
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def check_total(counts: np.ndarray, name: str = "counts") -> int:
+    """The exact sum of non-negative int64 ``counts``; an error if it exceeds ``2**63 - 1``.
+
+    Counts stay integers end to end: a total that int64 cannot hold would wrap around.
+    """
+    if counts.size == 0:
+        return 0
+    approx = float(counts.sum(dtype=np.float64))
+    if approx < 2.0**62:
+        return int(counts.sum())
+    total = sum(int(v) for v in counts.tolist())
+    if total > INT64_MAX:
+        raise InvalidInputError(
+            f"{name}: the total {total:,} exceeds 2**63 - 1, the most an int64 count holds"
+        )
+    return total
 
 
 def check_theta(theta: object, k: int, name: str = "theta") -> np.ndarray:
@@ -181,3 +207,20 @@ def check_alpha(alpha: object, k: int | None = None, name: str = "alpha") -> np.
         )
     return arr
 
+
+
+def check_memory(nbytes: float, what: str, alternative: str) -> None:
+    """Refuse work whose arrays would need more than half of this machine's memory.
+
+    The error gives the estimate and what to do instead, before anything is allocated (numpy
+    would otherwise fail with a raw MemoryError, or the machine would start swapping).
+    """
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        total = 16 * 2**30
+    if nbytes > 0.5 * total:
+        raise InvalidInputError(
+            f"{what}: needs about {nbytes / 2**30:,.3g} GiB of memory, more than half of this "
+            f"machine's {total / 2**30:,.3g} GiB; {alternative}"
+        )

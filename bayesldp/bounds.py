@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import check_theta
+from bayesldp._validation import check_memory, check_theta
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
@@ -60,7 +60,10 @@ def var_star_by_category(mechanism: Mechanism) -> np.ndarray:
     k = mech.k
     if isinstance(mech, PureProtocol):
         values = np.asarray(mech.oracle_variance(np.zeros(k), 1), dtype=float)
+    elif hasattr(mech, "var_star"):  # the mechanism knows its own (SHE: the same for every x)
+        values = np.full(k, float(mech.var_star()))
     else:
+        check_memory(8.0 * k * k, f"var_star of {mech!r}", "use fewer categories")
         table = np.empty((k, k))
         for j in range(k):
             point = np.zeros(k)

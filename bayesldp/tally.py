@@ -36,10 +36,23 @@ def _drop_empty(matrix: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.
     return (matrix, counts) if keep.all() else (matrix[keep], counts[keep])
 
 
+def _group_sums(inverse: np.ndarray, counts: np.ndarray, n_groups: int) -> np.ndarray:
+    """``out[g] = sum(counts[inverse == g])``, exact in int64.
+
+    A float64 ``bincount`` is exact while every partial sum is below 2**53; above that the
+    integer path is taken (no count is ever rounded).
+    """
+    inverse = inverse.reshape(-1)
+    if float(counts.sum(dtype=np.float64)) < 2.0**53:
+        return np.bincount(inverse, weights=counts, minlength=n_groups).astype(np.int64)
+    out = np.zeros(n_groups, dtype=np.int64)
+    np.add.at(out, inverse, counts)
+    return out
+
+
 def _unique_rows_dense(rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
-    merged = np.bincount(inverse.reshape(-1), weights=counts, minlength=uniq.shape[0])
-    return uniq, merged.astype(np.int64)
+    return uniq, _group_sums(inverse, counts, uniq.shape[0])
 
 
 def _unique_rows_support(support: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -52,9 +65,8 @@ def _unique_rows_support(support: np.ndarray, counts: np.ndarray) -> tuple[np.nd
     else:
         keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    merged = np.bincount(inverse.reshape(-1), weights=counts, minlength=first.shape[0])
     uniq = np.unpackbits(packed[first], axis=1, count=k).view(bool)
-    return uniq, merged.astype(np.int64)
+    return uniq, _group_sums(inverse, counts, first.shape[0])
 
 
 class Tally:
@@ -108,6 +120,8 @@ class Tally:
         dedupe: bool = True,
     ) -> None:
         counts = check_counts(counts, "counts")
+        if counts.size == 0 or not counts.any():
+            raise InvalidInputError("counts: the tally holds no reports (no row has a count > 0)")
         if (rows is None) == (support is None):
             raise InvalidInputError("Tally: give exactly one of rows= or support=")
         if mechanism is None and family is None:

@@ -16,7 +16,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_counts, check_epsilon, check_k
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_counts,
+    check_epsilon,
+    check_k,
+    check_memory,
+)
 from bayesldp.errors import IncompatibleTallyError, InvalidInputError, NotSupportedError
 from bayesldp.tally import Tally
 
@@ -110,6 +117,10 @@ class Mechanism(ABC):
         user (cost O(n)); finite-channel mechanisms override it with a multinomial per category.
         """
         counts = check_counts(true_counts, "true_counts", length=self.k)
+        check_memory(float(counts.sum()) * (16 + 2 * self.k), f"{type(self).__name__}."
+                     f"simulate_tally of {counts.sum():,} users",
+                     "this mechanism perturbs every user: simulate fewer users, or tally "
+                     "batches of users and add the tallies")  # fmt: skip
         x = np.repeat(np.arange(self.k), counts)
         return self.tally(self.perturb(x, rng))
 
@@ -249,6 +260,9 @@ class FiniteChannelMechanism(Mechanism):
         if report_counts.sum() == 0:
             raise InvalidInputError("report_counts: all zero; at least one report is needed")
         seen = np.flatnonzero(report_counts)
+        check_memory(8.0 * self.k * seen.size, f"a {type(self).__name__} tally with "
+                     f"{seen.size:,} distinct reports and K = {self.k}",
+                     "use fewer categories")  # fmt: skip
         return Tally(
             report_counts[seen],
             rows=self.channel[:, seen].T,

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_counts, check_values
+from bayesldp._validation import RNGLike, as_generator, check_counts, check_memory, check_values
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import FiniteChannelMechanism, PureProtocol
 from bayesldp.tally import Tally
@@ -63,6 +63,8 @@ class GRR(FiniteChannelMechanism, PureProtocol):
         """``P = q 1 + (p - q) I`` (built once, read-only)."""
         cached = getattr(self, "_channel", None)
         if cached is None:
+            what = f"GRR({self.k}).channel"
+            check_memory(16.0 * self.k**2, what, "GRR's tallies use the one-hot support form")
             cached = np.full((self.k, self.k), self.q) + (self.p - self.q) * np.eye(self.k)
             cached.setflags(write=False)
             self._channel = cached

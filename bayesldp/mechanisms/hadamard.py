@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_counts, check_values
+from bayesldp._validation import RNGLike, as_generator, check_counts, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import (
     FiniteChannelMechanism,
@@ -128,6 +128,8 @@ class HadamardResponse(FiniteChannelMechanism, PureProtocol):
 
     @property
     def channel(self) -> np.ndarray:
+        what = f"HadamardResponse({self.k}).channel"
+        check_memory(9.0 * self.k * self._n_outputs, what, "its tallies use the support form")
         lo, hi = self._levels()
         return np.where(self.sets, hi, lo)
 
@@ -166,6 +168,8 @@ class HadamardResponse(FiniteChannelMechanism, PureProtocol):
         if report_counts.sum() == 0:
             raise InvalidInputError("report_counts: all zero; at least one report is needed")
         seen = np.flatnonzero(report_counts)
+        what = f"a HadamardResponse({self.k}) tally of {seen.size:,} distinct reports"
+        check_memory(3.0 * self.k * seen.size, what, "use fewer categories")
         return Tally(
             report_counts[seen],
             support=self._membership(seen).T,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
+from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import FiniteChannelMechanism, Parameter
 from bayesldp.tally import Tally
@@ -62,6 +62,8 @@ def rrrr_channel(k: int, subset: Any, eps1: float, eps2: float) -> np.ndarray:
     Evaluated in the overflow-free forms ``a/(a+s) = 1/(1 + s e^-eps1)`` etc.  This helper takes
     ``eps2`` as given (no check that the result is eps-LDP); :class:`RRRR` derives it.
     """
+    check_memory(16.0 * k * k, f"the RRRR channel with K = {k}",
+                 "RRRR's exact channel is K x K: use fewer categories")  # fmt: skip
     in_s = np.zeros(k, dtype=bool)
     in_s[np.asarray(subset, dtype=np.int64)] = True
     s = int(in_s.sum())

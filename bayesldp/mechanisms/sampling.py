@@ -308,6 +308,16 @@ class NodeSampling:
         }.get(_check_estimator(estimator))
         return method(sampled)
 
+    def unbiased_frequencies(self, sampled: SampledReports, estimator: str = "g") -> np.ndarray:
+        """The paper's unbiased estimate as frequencies: ``g`` (default), ``c_hat`` or ``T``.
+
+        The oracle every mechanism has; for a tally to hand to :func:`bayesldp.estimate`, see
+        :meth:`round_tally`.
+        """
+        if _check_estimator(estimator) == "c":
+            raise InvalidInputError("estimator: 'c' is biased under sampling; use g, c_hat or T")
+        return self.frequencies(sampled, estimator)
+
     def frequencies(self, sampled: SampledReports, estimator: str = "g") -> np.ndarray:
         """``counts(sampled, estimator) / n`` (may leave the simplex)."""
         return self.counts(sampled, estimator) / self._check_sampled(sampled).n

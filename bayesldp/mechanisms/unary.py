@@ -17,7 +17,7 @@ import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import PureProtocol, k_columns, realised_epsilon_of_channel
+from bayesldp.mechanisms.base import PureProtocol, k_columns
 from bayesldp.tally import Tally
 
 #: Largest ``k`` for which the full ``k x 2^k`` channel is materialised.
@@ -33,6 +33,8 @@ _SUM_ROWS = 255
 _BINCOUNT_MAX_K = 16
 # Above this rate the rare extra successes are cheaper to resolve byte by byte (see below).
 _MAX_GEOMETRIC_RATE = 1.0 / 32
+#: the smallest bit probability drawn exactly: below it 53-bit uniforms cannot resolve it
+_MIN_EXACT_PROBABILITY = 2.0**-52
 
 
 def _random_bytes(gen: np.random.Generator, size: int) -> np.ndarray:
@@ -75,6 +77,7 @@ def _bernoulli_into(gen: np.random.Generator, prob: float, out: np.ndarray) -> N
     last = -1  # index of the last success placed so far
     while last < m:
         gaps = gen.geometric(s, size=int(1.05 * s * (m - last)) + 16)
+        np.minimum(gaps, m + 1, out=gaps)  # a gap past the end ends the block: no int64 overflow
         positions = last + np.cumsum(gaps)
         out[positions[positions < m]] = True
         last = int(positions[-1])
@@ -104,16 +107,46 @@ class UnaryEncoding(PureProtocol):
                 f"epsilon: {self.epsilon} gives bit probabilities p = {p!r}, q = {q!r} "
                 "outside 0 < q < p < 1 in float64; use a smaller epsilon"
             )
+        if min(q, 1.0 - p) < _MIN_EXACT_PROBABILITY:
+            raise InvalidInputError(
+                f"epsilon: {self.epsilon} gives a bit probability of {min(q, 1.0 - p):.3g}, below "
+                f"2^-52, where 53-bit uniforms can no longer draw the bits exactly (and the "
+                f"report would realise more than epsilon); use epsilon <= {self._max_epsilon()}"
+            )
+
+    @staticmethod
+    @abstractmethod
+    def bit_probabilities(epsilon: float) -> tuple[float, float]:
+        """``(p, q)``: the probabilities that the true bit and any other bit are reported 1."""
+
+    @staticmethod
+    def log_bit_probabilities(epsilon: float) -> tuple[float, float, float, float]:
+        """``(log p, log q, log(1 - p), log(1 - q))``, accurate when p is near 1 or q near 0."""
+        raise NotImplementedError  # pragma: no cover - every subclass defines it
 
     @property
-    @abstractmethod
     def p(self) -> float:
         """Probability that the bit of the true value is reported as 1."""
+        return self.bit_probabilities(self.epsilon)[0]
 
     @property
-    @abstractmethod
     def q(self) -> float:
         """Probability that any other bit is reported as 1."""
+        return self.bit_probabilities(self.epsilon)[1]
+
+    @classmethod
+    def _max_epsilon(cls) -> float:
+        """The largest epsilon whose bit probabilities are all at least 2^-52 (bisection)."""
+
+        def exact(eps: float) -> bool:
+            p, q = cls.bit_probabilities(eps)
+            return min(q, 1.0 - p) >= _MIN_EXACT_PROBABILITY
+
+        lo, hi = 1.0, 1000.0
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if exact(mid) else (lo, mid)
+        return math.floor(lo * 100) / 100
 
     @property
     def p_star(self) -> float:
@@ -229,31 +262,37 @@ class UnaryEncoding(PureProtocol):
         Column ``y`` is the pattern whose bit ``j`` (``(y >> j) & 1``) is the report's bit for
         category ``j``.
         """
+        return np.exp(self.log_channel())
+
+    def log_channel(self) -> np.ndarray:
+        """``log P`` of :attr:`channel`, computed in log space (for ``k <= 12``)."""
         k = self.k
         if k > MAX_CHANNEL_K:
             raise NotSupportedError(
                 f"{type(self).__name__}: the channel has 2^{k} columns; it is only built for "
                 f"k <= {MAX_CHANNEL_K}"
             )
-        p, q = self.p, self.q
+        lp, lq, l1p, l1q = self.log_bit_probabilities(self.epsilon)
         bits = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(bool)  # (2^k, k)
-        base = np.where(bits, math.log(q), math.log1p(-q)).sum(axis=1)  # all bits at q
-        own = np.where(bits, math.log(p) - math.log(q), math.log1p(-p) - math.log1p(-q))
-        return np.exp(base[None, :] + own.T)
+        base = np.where(bits, lq, l1q).sum(axis=1)  # all bits at q
+        own = np.where(bits, lp - lq, l1p - l1q)
+        return base[None, :] + own.T
 
     def realised_epsilon(self) -> float:
-        """The exact epsilon of the bit-vector channel.
+        """The exact epsilon of the bit-vector channel, in log space.
 
-        For ``k <= 12`` it is read off the full channel.  Otherwise it is
+        For ``k <= 12``: ``max_y (max_x log P[x, y] - min_x log P[x, y])`` over the full
+        :meth:`log_channel` (no exponentials, so no rounding of tiny probabilities).  Otherwise
         ``log(p (1-q) / (q (1-p)))``, which equals the full channel's maximum: for a pattern
         ``b``, ``P[x, b] / P[x', b]`` depends only on ``(b_x, b_x')`` (all other bits have the
         same law under both inputs) and is largest for ``b_x = 1, b_x' = 0``, where it is
         ``(p/q) ((1-q)/(1-p))``; such patterns exist for every ``k >= 2``.
         """
         if self.k <= MAX_CHANNEL_K:
-            return realised_epsilon_of_channel(self.channel)
-        p, q = self.p, self.q
-        return math.log(p) + math.log1p(-q) - math.log(q) - math.log1p(-p)
+            log_p = self.log_channel()
+            return float((log_p.max(axis=0) - log_p.min(axis=0)).max())
+        lp, lq, l1p, l1q = self.log_bit_probabilities(self.epsilon)
+        return lp + l1q - lq - l1p
 
 
 class SUE(UnaryEncoding):
@@ -280,14 +319,16 @@ class SUE(UnaryEncoding):
 
     name = "SUE"
 
-    @property
-    def p(self) -> float:
-        return 1.0 / (1.0 + math.exp(-self.epsilon / 2))
+    @staticmethod
+    def bit_probabilities(epsilon: float) -> tuple[float, float]:
+        e = math.exp(-epsilon / 2)  # 1 / (e^(eps/2) + 1) without overflow
+        return 1.0 / (1.0 + e), e / (1.0 + e)
 
-    @property
-    def q(self) -> float:
-        e = math.exp(-self.epsilon / 2)  # 1 / (e^(eps/2) + 1) without overflow
-        return e / (1.0 + e)
+    @staticmethod
+    def log_bit_probabilities(epsilon: float) -> tuple[float, float, float, float]:
+        # p = 1 - q = 1 / (1 + e^(-eps/2)), so log p = log(1 - q) = -log1p(e^(-eps/2))
+        log_one = -math.log1p(math.exp(-epsilon / 2))
+        return log_one, log_one - epsilon / 2, log_one - epsilon / 2, log_one
 
 
 class OUE(UnaryEncoding):
@@ -314,14 +355,15 @@ class OUE(UnaryEncoding):
 
     name = "OUE"
 
-    @property
-    def p(self) -> float:
-        return 0.5
+    @staticmethod
+    def bit_probabilities(epsilon: float) -> tuple[float, float]:
+        e = math.exp(-epsilon)  # 1 / (e^eps + 1) without overflow
+        return 0.5, e / (1.0 + e)
 
-    @property
-    def q(self) -> float:
-        e = math.exp(-self.epsilon)  # 1 / (e^eps + 1) without overflow
-        return e / (1.0 + e)
+    @staticmethod
+    def log_bit_probabilities(epsilon: float) -> tuple[float, float, float, float]:
+        log_one = -math.log1p(math.exp(-epsilon))  # log(1 - q), q = 1 / (e^eps + 1)
+        return -math.log(2.0), log_one - epsilon, -math.log(2.0), log_one
 
 
 def _count_patterns(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
