@@ -26,3 +26,7 @@ class IncompatibleTallyError(InvalidInputError):
 
 class NotSupportedError(BayesLDPError, NotImplementedError):
     """The operation is well defined in general but not available for this mechanism."""
+
+
+class ConvergenceWarning(UserWarning):
+    """A posterior's diagnostics are poor (r_hat, effective sample size, divergences)."""

@@ -618,9 +618,9 @@ class AdaptiveSurvey:
         finally:
             self._n = saved
         seed = int(kn.derive_seed(self._key0, self._key1, batch, stream))
-        return fit(
-            tally, self.prior, method=self.fit_method, draws=draws, chains=chains, random_seed=seed
-        )
+        final = stream == 2  # the per-batch single draws have no diagnostics to speak of
+        return fit(tally, self.prior, method=self.fit_method, draws=draws, chains=chains,
+                   random_seed=seed, compute_convergence_checks=final)  # fmt: skip
 
     # ------------------------------------------------------------------ persistence
     def _state_arrays(self) -> dict[str, np.ndarray]:

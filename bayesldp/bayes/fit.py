@@ -23,14 +23,15 @@ from __future__ import annotations
 import importlib
 import json
 import numbers
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import as_generator, check_int
+from bayesldp._validation import as_generator, check_bool, check_int
+from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
+from bayesldp.bayes.diagnostics import diagnose
 from bayesldp.bayes.prior import Dirichlet, as_dirichlet
 from bayesldp.errors import (
     BayesLDPError,
@@ -72,17 +73,6 @@ MAX_LOGLIK_SIZE = 20_000_000
 _SIMPLEX_TOL = 1e-6
 
 
-def import_arviz() -> Any:
-    """Import ArviZ without its import-time FutureWarning about the 1.0 refactor."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning
-        )
-        import arviz
-
-    return arviz
-
-
 def fit(
     tally: Tally,
     prior: Any = None,
@@ -93,6 +83,7 @@ def fit(
     progressbar: bool | None = None,
     *,
     labels: Sequence[Any] | None = None,
+    compute_convergence_checks: bool = True,
     **options: Any,
 ) -> arviz.InferenceData:
     """Posterior of the population distribution ``theta`` given a tally.
@@ -120,6 +111,10 @@ def fit(
         Show the backend's progress bar; None means False.
     labels : sequence, optional
         ``K`` distinct category labels for the ``category`` coordinate (default ``0..K-1``).
+    compute_convergence_checks : bool
+        Warn (:class:`~bayesldp.errors.ConvergenceWarning`) when the largest r_hat is above
+        1.01, the bulk ESS below 100 per chain or a transition diverged
+        (:mod:`bayesldp.bayes.diagnostics`); the numbers are in ``posterior.attrs`` either way.
     **options
         Passed to the backend (e.g. ``max_components`` for "exact", ``nuts_sampler`` for
         "nuts"); a backend raises :class:`~bayesldp.InvalidInputError` for options it does not
@@ -175,7 +170,7 @@ def fit(
     except ModuleNotFoundError as exc:
         raise _missing_dependency(method, resolved, exc) from exc
     _check_output(out, resolved, chains, draws, tally.k)
-    return build_inference_data(
+    idata = build_inference_data(
         out,
         tally,
         dirichlet,
@@ -184,6 +179,10 @@ def fit(
         random_seed=seed,
         coords=coords,
     )
+    diagnose(
+        idata, resolved, warn=check_bool(compute_convergence_checks, "compute_convergence_checks")
+    )
+    return idata
 
 
 def build_inference_data(

@@ -94,13 +94,14 @@ from bayesldp._validation import (
     check_positive,
 )
 from bayesldp.bayes._types import SamplerOutput
-from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally, check_tally
 
 __all__ = ["SGLDState", "fisher_metric", "sample", "sgld_run"]
 
 _DOT_FLOOR = 1e-200  # floor of L_u . theta inside gradients
+_MIN_TOTAL_CONCENTRATION = 0.05  # sum(alpha) below which the Gamma weights underflow
 _LOG_FLOOR = 1e-300  # floor of theta and L_u . theta inside lp
 _FULL_BATCH_LIMIT = 1 << 16  # U * K up to which minibatch="auto" uses the exact gradient
 _AUTO_MINIBATCH = 256
@@ -136,6 +137,24 @@ def _check_vector(value: Any, k: int, name: str) -> np.ndarray | None:
 
 
 # ---------------------------------------------------------------------------------------- data
+def _check_total_concentration(alpha: np.ndarray) -> np.ndarray:
+    """Refuse priors whose latent Gamma weights underflow: ``sum(alpha) < 0.05``.
+
+    ``S = sum(phi) ~ Gamma(A, 1)`` with ``A = sum(alpha)``, and ``P(S < 1e-300) ~ 10^(-300 A)``:
+    at ``A = 0.005`` (K = 5, alpha = 1e-3) one step in 30 would set every ``phi`` to 0 in
+    float64 and leave ``theta = phi / S`` undefined.  At ``A >= 0.05`` the chance is below
+    ``1e-15`` per step.
+    """
+    total = float(alpha.sum())
+    if total < _MIN_TOTAL_CONCENTRATION:
+        raise InvalidInputError(
+            f"prior: method 'sgld' needs a total concentration sum(alpha) >= "
+            f"{_MIN_TOTAL_CONCENTRATION}, got {total:.3g}: its latent Gamma weights underflow to "
+            "0 in float64 below that; use method='hmc', which samples log-ratios"
+        )
+    return alpha
+
+
 def _sample_rows(lik: Likelihood, gen: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
     """Row indices of ``shape`` reports drawn with replacement (row ``u`` w.p. ``c_u / n``)."""
     pick = np.floor(gen.random(shape) * lik.n)
@@ -412,6 +431,11 @@ def _advance(
     rec = 0
     for step in range(first, first + n_steps):
         total = phi.sum(axis=1, keepdims=True)
+        if not np.all(total > 0):
+            raise NotSupportedError(
+                "sgld: every latent weight of a chain underflowed to 0 (float64); use "
+                "method='hmc', or a larger prior concentration"
+            )
         theta = phi / total
         if minibatch is None:
             h = rows.score(theta, _DOT_FLOOR)
@@ -502,7 +526,7 @@ def sgld_run(
     """
     tally = check_tally(tally)
     k = tally.k
-    alpha = check_alpha(alpha, k)
+    alpha = _check_total_concentration(check_alpha(alpha, k))
     if not isinstance(state, SGLDState):
         raise InvalidTypeError(f"state: expected an SGLDState, got {type(state).__name__}")
     if state.k != k:
@@ -635,6 +659,7 @@ def sample(
     """
     start_time = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
     k = tally.k
+    _check_total_concentration(alpha)
     unknown = sorted(set(options) - set(_SAMPLE_OPTIONS))
     if unknown:
         raise InvalidInputError(

@@ -232,6 +232,7 @@ def test_default_step_size_rule():
     assert AdaptiveSurvey(4, 1.0, n_expected=50).gamma == 0.01
 
 
+@pytest.mark.filterwarnings("ignore::bayesldp.errors.ConvergenceWarning")  # structure only
 def test_fit_engine():
     x = _users(THETA6, 600, 9)
     survey = AdaptiveSurvey(

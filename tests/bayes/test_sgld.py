@@ -292,6 +292,7 @@ def test_same_seed_same_draws():
     assert not np.array_equal(a.theta, c.theta)
 
 
+@pytest.mark.filterwarnings("ignore::bayesldp.errors.ConvergenceWarning")  # structure only
 def test_fit_dispatches_to_sgld_and_progressbar_is_optional():
     tally = _grr_tally(3, 2.0, [20, 10, 5], seed=7)
     idata = bayesldp.fit(tally, method="sgld", draws=50, chains=2, random_seed=1, tune=100)

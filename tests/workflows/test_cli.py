@@ -40,6 +40,7 @@ epsilon = [0.5, 2.0]
 """
 
 
+@pytest.mark.filterwarnings("ignore::bayesldp.errors.ConvergenceWarning")  # structure only
 def test_same_seed_same_report(tmp_path):
     spec = tmp_path / "small.toml"
     spec.write_text(SMALL_SPEC)

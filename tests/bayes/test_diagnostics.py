@@ -1,0 +1,60 @@
+"""Every method warns on bad diagnostics (PyMC's thresholds) and records the numbers."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import bayesldp
+from bayesldp.errors import ConvergenceWarning
+
+
+def _tally():
+    rng = np.random.default_rng(0)
+    return bayesldp.GRR(5, 1.0).simulate_tally(rng.multinomial(1000, [0.6, 0.3, 0.1, 0, 0]), rng=1)
+
+
+def test_a_bad_posterior_warns_with_the_numbers():
+    with pytest.warns(ConvergenceWarning) as record:
+        idata = bayesldp.fit(_tally(), prior=1.0, draws=10, chains=2, tune=10, random_seed=0)
+    text = " ".join(str(w.message) for w in record)
+    assert "smallest bulk ESS is" in text and "per chain, below 100" in text
+    attrs = idata.posterior.attrs
+    assert attrs["ess_bulk_min"] < 200 and "r_hat_max" in attrs and attrs["divergences"] >= 0
+
+
+@pytest.mark.parametrize("method", ["hmc", "sgld"])
+def test_a_good_posterior_is_silent(method):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        idata = bayesldp.fit(_tally(), draws=500, chains=2, random_seed=1, method=method)
+    attrs = idata.posterior.attrs
+    assert attrs["r_hat_max"] <= 1.01 and attrs["ess_bulk_min"] >= 200
+
+
+@pytest.mark.filterwarnings("ignore:PyTensor could not link to a BLAS:UserWarning")
+def test_pymc_nuts_is_checked_too():
+    """PyMC's own checks are off in the nuts backend; fit's checks apply to it as to the rest."""
+    pytest.importorskip("pymc")
+    with pytest.warns(ConvergenceWarning, match="method='nuts'"):
+        bayesldp.fit(_tally(), method="nuts", draws=10, chains=2, tune=10, cores=1, random_seed=0)
+
+
+def test_checks_can_be_switched_off_and_exact_draws_are_not_checked():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        idata = bayesldp.fit(_tally(), draws=10, chains=2, tune=10, random_seed=0,
+                             compute_convergence_checks=False)  # fmt: skip
+        assert "ess_bulk_min" in idata.posterior.attrs  # recorded, not warned
+        tiny = bayesldp.GRR(3, 1.0).tally_from_report_counts([3, 1, 1])
+        exact = bayesldp.fit(tiny, method="exact", draws=5, chains=1, random_seed=0)
+    assert "r_hat_max" not in exact.posterior.attrs
+
+
+def test_tiny_concentrations_warn_or_are_refused():
+    """HMC samples log-ratios: a tiny prior gives a poor but defined posterior, with warnings;
+    SGLD's latent Gamma weights would underflow to 0, so it refuses with the reason."""
+    with pytest.warns(ConvergenceWarning):
+        bayesldp.fit(_tally(), prior=1e-3, method="hmc", draws=200, chains=2, random_seed=0)
+    with pytest.raises(bayesldp.InvalidInputError, match=r"sum\(alpha\) >= 0.05, got 0.005"):
+        bayesldp.fit(_tally(), prior=1e-3, method="sgld", random_seed=0)
