@@ -74,6 +74,10 @@ def spec_kind(raw: Mapping[str, Any], source: str = "spec") -> str:
     )
 
 
+def _a(kind: str) -> str:
+    return "an" if kind[0] in "aeiou" else "a"
+
+
 def load_spec(path: str | Path, kind: str | None = None) -> dict[str, Any]:
     """Read and validate a spec of any kind (or of ``kind`` only) from a TOML file.
 
@@ -90,7 +94,7 @@ def load_spec(path: str | Path, kind: str | None = None) -> dict[str, Any]:
         raise SpecError(f"{path}: not a text file: {exc}") from None
     found = spec_kind(raw, str(path))
     if kind is not None and found != kind:
-        raise SpecError(f"{path}: is a {found!r} spec, expected a {kind!r} spec")
+        raise SpecError(f"{path}: is {_a(found)} {found!r} spec, expected {_a(kind)} {kind!r} spec")
     tables = {key: value for key, value in raw.items() if key != "kind"}
     spec = KINDS[found](tables, str(path))
     spec["kind"] = found
