@@ -18,7 +18,8 @@ from scipy import stats
 import bayesldp
 from bayesldp import bounds
 from bayesldp.workflows import accuracy as acc
-from bayesldp.workflows.spec import SpecError, load_spec
+from bayesldp.workflows.spec import SpecError, load_spec, validate_accuracy
+from bayesldp.workflows.spec.accuracy import binomial_law, resolve_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,7 +61,7 @@ TINY = {
 
 @pytest.fixture(scope="module")
 def tiny_result():
-    return acc.run_study(acc.validate_accuracy_spec(TINY, "tiny"))
+    return acc.run_study(validate_accuracy(TINY, "tiny"))
 
 
 def _without_time(df):
@@ -101,29 +102,29 @@ def test_pi_one_makes_every_sampling_estimator_the_same(tiny_result):
 
 
 def test_same_seed_same_numbers_and_other_seed_other_numbers(tiny_result):
-    again = acc.run_study(acc.validate_accuracy_spec(TINY, "tiny"))
+    again = acc.run_study(validate_accuracy(TINY, "tiny"))
     for name, df in tiny_result.records.items():
         assert _without_time(df).equals(_without_time(again.records[name])), name
     assert tiny_result.checks.equals(again.checks)
     other = copy.deepcopy(TINY)
     other["study"]["seed"] = 12
-    moved = acc.run_study(acc.validate_accuracy_spec(other, "tiny"), sections=["mle"])
+    moved = acc.run_study(validate_accuracy(other, "tiny"), sections=["mle"])
     assert not np.allclose(moved.records["mle"]["mse"], tiny_result.records["mle"]["mse"])
 
 
 def test_a_cell_does_not_depend_on_the_other_cells(tiny_result):
     raw = copy.deepcopy(TINY)
     raw["mle"]["epsilon"] = [3.0]
-    alone = acc.run_study(acc.validate_accuracy_spec(raw, "tiny"), sections=["mle"]).records["mle"]
+    alone = acc.run_study(validate_accuracy(raw, "tiny"), sections=["mle"]).records["mle"]
     both = tiny_result.records["mle"]
     both = both[both["epsilon"] == 3.0].reset_index(drop=True)
     assert _without_time(alone).equals(_without_time(both))
 
 
 def test_full_overlay_and_repeats_override():
-    spec = acc.validate_accuracy_spec(TINY, "tiny")
-    assert acc.resolve_section(spec["mle"], full=True)["repeats"] == 4
-    assert acc.resolve_section(spec["mle"], full=False)["repeats"] == 3
+    spec = validate_accuracy(TINY, "tiny")
+    assert resolve_section(spec["mle"], full=True)["repeats"] == 4
+    assert resolve_section(spec["mle"], full=False)["repeats"] == 3
     result = acc.run_study(spec, full=True, sections=["mle"], repeats=2)
     assert result.records["mle"]["repeat"].max() == 1
     with pytest.raises(SpecError, match="repeats: must be >= 2"):
@@ -162,9 +163,9 @@ def test_shipped_spec_is_valid_in_both_sizes():
     spec = load_spec(ROOT / "models" / "accuracy.toml", kind="accuracy")
     assert set(spec) == {"kind", "study", "mle", "em_mr", "sampling"}
     assert spec["kind"] == "accuracy"
-    full = acc.resolve_section(spec["mle"], full=True)
+    full = resolve_section(spec["mle"], full=True)
     assert 1024 in full["grr_k"] and full["repeats"] >= 100
-    assert max(acc.resolve_section(spec["em_mr"], full=True)["n"]) >= 300_000
+    assert max(resolve_section(spec["em_mr"], full=True)["n"]) >= 300_000
     assert spec["sampling"]["populations"][0]["name"] == "Bin(100,.5)"
 
 
@@ -208,7 +209,7 @@ def _patched(section, key, value, sub=None):
 )
 def test_spec_errors_name_the_key(raw, message):
     with pytest.raises(SpecError, match=message):
-        acc.validate_accuracy_spec(raw, "tiny")
+        validate_accuracy(raw, "tiny")
 
 
 def test_missing_spec_file_and_bad_toml(tmp_path):
@@ -224,13 +225,13 @@ def test_missing_spec_file_and_bad_toml(tmp_path):
 def test_binomial_populations():
     same = {"name": "s", "trials": [50, 50], "p": [0.5, 0.5], "combine": "sum", "weights": None}
     np.testing.assert_allclose(
-        acc.binomial_law(same), stats.binom.pmf(np.arange(101), 100, 0.5), atol=1e-15
+        binomial_law(same), stats.binom.pmf(np.arange(101), 100, 0.5), atol=1e-15
     )
     mix = {"name": "m", "trials": [3, 5], "p": [0.2, 0.7], "combine": "mixture", "weights": [1, 3]}
     expected = np.zeros(6)
     expected[:4] += 0.25 * stats.binom.pmf(np.arange(4), 3, 0.2)
     expected += 0.75 * stats.binom.pmf(np.arange(6), 5, 0.7)
-    np.testing.assert_allclose(acc.binomial_law(mix), expected, atol=1e-15)
+    np.testing.assert_allclose(binomial_law(mix), expected, atol=1e-15)
     theta = acc.sampling_theta({**same, "trials": [50, 50]}, 100)
     assert theta.shape == (100,) and abs(theta.sum() - 1) < 1e-12
 

@@ -52,16 +52,18 @@ from scipy import stats
 import bayesldp
 from bayesldp import bounds
 from bayesldp.errors import InvalidInputError
-from bayesldp.estimators import METHODS
 from bayesldp.mechanisms.sampling import NodeSampling
 from bayesldp.simulate import mean_squared_error, total_variation, zipf_population
-from bayesldp.workflows.spec import Field, SpecError, check_table, load_spec
+from bayesldp.workflows.spec import SpecError, load_spec
+from bayesldp.workflows.spec.accuracy import (
+    EM_MR_POPULATIONS,
+    SECTIONS,
+    binomial_law,
+    resolve_section,
+)
 
-SECTIONS = ("mle", "em_mr", "sampling")
 SECTION_IDS = {"mle": 0, "em_mr": 1, "sampling": 3}  # the seed numbers
 MECHANISM_IDS = {"GRR": 1, "SUE": 2, "OUE": 3, "OLH": 4}
-SAMPLING_ESTIMATORS = ("c", "g", "c_hat", "oracle_sampled")
-EM_MR_POPULATIONS = ("zipf", "dirichlet")
 LABELS = {
     "oracle": "oracle",
     "norm_sub": "Norm-Sub",
@@ -104,267 +106,6 @@ CHECK_COLUMNS = [
     "empirical_var_sum",
 ]
 
-# ============================================================================ the spec
-STUDY = {
-    "name": Field(str, required=True, doc="name used in the report"),
-    "seed": Field(int, default=0, doc="master seed"),
-    "description": Field(str, default=""),
-}
-MLE = {
-    "repeats": Field(int, default=30, doc="Jeffreys draws of theta (one data set each)"),
-    "epsilon": Field(list, required=True, items=(int, float)),
-    "prior_alpha": Field((int, float), default=0.5, doc="theta ~ Dirichlet(prior_alpha)"),
-    "estimators": Field(list, default=["oracle", "norm_sub", "mle"], items=str),
-    "grr_k": Field(list, default=[], items=int),
-    "grr_n": Field(list, default=[], items=int),
-    "ue_mechanisms": Field(list, default=["OUE"], items=str),
-    "ue_k": Field(list, default=[10], items=int),
-    "ue_n": Field(list, default=[], items=int),
-    "full": Field(dict, default={}),
-}
-EM_MR = {
-    "repeats": Field(int, default=20),
-    "mechanisms": Field(list, default=["GRR", "OLH"], items=str),
-    "k": Field(int, required=True),
-    "n": Field(list, required=True, items=int),
-    "epsilon": Field(list, required=True, items=(int, float)),
-    "populations": Field(list, default=["zipf"], items=str),
-    "zipf_s": Field((int, float), default=1.1),
-    "dirichlet_alpha": Field((int, float), default=0.5),
-    "estimators": Field(list, default=["norm_sub", "em", "em_mr"], items=str),
-    "threshold_sd": Field((int, float), default=1.5),
-    "cr_hashes": Field(int, default=2000),
-    "full": Field(dict, default={}),
-}
-SAMPLING = {
-    "repeats": Field(int, default=100),
-    "n": Field(int, required=True),
-    "k": Field(int, required=True),
-    "epsilon": Field(list, required=True, items=(int, float)),
-    "pi": Field(list, required=True, items=(int, float)),
-    "estimators": Field(list, default=list(SAMPLING_ESTIMATORS), items=str),
-    "populations": Field(list, required=True, items=dict),
-    "full": Field(dict, default={}),
-}
-POPULATION = {
-    "name": Field(str, required=True),
-    "trials": Field(list, required=True, items=int),
-    "p": Field(list, required=True, items=(int, float)),
-    "weights": Field(list, items=(int, float), doc="mixture weights (default equal)"),
-    "combine": Field(str, default="mixture", choices=("mixture", "sum")),
-}
-SCHEMAS = {"mle": MLE, "em_mr": EM_MR, "sampling": SAMPLING}
-NOT_IN_FULL = ("full", "populations")
-TRUNCATION_TOLERANCE = 1e-6  # largest population mass allowed outside 0..k-1 (then dropped)
-
-
-def _full_schema(schema: Mapping[str, Field]) -> dict[str, Field]:
-    """The ``.full`` overlay: the section's keys (all optional, no defaults)."""
-    return {
-        key: Field(f.types, items=f.items, choices=f.choices)
-        for key, f in schema.items()
-        if key not in NOT_IN_FULL
-    }
-
-
-def validate_accuracy_spec(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
-    """Check a parsed accuracy spec; return it with defaults filled in.
-
-    Every problem raises one :class:`~bayesldp.workflows.spec.SpecError` line naming the key
-    path, e.g. ``spec: [em_mr.full].n[1]: must be >= 1, got 0``.  Both the default and the
-    ``--full`` settings are checked, so a bad ``.full`` value fails before anything runs.
-    """
-    top = {"study": STUDY, **SCHEMAS}
-    unknown = sorted(set(raw) - set(top))
-    if unknown:
-        raise SpecError(f"{source}: [{unknown[0]}]: unknown table (valid: {', '.join(top)})")
-    if "study" not in raw:
-        raise SpecError(f"{source}: [study]: missing (required)")
-    if not any(name in raw for name in SCHEMAS):
-        raise SpecError(f"{source}: no section to run (give [mle], [em_mr] or [sampling])")
-    spec: dict[str, Any] = {"study": check_table(raw["study"], STUDY, f"{source}: [study]")}
-    if spec["study"]["seed"] < 0:
-        raise SpecError(f"{source}: [study].seed: must be >= 0, got {spec['study']['seed']}")
-    for name, schema in SCHEMAS.items():
-        if name not in raw:
-            continue
-        table = check_table(raw[name], schema, f"{source}: [{name}]")
-        full = check_table(table["full"], _full_schema(schema), f"{source}: [{name}.full]")
-        table["full"] = {key: value for key, value in full.items() if value is not None}
-        if name == "sampling":
-            table["populations"] = [
-                _check_population(entry, f"{source}: [[sampling.populations]][{i}]")
-                for i, entry in enumerate(table["populations"])
-            ]
-        for mode in ("default", "full"):
-            merged = resolve_section(table, full=mode == "full")
-            where = {key: f"{source}: [{name}]" for key in merged}
-            if mode == "full":
-                where.update({key: f"{source}: [{name}.full]" for key in table["full"]})
-            _CHECKS[name](merged, where)
-        spec[name] = table
-    return spec
-
-
-def resolve_section(table: Mapping[str, Any], full: bool) -> dict[str, Any]:
-    """A section's settings for one run: the defaults, overlaid by ``.full`` when ``full``."""
-    out = {key: value for key, value in table.items() if key != "full"}
-    if full:
-        out.update(table["full"])
-    return out
-
-
-def _fail(where: str, key: str, message: str) -> SpecError:
-    return SpecError(f"{where}.{key}: {message}")
-
-
-def _at_least(table: Mapping[str, Any], where: Mapping[str, str], key: str, low: int) -> None:
-    values = table[key] if isinstance(table[key], list) else [table[key]]
-    if isinstance(table[key], list) and not values:
-        raise _fail(where[key], key, "needs at least one value")
-    for i, v in enumerate(values):
-        if v < low:
-            index = f"[{i}]" if isinstance(table[key], list) else ""
-            raise _fail(where[key], f"{key}{index}", f"must be >= {low}, got {v}")
-
-
-def _positive_finite(table: Mapping[str, Any], where: Mapping[str, str], key: str) -> None:
-    values = table[key] if isinstance(table[key], list) else [table[key]]
-    if isinstance(table[key], list) and not values:
-        raise _fail(where[key], key, "needs at least one value")
-    for i, v in enumerate(values):
-        if not (math.isfinite(v) and v > 0):
-            index = f"[{i}]" if isinstance(table[key], list) else ""
-            raise _fail(where[key], f"{key}{index}", f"must be finite and > 0, got {v}")
-
-
-def _choices(
-    table: Mapping[str, Any], where: Mapping[str, str], key: str, valid: Iterable[str]
-) -> None:
-    valid = tuple(valid)
-    if not table[key]:
-        raise _fail(where[key], key, "needs at least one value")
-    for i, v in enumerate(table[key]):
-        if v not in valid:
-            raise _fail(where[key], f"{key}[{i}]", f"{v!r} is not one of {', '.join(valid)}")
-
-
-def _check_mle(t: Mapping[str, Any], where: Mapping[str, str]) -> None:
-    _at_least(t, where, "repeats", 2)
-    _positive_finite(t, where, "epsilon")
-    _positive_finite(t, where, "prior_alpha")
-    _choices(t, where, "estimators", METHODS)
-    if not (t["grr_k"] and t["grr_n"]) and not (t["ue_mechanisms"] and t["ue_k"] and t["ue_n"]):
-        raise _fail(where["grr_k"], "grr_k", "no cell to run (need grr_k and grr_n, or ue_*)")
-    for key in ("grr_k", "ue_k"):
-        for i, k in enumerate(t[key]):
-            if k < 2:
-                raise _fail(where[key], f"{key}[{i}]", f"must be >= 2, got {k}")
-    for i, k in enumerate(t["ue_k"]):
-        if k > 12:
-            raise _fail(
-                where["ue_k"],
-                f"ue_k[{i}]",
-                f"must be <= 12 (the Cramer-Rao bound needs the K x 2^K channel), got {k}",
-            )
-    for key in ("grr_n", "ue_n"):
-        for i, n in enumerate(t[key]):
-            if n < 1:
-                raise _fail(where[key], f"{key}[{i}]", f"must be >= 1, got {n}")
-    if t["ue_n"]:
-        _choices(t, where, "ue_mechanisms", ("SUE", "OUE"))
-
-
-def _check_em_mr(t: Mapping[str, Any], where: Mapping[str, str]) -> None:
-    _at_least(t, where, "repeats", 2)
-    _choices(t, where, "mechanisms", ("GRR", "OLH"))
-    _at_least(t, where, "k", 2)
-    _at_least(t, where, "n", 1)
-    _positive_finite(t, where, "epsilon")
-    _positive_finite(t, where, "zipf_s")
-    _positive_finite(t, where, "dirichlet_alpha")
-    _choices(t, where, "populations", EM_MR_POPULATIONS)
-    _choices(t, where, "estimators", (*METHODS, "em_mr_authors"))
-    _positive_finite(t, where, "threshold_sd")
-    _at_least(t, where, "cr_hashes", 1)
-
-
-def _check_sampling(t: Mapping[str, Any], where: Mapping[str, str]) -> None:
-    _at_least(t, where, "repeats", 2)
-    _at_least(t, where, "n", 1)
-    _at_least(t, where, "k", 2)
-    _positive_finite(t, where, "epsilon")
-    if not t["pi"]:
-        raise _fail(where["pi"], "pi", "needs at least one value")
-    for i, v in enumerate(t["pi"]):
-        if not 0 < v <= 1:
-            raise _fail(where["pi"], f"pi[{i}]", f"must lie in (0, 1], got {v}")
-    _choices(t, where, "estimators", SAMPLING_ESTIMATORS)
-    if not t["populations"]:
-        raise _fail(where["populations"], "populations", "needs at least one population")
-    for i, pop in enumerate(t["populations"]):
-        outside = 1.0 - binomial_law(pop)[: t["k"]].sum()
-        if outside > TRUNCATION_TOLERANCE:
-            raise SpecError(
-                f"{where['k']}.k: population {pop['name']!r} ([[sampling.populations]][{i}]) "
-                f"puts mass {outside:.3g} outside 0..{t['k'] - 1}"
-            )
-
-
-_CHECKS: dict[str, Callable[[Mapping[str, Any], Mapping[str, str]], None]] = {
-    "mle": _check_mle,
-    "em_mr": _check_em_mr,
-    "sampling": _check_sampling,
-}
-
-
-def _check_population(entry: Any, path: str) -> dict[str, Any]:
-    pop = check_table(entry, POPULATION, path)
-    m = len(pop["trials"])
-    if m == 0:
-        raise SpecError(f"{path}.trials: needs at least one component")
-    if len(pop["p"]) != m:
-        raise SpecError(
-            f"{path}.p: needs {m} values (one per entry of trials), got {len(pop['p'])}"
-        )
-    for i, t in enumerate(pop["trials"]):
-        if t < 0:
-            raise SpecError(f"{path}.trials[{i}]: must be >= 0, got {t}")
-    for i, p in enumerate(pop["p"]):
-        if not 0 <= p <= 1:
-            raise SpecError(f"{path}.p[{i}]: must lie in [0, 1], got {p}")
-    if pop["combine"] == "sum":
-        if pop["weights"] is not None:
-            raise SpecError(f"{path}.weights: only for combine = 'mixture'")
-    else:
-        weights = pop["weights"] if pop["weights"] is not None else [1.0] * m
-        if len(weights) != m:
-            raise SpecError(f"{path}.weights: needs {m} values, got {len(weights)}")
-        if any(not (math.isfinite(w) and w >= 0) for w in weights) or sum(weights) <= 0:
-            raise SpecError(f"{path}.weights: need finite values >= 0 with a positive sum")
-        pop["weights"] = [float(w) for w in weights]
-    return pop
-
-
-def binomial_law(pop: Mapping[str, Any]) -> np.ndarray:
-    """The law of a ``[[sampling.populations]]`` entry on ``0..max``.
-
-    ``combine = "mixture"``: ``sum_i w_i Binomial(trials_i, p_i)`` (weights normalised);
-    ``combine = "sum"``: the law of ``sum_i X_i`` with independent ``X_i ~ Binomial(trials_i,
-    p_i)`` (a convolution).
-    """
-    if pop["combine"] == "sum":
-        law = np.array([1.0])
-        for t, p in zip(pop["trials"], pop["p"], strict=True):
-            law = np.convolve(law, stats.binom.pmf(np.arange(t + 1), t, p))
-        return law
-    w = np.asarray(pop["weights"], dtype=float)
-    w = w / w.sum()
-    law = np.zeros(max(pop["trials"]) + 1)
-    for wi, t, p in zip(w, pop["trials"], pop["p"], strict=True):
-        law[: t + 1] += wi * stats.binom.pmf(np.arange(t + 1), t, p)
-    return law
-
 
 def sampling_theta(pop: Mapping[str, Any], k: int) -> np.ndarray:
     """The population theta on ``0..k-1``: the law cut to the domain (mass beyond it is at most
@@ -390,6 +131,17 @@ def _eps_key(eps: float) -> int:
 def make_mechanism(name: str, k: int, epsilon: float) -> Any:
     """``bayesldp.<name>(k, epsilon)``."""
     return getattr(bayesldp, name)(int(k), float(epsilon))
+
+
+def _scores(estimate: np.ndarray, theta: np.ndarray, cr_trace: float) -> dict[str, float]:
+    """One repeat's errors: ``mse`` (mean over x), ``tv`` and ``cr_ratio``, the summed squared
+    error over the trace of the Cramer-Rao bound (``K * mse / trace CR``)."""
+    mse = mean_squared_error(estimate, theta)
+    return {
+        "mse": mse,
+        "tv": total_variation(estimate, theta),
+        "cr_ratio": theta.size * mse / cr_trace,
+    }
 
 
 def grr_cr_trace(mech: Any, theta: np.ndarray, n: float) -> float:
@@ -504,8 +256,6 @@ def run_mle(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) -> p
                 trace = cr_trace(mech, theta, n)
                 for method in cfg["estimators"]:
                     est, secs = _timed_estimate(tally, method, _options(method, 1.5))
-                    f = est.frequencies
-                    mse = mean_squared_error(f, theta)
                     rows.append(
                         {
                             "mechanism": mech_name,
@@ -514,9 +264,7 @@ def run_mle(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) -> p
                             "epsilon": float(eps),
                             "repeat": r,
                             "estimator": method,
-                            "mse": mse,
-                            "tv": total_variation(f, theta),
-                            "cr_ratio": k * mse / trace,
+                            **_scores(est.frequencies, theta, trace),
                             "seconds": secs,
                         }
                     )
@@ -585,8 +333,6 @@ def run_em_mr(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) ->
                         for method in cfg["estimators"]:
                             opts = _options(method, cfg["threshold_sd"], eps)
                             est, secs = _timed_estimate(tally, method, opts)
-                            f = est.frequencies
-                            mse = mean_squared_error(f, theta)
                             rows.append(
                                 {
                                     "mechanism": mech_name,
@@ -596,9 +342,7 @@ def run_em_mr(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) ->
                                     "epsilon": float(eps),
                                     "repeat": r,
                                     "estimator": method,
-                                    "mse": mse,
-                                    "tv": total_variation(f, theta),
-                                    "cr_ratio": k * mse / trace,
+                                    **_scores(est.frequencies, theta, trace),
                                     "seconds": secs,
                                     "iterations": est.iterations,
                                 }
@@ -684,7 +428,6 @@ def run_sampling(
                             a.mean.append(mean)
                             a.var.append(sampler.count_variance(x, method) / n**2)
                             a.empty_sq.extend(((f - mean)[empty] ** 2).tolist())
-                        mse = mean_squared_error(f, theta)
                         rows.append(
                             {
                                 "population": pop["name"],
@@ -694,10 +437,8 @@ def run_sampling(
                                 "pi": float(pi),
                                 "repeat": r,
                                 "estimator": method,
-                                "mse": mse,
-                                "tv": total_variation(f, theta),
                                 # Fisher information of a node is pi times a report's
-                                "cr_ratio": k * mse / (trace_all / pi),
+                                **_scores(f, theta, trace_all / pi),
                             }
                         )
                 for method, a in acc.items():

@@ -21,18 +21,13 @@ baseline (plain GRR).  Outputs: a results Dataset (``results.nc``), markdown tab
 (mean +- sd over repeats) and of the average ``|S|``, and PNG plots of TV against epsilon and
 against rho.
 
-The spec is a TOML file (``models/adobest_grid.toml``)::
-
-    [grid]      name, seed, n, repeats, k, epsilon, rho, eps1_fraction, utilities,
-                semi_adaptive_alpha, non_adaptive
-    [survey]    prior, batch_size, sgld_steps_per_user, minibatch, final_steps, burn_in
-    [paper]     n, repeats    (used when run_grid(..., paper=True): the paper's 500,000 x 50)
+The spec is a TOML file (``models/adobest_grid.toml``; its schema:
+:mod:`bayesldp.workflows.spec.grid`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -43,106 +38,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayesldp.adaptive.survey import AdaptiveSurvey
-from bayesldp.adaptive.utilities import UTILITIES
 from bayesldp.errors import InvalidTypeError
-from bayesldp.workflows.spec import Field, SpecError, check_table, load_spec
+from bayesldp.workflows.spec import load_spec
 
 if TYPE_CHECKING:
     import xarray
 
-__all__ = ["method_labels", "run_grid", "validate_grid_spec", "write_summary", "write_tables"]
-
-GRID = {
-    "name": Field(str, required=True, doc="name used in the report"),
-    "description": Field(str, default=""),
-    "seed": Field(int, default=0, doc="master seed"),
-    "n": Field(int, required=True, doc="users per survey"),
-    "repeats": Field(int, default=3, doc="independent populations per setting"),
-    "k": Field(list, required=True, items=int, doc="domain sizes"),
-    "epsilon": Field(list, required=True, items=(int, float), doc="privacy levels"),
-    "rho": Field(list, required=True, items=(int, float), doc="Dirichlet concentrations"),
-    "eps1_fraction": Field(list, default=[0.8, 0.9], items=(int, float)),
-    "utilities": Field(list, default=list(UTILITIES), items=str),
-    "semi_adaptive_alpha": Field(list, default=[0.95, 0.9, 0.8, 0.6, 0.2], items=(int, float)),
-    "non_adaptive": Field(bool, default=True),
-}
-SURVEY = {
-    "prior": Field((int, float), default=1.0, doc="symmetric Dirichlet prior of the SGLD"),
-    "batch_size": Field(int, default=1),
-    "sgld_steps_per_user": Field(int, default=20),
-    "minibatch": Field(int, default=50),
-    "final_steps": Field(int, default=2000),
-    "burn_in": Field(int, default=1000),
-}
-PAPER = {
-    "n": Field(int, default=500_000),
-    "repeats": Field(int, default=50),
-}
-TABLES = {"grid": GRID, "survey": SURVEY, "paper": PAPER}
-
-
-def _fail(source: str, where: str, message: str) -> SpecError:
-    return SpecError(f"{source}: {where}: {message}")
-
-
-def validate_grid_spec(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
-    """Check a parsed grid spec; return it with defaults filled in (one-line SpecErrors)."""
-    unknown = sorted(set(raw) - set(TABLES))
-    if unknown:
-        raise _fail(source, f"[{unknown[0]}]", f"unknown table (valid: {', '.join(TABLES)})")
-    if "grid" not in raw:
-        raise _fail(source, "[grid]", "missing (required)")
-    spec = {
-        name: check_table(raw.get(name, {}), schema, f"{source}: [{name}]")
-        for name, schema in TABLES.items()
-    }
-    grid, survey = spec["grid"], spec["survey"]
-    for table, key in (("grid", "n"), ("grid", "repeats"), ("paper", "n"), ("paper", "repeats")):
-        if spec[table][key] < 1:
-            raise _fail(source, f"[{table}].{key}", f"must be >= 1, got {spec[table][key]}")
-    if grid["seed"] < 0:
-        raise _fail(source, "[grid].seed", f"must be >= 0, got {grid['seed']}")
-    for key in ("k", "epsilon", "rho"):
-        if not grid[key]:
-            raise _fail(source, f"[grid].{key}", "needs at least one value")
-    for i, k in enumerate(grid["k"]):
-        if k < 2:
-            raise _fail(source, f"[grid].k[{i}]", f"must be >= 2, got {k}")
-    for key in ("epsilon", "rho"):
-        for i, v in enumerate(grid[key]):
-            if not (math.isfinite(v) and v > 0):
-                raise _fail(source, f"[grid].{key}[{i}]", f"must be finite and > 0, got {v}")
-    for key in ("eps1_fraction", "semi_adaptive_alpha"):
-        for i, v in enumerate(grid[key]):
-            if not 0 < v <= 1:
-                raise _fail(source, f"[grid].{key}[{i}]", f"must lie in (0, 1], got {v}")
-    for i, name in enumerate(grid["utilities"]):
-        if name not in UTILITIES:
-            raise _fail(
-                source, f"[grid].utilities[{i}]", f"{name!r} is not one of {', '.join(UTILITIES)}"
-            )
-    if (
-        not (grid["utilities"] and grid["eps1_fraction"])
-        and not grid["semi_adaptive_alpha"]
-        and (not grid["non_adaptive"])
-    ):
-        raise _fail(
-            source,
-            "[grid]",
-            "no method to run (utilities, semi_adaptive_alpha and non_adaptive are all empty)",
-        )
-    if not (math.isfinite(survey["prior"]) and survey["prior"] > 0):
-        raise _fail(source, "[survey].prior", f"must be finite and > 0, got {survey['prior']}")
-    for key in ("batch_size", "sgld_steps_per_user", "minibatch", "final_steps"):
-        if survey[key] < 1:
-            raise _fail(source, f"[survey].{key}", f"must be >= 1, got {survey[key]}")
-    if not 0 <= survey["burn_in"] < survey["final_steps"]:
-        raise _fail(
-            source,
-            "[survey].burn_in",
-            f"must lie in 0..final_steps-1 = {survey['final_steps'] - 1}, got {survey['burn_in']}",
-        )
-    return spec
+__all__ = ["method_labels", "run_grid", "write_summary", "write_tables"]
 
 
 def method_labels(grid: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -10,41 +10,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp.simulate import population_from_spec, total_variation
-from bayesldp.workflows.spec import POPULATION, Field, SpecError, check_table, resolve_dataset
-
-SURVEY = {
-    "name": Field(str, required=True),
-    "seed": Field(int, default=0),
-    "n": Field(int, required=True, doc="number of users"),
-    "k": Field(int, doc="number of categories (from the data set when kind = 'dataset')"),
-    "epsilon": Field((int, float), required=True),
-    "utility": Field(str, default="tv"),
-    "alpha": Field((int, float), doc="semi-adaptive mass threshold"),
-    "eps1_fraction": Field((int, float), default=0.8),
-    "batch_size": Field(int, default=500),
-    "compare_non_adaptive": Field(bool, default=True),
-}
-
-
-def validate_survey_spec(raw: dict[str, Any], source: str = "spec") -> dict[str, Any]:
-    """Check a parsed survey spec (tables ``[survey]`` and ``[population]``)."""
-    unknown = sorted(set(raw) - {"survey", "population"})
-    if unknown:
-        raise SpecError(f"{source}: [{unknown[0]}]: unknown table (valid: survey, population)")
-    survey = check_table(raw.get("survey", {}), SURVEY, f"{source}: [survey]")
-    population = check_table(raw.get("population", {}), POPULATION, f"{source}: [population]")
-    if population["kind"] == "dataset":
-        resolve_dataset(population, source)
-    population["k"] = population["k"] or survey["k"]
-    if survey["k"] is None:
-        survey["k"] = population["k"]
-    if survey["k"] is None or survey["k"] < 2:
-        raise SpecError(f"{source}: [survey].k: missing or < 2")
-    if population["k"] != survey["k"]:
-        raise SpecError(f"{source}: [population].k: {population['k']} != [survey].k {survey['k']}")
-    if survey["n"] < 1:
-        raise SpecError(f"{source}: [survey].n: must be >= 1, got {survey['n']}")
-    return {"survey": survey, "population": population}
+from bayesldp.workflows.spec import SpecError
 
 
 def _survey_settings(cfg: dict[str, Any], utility: str) -> dict[str, Any]:

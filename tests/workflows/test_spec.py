@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from bayesldp.workflows.spec import SpecError, load_spec, validate_spec
+from bayesldp.workflows.spec import SpecError, load_spec, validate_study
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 GOOD = {
@@ -18,7 +18,7 @@ def test_quickstart_spec_is_valid():
 
 
 def test_defaults_filled():
-    spec = validate_spec(GOOD)
+    spec = validate_study(GOOD)
     assert spec["study"]["repeats"] == 1 and spec["estimators"]["methods"] == ["oracle"]
     assert spec["bayes_requested"] is False
 
@@ -38,7 +38,7 @@ def test_defaults_filled():
 )
 def test_bad_specs_name_the_key(patch, message):
     with pytest.raises(SpecError, match=message):
-        validate_spec(GOOD | patch)
+        validate_study(GOOD | patch)
 
 
 def test_missing_file_and_bad_toml(tmp_path):
@@ -51,12 +51,12 @@ def test_missing_file_and_bad_toml(tmp_path):
 
 
 def test_dataset_population_resolves_k():
-    spec = validate_spec(GOOD | {"population": {"kind": "dataset", "dataset": "anes96_party_id"}})
+    spec = validate_study(GOOD | {"population": {"kind": "dataset", "dataset": "anes96_party_id"}})
     assert spec["population"]["k"] == 7
     with pytest.raises(SpecError, match=r"\[population\]\.dataset: 'nope' is not one of"):
-        validate_spec(GOOD | {"population": {"kind": "dataset", "dataset": "nope"}})
+        validate_study(GOOD | {"population": {"kind": "dataset", "dataset": "nope"}})
     with pytest.raises(SpecError, match=r"\[population\]\.k: data set 'anes96_party_id' has k = 7"):
-        validate_spec(
+        validate_study(
             GOOD | {"population": {"kind": "dataset", "dataset": "anes96_party_id", "k": 3}}
         )
 
@@ -100,9 +100,9 @@ def test_kind_is_declared_or_recognised(tmp_path):
 def test_mechanism_parameters_come_from_the_registry():
     bad = GOOD | {"mechanisms": [{"name": "GRR", "epsilon": 1.0, "g": 3}]}
     with pytest.raises(SpecError, match=r"\[\[mechanisms\]\]\[0\]: GRR: does not take g"):
-        validate_spec(bad)
+        validate_study(bad)
     bad = GOOD | {"mechanisms": [{"name": "RRRR", "epsilon": 1.0}]}
     with pytest.raises(SpecError, match="RRRR: needs subset"):
-        validate_spec(bad)
+        validate_study(bad)
     good = GOOD | {"mechanisms": [{"name": "RRRR", "epsilon": 1.0, "subset": [0]}]}
-    assert validate_spec(good)["mechanisms"][0]["subset"] == [0]
+    assert validate_study(good)["mechanisms"][0]["subset"] == [0]

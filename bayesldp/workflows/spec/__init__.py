@@ -1,0 +1,101 @@
+"""Reading and validating specifications (``models/*.toml``): the one loader.
+
+A spec is a TOML file of one *kind*, each with one schema, declared in one module:
+
+========== ================================================= =====================================
+kind       what ``bayesldp run`` does with it                schema and validator
+========== ================================================= =====================================
+study      mechanisms x estimators on simulated populations  :mod:`~.spec.study`
+survey     one AdOBEst-LDP survey, adaptive vs non-adaptive  :mod:`~.spec.survey`
+grid       the AdOBEst-LDP experiment grid (seed 004)        :mod:`~.spec.grid`
+accuracy   the seeds' accuracy experiments (000, 001, 003)   :mod:`~.spec.accuracy`
+========== ================================================= =====================================
+
+The kind is the top-level key ``kind = "..."`` (every shipped spec declares it); a file without
+it is recognised by its tables (``[grid]``, ``[[mechanisms]]``, ``[survey]``, or ``[mle]`` /
+``[em_mr]`` / ``[sampling]``), so older files keep working.  The schema language (fields, tables,
+value checks) is :mod:`bayesldp.workflows.spec.schema`.  Every problem is reported before
+anything runs, as one line naming the key's path in the file, e.g.
+``models/x.toml: [population].k: expected an integer, got "ten"``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bayesldp.workflows.spec.accuracy import validate_accuracy
+from bayesldp.workflows.spec.grid import validate_grid
+from bayesldp.workflows.spec.schema import Field, SpecError, check_table
+from bayesldp.workflows.spec.study import validate_study
+from bayesldp.workflows.spec.survey import validate_survey
+
+__all__ = [
+    "KINDS",
+    "Field",
+    "SpecError",
+    "check_table",
+    "load_spec",
+    "spec_kind",
+    "validate_accuracy",
+    "validate_grid",
+    "validate_study",
+    "validate_survey",
+]
+
+#: spec kind -> its validator ``(parsed tables, source) -> validated spec``
+KINDS: dict[str, Callable[[Mapping[str, Any], str], dict[str, Any]]] = {
+    "study": validate_study,
+    "survey": validate_survey,
+    "grid": validate_grid,
+    "accuracy": validate_accuracy,
+}
+
+
+def spec_kind(raw: Mapping[str, Any], source: str = "spec") -> str:
+    """The kind of a parsed spec: its ``kind`` key, else recognised by its tables."""
+    if "kind" in raw:
+        kind = raw["kind"]
+        if kind not in KINDS:
+            raise SpecError(f"{source}: kind: {kind!r} is not one of {', '.join(KINDS)}")
+        return kind
+    if "grid" in raw:
+        return "grid"
+    if "mechanisms" in raw:
+        return "study"
+    if "survey" in raw:
+        return "survey"
+    if any(name in raw for name in ("mle", "em_mr", "sampling")):
+        return "accuracy"
+    raise SpecError(
+        f"{source}: cannot tell the kind of spec: give kind = one of {', '.join(KINDS)}"
+    )
+
+
+def _a(kind: str) -> str:
+    return "an" if kind[0] in "aeiou" else "a"
+
+
+def load_spec(path: str | Path, kind: str | None = None) -> dict[str, Any]:
+    """Read and validate a spec of any kind (or of ``kind`` only) from a TOML file.
+
+    Returns the validated spec: its tables with defaults filled in, and ``"kind"``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: no such spec file")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not a text file: {exc}") from None
+    found = spec_kind(raw, str(path))
+    if kind is not None and found != kind:
+        raise SpecError(f"{path}: is {_a(found)} {found!r} spec, expected {_a(kind)} {kind!r} spec")
+    tables = {key: value for key, value in raw.items() if key != "kind"}
+    spec = KINDS[found](tables, str(path))
+    spec["kind"] = found
+    return spec

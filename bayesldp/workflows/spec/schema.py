@@ -1,0 +1,154 @@
+"""The schema language of spec files: typed fields, tables, and one-line errors naming the key.
+
+A schema is a mapping ``key -> Field`` for one TOML table.  :func:`check_table` checks a table
+against it (unknown and missing keys, types, allowed values) and fills in the defaults;
+:func:`check_tables` does the same for the tables of a whole file.  Value checks (``n >= 1``,
+``epsilon > 0``, ...) use the package's argument checks (:mod:`bayesldp._validation`) through
+:func:`check_value` and :func:`check_each`, which turn their errors into a :class:`SpecError`
+at the key's path, e.g. ``models/x.toml: [grid].k[0]: must be >= 2, got 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+
+
+class SpecError(InvalidInputError):
+    """A study specification is malformed; the message names the file and the key path."""
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a table: its type(s), whether it is required, its default and allowed values.
+
+    For a list, ``items`` is the type of its elements and ``choices`` the values each element
+    may take.
+    """
+
+    types: type | tuple[type, ...]
+    required: bool = False
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    items: type | tuple[type, ...] | None = None
+    doc: str = ""
+
+
+Schema = Mapping[str, Field]
+
+_TYPE_NAMES = {
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    bool: "true/false",
+    list: "a list",
+}
+
+
+def _type_name(types: type | tuple[type, ...]) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+
+
+def _is(value: Any, types: type | tuple[type, ...]) -> bool:
+    types = types if isinstance(types, tuple) else (types,)
+    if isinstance(value, bool):
+        return bool in types
+    return isinstance(value, types)
+
+
+def _check_choice(value: Any, choices: tuple[Any, ...], where: str) -> None:
+    if value not in choices:
+        raise SpecError(f"{where}: {value!r} is not one of {', '.join(map(str, choices))}")
+
+
+def _check_field(value: Any, field: Field, where: str) -> None:
+    if not _is(value, field.types):
+        raise SpecError(f"{where}: expected {_type_name(field.types)}, got {value!r}")
+    if not isinstance(value, list):
+        if field.choices is not None:
+            _check_choice(value, field.choices, where)
+        return
+    for i, item in enumerate(value):
+        if field.items is not None and not _is(item, field.items):
+            raise SpecError(f"{where}[{i}]: expected {_type_name(field.items)}, got {item!r}")
+        if field.choices is not None:
+            _check_choice(item, field.choices, f"{where}[{i}]")
+
+
+def check_table(table: Any, schema: Schema, path: str) -> dict[str, Any]:
+    """Check one TOML table against its schema; return it with defaults filled in."""
+    if not isinstance(table, Mapping):
+        raise SpecError(f"{path}: expected a table, got {type(table).__name__}")
+    unknown = sorted(set(table) - set(schema))
+    if unknown:
+        raise SpecError(f"{path}.{unknown[0]}: unknown key (valid keys: {', '.join(schema)})")
+    out: dict[str, Any] = {}
+    for key, field in schema.items():
+        if key not in table:
+            if field.required:
+                raise SpecError(f"{path}.{key}: missing (required)")
+            out[key] = field.default
+            continue
+        _check_field(table[key], field, f"{path}.{key}")
+        out[key] = table[key]
+    return out
+
+
+def check_tables(
+    raw: Mapping[str, Any],
+    schemas: Mapping[str, Schema],
+    source: str,
+    required: Iterable[str],
+    arrays: Iterable[str] = (),
+) -> dict[str, dict[str, Any]]:
+    """Check a file's tables: no unknown table, the ``required`` ones present, each valid.
+
+    ``arrays`` names arrays of tables (``[[mechanisms]]``) the file may hold, checked by the
+    caller.  Returns every table of ``schemas`` with defaults filled in (an absent one from
+    ``{}``).
+    """
+    valid = [*schemas, *arrays]
+    unknown = sorted(set(raw) - set(valid))
+    if unknown:
+        raise SpecError(f"{source}: [{unknown[0]}]: unknown table (valid: {', '.join(valid)})")
+    for name in required:
+        if name not in raw:
+            raise SpecError(f"{source}: [{name}]: missing (required)")
+    return {
+        name: check_table(raw.get(name, {}), schema, f"{source}: [{name}]")
+        for name, schema in schemas.items()
+    }
+
+
+def check_value(
+    check: Callable[..., Any], value: Any, where: str, *args: Any, **kwargs: Any
+) -> Any:
+    """Run an argument check of :mod:`bayesldp._validation` on a spec value named ``where``.
+
+    Its error (``"<where>: must be >= 1, got 0"``) is raised as a :class:`SpecError`.
+    """
+    try:
+        return check(value, where, *args, **kwargs)
+    except (InvalidInputError, InvalidTypeError) as exc:
+        raise SpecError(str(exc)) from None
+
+
+def check_nonempty(values: list[Any], where: str) -> None:
+    """A list that needs at least one value."""
+    if not values:
+        raise SpecError(f"{where}: needs at least one value")
+
+
+def check_each(
+    check: Callable[..., Any], values: list[Any], where: str, *args: Any, empty_ok: bool = False
+) -> None:
+    """:func:`check_value` on every element ``where[i]`` of a list (which needs one unless
+    ``empty_ok``)."""
+    if not empty_ok:
+        check_nonempty(values, where)
+    for i, value in enumerate(values):
+        check_value(check, value, f"{where}[{i}]", *args)

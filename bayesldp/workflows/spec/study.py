@@ -1,0 +1,146 @@
+"""The study spec (``kind = "study"``): mechanisms x estimators on simulated populations.
+
+Tables: ``[study]`` (name, seed, repeats, n), ``[population]`` (the true frequencies: a
+Dirichlet draw, Zipf, binomial, uniform, explicit frequencies or a shipped data set),
+``[[mechanisms]]`` (a registered mechanism, its budget(s) and parameters; the schema comes from
+the mechanism registry), ``[estimators]`` and ``[bayes]``.  ``bayesldp run`` runs it with
+:func:`bayesldp.workflows.study.run_study`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bayesldp._validation import check_int, check_open_unit
+from bayesldp.errors import InvalidInputError
+from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
+
+POPULATION_KINDS = ("dirichlet", "zipf", "binomial", "uniform", "frequencies", "dataset")
+
+
+STUDY = {
+    "name": Field(str, required=True, doc="name used in the report"),
+    "seed": Field(int, default=0, doc="master seed; every repeat gets a child stream"),
+    "repeats": Field(int, default=1, doc="independent repetitions"),
+    "n": Field(int, required=True, doc="number of users"),
+    "description": Field(str, default=""),
+}
+POPULATION = {
+    "kind": Field(str, required=True, choices=POPULATION_KINDS),
+    "k": Field(int, doc="number of categories (required unless kind = 'dataset')"),
+    "alpha": Field((int, float), default=1.0, doc="dirichlet concentration"),
+    "s": Field((int, float), default=1.1, doc="zipf exponent"),
+    "p": Field((int, float), default=0.5, doc="binomial success probability"),
+    "frequencies": Field(list, items=(int, float), doc="explicit frequencies (kind=frequencies)"),
+    "dataset": Field(
+        str, doc="a shipped data set (kind=dataset): bayesldp.datasets.list_datasets()"
+    ),
+    "redraw": Field(bool, default=True, doc="draw a new theta for each repeat (dirichlet)"),
+}
+
+
+def _mechanism_schema() -> dict[str, Field]:
+    """``[[mechanisms]]``: a registered name, the budget(s), and every declared parameter."""
+    from bayesldp.mechanisms import all_parameters, names
+
+    schema = {
+        "name": Field(str, required=True, choices=names()),
+        "epsilon": Field((int, float, list), required=True, items=(int, float)),
+    }
+    for param in all_parameters().values():
+        types = (int, float) if param.kind is float else param.kind
+        schema[param.name] = (
+            Field(list, items=types, doc=param.help) if param.many else Field(types, doc=param.help)
+        )
+    return schema
+
+
+ESTIMATORS = {
+    "methods": Field(list, default=["oracle"], items=str),
+}
+BAYES = {
+    "method": Field(str, default="auto"),
+    "prior": Field((int, float, list), default=1.0, items=(int, float)),
+    "draws": Field(int, default=1000),
+    "chains": Field(int, default=4),
+    "hdi_prob": Field((int, float), default=0.9, doc="credible interval mass, in (0, 1)"),
+}
+TABLES = {"study": STUDY, "population": POPULATION, "estimators": ESTIMATORS, "bayes": BAYES}
+
+
+def validate_study(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
+    """Check a parsed study spec against its schema; return it with defaults filled in.
+
+    Also records whether a ``[bayes]`` table was given (``"bayes_requested"``).
+    """
+    spec: dict[str, Any] = check_tables(
+        raw, TABLES, source, required=("study", "population", "mechanisms"), arrays=["mechanisms"]
+    )
+    entries = raw["mechanisms"]
+    if not isinstance(entries, list) or not entries:
+        raise SpecError(f"{source}: [[mechanisms]]: expected at least one [[mechanisms]] table")
+    schema = _mechanism_schema()
+    spec["mechanisms"] = [
+        check_table(entry, schema, f"{source}: [[mechanisms]][{i}]")
+        for i, entry in enumerate(entries)
+    ]
+    _check_values(spec, source)
+    spec["bayes_requested"] = "bayes" in raw
+    return spec
+
+
+def _check_values(spec: dict[str, Any], source: str) -> None:
+    study, population, bayes = spec["study"], spec["population"], spec["bayes"]
+    for key, low in (("n", 1), ("repeats", 1), ("seed", 0)):
+        check_value(check_int, study[key], f"{source}: [study].{key}", low)
+    if not spec["estimators"]["methods"]:
+        raise SpecError(f"{source}: [estimators].methods: needs at least one method")
+    check_value(check_open_unit, bayes["hdi_prob"], f"{source}: [bayes].hdi_prob")
+    for key in ("draws", "chains"):
+        check_value(check_int, bayes[key], f"{source}: [bayes].{key}", 1)
+    if population["kind"] == "dataset":
+        resolve_dataset(population, source)
+    if population["k"] is None:
+        raise SpecError(f"{source}: [population].k: missing (required)")
+    check_value(check_int, population["k"], f"{source}: [population].k", 2)
+    if population["kind"] == "frequencies":
+        freqs = population["frequencies"]
+        if freqs is None or len(freqs) != population["k"]:
+            raise SpecError(
+                f"{source}: [population].frequencies: need {population['k']} values for kind="
+                f"'frequencies'"
+            )
+    for i, mech in enumerate(spec["mechanisms"]):
+        eps = mech["epsilon"] if isinstance(mech["epsilon"], list) else [mech["epsilon"]]
+        if not eps or any(e <= 0 for e in eps):
+            raise SpecError(f"{source}: [[mechanisms]][{i}].epsilon: values must be > 0")
+        _check_mechanism(mech, population["k"], eps[0], f"{source}: [[mechanisms]][{i}]")
+
+
+def _check_mechanism(mech: dict[str, Any], k: int, epsilon: float, where: str) -> None:
+    """Build the mechanism once, so a parameter it does not take fails before anything runs."""
+    from bayesldp.mechanisms import make_mechanism
+
+    params = {key: value for key, value in mech.items() if key not in ("name", "epsilon")}
+    try:
+        make_mechanism(mech["name"], k, float(epsilon), **params)
+    except InvalidInputError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+def resolve_dataset(population: dict[str, Any], source: str) -> None:
+    """Check ``[population].dataset`` and fill in its K."""
+    from bayesldp.datasets import list_datasets, load_dataset
+
+    name = population["dataset"]
+    if name not in list_datasets():
+        raise SpecError(
+            f"{source}: [population].dataset: {name!r} is not one of {', '.join(list_datasets())}"
+        )
+    k = load_dataset(name).k
+    if population["k"] not in (None, k):
+        raise SpecError(
+            f"{source}: [population].k: data set {name!r} has k = {k}, not {population['k']}"
+        )
+    population["k"] = k
