@@ -38,13 +38,27 @@ def check_k(k: object, name: str = "k") -> int:
     return int(k)
 
 
+#: budgets the mechanisms' probabilities are computed for in float64: e^eps and 1/eps finite
+EPSILON_RANGE = (1e-8, 700.0)
+
+
 def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
-    """Validate a privacy budget: a finite real number > 0."""
+    """Validate a privacy budget: a finite real number in ``[1e-8, 700]``.
+
+    Outside that range float64 cannot hold what the mechanisms compute from it (``e^eps``
+    overflows above about 709; a noise scale ``2/eps`` overflows for subnormal ``eps``).
+    """
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
         raise InvalidTypeError(f"{name}: expected a positive finite number, got {epsilon!r}")
     value = float(epsilon)
     if not math.isfinite(value) or value <= 0:
         raise InvalidInputError(f"{name}: must be finite and > 0, got {value}")
+    low, high = EPSILON_RANGE
+    if not low <= value <= high:
+        raise InvalidInputError(
+            f"{name}: must lie in [{low:g}, {high:g}] (float64 cannot compute e^eps or 1/eps "
+            f"beyond that), got {value:g}"
+        )
     return value
 
 
@@ -95,6 +109,8 @@ def check_counts(counts: object, name: str = "counts", *, length: int | None = N
         raise InvalidInputError(f"{name}: expected a 1-d array of counts, got shape {arr.shape}")
     if length is not None and arr.shape[0] != length:
         raise InvalidInputError(f"{name}: expected {length} counts, got {arr.shape[0]}")
+    if arr.dtype.kind == "O":  # Python ints beyond what numpy's integer types hold
+        arr = _object_counts(arr, name)
     if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise InvalidTypeError(f"{name}: expected integer counts, got dtype {arr.dtype}")
     if arr.dtype.kind == "f":
@@ -102,6 +118,11 @@ def check_counts(counts: object, name: str = "counts", *, length: int | None = N
             raise InvalidInputError(f"{name}: contains NaN or infinite values")
         if not np.all(arr == np.round(arr)):
             raise InvalidInputError(f"{name}: counts must be whole numbers")
+        if arr.size and arr.max() >= 2.0**53:
+            raise InvalidInputError(
+                f"{name}: a count of {arr.max():.6g} given as a float cannot be exact (floats "
+                "hold whole numbers exactly only below 2**53); pass integers"
+            )
     if arr.size and arr.min() < 0:
         raise InvalidInputError(f"{name}: counts must be >= 0, got {arr.min()}")
     if arr.dtype.kind == "u" and arr.size and arr.max() > INT64_MAX:
@@ -112,6 +133,16 @@ def check_counts(counts: object, name: str = "counts", *, length: int | None = N
 
 
 INT64_MAX = np.iinfo(np.int64).max
+
+
+def _object_counts(arr: np.ndarray, name: str) -> np.ndarray:
+    """An object array of Python ints as int64, refusing any count beyond int64."""
+    values = arr.ravel().tolist()
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values):
+        raise InvalidTypeError(f"{name}: expected integer counts, got dtype object")
+    if values and max(values) > INT64_MAX:
+        raise InvalidInputError(f"{name}: a count exceeds 2**63 - 1, got {max(values)}")
+    return arr.astype(np.int64)
 
 
 def check_total(counts: np.ndarray, name: str = "counts") -> int:
@@ -206,7 +237,6 @@ def check_alpha(alpha: object, k: int | None = None, name: str = "alpha") -> np.
             f"{name}: concentrations must be finite and > 0, got {arr.tolist()}"
         )
     return arr
-
 
 
 def check_memory(nbytes: float, what: str, alternative: str) -> None:

@@ -12,7 +12,9 @@ Fisher information).  :class:`Likelihood` computes them once, for every row form
 numba kernels of this module; the MLE, EM, EM-MR, the HMC and SGLD samplers and
 :mod:`bayesldp.bounds` all read it.
 
-Rows are handled *centred*: ``L[u] = a_u + C[u]`` with ``C[u] >= 0`` (``a_u = min_x L[u, x]`` for
+Rows are *scaled* to a maximum of 1 (the likelihood is invariant to a row's scale, up to the
+constant ``sum_u c_u log s_u`` kept in ``const``), so tiny or huge rows neither underflow nor
+overflow, and *centred*: ``L[u] = a_u + C[u]`` with ``C[u] >= 0`` (``a_u = min_x L[u, x]`` for
 dense rows, ``min(lo, hi)`` in support form).  On the simplex ``L_u . theta = a_u + C_u . theta``,
 so log-likelihood differences are computed as ``log1p(C_u . theta / a_u)`` without the cancellation
 that ruins them when ``epsilon`` is tiny (every row then nearly constant).  ``C`` is stored in one
@@ -239,14 +241,17 @@ class Likelihood:
             self._init_support(tally)
         else:
             self.kind = "dense"
-            rows = tally.rows
+            self.row_scale = tally.rows.max(axis=1)  # > 0: a Tally row has a positive entry
+            rows = tally.rows / self.row_scale[:, None]
             self.offset = rows.min(axis=1)
             self.dense = np.ascontiguousarray(rows - self.offset[:, None])
             self.rowmax = self.dense.max(axis=1)
         self.positive = self.offset > 0
         safe = np.where(self.positive, self.offset, 1.0)
         self.inv_offset = np.where(self.positive, 1.0 / safe, 0.0)
+        self.scale_const = float(self.counts @ np.log(self.row_scale))
         self.const = float(self.counts[self.positive] @ np.log(safe[self.positive]))
+        self.const += self.scale_const
         self.arrays = (
             self.dense,
             self.indptr,
@@ -257,7 +262,9 @@ class Likelihood:
         )
 
     def _init_support(self, tally: Any) -> None:
-        lo, hi = tally.levels
+        top = max(tally.levels)
+        lo, hi = tally.levels[0] / top, tally.levels[1] / top
+        self.row_scale = np.full(self.n_rows, top)
         support = np.ascontiguousarray(tally.support)
         self._support = support
         self._invert = bool(hi < lo)  # then C = |hi - lo| (1 - support)
@@ -351,10 +358,11 @@ class Likelihood:
 
     def rows_at(self, idx: np.ndarray) -> np.ndarray:
         """The rows ``L[idx]`` as floats, shape ``idx.shape + (K,)`` (only these are built)."""
+        scale = self.row_scale[idx][..., None]
         if self.dense is not None:
-            return self.offset[idx][..., None] + self.dense[idx]
+            return scale * (self.offset[idx][..., None] + self.dense[idx])
         sub = self._support[idx]
-        return self.offset[0] + self.delta * (~sub if self._invert else sub)
+        return scale * (self.offset[0] + self.delta * (~sub if self._invert else sub))
 
     # ---------------------------------------------------------------- likelihood
     def loglik(self, theta: Any) -> np.ndarray | float:
@@ -363,6 +371,7 @@ class Likelihood:
         flat = np.ascontiguousarray(theta.reshape(-1, self.k))
         out = np.empty(flat.shape[0])
         _loglik_batch(*self.arrays, self.counts, flat, out)
+        out += self.scale_const
         return float(out[0]) if theta.ndim == 1 else out.reshape(theta.shape[:-1])
 
     def row_dot(self, theta: Any) -> np.ndarray:
@@ -372,6 +381,7 @@ class Likelihood:
         out = np.empty((flat.shape[0], self.n_rows))
         for d in range(flat.shape[0]):
             out[d] = self.evaluate(flat[d])[1]
+        out *= self.row_scale
         return out.reshape((*theta.shape[:-1], self.n_rows))
 
     def loglik_rel(self, r: np.ndarray, lth: np.ndarray) -> float:
@@ -388,7 +398,7 @@ class Likelihood:
         work = np.empty((3, self.n_rows))
         g = np.empty(self.k)
         ll = gradient(*self.arrays, self.counts, theta, float(floor), *work, g)
-        return float(ll), g
+        return float(ll) + self.scale_const, g
 
     def score(self, thetas: np.ndarray, floor: float = 0.0) -> np.ndarray:
         """``h(theta) = L^T (c / max(L theta, floor)) - n`` for thetas (C, K) -> (C, K)."""

@@ -84,7 +84,8 @@ class _Target:
 
     def data(self) -> tuple:
         """What the compiled kernels read: the likelihood's arrays, counts and the prior."""
-        return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift, self.const)
+        return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift,
+                self.const + self.lik.scale_const)  # fmt: skip
 
     def work(self) -> tuple:
         """Scratch arrays of the compiled log-density: theta, g (K,) and three of length U."""

@@ -177,7 +177,7 @@ def test_row_likelihood_products_match_dense_rows():
             lik = Likelihood(tally)
             theta = rng.dirichlet(np.ones(9))
             w = rng.random(tally.n_rows)
-            rows = tally.rows
+            rows = tally.rows / lik.row_scale[:, None]  # rows are scaled to a maximum of 1
             # L = offset + C with C >= 0 (support form: offset = min(lo, hi) on every row)
             centred = rows - lik.offset[:, None]
             assert centred.min() >= 0

@@ -34,6 +34,10 @@ def test_defaults_filled():
         ({"mechanisms": [{"name": "GRR", "epsilon": -1}]}, r"epsilon: values must be > 0"),
         ({"mechanisms": []}, r"at least one"),
         ({"extra": {}}, r"\[extra\]: unknown table"),
+        ({"estimators": {"methods": []}}, r"\[estimators\]\.methods: needs at least one method"),
+        ({"bayes": {"hdi_prob": 1.5}}, r"\[bayes\]\.hdi_prob: must lie in \(0, 1\)"),
+        ({"bayes": {"hdi_prob": 1}}, r"\[bayes\]\.hdi_prob: must lie in \(0, 1\)"),
+        ({"bayes": {"draws": 0}}, r"\[bayes\]\.draws"),
     ],
 )
 def test_bad_specs_name_the_key(patch, message):
