@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from bayesldp.errors import InvalidInputError
+
 __all__ = ["Likelihood"]
 
 _CHUNK_ELEMENTS = 1 << 21  # float64 temporaries of at most 16 MB when densifying row blocks
@@ -431,8 +433,6 @@ class Likelihood:
 
     def check_start(self, theta0: Any) -> np.ndarray:
         """Validate a starting point of an iterative estimator (default uniform)."""
-        from bayesldp.errors import InvalidInputError
-
         if theta0 is None:
             return np.full(self.k, 1.0 / self.k)
         arr = np.asarray(theta0, dtype=float)
