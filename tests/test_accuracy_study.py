@@ -42,7 +42,7 @@ TINY = {
         "n": [400],
         "epsilon": [1.0],
         "populations": ["zipf", "dirichlet"],
-        "estimators": ["norm_sub", "em", "em_mr", "em_mr_authors"],
+        "estimators": ["norm_sub", "em", "ibu", "em_mr"],
         "cr_hashes": 40,
     },
     "sampling": {
@@ -255,11 +255,6 @@ def test_unbiased_oracles_respect_the_cramer_rao_bound():
         assert 0 < trace <= oracle * 1.01, mech
     again = acc.cr_trace(bayesldp.OLH(6, 1.0), theta, 500, hashes=400, rng=0)
     assert again == acc.cr_trace(bayesldp.OLH(6, 1.0), theta, 500, hashes=400, rng=0)
-
-
-def test_authors_threshold():
-    assert acc.authors_threshold_sd(1.0) == 5.0  # e^1 < 5
-    assert acc.authors_threshold_sd(2.0) == pytest.approx(4 / 3)
 
 
 # ------------------------------------------------------------------------------ statistics

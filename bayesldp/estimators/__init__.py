@@ -7,7 +7,10 @@
   ``"norm_mul"``, ``"norm_cut"``, ``"norm_sub"`` (the default), ``"base_cut"``,
   ``"projection"``;
 * likelihood-based, for any tally including mixed-mechanism ones: ``"mle"`` (seed 000),
-  ``"em"`` (iterative Bayesian update), ``"em_mr"`` (EM with mixture reduction, seed 001).
+  ``"em"`` (EM run to the MLE, SQUAREM-accelerated), ``"ibu"`` (the iterative Bayesian update
+  as multi-freq-ldpy and the seed 001 authors run it: plain EM from the uniform start, stopped
+  early by their rule, which regularises), ``"em_mr"`` (EM with mixture reduction, seed 001,
+  the authors' schedule).
 
 Node sampling (seed 003): the tally of :meth:`bayesldp.mechanisms.NodeSampling.round_tally`
 carries the round's sampling design, so ``"oracle"`` is the paper's unbiased ``g``, ``c_hat`` or
@@ -40,6 +43,7 @@ from bayesldp.tally import Tally
 _LIKELIHOOD: dict[str, Callable[..., Estimate]] = {
     "mle": _mle.mle,
     "em": _em.em,
+    "ibu": _em.ibu,
     "em_mr": _em.em_mr,
 }
 
@@ -71,10 +75,10 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
     method : str
         One of ``"oracle"``, ``"base_pos"``, ``"norm"``, ``"norm_mul"``, ``"norm_cut"``,
         ``"norm_sub"`` (default; the best all-round post-processing in Wang et al. 2020),
-        ``"base_cut"``, ``"projection"``, ``"mle"``, ``"em"``, ``"em_mr"``.
+        ``"base_cut"``, ``"projection"``, ``"mle"``, ``"em"``, ``"ibu"``, ``"em_mr"``.
     **options
         Method options: ``alpha`` for ``base_cut`` (default 0.05); see :func:`mle`,
-        :func:`em`, :func:`em_mr` for theirs.
+        :func:`em`, :func:`ibu`, :func:`em_mr` for theirs.
 
     Returns
     -------

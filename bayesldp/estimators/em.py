@@ -25,6 +25,7 @@ it and EM-MR runs it on reduced mixtures.  Rows are the centred rows of
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,13 @@ from numba import njit
 
 from bayesldp import likelihood as lk
 from bayesldp._blas import single_thread_blas
-from bayesldp._validation import check_bool, check_int, check_positive
+from bayesldp._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_open_unit,
+    check_positive,
+)
 from bayesldp.bounds import full_covariance, observed_information, var_star_by_category
 from bayesldp.errors import InvalidInputError
 from bayesldp.estimators.result import Estimate
@@ -90,7 +97,7 @@ def _all_positive(v):
 
 
 @njit(cache=True)
-def _squarem(rows, inv_offset, positive, counts, theta0, tol, max_iter, accelerate, pools):
+def _squarem(rows, inv_offset, positive, counts, theta0, tol, ll_tol, max_iter, accelerate, pools):
     """The EM loop of :func:`run_em`."""
     k = theta0.shape[0]
     n_rows = counts.shape[0]
@@ -144,10 +151,11 @@ def _squarem(rows, inv_offset, positive, counts, theta0, tol, max_iter, accelera
             theta, th1 = th1, theta
             r, r1 = r1, r
             lth, lth1 = lth1, lth
+            ll_before = ll
             ll = lk.loglik_rel(r, lth, counts, inv_offset, positive)[0]
             trace[n_trace] = ll
             n_trace += 1
-            if residual < tol:
+            if residual < tol or (maps >= 2 and ll - ll_before < ll_tol):
                 converged = True
                 break
             continue
@@ -280,6 +288,7 @@ def run_em(
     accelerate: bool,
     pool_of: np.ndarray | None = None,
     n_pools: int = 0,
+    ll_tol: float = -math.inf,
 ) -> EMRun:
     """EM on a tally, plain or SQUAREM-accelerated, with a non-decreasing log-likelihood.
 
@@ -298,7 +307,14 @@ def run_em(
     reset to a quarter of a rejected step (the step-length control of the SQUAREM R package,
     without which long extrapolations along slowly converging directions are rejected forever).
     Pools (``pool_of``, ``n_pools``) tie their members' weights after every map (EM-MR).
+
+    ``ll_tol`` (plain EM only) adds the stopping rule of the LDP-EM-MR authors' code: stop
+    when one map, from the second on, raises the log-likelihood ``sum_u c_u log(L_u . theta)``
+    by less than ``ll_tol`` (an absolute amount, so the rule tightens relative to the
+    log-likelihood's scale as n grows).
     """
+    if ll_tol > -math.inf and accelerate:
+        raise ValueError("ll_tol is a stopping rule of plain EM (accelerate=False)")
     theta, maps, trace, converged, residual, cycles, fallbacks = _squarem(
         lik.arrays,
         lik.inv_offset,
@@ -306,6 +322,7 @@ def run_em(
         lik.counts,
         np.ascontiguousarray(theta0, dtype=float),
         float(tol),
+        float(ll_tol),
         int(max_iter),
         bool(accelerate),
         _pools(pool_of, n_pools, lik.k),
@@ -385,12 +402,70 @@ def em(
     )
 
 
-def _noise_sd(tally: Tally) -> np.ndarray:
-    """Per-category standard deviation of a frequency that is 0 (the merge scale of EM-MR).
+#: Stopping rules of :func:`ibu`: ``rule -> (tol, max_iter)`` defaults.
+IBU_RULES = {"loglik": (1e-6, 1400), "change": (1e-12, 10_000)}
 
-    ``sqrt(Var*_x / n)`` from the mechanism's oracle; for a tally mixing mechanisms, the
-    Cramér-Rao standard deviations of the tally's observed information at the uniform
-    distribution (pseudo-inverse when that information is singular).
+
+def ibu(tally: Tally, *, rule: str = "loglik", tol: Any = None, max_iter: Any = None) -> Estimate:
+    """The iterative Bayesian update as its users run it: plain EM from the uniform start.
+
+    Agrawal and Aggarwal (PODS 2001); ElSalamouny and Palamidessi (EuroS&P 2020); seed 001.
+    Each step is the EM map ``theta_x <- theta_x sum_u c_u L[u, x] / (n L_u . theta)``.
+    Unlike :func:`em`, which iterates to the maximum-likelihood estimate, ``ibu`` stops early
+    by the rule its users apply, and the early stop regularises (seed 001, Observation 1: from
+    the uniform start, the first iterations move mass onto the categories the reports support;
+    the last ones push rare categories toward the MLE's zeros and noise).
+
+    Parameters
+    ----------
+    tally : Tally
+        Reports of any mechanism.
+    rule : {"loglik", "change"}
+        ``"loglik"`` (default): the LDP-EM-MR authors' code (seed 001, ``GRR_EM.py``): stop at
+        the first step, from the second on, that raises the log-likelihood
+        ``sum_u c_u log(L_u . theta)`` by less than ``tol`` (default 1e-6), at most
+        ``max_iter`` steps (default 1400).  ``"change"``: multi-freq-ldpy's ``IBU``
+        (``err_func="max_abs"``): stop when a step changes no frequency by more than ``tol``
+        (default 1e-12), at most ``max_iter`` steps (default 10,000); this is close to the MLE.
+    tol : float, optional
+    max_iter : int, optional
+
+    Returns
+    -------
+    Estimate
+        ``iterations``: EM steps; ``converged``: the rule was met before the cap;
+        ``details``: ``rule``, ``tol``, ``max_iter``.
+    """
+    tally = check_tally(tally)
+    check_choice(rule, "rule", tuple(IBU_RULES))
+    default_tol, default_cap = IBU_RULES[rule]
+    tol = default_tol if tol is None else check_positive(tol, "tol")
+    max_iter = default_cap if max_iter is None else check_int(max_iter, "max_iter")
+    lik = Likelihood(tally)
+    start = np.full(lik.k, 1.0 / lik.k)
+    if rule == "loglik":
+        run = run_em(lik, start, tol=0.0, ll_tol=tol, max_iter=max_iter, accelerate=False)
+    else:
+        run = run_em(lik, start, tol=tol, max_iter=max_iter, accelerate=False)
+    return Estimate(
+        run.theta,
+        None,
+        "ibu",
+        on_simplex=True,
+        iterations=run.maps,
+        loglik_trace=run.trace + lik.const,
+        converged=run.converged,
+        details={"rule": rule, "tol": float(tol), "max_iter": int(max_iter)},
+    )
+
+
+def _noise_sd(tally: Tally) -> np.ndarray:
+    """Per-category standard deviation of the unbiased estimate of a frequency that is 0.
+
+    ``sqrt(Var*_x / n)`` from the mechanism's oracle (for GRR
+    ``sqrt((K - 2 + e^eps) / n) / (e^eps - 1)``, the scale of the EM-MR authors' threshold); for
+    a tally mixing mechanisms, the Cramér-Rao standard deviations of the tally's observed
+    information at the uniform distribution (pseudo-inverse when that information is singular).
     """
     if tally.mechanism is not None:
         return np.sqrt(var_star_by_category(tally.mechanism) / tally.n)
@@ -399,125 +474,182 @@ def _noise_sd(tally: Tally) -> np.ndarray:
     return np.sqrt(np.maximum(np.diag(cov), 0.0))
 
 
+def _budget_ratio(tally: Tally, lik: Likelihood) -> float:
+    """``e^eps`` of the tally: its mechanism's, or for a tally mixing mechanisms the largest
+    likelihood ratio ``max_x L[u, x] / min_x L[u, x]`` over its rows (the tightest budget
+    that every report satisfies)."""
+    if tally.mechanism is not None:
+        return math.exp(tally.mechanism.epsilon)
+    if not np.all(lik.positive):
+        raise InvalidInputError(
+            "em_mr: a row of this tally is 0 for some category (no finite budget), so the "
+            "authors' defaults do not apply; give threshold_sd (or threshold) and tol"
+        )
+    return float(np.max((lik.offset + lik.rowmax) / lik.offset))
+
+
+def _em_mr_defaults(e_eps: float, threshold_sd: Any, tol: Any) -> tuple[float, float]:
+    """The authors' ``c`` (1 when ``e^eps < 5``, else 2) and ``tol`` (``1e-3 e^eps``)."""
+    c = (1.0 if e_eps < 5 else 2.0) if threshold_sd is None else threshold_sd
+    tol = 1e-3 * e_eps if tol is None else tol
+    return check_positive(c, "threshold_sd"), check_positive(tol, "tol")
+
+
+def _protected(protect: Any, k: int) -> np.ndarray | int:
+    """``protect`` as a count of largest estimates (int) or a boolean mask of categories."""
+    if isinstance(protect, numbers.Integral) and not isinstance(protect, bool):
+        return check_int(protect, "protect", low=0)
+    idx = np.asarray(protect)
+    if idx.ndim != 1 or idx.dtype.kind not in "iu" or np.any((idx < 0) | (idx >= k)):
+        raise InvalidInputError(
+            f"protect: expected a count or a sequence of category indices in 0..{k - 1}, "
+            f"got {protect!r}"
+        )
+    mask = np.zeros(k, dtype=bool)
+    mask[idx] = True
+    return mask
+
+
+def _merge_candidates(
+    theta: np.ndarray, pool_of: np.ndarray, thr: np.ndarray, protect: Any, limit: int
+) -> np.ndarray:
+    """The ``limit`` smallest unpooled components below the threshold, less the protected ones
+    (``protect``: the number of largest unpooled estimates, or a mask of categories), which
+    count toward the limit as in the authors' code."""
+    free = np.flatnonzero(pool_of < 0)
+    below = free[theta[free] < thr[free]]
+    chosen = below[np.argsort(theta[below], kind="stable")][:limit]
+    if isinstance(protect, np.ndarray):
+        return chosen[~protect[chosen]]
+    largest = free[np.argsort(-theta[free], kind="stable")][:protect]
+    return chosen[~np.isin(chosen, largest)]
+
+
 @single_thread_blas
 def em_mr(
     tally: Tally,
     *,
-    threshold_sd: float = 1.5,
+    threshold_sd: Any = None,
     threshold: Any = None,
-    tol: float = 1e-10,
-    max_iter: int = 10_000,
-    max_rounds: int = 10,
-    accelerate: bool = True,
+    rounds: int = 2,
+    merge_fraction: float = 0.25,
+    protect: Any = 10,
+    tol: Any = None,
+    max_iter: Any = None,
     theta0: Any = None,
 ) -> Estimate:
-    """EM with mixture reduction (seed 001), stopped by BIC.
+    """EM with mixture reduction (seed 001) as its authors run it.
 
-    1. Run EM on the full mixture (K components).
-    2. Round ``t = 1, 2, ...``: among the unpooled components whose weight is below the noise
-       threshold (``threshold_sd`` times the standard deviation of the unbiased estimate of a
-       frequency that is 0, or ``threshold``), take the smallest, at most ``max(2, K // 2^t)``
-       of them (the halving schedule of the authors' code), and merge them into one pooled
-       component whose likelihood row is the average of theirs; re-run EM on the reduced
-       mixture (warm start).  Keep the round only if ``BIC = -2 log L + K' log n`` (``K'`` the
-       number of components) decreases, else revert and stop.
-    3. Split each pooled weight equally over its members (as the authors' code does; the
-       slides' error analysis ``MSE = K'/K MSE_EM + (1/K) sum_i h_i sigma_i^2`` is that of this
-       equal split).
+    The schedule of the authors' code (LDP-EM-MR, ``ldp_reduction/protocols/MR/
+    GRR_EM_reduction.py``), written for any channel through the oracle's ``Var*``:
 
-    EM on the reduced mixture equals EM on all K categories followed by averaging the weights
-    inside each pool, which is how it is computed (any row form, no densification).
+    1. Stage 1: plain EM from the uniform start, stopped when a step raises the
+       log-likelihood by less than ``tol`` (default ``1e-3 e^eps``), at most ``1000 + 10 K``
+       steps.
+    2. Round ``t = 1 .. rounds`` (default 2): among the components not yet pooled, take those
+       whose weight is below the threshold ``c sqrt(Var*_x / n)`` (``c = threshold_sd``,
+       default 1 when ``e^eps < 5`` else 2: for GRR the authors'
+       ``c sqrt((K - 2 + e^eps) / n) / (e^eps - 1)``), at most ``int(merge_fraction K)`` of
+       them, smallest first; pass over the protected ones (they count toward the limit, as in
+       the authors' code), and merge the rest into one component
+       whose likelihood row is the average of theirs, started at weight ``1/K``; then run plain
+       EM on the reduced mixture from the previous stage's weights (same rule; ``1000 + 10 K``
+       steps after the first round, 1000 after later ones).  Stop early when a round finds
+       nothing to merge.
+    3. Split each pooled weight equally over its members.
+
+    EM on the reduced mixture equals EM on all K categories with each pool's weights tied to
+    their mean, which is how it is computed (any row form).  For GRR it also equals the
+    authors' EM with the pooled categories' reports pooled: within a pool every report has the
+    same likelihood, so only the pool's total count matters.
+
+    Where this differs from the authors' code, and why: their code keeps the first ``topk = 10``
+    category *indices* out of the merge, which protects the true top 10 only because their data
+    are sorted by true frequency; by default the ``protect = 10`` largest *estimates* are kept
+    instead, which does not depend on the order of the categories (``protect=range(10)``
+    reproduces the authors' rule).  Their code computes a BIC after each stage but its
+    stopping test never fires (it compares the built-in ``iter`` with 0), so the authors' runs
+    always make the ``rounds`` merges; so does this function (``details["bic"]`` records the
+    BIC of each stage, ``-2 log L + K' log n``, for inspection).
 
     Parameters
     ----------
     tally : Tally
-    threshold_sd : float
-        ``c`` in the merge threshold ``c * sd``: the REFERENCE suggests 1 to 2; the authors'
-        code uses 4/3 (and 5 when ``e^eps < 5``).
+    threshold_sd : float, optional
+        ``c`` above.
     threshold : float or array (K,), optional
-        Explicit merge threshold (overrides ``threshold_sd``).
-    tol, max_iter, accelerate, theta0
-        As for :func:`em` (``max_iter`` per EM run).
-    max_rounds : int
-        Maximum number of merge rounds.
+        Explicit merge threshold on the weights (overrides ``threshold_sd``).
+    rounds : int
+        Merge rounds (the authors' ``maxtimes = 2``).
+    merge_fraction : float
+        At most ``int(merge_fraction K)`` components merged per round (the authors' 1/4).
+    protect : int or sequence of int
+        The number of largest estimates never merged, or the indices of the categories never
+        merged (the authors' code: ``range(10)``).
+    tol : float, optional
+        Log-likelihood stopping tolerance of every stage.
+    max_iter : int, optional
+        EM steps per stage (default ``1000 + 10 K`` for the first two stages, 1000 after).
+    theta0 : array, optional
+        Start of stage 1 (default uniform).
 
     Returns
     -------
     Estimate
-        ``iterations``: EM maps over all runs; ``loglik_trace``: the accepted runs' traces
-        concatenated (non-decreasing within a run; it drops at each merge, the reduced model
-        being smaller); ``details``: ``pools`` (member indices of each pool), ``bic_trace``
-        (BIC of the full model and of every accepted round), ``rounds``, ``threshold``.
+        ``iterations``: EM steps over all stages; ``loglik_trace``: the stages' traces
+        concatenated; ``details``: ``pools`` (member indices of each pool), ``stages`` (EM steps
+        per stage), ``bic`` (per stage), ``threshold``.
     """
     tally = check_tally(tally)
-    check_positive(tol, "tol")
-    check_int(max_iter, "max_iter")
-    check_int(max_rounds, "max_rounds")
-    check_bool(accelerate, "accelerate")
+    check_int(rounds, "rounds", low=0)
+    check_open_unit(merge_fraction, "merge_fraction")
     lik = Likelihood(tally)
     k, n = lik.k, lik.n
+    protect = _protected(protect, k)
+    c, tol = _em_mr_defaults(_budget_ratio(tally, lik), threshold_sd, tol)
     if threshold is None:
-        check_positive(threshold_sd, "threshold_sd")
-        thr = threshold_sd * _noise_sd(tally)
+        thr = c * _noise_sd(tally)
     else:
         thr = np.broadcast_to(np.asarray(threshold, dtype=float), (k,)).copy()
         if not np.all(np.isfinite(thr)) or np.any(thr < 0):
             raise InvalidInputError(f"threshold: must be finite and >= 0, got {threshold!r}")
+    if max_iter is not None:
+        check_int(max_iter, "max_iter")
 
-    run = run_em(lik, lik.check_start(theta0), tol=tol, max_iter=max_iter, accelerate=accelerate)
-    theta = run.theta
-    loglik = run.trace[-1] + lik.const
-    bic = -2.0 * loglik + k * math.log(n)
-    trace = list(run.trace)
-    maps = run.maps
-    converged = run.converged
+    def stage(start: np.ndarray, s: int, pool_of: np.ndarray, n_pools: int) -> EMRun:
+        cap = max_iter if max_iter is not None else (1000 + 10 * k if s < 2 else 1000)
+        return run_em(
+            lik, start, tol=0.0, ll_tol=tol, max_iter=cap, accelerate=False,
+            pool_of=pool_of, n_pools=n_pools,
+        )  # fmt: skip
+
     pool_of = np.full(k, -1)
-    n_pools = 0
-    bic_trace = [bic]
-    rounds: list[dict[str, Any]] = []
-    for t in range(1, max_rounds + 1):
-        candidates = np.flatnonzero((pool_of < 0) & (theta < thr))
-        limit = max(2, k // 2**t)
-        chosen = candidates[np.argsort(theta[candidates], kind="stable")][:limit]
-        if chosen.size < 2:
+    run = stage(lik.check_start(theta0), 0, pool_of, 0)
+    runs = [run]
+    for t in range(1, rounds + 1):
+        chosen = _merge_candidates(run.theta, pool_of, thr, protect, int(merge_fraction * k))
+        if chosen.size == 0:
             break
-        trial_pool_of = pool_of.copy()
-        trial_pool_of[chosen] = n_pools
-        start = tie_pools(theta, trial_pool_of, n_pools + 1)
-        trial = run_em(
-            lik,
-            start,
-            tol=tol,
-            max_iter=max_iter,
-            accelerate=accelerate,
-            pool_of=trial_pool_of,
-            n_pools=n_pools + 1,
-        )
-        maps += trial.maps
-        n_components = int((trial_pool_of < 0).sum()) + n_pools + 1
-        trial_loglik = trial.trace[-1] + lik.const
-        trial_bic = -2.0 * trial_loglik + n_components * math.log(n)
-        accepted = trial_bic < bic
-        rounds.append({"round": t, "merged": chosen, "bic": trial_bic, "accepted": bool(accepted)})
-        if not accepted:
-            break
-        pool_of, n_pools = trial_pool_of, n_pools + 1
-        theta, bic, converged = trial.theta, trial_bic, trial.converged
-        trace.extend(trial.trace)
-        bic_trace.append(bic)
-    pools = [np.flatnonzero(pool_of == j) for j in range(n_pools)]
+        pool_of = pool_of.copy()
+        pool_of[chosen] = t - 1
+        start = run.theta.copy()
+        start[chosen] = 1.0 / (k * chosen.size)
+        run = stage(start / start.sum(), t, pool_of, t)
+        runs.append(run)
+    n_pools = int(pool_of.max()) + 1
+    components = k - int((pool_of >= 0).sum()) + n_pools
     return Estimate(
-        theta,
+        run.theta,
         None,
         "em_mr",
         on_simplex=True,
-        iterations=maps,
-        loglik_trace=np.asarray(trace) + lik.const,
-        converged=converged,
+        iterations=sum(r.maps for r in runs),
+        loglik_trace=np.concatenate([r.trace for r in runs]) + lik.const,
+        converged=run.converged,
         details={
-            "pools": pools,
-            "bic_trace": np.asarray(bic_trace),
-            "rounds": rounds,
+            "pools": [np.flatnonzero(pool_of == j) for j in range(n_pools)],
+            "stages": [r.maps for r in runs],
+            "bic": [-2.0 * (r.trace[-1] + lik.const) + components * math.log(n) for r in runs],
             "threshold": thr,
         },
     )

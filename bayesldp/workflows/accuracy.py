@@ -6,9 +6,9 @@ sections, one per seed:
 * ``[mle]`` (seed 000, section 5): the raw oracle, Norm-Sub and the MLE for GRR (K up to 1024,
   n in {1e4, 1e6}) and unary encoding (K = 10, n in {100, 1e6}), theta ~ Jeffreys Dirichlet(1/2)
   redrawn for every repeat.
-* ``[em_mr]`` (seed 001): EM with mixture reduction (bayesldp's threshold and the authors' code's)
-  against EM and Norm-Sub, GRR and OLH, low and high epsilon, small and large n, a Zipf and a
-  sparse Dirichlet population.
+* ``[em_mr]`` (seed 001): EM with mixture reduction and the IBU, as the authors' code runs
+  them, against EM (to the MLE) and Norm-Sub, GRR and OLH, low and high epsilon, small and large
+  n, a Zipf and a sparse Dirichlet population.
 * ``[sampling]`` (seed 003): node sampling with pi = 0.1 .. 1 on the paper's Binomial
   populations (n = 50,000, domain 100): the naive estimator ``c``, the unbiased ``g``, the plug-in
   ``c_hat`` and the oracle on the sampled reports; plus exact checks of the paper's bias and
@@ -70,7 +70,7 @@ LABELS = {
     "mle": "MLE",
     "em": "EM",
     "em_mr": "EM-MR",
-    "em_mr_authors": "EM-MR (authors' c)",
+    "ibu": "IBU",
     "c": "c (naive)",
     "g": "g (unbiased)",
     "c_hat": "c_hat (plug-in)",
@@ -200,35 +200,22 @@ def _quiet(_: str) -> None:
 
 def _timed_estimate(tally: Any, method: str, options: Mapping[str, Any]) -> tuple[Any, float]:
     start = time.perf_counter()
-    est = bayesldp.estimate(tally, _method(method), **options)
+    est = bayesldp.estimate(tally, method, **options)
     return est, time.perf_counter() - start
 
 
-def _options(method: str, threshold_sd: float, epsilon: float = 1.0) -> dict[str, Any]:
+def _options(method: str) -> dict[str, Any]:
     """Keyword options of ``bayesldp.estimate`` for a study estimator name."""
-    if method == "mle":
-        return {"std_errors": False}
-    if method == "em_mr":
-        return {"threshold_sd": float(threshold_sd)}
-    if method == "em_mr_authors":
-        return {"threshold_sd": authors_threshold_sd(epsilon)}
-    return {}
+    return {"std_errors": False} if method == "mle" else {}
 
 
-def _method(name: str) -> str:
-    """The ``bayesldp.estimate`` method behind a study estimator name."""
-    return "em_mr" if name == "em_mr_authors" else name
-
-
-def _warm_up(
-    mechanisms: Iterable[str], k: int, methods: Iterable[str], threshold_sd: float
-) -> None:
+def _warm_up(mechanisms: Iterable[str], k: int, methods: Iterable[str]) -> None:
     """Run every estimator once on a small tally of each mechanism, untimed, so that loading
     numba's compiled EM / Newton kernels is not charged to the first timed estimate."""
     for name in mechanisms:
         tally = make_mechanism(name, k, 1.0).simulate_tally(np.full(k, 50), rng=0)
         for method in methods:
-            bayesldp.estimate(tally, _method(method), **_options(method, threshold_sd))
+            bayesldp.estimate(tally, method, **_options(method))
 
 
 def run_mle(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) -> pd.DataFrame:
@@ -238,7 +225,7 @@ def run_mle(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) -> p
     plan = [("GRR", k, n) for k in cfg["grr_k"] for n in cfg["grr_n"]]
     plan += [(m, k, n) for m in cfg["ue_mechanisms"] for k in cfg["ue_k"] for n in cfg["ue_n"]]
     for mech_name in dict.fromkeys(m for m, _, _ in plan):
-        _warm_up([mech_name], min(k for m, k, _ in plan if m == mech_name), cfg["estimators"], 1.5)
+        _warm_up([mech_name], min(k for m, k, _ in plan if m == mech_name), cfg["estimators"])
     for mech_name, k, n in plan:
         start = time.perf_counter()
         for r in range(cfg["repeats"]):
@@ -255,7 +242,7 @@ def run_mle(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) -> p
                 tally = mech.simulate_tally(counts, rng=_seed(*key))
                 trace = cr_trace(mech, theta, n)
                 for method in cfg["estimators"]:
-                    est, secs = _timed_estimate(tally, method, _options(method, 1.5))
+                    est, secs = _timed_estimate(tally, method, _options(method))
                     rows.append(
                         {
                             "mechanism": mech_name,
@@ -274,15 +261,6 @@ def run_mle(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) -> p
     )
 
 
-def authors_threshold_sd(epsilon: float) -> float:
-    """The merge threshold (in sds of a zero frequency) of the EM-MR authors' code.
-
-    ``5`` when ``e^eps < 5``, else ``4/3`` (LDP-EM-MR, as noted in
-    :func:`bayesldp.estimators.em.em_mr`).
-    """
-    return 5.0 if math.exp(epsilon) < 5 else 4.0 / 3.0
-
-
 def _em_mr_population(name: str, cfg: Mapping[str, Any]) -> str:
     if name == "zipf":
         return f"Zipf({cfg['zipf_s']:g})"
@@ -295,7 +273,7 @@ def run_em_mr(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) ->
     k = cfg["k"]
     rows: list[dict[str, Any]] = []
     unit_trace: dict[tuple[str, float], float] = {}  # Zipf (fixed theta): CR trace for n = 1
-    _warm_up(cfg["mechanisms"], k, cfg["estimators"], cfg["threshold_sd"])
+    _warm_up(cfg["mechanisms"], k, cfg["estimators"])
     for pop_name in cfg["populations"]:
         pid = EM_MR_POPULATIONS.index(pop_name)
         redraw = pop_name == "dirichlet"
@@ -331,8 +309,7 @@ def run_em_mr(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) ->
                                 )
                             trace = unit_trace[cache_key] / n
                         for method in cfg["estimators"]:
-                            opts = _options(method, cfg["threshold_sd"], eps)
-                            est, secs = _timed_estimate(tally, method, opts)
+                            est, secs = _timed_estimate(tally, method, _options(method))
                             rows.append(
                                 {
                                     "mechanism": mech_name,
@@ -803,7 +780,7 @@ def _em_mr_claims(
 def verdicts_em_mr(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdict]:
     """Seed 001's claims (slides: evaluation and efficiency), for each EM-MR variant run."""
     est = set(records["estimator"])
-    variants = [v for v in ("em_mr", "em_mr_authors") if v in est]
+    variants = [v for v in ("em_mr",) if v in est]
     if "em" not in est or not variants:
         return [Verdict("001", "EM-MR vs EM", "not tested", "estimators em and em_mr needed")]
     claims = [_em_mr_claims(records, cfg, v) for v in variants]
@@ -1137,8 +1114,8 @@ def _settings_line(name: str, cfg: Mapping[str, Any]) -> str:
         return (
             f"{cfg['repeats']} repeats, {'/'.join(cfg['mechanisms'])}, K = {cfg['k']}, "
             f"populations {pops} (Dirichlet redrawn per repeat), n {cfg['n']}, epsilon "
-            f"{cfg['epsilon']}; EM-MR threshold {cfg['threshold_sd']:g} sd (EM-MR (authors' c): "
-            f"5 sd when e^eps < 5, else 4/3); OLH Fisher information over {cfg['cr_hashes']} hashes"
+            f"{cfg['epsilon']}; EM-MR and IBU with the authors' settings; OLH Fisher information "
+            f"over {cfg['cr_hashes']} hashes"
         )
     return (
         f"{cfg['repeats']} repeats, n = {cfg['n']:,}, K = {cfg['k']}, GRR, epsilon "
@@ -1153,10 +1130,12 @@ DEVIATIONS = {
     "not said to be SUE or OUE (both run); the default run uses fewer Jeffreys draws than the "
     "paper's 100 (`--full`: 100).",
     "em_mr": "Seed 001: the slides give neither the domain sizes nor the populations of S-MN "
-    "(K = 64, Zipf(1.1) and Dirichlet(0.1) here); bayesldp's EM-MR merges after EM has converged "
-    "(BIC-stopped halving rounds, equal split of pooled weight), which may differ from the "
-    "authors' in-iteration reduction; both the package's merge threshold and the authors' code's "
-    "are run; EM runs to convergence (max |change| < 1e-10).",
+    "(K = 64, Zipf(1.1) and Dirichlet(0.1) here); EM-MR and IBU follow the authors' GRR code "
+    "(LDP-EM-MR: plain EM from uniform stopped by a log-likelihood gain rule, two merge rounds of "
+    "up to K/4 components below 1-2 sd of a zero frequency, equal split of pooled weight; for "
+    "OLH the same schedule, not the authors' separate OLH settings); the 10 largest estimates "
+    "are never merged (the authors protect category indices 0-9); EM runs to convergence "
+    "(max |change| < 1e-10).",
     "sampling": "Seed 003: epsilon is not stated (1, 2, 4 here); 'Bin(50,0.6)+Bin(50,0.4)' is "
     "read both as an equal mixture and as the sum; the paper plots one data set of 50,000 points, "
     "this study redraws the 50,000 nodes from theta in every repeat and scores against theta.",

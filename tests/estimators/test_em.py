@@ -6,7 +6,7 @@ import pytest
 import bayesldp
 from bayesldp import Tally
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.estimators.em import em, em_map, em_mr, run_em, tie_pools
+from bayesldp.estimators.em import em, em_map, em_mr, ibu, run_em, tie_pools
 from bayesldp.estimators.mle import grr_mle
 from bayesldp.likelihood import Likelihood
 
@@ -96,44 +96,128 @@ def test_em_theta0_zeros_stay_zero():
     np.testing.assert_allclose(est.frequencies.sum(), 1.0)
 
 
+# ---------------------------------------------------------------- IBU
+def plain_em_by_loglik(h, k, e, tol, cap):
+    """The IBU of the LDP-EM-MR authors' GRR code, in numpy: plain EM on the report histogram
+    from the uniform start, stopped at the first step (from the second) whose log-likelihood
+    gain is below tol."""
+    p, q = e / (e + k - 1), 1 / (e + k - 1)
+    m = np.full((k, k), q) + (p - q) * np.eye(k)
+    w, ll_old = np.full(k, 1 / k), -np.inf
+    for step in range(1, cap + 1):
+        w = w * (m.T @ (h / (m @ w)))
+        w /= w.sum()
+        ll = h @ np.log(m @ w)
+        if ll - ll_old < tol:
+            return w, step
+        ll_old = ll
+    return w, cap
+
+
+@pytest.mark.parametrize("eps, tol, cap", [(0.75, 1e-6, 1400), (2.0, 1e-6, 1400), (1.0, 1e-2, 50)])
+def test_ibu_is_the_authors_plain_em(eps, tol, cap):
+    k = 12
+    rng = np.random.default_rng(31)
+    tally = grr_tally(k, eps, rng.multinomial(5000, rng.dirichlet(np.full(k, 0.5))), 32)
+    h = np.bincount(tally.support.argmax(1), weights=tally.counts, minlength=k)
+    want, steps = plain_em_by_loglik(h, k, math.exp(eps), tol, cap)
+    est = ibu(tally, tol=tol, max_iter=cap)
+    assert est.iterations == steps
+    np.testing.assert_allclose(est.frequencies, want, rtol=1e-9, atol=1e-13)
+    assert est.details["rule"] == "loglik" and est.converged == (steps < cap)
+
+
+def test_ibu_change_rule_is_plain_em_with_multi_freq_ldpy_defaults():
+    tally = grr_tally(10, 1.0, np.arange(1, 11) * 30, 33)
+    a = ibu(tally, rule="change")
+    b = em(tally, accelerate=False, tol=1e-12, max_iter=10_000)
+    np.testing.assert_array_equal(a.frequencies, b.frequencies)
+    assert a.iterations == b.iterations and a.details["max_iter"] == 10_000
+
+
+def test_ibu_bad_options():
+    tally = grr_tally(3, 1.0, [5, 5, 5], 13)
+    with pytest.raises(InvalidInputError, match="rule"):
+        ibu(tally, rule="kl")
+    with pytest.raises(InvalidInputError, match="tol"):
+        ibu(tally, tol=0.0)
+    with pytest.raises(InvalidInputError, match="max_iter"):
+        ibu(tally, max_iter=0)
+
+
 # ---------------------------------------------------------------- EM with mixture reduction
-def test_em_mr_pools_the_absent_categories():
-    # 20 categories, only the first 5 present: the rest should be pooled, BIC should improve
+def pooled_output_em(h, k, e, pools, w0, steps):
+    """EM on the reduced GRR mixture with the pooled categories' *reports* pooled too (the
+    authors' construction), in numpy; returns the weights split equally over pool members."""
+    p, q = e / (e + k - 1), 1 / (e + k - 1)
+    groups = [[x] for x in range(k) if not any(x in g for g in pools)] + [list(g) for g in pools]
+    m = np.array([[sum(p if y == x else q for y in out for x in [inp[0]]) if len(inp) == 1
+                   else np.mean([sum(p if y == x else q for y in out) for x in inp])
+                   for inp in groups] for out in groups])  # fmt: skip
+    hc = np.array([h[g].sum() for g in groups])
+    w = np.array([w0[g].sum() for g in groups])
+    for _ in range(steps):
+        w = w * (m.T @ (hc / (m @ w)))
+        w /= w.sum()
+    out = np.empty(k)
+    for g, wg in zip(groups, w, strict=True):
+        out[g] = wg / len(g)
+    return out
+
+
+def test_pooled_em_equals_em_with_pooled_reports_for_grr():
+    k, e = 9, math.exp(1.2)
+    tally = grr_tally(k, 1.2, [900, 600, 400, 200, 40, 20, 10, 5, 0], 34)
+    h = np.bincount(tally.support.argmax(1), weights=tally.counts, minlength=k)
+    pools = [np.array([6, 7, 8]), np.array([4, 5])]
+    pool_of = np.full(k, -1)
+    for j, g in enumerate(pools):
+        pool_of[g] = j
+    w0 = tie_pools(np.full(k, 1 / k), pool_of, 2)
+    lik = Likelihood(tally)
+    run = run_em(lik, w0, tol=0.0, max_iter=25, accelerate=False, pool_of=pool_of, n_pools=2)
+    want = pooled_output_em(h, k, e, pools, w0, 25)
+    np.testing.assert_allclose(run.theta, want, rtol=1e-10)
+
+
+def test_em_mr_pools_the_absent_categories_on_the_authors_schedule():
+    # 20 categories, only the first 5 present: two rounds of at most int(20 / 4) = 5 merges
     true_counts = np.zeros(20, dtype=int)
     true_counts[:5] = [40_000, 30_000, 20_000, 6000, 4000]
     tally = grr_tally(20, 1.0, true_counts, 9)
-    est = em_mr(tally)
+    est = em_mr(tally, protect=3)
     pools = est.details["pools"]
-    assert len(pools) >= 1
+    assert len(pools) == 2 and all(1 <= len(g) <= 5 for g in pools)
     pooled = np.concatenate(pools)
     assert np.all(pooled >= 5)
-    assert np.all(np.diff(est.details["bic_trace"]) < 0)
+    assert len(est.details["stages"]) == 3 and len(est.details["bic"]) == 3
+    # the default threshold is the authors' 1 * sqrt((K - 2 + e^eps) / n) / (e^eps - 1)
+    e = math.exp(1.0)
+    np.testing.assert_allclose(est.details["threshold"], math.sqrt((18 + e) / 100_000) / (e - 1))
     for members in pools:  # the pooled weight is split equally over its members
         assert np.ptp(est.frequencies[members]) < 1e-15
-    assert est.on_simplex and np.all(est.frequencies >= 0)
+    assert est.on_simplex
     np.testing.assert_allclose(est.frequencies.sum(), 1.0, atol=1e-12)
-    # the final BIC is that of the reduced model at the returned estimate
-    k_prime = 20 - pooled.size + len(pools)
-    bic = -2 * tally.loglik(est.frequencies) + k_prime * math.log(tally.n)
-    assert est.details["bic_trace"][-1] == pytest.approx(bic, rel=1e-10)
 
 
-def test_em_mr_with_zero_threshold_is_em():
+def test_em_mr_protected_categories_count_toward_the_limit():
+    tally = grr_tally(8, 0.5, [300, 200, 100, 50, 30, 20, 10, 0], 35)
+    base = em_mr(tally, rounds=1, protect=0, threshold=1.0, merge_fraction=0.5)
+    merged = base.details["pools"][0]
+    assert merged.size == 4  # int(0.5 * 8), all below the threshold 1
+    kept = em_mr(tally, rounds=1, protect=list(merged[:2]), threshold=1.0, merge_fraction=0.5)
+    np.testing.assert_array_equal(kept.details["pools"][0], np.sort(merged[2:]))
+
+
+def test_em_mr_with_zero_threshold_is_ibu_at_its_tolerance():
     tally = grr_tally(10, 1.0, np.arange(10) * 20, 10)
     a = em_mr(tally, threshold=0.0)
-    b = em(tally)
+    b = ibu(tally, tol=1e-3 * math.exp(1.0), max_iter=1000 + 10 * 10)
     assert a.details["pools"] == []
     np.testing.assert_array_equal(a.frequencies, b.frequencies)
 
 
-def test_em_mr_rejects_a_round_that_worsens_bic():
-    # every category well represented: merging costs likelihood, BIC stops it
-    tally = grr_tally(6, 3.0, [3000, 2500, 2000, 1500, 1000, 500], 11)
-    est = em_mr(tally, threshold=0.2)  # forces candidates
-    assert est.details["rounds"] and not est.details["rounds"][-1]["accepted"]
-
-
-def test_em_mr_on_a_mixed_tally_uses_the_observed_information_scale():
+def test_em_mr_on_a_mixed_tally_reads_the_budget_from_the_rows():
     rng = np.random.default_rng(12)
     mech_a = bayesldp.RRRR(8, 1.0, subset=[0, 1])
     mech_b = bayesldp.RRRR(8, 1.0, subset=[2, 3, 4])
@@ -155,8 +239,12 @@ def test_em_bad_options():
         em_mr(tally, threshold=-1.0)
     with pytest.raises(InvalidInputError, match="threshold_sd"):
         em_mr(tally, threshold_sd=0)
-    with pytest.raises(InvalidInputError, match="max_rounds"):
-        em_mr(tally, max_rounds=0)
+    with pytest.raises(InvalidInputError, match="rounds"):
+        em_mr(tally, rounds=-1)
+    with pytest.raises(InvalidInputError, match="protect"):
+        em_mr(tally, protect=[5])
+    with pytest.raises(InvalidInputError, match="merge_fraction"):
+        em_mr(tally, merge_fraction=1.5)
 
 
 # ---------------------------------------------------------------- compiled kernels

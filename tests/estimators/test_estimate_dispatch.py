@@ -13,7 +13,7 @@ from bayesldp.errors import (
 from bayesldp.estimators import METHODS, Estimate, estimate
 from bayesldp.estimators.oracle import oracle
 
-SIMPLEX_METHODS = {"norm_mul", "norm_cut", "norm_sub", "projection", "mle", "em", "em_mr"}
+SIMPLEX_METHODS = {"norm_mul", "norm_cut", "norm_sub", "projection", "mle", "em", "ibu", "em_mr"}
 
 
 def test_public_names():
@@ -21,7 +21,7 @@ def test_public_names():
     assert bayesldp.Estimate is Estimate
     assert METHODS == (
         "oracle", "base_pos", "norm", "norm_mul", "norm_cut", "norm_sub", "base_cut",
-        "projection", "mle", "em", "em_mr",
+        "projection", "mle", "em", "ibu", "em_mr",
     )  # fmt: skip
 
 
@@ -46,7 +46,7 @@ def test_mixed_tally_needs_a_likelihood_method():
     for method in ("oracle", "norm_sub", "base_cut", "projection"):
         with pytest.raises(NotSupportedError, match="mle"):
             estimate(tally, method)
-    for method in ("mle", "em", "em_mr"):
+    for method in ("mle", "em", "ibu", "em_mr"):
         est = estimate(tally, method)
         assert est.on_simplex and np.all(np.isfinite(est.frequencies))
     np.testing.assert_allclose(
@@ -97,7 +97,7 @@ def test_bad_counts_surface_from_tally():
 def test_zero_count_rows_are_dropped_and_nothing_is_nan():
     rows = np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7], [0.3, 0.3, 0.4]])
     tally = Tally([0, 5, 0], rows=rows, stat=np.zeros(3), family="x")
-    for method in ("mle", "em", "em_mr"):
+    for method in ("mle", "em", "ibu", "em_mr"):
         est = estimate(tally, method)
         assert np.all(np.isfinite(est.frequencies)) and est.on_simplex
         if est.std_errors is not None:

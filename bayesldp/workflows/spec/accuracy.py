@@ -64,11 +64,10 @@ EM_MR = {
     "dirichlet_alpha": Field((int, float), default=0.5),
     "estimators": Field(
         list,
-        default=["norm_sub", "em", "em_mr"],
+        default=["norm_sub", "em", "ibu", "em_mr"],
         items=str,
-        choices=(*METHODS, "em_mr_authors"),
+        choices=METHODS,
     ),
-    "threshold_sd": Field((int, float), default=1.5),
     "cr_hashes": Field(int, default=2000),
     "full": Field(dict, default={}),
 }
@@ -194,7 +193,7 @@ def _check_em_mr(t: Mapping[str, Any], where: Where) -> None:
     _nonempty(t, where, "mechanisms", "populations", "estimators")
     _check(check_int, t, where, "k", 2)
     _check(check_int, t, where, "n", 1)
-    for key in ("epsilon", "zipf_s", "dirichlet_alpha", "threshold_sd"):
+    for key in ("epsilon", "zipf_s", "dirichlet_alpha"):
         _check(check_positive, t, where, key)
     _check(check_int, t, where, "cr_hashes", 1)
 
