@@ -36,6 +36,7 @@ _LAZY = {
     "load_fit": "bayesldp.bayes",
     "save_fit": "bayesldp.bayes",
     "Dirichlet": "bayesldp.bayes",
+    "AdaptiveDirichlet": "bayesldp.bayes",
 }
 
 

@@ -2,19 +2,23 @@
 
 ``fit(tally, prior, method=...)`` returns ArviZ InferenceData whichever method produced it
 ("exact" Dirichlet mixture, "hmc", "nuts", "sgld"); ``save_fit`` / ``load_fit`` round-trip it
-through netCDF.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`).
+through netCDF.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`) or a
+symmetric Dirichlet with an unknown concentration (:class:`AdaptiveDirichlet`,
+``prior="adaptive"``).
 """
 
 from __future__ import annotations
 
 from bayesldp.bayes.fit import BACKENDS, build_inference_data, fit
 from bayesldp.bayes.io import fit_prior, load_fit, save_fit
-from bayesldp.bayes.prior import Dirichlet, as_dirichlet
+from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, as_dirichlet, as_prior
 
 __all__ = [
     "BACKENDS",
+    "AdaptiveDirichlet",
     "Dirichlet",
     "as_dirichlet",
+    "as_prior",
     "build_inference_data",
     "fit",
     "fit_prior",

@@ -20,8 +20,11 @@ class SamplerOutput:
         "tree_depth", "step_size", "lp", "acceptance_rate").
     info : dict
         JSON-serialisable extras (backend name, tuning steps, wall time, options).
+    extra : dict of str to ndarray of shape (chains, draws)
+        Posterior variables besides ``theta`` (the adaptive prior's concentration ``a``).
     """
 
     theta: np.ndarray
     sample_stats: dict[str, np.ndarray] = field(default_factory=dict)
     info: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, np.ndarray] = field(default_factory=dict)

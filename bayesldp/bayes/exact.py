@@ -79,7 +79,7 @@ from scipy.special import gammaln, logsumexp
 
 from bayesldp._validation import RNGLike, as_generator, check_int
 from bayesldp.bayes._types import SamplerOutput
-from bayesldp.bayes.prior import Dirichlet, as_dirichlet, dirichlet_draws
+from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, as_dirichlet, dirichlet_draws
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.tally import Tally
 
@@ -247,30 +247,7 @@ def exact_posterior(
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
 
-    budget = _PAIR_BUDGET_FACTOR * max_components
-    plans = [
-        _Plan.build(tally, name, max_components)
-        for name in (("residual", "latent") if strategy == "auto" else (strategy,))
-    ]
-    fitting = [p for p in plans if p.bound <= max_components and p.cost <= budget]
-    if not fitting:
-        smallest = min(plans, key=lambda p: (p.bound, p.cost))
-        if smallest.bound > max_components:
-            raise TooManyComponentsError(
-                f"exact posterior: the Dirichlet mixture for this tally (K = {tally.k}, "
-                f"n = {tally.n}, {tally.n_rows} distinct rows) has up to {smallest.bound_text} "
-                f"components, over max_components = {max_components}; use method='hmc', "
-                "'nuts' or 'sgld' (or raise max_components if memory and time allow)"
-            )
-        raise TooManyComponentsError(
-            f"exact posterior: expanding the Dirichlet mixture for this tally (K = {tally.k}, "
-            f"n = {tally.n}, up to {smallest.bound_text} components) needs about "
-            f"{smallest.cost:.3g} term products, over the budget of {_PAIR_BUDGET_FACTOR} x "
-            f"max_components = {budget:.3g}; use method='hmc', 'nuts' or 'sgld'"
-        )
-    # cheapest: term products to form, plus the per-component work of weights, moments, draws
-    plan = min(fitting, key=lambda p: p.cost + 10 * p.bound)
-    exponents, log_coef = plan.expand()
+    plan, exponents, log_coef = _expand(tally, max_components, strategy)
     log_beta_ratio = (
         gammaln(prior.alpha + exponents).sum(axis=1)
         - gammaln(prior.alpha.sum() + exponents.sum(axis=1))
@@ -331,14 +308,16 @@ def sample(
             "valid options are 'max_components' and 'strategy'"
         )
     start = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
-    post = exact_posterior(
-        tally,
-        alpha,
-        max_components=options.get("max_components", DEFAULT_MAX_COMPONENTS),
-        strategy=options.get("strategy", "auto"),
-    )
-    built = time.perf_counter()
+    max_components = check_int(options.get("max_components", DEFAULT_MAX_COMPONENTS),
+                               "max_components")  # fmt: skip
+    strategy = options.get("strategy", "auto")
+    if strategy not in STRATEGIES:
+        raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     gen = as_generator(random_seed)
+    if isinstance(alpha, AdaptiveDirichlet):
+        return _sample_adaptive(tally, alpha, chains, draws, gen, max_components, strategy, start)
+    post = exact_posterior(tally, alpha, max_components=max_components, strategy=strategy)
+    built = time.perf_counter()
     theta, index = post._sample(chains * draws, gen)
     with np.errstate(invalid="ignore"):
         lp = post.prior.logpdf(theta) + tally.loglik(theta)
@@ -347,7 +326,7 @@ def sample(
         "backend": "exact",
         "strategy": post.strategy,
         "n_components": post.n_components,
-        "max_components": int(options.get("max_components", DEFAULT_MAX_COMPONENTS)),
+        "max_components": max_components,
         "log_marginal_likelihood": post.log_marginal_likelihood,
         "build_seconds": built - start,
         "wall_time": time.perf_counter() - start,
@@ -365,9 +344,95 @@ def sample(
     )
 
 
+def _log_beta_ratio(exponents: np.ndarray, a: float, k: int) -> np.ndarray:
+    """``log B(a 1 + m) - log B(a 1)`` for every row ``m`` of ``exponents`` (symmetric prior)."""
+    top = int(exponents.max(initial=0))
+    table = gammaln(a + np.arange(top + 1)) - gammaln(a)  # log (a)_v, the rising factorial
+    totals = exponents.sum(axis=1)
+    return table[exponents].sum(axis=1) - (gammaln(k * a + totals) - gammaln(k * a))
+
+
+def _sample_adaptive(tally: Tally, prior: AdaptiveDirichlet, chains: int, draws: int,
+                     gen: np.random.Generator, max_components: int, strategy: str,
+                     start: float) -> SamplerOutput:  # fmt: skip
+    """Exact draws under the adaptive prior: the mixture's exponents do not depend on the
+    prior, so the evidence ``p(tally | a_j)`` of every grid node is one reweighting of them;
+    ``a`` is drawn from ``p(a_j | tally) ∝ w_j p(tally | a_j)``, then a component given ``a``,
+    then ``theta ~ Dirichlet(a + m)``."""
+    plan, exponents, log_coef = _expand(tally, max_components, strategy)
+    k = tally.k
+    evidence = np.array([logsumexp(log_coef + _log_beta_ratio(exponents, a, k)) for a in prior.a])
+    log_post_a = prior.log_w + evidence
+    log_marginal = float(logsumexp(log_post_a))
+    post_a = np.exp(log_post_a - log_marginal)
+    built = time.perf_counter()
+    size = chains * draws
+    node = np.minimum(np.searchsorted(np.cumsum(post_a), gen.random(size) * post_a.sum(),
+                                      side="right"), len(post_a) - 1)  # fmt: skip
+    theta = np.empty((size, k))
+    index = np.empty(size, dtype=np.int64)
+    for j in np.unique(node):
+        at = np.flatnonzero(node == j)
+        logw = log_coef + _log_beta_ratio(exponents, prior.a[j], k)
+        cumulative = np.cumsum(np.exp(logw - logw.max()))
+        pick = np.searchsorted(cumulative, gen.random(at.size) * cumulative[-1], side="right")
+        index[at] = np.minimum(pick, len(logw) - 1)
+        theta[at] = dirichlet_draws(gen, prior.a[j] + exponents[index[at]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lp = prior.logpdf(theta) + tally.loglik(theta)
+    info = {
+        "backend": "exact",
+        "prior": "adaptive",
+        "strategy": plan.strategy,
+        "n_components": int(exponents.shape[0]),
+        "max_components": max_components,
+        "log_marginal_likelihood": log_marginal + plan.log_const,
+        "a_posterior": {"log_a": prior.log_a.tolist(), "probability": post_a.tolist()},
+        "build_seconds": built - start,
+        "wall_time": time.perf_counter() - start,
+    }
+    return SamplerOutput(
+        theta=theta.reshape(chains, draws, k),
+        sample_stats={"lp": lp.reshape(chains, draws), "component": index.reshape(chains, draws)},
+        info=info,
+        extra={"a": prior.a[node].reshape(chains, draws)},
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # the expansion
 # ---------------------------------------------------------------------------------------------
+def _expand(
+    tally: Tally, max_components: int, strategy: str
+) -> tuple[_Plan, np.ndarray, np.ndarray]:
+    """The cheapest plan that fits, and its expansion: exponents (M, K) and log coefficients."""
+    budget = _PAIR_BUDGET_FACTOR * max_components
+    plans = [
+        _Plan.build(tally, name, max_components)
+        for name in (("residual", "latent") if strategy == "auto" else (strategy,))
+    ]
+    fitting = [p for p in plans if p.bound <= max_components and p.cost <= budget]
+    if not fitting:
+        smallest = min(plans, key=lambda p: (p.bound, p.cost))
+        if smallest.bound > max_components:
+            raise TooManyComponentsError(
+                f"exact posterior: the Dirichlet mixture for this tally (K = {tally.k}, "
+                f"n = {tally.n}, {tally.n_rows} distinct rows) has up to {smallest.bound_text} "
+                f"components, over max_components = {max_components}; use method='hmc', "
+                "'nuts' or 'sgld' (or raise max_components if memory and time allow)"
+            )
+        raise TooManyComponentsError(
+            f"exact posterior: expanding the Dirichlet mixture for this tally (K = {tally.k}, "
+            f"n = {tally.n}, up to {smallest.bound_text} components) needs about "
+            f"{smallest.cost:.3g} term products, over the budget of {_PAIR_BUDGET_FACTOR} x "
+            f"max_components = {budget:.3g}; use method='hmc', 'nuts' or 'sgld'"
+        )
+    # cheapest: term products to form, plus the per-component work of weights, moments, draws
+    plan = min(fitting, key=lambda p: p.cost + 10 * p.bound)
+    exponents, log_coef = plan.expand()
+    return plan, exponents, log_coef
+
+
 @dataclass
 class _Plan:
     """Rows split as ``a_u + r_u . theta`` and the bound on the number of components."""

@@ -20,9 +20,11 @@ Backends are imported lazily (``importlib``), each exposing
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +34,7 @@ from bayesldp._validation import as_generator, check_bool, check_int
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.diagnostics import diagnose
-from bayesldp.bayes.prior import Dirichlet, as_dirichlet
+from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, Prior, as_prior
 from bayesldp.errors import (
     BayesLDPError,
     InvalidInputError,
@@ -51,6 +53,8 @@ BACKENDS: dict[str, str] = {
     "nuts": "bayesldp.bayes.nuts",
     "sgld": "bayesldp.bayes.sgld",
 }
+#: methods that sample under the adaptive prior (AdaptiveDirichlet)
+ADAPTIVE_METHODS = ("exact", "hmc")
 #: aliases resolved before dispatch
 ALIASES: dict[str, str] = {"auto": "hmc"}
 #: optional packages a backend may need -> the pip extra that installs them
@@ -97,9 +101,12 @@ def fit(
     ----------
     tally : Tally
         The reports (from ``mechanism.tally(reports)`` or a merge of tallies).
-    prior : Dirichlet, float, array_like or None
+    prior : Dirichlet, AdaptiveDirichlet, "adaptive", float, array_like or None
         ``None``: ``Dirichlet(1)`` (uniform); a number ``a``: ``Dirichlet.symmetric(K, a)``; a
-        vector of ``K`` positive numbers; or a :class:`~bayesldp.bayes.Dirichlet`.
+        vector of ``K`` positive numbers; a :class:`~bayesldp.bayes.Dirichlet`; or
+        ``"adaptive"`` / an :class:`~bayesldp.bayes.AdaptiveDirichlet`: ``Dirichlet(a 1_K)`` with
+        ``a`` unknown (a normal prior on ``log a``), whose draws are the posterior variable
+        ``a`` (methods "hmc" and "exact").
     method : {"auto", "exact", "hmc", "nuts", "sgld"}
         The posterior method; ``"auto"`` is ``"hmc"``.
     draws, chains : int
@@ -145,7 +152,7 @@ def fit(
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     if tally.n < 1:  # pragma: no cover - a Tally cannot be empty
         raise InvalidInputError("tally: holds no reports")
-    dirichlet = as_dirichlet(prior, tally.k)
+    prior_obj = as_prior(prior, tally.k)
     resolved = _resolve_method(method)
     draws = check_int(draws, "draws")
     chains = check_int(chains, "chains")
@@ -156,11 +163,16 @@ def fit(
     elif not isinstance(progressbar, bool | np.bool_):
         raise InvalidTypeError(f"progressbar: expected True, False or None, got {progressbar!r}")
 
+    if isinstance(prior_obj, AdaptiveDirichlet) and resolved not in ADAPTIVE_METHODS:
+        raise NotSupportedError(
+            f"prior: the adaptive prior is not available with method={method!r} yet; use "
+            f"one of {list(ADAPTIVE_METHODS)}"
+        )
     backend = _load_backend(method, resolved)
     try:
         out = backend.sample(
             tally,
-            dirichlet.alpha.copy(),
+            prior_obj.alpha.copy() if isinstance(prior_obj, Dirichlet) else prior_obj,
             draws=draws,
             chains=chains,
             random_seed=seed,
@@ -170,10 +182,16 @@ def fit(
     except ModuleNotFoundError as exc:
         raise _missing_dependency(method, resolved, exc) from exc
     _check_output(out, resolved, chains, draws, tally.k)
+    if isinstance(prior_obj, AdaptiveDirichlet) and "a" not in out.extra:
+        # p(a | theta, data) = p(a | theta): one exact draw of a per draw of theta
+        a = prior_obj.draw_concentration(out.theta, rng=np.random.default_rng([seed, 1]))
+        out = dataclasses.replace(out, extra={**out.extra, "a": a})
+    if isinstance(prior_obj, AdaptiveDirichlet):
+        _warn_grid_edge(prior_obj, out.extra["a"])
     idata = build_inference_data(
         out,
         tally,
-        dirichlet,
+        prior_obj,
         method=resolved,
         requested_method=method,
         random_seed=seed,
@@ -188,7 +206,7 @@ def fit(
 def build_inference_data(
     out: SamplerOutput,
     tally: Tally,
-    prior: Dirichlet,
+    prior: Prior,
     *,
     method: str,
     requested_method: str | None = None,
@@ -209,8 +227,10 @@ def build_inference_data(
     rows = np.arange(tally.n_rows)
     attrs = _fit_attrs(out, tally, prior, method, requested_method, random_seed)
 
+    variables = {"theta": (("chain", "draw", "category"), np.asarray(out.theta, dtype=float))}
+    variables.update({name: (("chain", "draw"), np.asarray(v)) for name, v in out.extra.items()})
     posterior = xr.Dataset(
-        {"theta": (("chain", "draw", "category"), np.asarray(out.theta, dtype=float))},
+        variables,
         coords={**chain_draw, "category": category},
         attrs=attrs,
     )
@@ -249,6 +269,26 @@ def build_inference_data(
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
+#: share of the draws of ``a`` at one end of the adaptive prior's grid that triggers a warning
+EDGE_SHARE = 0.01
+
+
+def _warn_grid_edge(prior: AdaptiveDirichlet, a: np.ndarray) -> None:
+    """Warn when the posterior of ``a`` piles up at an end of its grid (the prior's support
+    cuts the posterior off there)."""
+    for name, value in (("lower", prior.a[0]), ("upper", prior.a[-1])):
+        share = float(np.mean(a == value))
+        if share > EDGE_SHARE:
+            warnings.warn(
+                f"prior: {share:.1%} of the posterior draws of the concentration a sit at the "
+                f"{name} edge of its grid (a = {value:.3g}, log a = {np.log(value):.3g}); the "
+                "grid cuts the posterior off there: widen it (AdaptiveDirichlet(k, width=...)) "
+                "or move log_a_mean",
+                UserWarning,
+                stacklevel=3,
+            )
+
+
 def _resolve_method(method: object) -> str:
     valid = sorted([*BACKENDS, *ALIASES])
     if not isinstance(method, str):
@@ -363,7 +403,7 @@ def to_json(value: Any) -> str:
 def _fit_attrs(
     out: SamplerOutput,
     tally: Tally,
-    prior: Dirichlet,
+    prior: Prior,
     method: str,
     requested_method: str | None,
     random_seed: int | None,
@@ -388,11 +428,16 @@ def _fit_attrs(
     }
 
 
-def _constant_data(tally: Tally, prior: Dirichlet, category: np.ndarray) -> Any:
+def _constant_data(tally: Tally, prior: Prior, category: np.ndarray) -> Any:
     import xarray as xr
 
-    data: dict[str, Any] = {"prior_alpha": (("category",), prior.alpha.copy())}
     coords: dict[str, Any] = {"category": category}
+    if isinstance(prior, Dirichlet):
+        data: dict[str, Any] = {"prior_alpha": (("category",), prior.alpha.copy())}
+    else:  # the adaptive prior's grid on log a and its weights
+        data = {"prior_log_a": (("a_grid",), prior.log_a.copy()),
+                "prior_log_a_weight": (("a_grid",), prior.log_w.copy())}  # fmt: skip
+        coords["a_grid"] = np.arange(prior.log_a.shape[0])
     mechanism = tally.mechanism
     if mechanism is not None:
         data["epsilon"] = ((), float(mechanism.epsilon))

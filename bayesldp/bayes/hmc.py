@@ -54,6 +54,7 @@ import numpy as np
 from bayesldp import likelihood as lk
 from bayesldp._validation import as_generator, check_choice, check_int, check_open_unit
 from bayesldp.bayes._types import SamplerOutput
+from bayesldp.bayes.prior import AdaptiveDirichlet
 from bayesldp.errors import InvalidInputError
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
@@ -73,19 +74,28 @@ class _Target:
     gradient costs O(U K) for dense rows, O(nnz) in support form and O(U + K) for GRR.
     """
 
-    def __init__(self, tally: Tally, alpha: np.ndarray) -> None:
+    def __init__(self, tally: Tally, prior: np.ndarray | AdaptiveDirichlet) -> None:
         self.lik = Likelihood(tally)
         self.n = self.lik.n
-        self.alpha = alpha
-        self.k = alpha.shape[0]
+        self.k = tally.k
         self.d = self.k - 1
-        self.shift = self.n + float(alpha.sum())
-        self.const = math.lgamma(float(alpha.sum())) - sum(math.lgamma(a) for a in alpha)
+        if isinstance(prior, AdaptiveDirichlet):
+            self.adaptive = prior
+            self.alpha = np.ones(self.k)  # the start of the mode search only
+            self.prior_a, self.prior_c = prior.a, prior.c
+            self.shift = self.n
+            self.const = 0.0
+        else:
+            self.adaptive = None
+            self.alpha = prior
+            self.prior_a = self.prior_c = np.empty(0)
+            self.shift = self.n + float(prior.sum())
+            self.const = math.lgamma(float(prior.sum())) - sum(math.lgamma(a) for a in prior)
 
     def data(self) -> tuple:
         """What the compiled kernels read: the likelihood's arrays, counts and the prior."""
         return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift,
-                self.const + self.lik.scale_const)  # fmt: skip
+                self.const + self.lik.scale_const, self.prior_a, self.prior_c)  # fmt: skip
 
     def work(self) -> tuple:
         """Scratch arrays of the compiled log-density: theta, g (K,) and three of length U."""
@@ -101,31 +111,52 @@ class _Target:
         s = e.sum(axis=-1, keepdims=True)
         return e / s, zf - np.log(s)
 
+    def _prior(self, log_theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Prior log-density on z (C,), the concentration in its gradient (C, K) and, for the
+        adaptive prior, ``Var[a | theta]`` (C,)."""
+        if self.adaptive is None:
+            lp = log_theta @ self.alpha + self.const
+            return lp, np.broadcast_to(self.alpha, log_theta.shape), np.zeros(len(lp))
+        s_total = log_theta.sum(axis=-1)
+        logp = self.adaptive.conditional_log_probs(s_total)
+        probs = np.exp(logp)
+        abar = probs @ self.prior_a
+        var = probs @ (self.prior_a**2) - abar**2
+        terms = self.prior_c + self.prior_a * s_total[:, None]
+        lp = terms.max(axis=-1) + np.log(np.exp(terms - terms.max(axis=-1, keepdims=True)).sum(-1))
+        return lp, np.repeat(abar[:, None], self.k, axis=1), np.maximum(var, 0.0)
+
     def __call__(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Log-density (C,) and gradient (C, d) at ``z`` of shape (C, d)."""
         theta, log_theta = self.theta(z)
-        logp = log_theta @ self.alpha + self.const
+        logp, conc, _ = self._prior(log_theta)
         g = np.empty_like(theta)
         for c in range(theta.shape[0]):
             ll, g[c] = self.lik.grad(theta[c])
             logp[c] += ll
         d = self.d
-        grad = theta[:, :d] * (g[:, :d] - self.shift) + self.alpha[:d]
+        shift = self.n + conc.sum(axis=-1, keepdims=True)
+        grad = theta[:, :d] * (g[:, :d] - shift) + conc[:, :d]
         return logp, grad
 
     def hessian(self, z: np.ndarray) -> np.ndarray:
         """Hessian (d, d) of the log-density at one point ``z`` (d,).
 
         ``diag(theta*g) - D L^T diag(c/mu^2) L D - (n + A)(diag theta - theta theta^T)`` with
-        ``D = diag(theta)``, restricted to the first ``d`` coordinates.
+        ``D = diag(theta)``, restricted to the first ``d`` coordinates; for the adaptive prior
+        ``A = K abar`` plus ``Var[a | theta] (1 - K theta)(1 - K theta)^T``.
         """
-        theta, _ = self.theta(z[None, :])
+        theta, log_theta = self.theta(z[None, :])
+        _, conc, var = self._prior(log_theta)
         theta = theta[0]
         _, mu = self.lik.evaluate(theta)
         _, g = self.lik.grad(theta)
         gram = self.lik.full_gram(self.lik.counts / (mu * mu))
         hess = np.diag(theta * g) - theta[:, None] * gram * theta[None, :]
-        hess -= self.shift * (np.diag(theta) - np.outer(theta, theta))
+        hess -= (self.n + conc[0].sum()) * (np.diag(theta) - np.outer(theta, theta))
+        if self.adaptive is not None:  # d S / d z = 1 - K theta; the a-mixture's curvature
+            ds = 1.0 - self.k * theta
+            hess += var[0] * np.outer(ds, ds)
         return hess[: self.d, : self.d]
 
 
@@ -208,9 +239,31 @@ def _copy(dst, src):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
+def _prior_terms(s_total, pa, pc):  # pragma: no cover - compiled
+    """``log sum_j exp(pc_j + pa_j S)`` and ``abar = E[a | S]`` (adaptive prior)."""
+    top = -math.inf
+    for j in range(pa.shape[0]):
+        v = pc[j] + pa[j] * s_total
+        if v > top:
+            top = v
+    tot = 0.0
+    mean = 0.0
+    for j in range(pa.shape[0]):
+        e = math.exp(pc[j] + pa[j] * s_total - top)
+        tot += e
+        mean += pa[j] * e
+    return top + math.log(tot), mean / tot
+
+
+@nb.njit(cache=True)
 def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
-    """Log-density at ``z`` (returned) and its gradient (into ``grad``), one likelihood pass."""
-    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const = data
+    """Log-density at ``z`` (returned) and its gradient (into ``grad``), one likelihood pass.
+
+    Fixed prior: ``sum_x alpha_x log theta_x``; adaptive prior (``pa`` non-empty):
+    ``log sum_j exp(pc_j + pa_j S)``, ``S = sum_x log theta_x``, whose gradient is the fixed
+    prior's with every ``alpha_x`` equal to ``abar = E[a | S]``.
+    """
+    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const, pa, pc = data
     theta, g, r, lth, w = work
     d = z.shape[0]
     top = 0.0
@@ -221,16 +274,29 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     for i in range(d):
         s += math.exp(z[i] - top)
     log_norm = top + math.log(s)
-    lp = const - alpha[d] * log_norm
     theta[d] = math.exp(-log_norm)
+    adaptive = pa.shape[0] > 0
+    lp = const
+    s_total = -log_norm
+    if not adaptive:
+        lp -= alpha[d] * log_norm
     for i in range(d):
         log_theta = z[i] - log_norm
         theta[i] = math.exp(log_theta)
-        lp += alpha[i] * log_theta
+        s_total += log_theta
+        if not adaptive:
+            lp += alpha[i] * log_theta
     lp += lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta, 0.0, r,
                       lth, w, g)  # fmt: skip
-    for i in range(d):
-        grad[i] = theta[i] * (g[i] - shift) + alpha[i]
+    if adaptive:
+        prior_lp, abar = _prior_terms(s_total, pa, pc)
+        lp += prior_lp
+        shift_a = shift + (d + 1) * abar
+        for i in range(d):
+            grad[i] = theta[i] * (g[i] - shift_a) + abar
+    else:
+        for i in range(d):
+            grad[i] = theta[i] * (g[i] - shift) + alpha[i]
     return lp
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bayesldp.bayes.fit import VERSION_ATTR, import_arviz
-from bayesldp.bayes.prior import Dirichlet
+from bayesldp.bayes.prior import Prior, prior_from_json
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 
 if TYPE_CHECKING:
@@ -79,10 +79,10 @@ def load_fit(path: str | os.PathLike[str]) -> arviz.InferenceData:
     return idata
 
 
-def fit_prior(idata: arviz.InferenceData) -> Dirichlet:
-    """The prior a fit used, rebuilt from its attrs."""
+def fit_prior(idata: arviz.InferenceData) -> Prior:
+    """The prior a fit used (Dirichlet or AdaptiveDirichlet), rebuilt from its attrs."""
     _check_is_fit(idata, "idata")
-    return Dirichlet.from_json(idata.posterior.attrs["prior"])
+    return prior_from_json(idata.posterior.attrs["prior"])
 
 
 def _check_is_fit(idata: Any, what: str) -> None:

@@ -1,0 +1,178 @@
+"""The adaptive prior: theta | a ~ Dirichlet(a 1_K), log a ~ a discretised normal."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import dirichlet
+
+import bayesldp
+from bayesldp.bayes import AdaptiveDirichlet, Dirichlet, as_prior, hmc
+from bayesldp.bayes.exact import exact_posterior
+from bayesldp.bayes.fit import import_arviz
+from bayesldp.errors import InvalidInputError, NotSupportedError
+
+
+def brute_logpdf(prior, theta):
+    """log sum_j w_j Dir(theta; a_j 1) with scipy's Dirichlet density."""
+    terms = [lw + dirichlet.logpdf(theta, np.full(prior.k, a)) for lw, a in
+             zip(prior.log_w, prior.a, strict=True)]  # fmt: skip
+    return logsumexp(terms)
+
+
+# ------------------------------------------------------------------------------ the prior
+def test_grid_is_a_discretised_normal_on_log_a():
+    prior = AdaptiveDirichlet(6, log_a_mean=0.3, log_a_sd=1.5, step=0.25, width=3.0)
+    np.testing.assert_allclose(np.diff(prior.log_a), 0.25)
+    assert prior.log_a[0] >= 0.3 - 4.5 - 1e-12 and prior.log_a[-1] <= 0.3 + 4.5 + 1e-12
+    assert logsumexp(prior.log_w) == pytest.approx(0.0, abs=1e-12)
+    z = (prior.log_a - 0.3) / 1.5
+    np.testing.assert_allclose(np.diff(prior.log_w), np.diff(-0.5 * z * z), rtol=1e-12)
+
+
+@pytest.mark.parametrize("theta", [[0.25, 0.25, 0.25, 0.25], [0.7, 0.2, 0.09, 0.01],
+                                   [0.97, 0.01, 0.01, 0.01]])  # fmt: skip
+def test_logpdf_is_the_mixture_of_dirichlets(theta):
+    prior = AdaptiveDirichlet(4)
+    assert prior.logpdf(np.array(theta)) == pytest.approx(brute_logpdf(prior, theta), rel=1e-10)
+
+
+def test_conditional_of_a_and_its_draws():
+    prior = AdaptiveDirichlet(5, step=0.5)
+    theta = np.array([0.6, 0.3, 0.05, 0.04, 0.01])
+    log_p = prior.conditional_log_probs(prior.log_sum_theta(theta))
+    brute = np.array([lw + dirichlet.logpdf(theta, np.full(5, a))
+                      for lw, a in zip(prior.log_w, prior.a, strict=True)])  # fmt: skip
+    np.testing.assert_allclose(log_p, brute - logsumexp(brute), atol=1e-10)
+    draws = prior.draw_concentration(np.tile(theta, (40_000, 1)), rng=1)
+    freq = np.array([np.mean(draws == a) for a in prior.a])
+    p = np.exp(log_p)
+    # each frequency within 5 binomial sd of its probability
+    assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / 40_000) + 1e-12)
+
+
+def test_prior_draws_have_the_mixture_mean_of_a():
+    prior = AdaptiveDirichlet(3, log_a_sd=0.5)
+    theta = prior.sample(20_000, rng=2)
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(theta.mean(axis=0), np.full(3, 1 / 3), atol=0.01)
+
+
+def test_as_prior_and_bad_input():
+    assert as_prior("adaptive", 7) == AdaptiveDirichlet(7)
+    assert as_prior(0.5, 3) == Dirichlet.symmetric(3, 0.5)
+    with pytest.raises(InvalidInputError, match="adaptive"):
+        as_prior("jeffreys", 3)
+    with pytest.raises(InvalidInputError, match="K = 4"):
+        as_prior(AdaptiveDirichlet(3), 4)
+    with pytest.raises(InvalidInputError, match="log_a_sd"):
+        AdaptiveDirichlet(3, log_a_sd=0)
+    with pytest.raises(InvalidInputError, match="log_a_mean"):
+        AdaptiveDirichlet(3, log_a_mean=float("nan"))
+    with pytest.raises(InvalidInputError, match="step"):
+        AdaptiveDirichlet(3, step=100.0)
+    with pytest.raises(InvalidInputError, match="grid"):
+        AdaptiveDirichlet(3, log_a_mean=40.0)
+
+
+def test_round_trip():
+    prior = AdaptiveDirichlet(4, log_a_mean=-1.0, log_a_sd=1.0)
+    assert AdaptiveDirichlet.from_dict(json.loads(prior.to_json())) == prior
+
+
+# ------------------------------------------------------------------------------ HMC target
+def test_hmc_target_is_loglik_plus_marginal_prior_plus_jacobian():
+    tally = bayesldp.GRR(4, 1.0).tally_from_report_counts([5, 0, 3, 2])
+    prior = AdaptiveDirichlet(4)
+    target = hmc._Target(tally, prior)
+    z = np.random.default_rng(1).normal(scale=2.0, size=(6, 3))
+    theta, log_theta = target.theta(z)
+    logp, grad = target(z)
+    expected = tally.loglik(theta) + prior.logpdf(theta) + log_theta.sum(axis=1)
+    np.testing.assert_allclose(np.diff(logp), np.diff(expected), rtol=1e-10)
+    data = target.data()
+    lps = []
+    for i in range(z.shape[0]):
+        g_out = np.empty(3)
+        lps.append(hmc._logp_grad(z[i].copy(), data, target.work(), g_out))
+        np.testing.assert_allclose(g_out, grad[i], rtol=1e-9, atol=1e-12)
+    # the compiled log-density differs from the Python one by a constant only
+    np.testing.assert_allclose(np.diff(lps), np.diff(logp), rtol=1e-10)
+
+
+def test_hmc_gradient_and_hessian_match_finite_differences():
+    tally = bayesldp.GRR(5, 0.8).tally_from_report_counts([40, 10, 0, 25, 7])
+    target = hmc._Target(tally, AdaptiveDirichlet(5))
+    z = np.array([0.3, -0.4, 1.1, -0.2])
+    h = 1e-6
+    _, grad = target(z[None, :])
+    hess = target.hessian(z)
+    for i in range(4):
+        dz = np.zeros(4)
+        dz[i] = h
+        lp_plus, g_plus = target((z + dz)[None, :])
+        lp_minus, g_minus = target((z - dz)[None, :])
+        assert grad[0, i] == pytest.approx((lp_plus[0] - lp_minus[0]) / (2 * h), rel=1e-6)
+        np.testing.assert_allclose(hess[:, i], (g_plus[0] - g_minus[0]) / (2 * h), rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------ fits
+@pytest.fixture(scope="module")
+def small_tally():
+    return bayesldp.GRR(4, 1.0).simulate_tally(np.array([30, 10, 3, 0]), rng=3)
+
+
+@pytest.fixture(scope="module")
+def brute(small_tally):
+    """p(a_j | tally) and the posterior mean of theta from one exact posterior per node."""
+    prior = AdaptiveDirichlet(4)
+    posts = [exact_posterior(small_tally, Dirichlet.symmetric(4, a)) for a in prior.a]
+    log_p = prior.log_w + np.array([p.log_marginal_likelihood for p in posts])
+    p = np.exp(log_p - logsumexp(log_p))
+    return p, p @ np.array([post.mean for post in posts])
+
+
+def test_exact_posterior_of_a_is_the_brute_force_one(small_tally, brute):
+    idata = bayesldp.fit(small_tally, prior="adaptive", method="exact", draws=2000, random_seed=0)
+    info = json.loads(idata.posterior.attrs["backend_info"])
+    np.testing.assert_allclose(info["a_posterior"]["probability"], brute[0], atol=1e-12)
+    assert set(np.unique(idata.posterior["a"].values)) <= set(AdaptiveDirichlet(4).a)
+    draws = idata.posterior["theta"].values.reshape(-1, 4)
+    se = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - brute[1]) < 4 * se)
+
+
+def test_hmc_under_the_adaptive_prior_matches_the_exact_posterior(small_tally, brute):
+    az = import_arviz()
+    # 43 reports at eps = 1 say little about a: its posterior is wide and the sampler needs
+    # more draws than under a fixed prior (bulk ESS about 1,200 of 16,000 here)
+    idata = bayesldp.fit(small_tally, prior="adaptive", draws=4000, random_seed=5)
+    post = idata.posterior
+    summary = az.summary(idata, var_names=["theta", "a"], kind="all")
+    assert summary["r_hat"].max() <= 1.01 and post.attrs["divergences"] == 0
+    mean = post["theta"].mean(("chain", "draw")).values
+    mcse = summary["mcse_mean"].values[:4]
+    assert np.all(np.abs(mean - brute[1]) < 4 * mcse)
+    want_a = brute[0] @ AdaptiveDirichlet(4).a
+    a_mcse = float(summary.loc["a", "mcse_mean"])
+    assert abs(float(post["a"].mean()) - want_a) < 4 * a_mcse
+    assert json.loads(post.attrs["prior"])["distribution"] == "AdaptiveDirichlet"
+    assert "prior_log_a" in idata.constant_data
+    assert bayesldp.bayes.fit_prior(idata) == AdaptiveDirichlet(4)
+
+
+def test_a_piled_at_the_grid_edge_warns_with_the_edge():
+    tally = bayesldp.GRR(4, 3.0).simulate_tally(np.array([20, 20, 20, 20]), rng=3)
+    narrow = AdaptiveDirichlet(4, log_a_mean=-2.0, log_a_sd=0.5, width=2.0)
+    with pytest.warns(UserWarning, match=r"upper edge of its grid \(a = 0\.368"):
+        bayesldp.fit(tally, prior=narrow, method="exact", random_seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bayesldp.fit(tally, prior="adaptive", method="exact", random_seed=0)
+
+
+def test_methods_without_the_adaptive_prior_say_so(small_tally):
+    with pytest.raises(NotSupportedError, match="adaptive prior"):
+        bayesldp.fit(small_tally, prior="adaptive", method="sgld")
