@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp._validation import check_alpha
+from bayesldp.bayes.prior import AdaptiveDirichlet
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import FiniteChannelMechanism
 from bayesldp.tally import Tally
@@ -125,8 +126,12 @@ def build_model(tally: Tally, alpha: Any, *, labels: Sequence[Any] | None = None
     ----------
     tally : Tally
         Any tally (dense or support form).
-    alpha : array_like of float, shape (K,)
-        Dirichlet concentrations (finite, > 0).
+    alpha : array_like of float, shape (K,), or AdaptiveDirichlet
+        Dirichlet concentrations (finite, > 0), or the adaptive prior: then ``theta`` is a
+        ``Dirichlet(1)`` variable and the potential ``"adaptive_prior"``,
+        ``log sum_j exp(c_j + (a_j - 1) sum_x log theta_x)``, turns it into the marginal
+        adaptive prior (``a`` summed out on its grid; ``bayesldp.fit`` draws ``a`` afterwards
+        from ``p(a | theta)``).
     labels : sequence, optional
         ``K`` category labels for the "category" coordinate (default ``0..K-1``).
 
@@ -154,7 +159,10 @@ def build_model(tally: Tally, alpha: Any, *, labels: Sequence[Any] | None = None
     if not isinstance(tally, Tally):
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     k = tally.k
-    alpha = check_alpha(alpha, k)
+    adaptive = alpha if isinstance(alpha, AdaptiveDirichlet) else None
+    if adaptive is not None and adaptive.k != k:
+        raise InvalidInputError(f"alpha: an AdaptiveDirichlet on {adaptive.k} categories, K = {k}")
+    alpha = np.ones(k) if adaptive is not None else check_alpha(alpha, k)
     if labels is None:
         category = list(range(k))
     else:
@@ -174,6 +182,9 @@ def build_model(tally: Tally, alpha: Any, *, labels: Sequence[Any] | None = None
 
     with pm.Model(coords=coords) as model:
         theta = pm.Dirichlet("theta", a=alpha, dims="category")
+        if adaptive is not None:  # Dirichlet(1) times this is the marginal adaptive prior
+            s_total = pt.sum(pt.log(theta))
+            pm.Potential("adaptive_prior", pt.logsumexp(adaptive.c + (adaptive.a - 1.0) * s_total))
         if finite is not None:
             n = int(tally.n)
             prob_scale = multiplicity.astype(float)

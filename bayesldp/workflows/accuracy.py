@@ -789,10 +789,19 @@ def verdicts_em_mr(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdic
     cells = CELL_COLUMNS["em_mr"]
     it = summary.pivot_table(index=cells, columns="estimator", values="iterations_mean")
     secs = summary.pivot_table(index=cells, columns="estimator", values="seconds_mean")
+    # the slides' EM is plain EM: compare with the IBU (plain EM, the authors' stopping rule)
+    # when it ran; bayesldp's "em" is SQUAREM-accelerated to the MLE
+    base = "ibu" if "ibu" in est else "em"
+    note = (
+        "Both run plain EM steps as the authors' code does (IBU: one run with their stopping "
+        "rule; EM-MR: three stages with theirs)."
+        if base == "ibu"
+        else "bayesldp's EM is SQUAREM-accelerated, so this does not test the slides' plain EM."
+    )
     for v in variants:
-        fewer = int((it[v] < it["em"]).sum())
-        time_ratio = secs[v] / secs["em"]
-        maps_ratio = it[v] / it["em"]
+        fewer = int((it[v] < it[base]).sum())
+        time_ratio = secs[v] / secs[base]
+        maps_ratio = it[v] / it[base]
         if fewer == len(it):
             verdict = "holds"
         else:
@@ -802,15 +811,11 @@ def verdicts_em_mr(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdic
                 "001",
                 f"{LABELS[v]} converges faster than EM.",
                 verdict,
-                f"{LABELS[v]} needed fewer EM maps than EM in {fewer}/{len(it)} cells (maps ratio "
-                f"{maps_ratio.min():.2f}..{maps_ratio.max():.2f}, median "
+                f"{LABELS[v]} needed fewer EM maps than {LABELS[base]} in {fewer}/{len(it)} "
+                f"cells (maps ratio {maps_ratio.min():.2f}..{maps_ratio.max():.2f}, median "
                 f"{maps_ratio.median():.2f}); wall-time ratio {time_ratio.min():.2f}.."
                 f"{time_ratio.max():.2f} (median {time_ratio.median():.2f}; times are noisy on "
-                "this shared machine, maps are not).  bayesldp's EM-MR runs EM to convergence "
-                "first and "
-                "then re-runs it on the reduced mixture (the slides' version reduces during the "
-                "iterations), so it cannot need fewer maps here: this tests the package, not the "
-                "slides' algorithm.",
+                f"this shared machine, maps are not).  {note}",
             )
         )
     return out

@@ -173,6 +173,31 @@ def test_a_piled_at_the_grid_edge_warns_with_the_edge():
         bayesldp.fit(tally, prior="adaptive", method="exact", random_seed=0)
 
 
+def test_pymc_model_density_is_loglik_plus_the_marginal_prior(small_tally):
+    pytest.importorskip("pymc")
+    from bayesldp.bayes.model import build_model
+
+    prior = AdaptiveDirichlet(4)
+    model = build_model(small_tally, prior)
+    logp = model.compile_logp(jacobian=False)
+    transform = model.rvs_to_transforms[model["theta"]]
+    points = np.random.default_rng(2).dirichlet(np.ones(4), size=5)
+    got = [logp({"theta_simplex__": transform.forward(t).eval()}) for t in points]
+    want = small_tally.loglik(points) + prior.logpdf(points)
+    np.testing.assert_allclose(np.diff(got), np.diff(want), rtol=1e-9)
+
+
+def test_pymc_nuts_under_the_adaptive_prior(small_tally, brute):
+    pytest.importorskip("pymc")
+    az = import_arviz()
+    idata = bayesldp.fit(small_tally, prior="adaptive", method="nuts", draws=1000,
+                         random_seed=6, compute_convergence_checks=False)  # fmt: skip
+    summary = az.summary(idata, var_names=["theta"], kind="all")
+    mean = idata.posterior["theta"].mean(("chain", "draw")).values
+    assert np.all(np.abs(mean - brute[1]) < 5 * summary["mcse_mean"].values)
+    assert "a" in idata.posterior
+
+
 def test_methods_without_the_adaptive_prior_say_so(small_tally):
     with pytest.raises(NotSupportedError, match="adaptive prior"):
         bayesldp.fit(small_tally, prior="adaptive", method="sgld")
