@@ -225,11 +225,22 @@ def cmd_survey(args: argparse.Namespace) -> int:
         return run_survey(spec, out, resume=args.resume is not None, quiet=args.quiet)
 
 
+def package_version() -> str:
+    """The installed distribution's version (importlib.metadata), the one pip reports."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bayesldp")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bayesldp",
         description="Bayesian frequency estimation under local differential privacy",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run", help="run a models/*.toml spec of any kind: study, survey, grid, accuracy"

@@ -306,3 +306,12 @@ def test_bad_inputs_get_one_line(tmp_path, capsys):
     assert "RRRR: needs subset" in _error(capsys)
     assert main(["estimate", str(blank), *args, "--g", "3"]) == 2
     assert "GRR: does not take g" in _error(capsys)
+
+
+def test_version_is_the_installed_one(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"bayesldp {version('bayesldp')}"
