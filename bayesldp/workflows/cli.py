@@ -112,8 +112,21 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, required=True, help="number of categories")
     parser.add_argument("--epsilon", type=float, required=True, help="privacy budget")
     for param in all_parameters().values():
-        nargs = "+" if param.many else None
-        parser.add_argument(f"--{param.name}", type=param.kind, nargs=nargs, help=param.help)
+        nargs = "*" if param.many else None  # "--subset" alone is the empty list
+        parser.add_argument(
+            f"--{param.name}", type=param.kind, nargs=nargs, help=_option_help(param.name)
+        )
+
+
+def _option_help(name: str) -> str:
+    """The help of a mechanism option: its declared help and which mechanisms take it."""
+    from bayesldp.mechanisms import names, parameters
+
+    takers = {mech: p for mech in names() for p in parameters(mech) if p.name == name}
+    where = ", ".join(f"{mech} (required)" if p.required else mech for mech, p in takers.items())
+    first = next(iter(takers.values()))
+    empty = "; the option alone gives the empty list" if first.many else ""
+    return f"{where}: {first.help}{empty}"
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -317,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except BayesLDPError as exc:
-        print(f"bayesldp: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).splitlines())  # one line, whatever the message holds
+        print(f"bayesldp: error: {message}", file=sys.stderr)
         return 2
 
 

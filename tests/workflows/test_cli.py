@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from bayesldp.mechanisms import names as mechanism_names
 from bayesldp.workflows.cli import main
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -315,3 +316,42 @@ def test_version_is_the_installed_one(capsys):
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"bayesldp {version('bayesldp')}"
+
+
+# ------------------------------------------------------------- every registered mechanism
+#: a value for every required mechanism parameter (a new required one must be added here)
+EXAMPLE_VALUES = {"subset": [0, 2]}
+
+
+def _mechanism_args(name: str) -> tuple[list[str], dict]:
+    """The CLI options and the keyword arguments of ``name`` with its required parameters."""
+    from bayesldp.mechanisms import parameters
+
+    kwargs = {p.name: EXAMPLE_VALUES[p.name] for p in parameters(name) if p.required}
+    args = [str(v) for key, values in kwargs.items() for v in [f"--{key}", *values]]
+    return args, kwargs
+
+
+@pytest.mark.parametrize("name", mechanism_names())
+def test_every_mechanism_audits_and_estimates(tmp_path, capsys, name):
+    """`audit` and `estimate` run for every registered mechanism, on its own report layout."""
+    import numpy as np
+
+    from bayesldp.mechanisms import make_mechanism
+
+    options, kwargs = _mechanism_args(name)
+    common = ["--k", "5", "--epsilon", "1", *options]
+    assert main(["audit", name, *common, "--trials", "2000"]) == 0
+    mech = make_mechanism(name, 5, 1.0, **kwargs)
+    reports = mech.perturb(np.random.default_rng(0).integers(0, 5, 300), rng=1)
+    path = tmp_path / "reports.csv"
+    mech.reports_to_frame(reports).to_csv(path, index=False)
+    assert main(["estimate", str(path), "--mechanism", name, *common]) == 0
+    assert "300 reports" in capsys.readouterr().out
+
+
+def test_rrrr_with_an_empty_subset(capsys):
+    """`--subset` alone is S empty (RRRR is then GRR(k, epsilon)), a valid RRRR."""
+    args = ["audit", "RRRR", "--k", "4", "--epsilon", "1", "--subset", "--trials", "2000"]
+    assert main(args) == 0
+    assert "subset=[]" in capsys.readouterr().out
