@@ -355,3 +355,12 @@ def test_rrrr_with_an_empty_subset(capsys):
     args = ["audit", "RRRR", "--k", "4", "--epsilon", "1", "--subset", "--trials", "2000"]
     assert main(args) == 0
     assert "subset=[]" in capsys.readouterr().out
+
+
+def test_mechanism_names_are_case_insensitive_and_aliases(tmp_path, capsys):
+    assert main(["audit", "hr", "--k", "4", "--epsilon", "1", "--trials", "2000"]) == 0
+    assert capsys.readouterr().out.startswith("HadamardResponse(k=4")
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=100)
+    assert main(["estimate", str(path), "--mechanism", "krr", "--k", "4", "--epsilon", "2"]) == 0
+    assert capsys.readouterr().out.startswith("GRR(k=4, epsilon=2)")
