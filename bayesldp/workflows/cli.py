@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bayesldp.errors import BayesLDPError, InvalidInputError
 from bayesldp.workflows.outputs import directory_lock, writable_directory, writable_file
+from bayesldp.workflows.tables import OUTPUT_HELP, OUTPUTS
 
 
 def _progress(quiet: bool):
@@ -179,9 +180,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    import numpy as np
-
+    """``bayesldp estimate REPORTS``: frequencies (and intervals where the method gives them)."""
     from bayesldp.workflows.report_files import read_reports
+    from bayesldp.workflows.tables import print_table
 
     if args.save_posterior:
         if args.method != "posterior":
@@ -190,40 +191,82 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     mech, tally = read_reports(
         args.reports, args.mechanism, k=args.k, epsilon=args.epsilon, **_mechanism_params(args)
     )
-    labels = list(range(tally.k))
     if args.method == "posterior":
-        from bayesldp.bayes import fit, save_fit
-
-        idata = fit(
-            tally,
-            prior=args.prior,
-            method=args.fit_method,
-            random_seed=args.seed,
-            progressbar=not args.quiet,
-        )
-        draws = idata.posterior["theta"].values.reshape(-1, tally.k)
-        point = draws.mean(axis=0)
-        lower, upper = np.quantile(draws, [0.05, 0.95], axis=0)
-        kind = f"posterior mean ({args.fit_method}), 90% credible interval"
-        if args.save_posterior:
-            save_fit(idata, args.save_posterior)
+        point, interval, kind = _posterior_estimate(args, tally)
     else:
-        from bayesldp.estimators import estimate
-
-        result = estimate(tally, method=args.method)
-        point = result.frequencies
-        half = None if result.std_errors is None else 1.6448536269514722 * result.std_errors
-        lower = point - half if half is not None else None
-        upper = point + half if half is not None else None
-        kind = f"{args.method}" + (", 90% normal interval" if half is not None else "")
-    print(f"{mech!r}: {tally.n:,} reports; {kind}")
-    print("| category | estimate | 5% | 95% |")
-    print("|---:|---:|---:|---:|")
-    for x in labels:
-        lo = "" if lower is None else f"{lower[x]:.4f}"
-        hi = "" if upper is None else f"{upper[x]:.4f}"
-        print(f"| {x} | {point[x]:.4f} | {lo} | {hi} |")
+        point, interval, kind = _frequentist_estimate(args.method, tally)
+    print_table(_estimate_table(mech, tally.n, args.method, point, interval, kind), args.output)
     return 0
+
+
+#: the normal quantile of a two-sided 90% interval
+Z90 = 1.6448536269514722
+
+
+def _posterior_estimate(args: argparse.Namespace, tally):
+    """Posterior mean and the 5% / 95% posterior quantiles (a 90% credible interval)."""
+    import numpy as np
+
+    from bayesldp.bayes import fit, save_fit
+
+    idata = fit(
+        tally,
+        prior=args.prior,
+        method=args.fit_method,
+        random_seed=args.seed,
+        progressbar=not args.quiet,
+    )
+    if args.save_posterior:
+        save_fit(idata, args.save_posterior)
+    draws = idata.posterior["theta"].values.reshape(-1, tally.k)
+    interval = np.quantile(draws, [0.05, 0.95], axis=0)
+    return (
+        draws.mean(axis=0),
+        interval,
+        f"posterior mean ({args.fit_method}), 90% credible interval",
+    )
+
+
+def _frequentist_estimate(method: str, tally):
+    """The estimate of ``method``, its 90% normal interval (None without standard errors)."""
+    from bayesldp.estimators import estimate
+
+    result = estimate(tally, method=method)
+    point = result.frequencies
+    if result.std_errors is None:
+        return point, None, method
+    half = Z90 * result.std_errors
+    return point, (point - half, point + half), f"{method}, 90% normal interval"
+
+
+def _estimate_table(mech, n: int, method: str, point, interval, kind: str):
+    """The table of ``estimate``: one row per category; interval columns only where there is one."""
+    from bayesldp.workflows.tables import Table
+
+    columns, headers = ["category", "estimate"], ["category", "estimate"]
+    values = [point]
+    notes = []
+    if interval is None:
+        notes.append(
+            f"note: {method} gives no interval (it has no standard errors); --method mle "
+            "(normal interval) or posterior (credible interval) gives one"
+        )
+    else:
+        columns += ["lower_5", "upper_95"]
+        headers += ["5%", "95%"]
+        values += list(interval)
+    rows = [[x, *(float(v[x]) for v in values)] for x in range(len(point))]
+    meta = {
+        "mechanism": type(mech).__name__,
+        "parameters": mech.params(),
+        "reports": int(n),
+        "method": method,
+        "estimate": kind,
+        "interval": None if interval is None else "90% (columns lower_5, upper_95)",
+    }
+    title = [f"{mech!r}: {n:,} reports; {kind}"]
+    formats = dict.fromkeys(columns[1:], ".4f")
+    return Table(columns, rows, title, notes, meta, headers, formats)
 
 
 def cmd_survey(args: argparse.Namespace) -> int:
@@ -308,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--seed", type=int, default=0, help="seed of the posterior sampler")
     est.add_argument("--save-posterior", help="write the posterior to this netCDF file")
     est.add_argument("--quiet", action="store_true", help="no progress output")
+    est.add_argument("--output", choices=OUTPUTS, default="table", help=OUTPUT_HELP)
     est.set_defaults(func=cmd_estimate)
     sur = sub.add_parser("survey", help="simulate an AdOBEst-LDP adaptive survey")
     sur.add_argument("spec", help="survey spec (TOML), e.g. models/survey.toml")
@@ -329,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     try:
         return args.func(args)
+    except BrokenPipeError:  # stdout closed early (| head): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except BayesLDPError as exc:
         message = " ".join(str(exc).splitlines())  # one line, whatever the message holds
         print(f"bayesldp: error: {message}", file=sys.stderr)

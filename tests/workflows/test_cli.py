@@ -364,3 +364,35 @@ def test_mechanism_names_are_case_insensitive_and_aliases(tmp_path, capsys):
     _write_grr_reports(path, n=100)
     assert main(["estimate", str(path), "--mechanism", "krr", "--k", "4", "--epsilon", "2"]) == 0
     assert capsys.readouterr().out.startswith("GRR(k=4, epsilon=2)")
+
+
+def test_estimate_without_interval_says_so(tmp_path, capsys):
+    """norm_sub has no standard errors: a note instead of empty 5% / 95% columns."""
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=500)
+    args = ["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "| category | estimate |" in out and "5%" not in out and "|  |" not in out
+    assert "note: norm_sub gives no interval" in out
+    assert main([*args, "--method", "mle"]) == 0
+    out = capsys.readouterr().out
+    assert "| category | estimate | 5% | 95% |" in out and "no interval" not in out
+
+
+def test_estimate_machine_readable_output(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=500)
+    args = ["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "2"]
+    assert main([*args, "--method", "oracle", "--output", "csv"]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [r["category"] for r in rows] == ["0", "1", "2", "3"]
+    assert all(float(r["lower_5"]) < float(r["estimate"]) < float(r["upper_95"]) for r in rows)
+    assert main([*args, "--output", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mechanism"] == "GRR" and result["reports"] == 500
+    assert result["interval"] is None and set(result["rows"][0]) == {"category", "estimate"}
+    assert abs(sum(r["estimate"] for r in result["rows"]) - 1) < 1e-9
+    assert result["notes"][0].startswith("note: norm_sub gives no interval")
