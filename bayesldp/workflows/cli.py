@@ -335,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     est = sub.add_parser(
         "estimate",
         help="estimate frequencies from collected reports",
-        epilog="file layouts:\n" + report_files.__doc__.split("\n\n", 2)[2],
+        epilog="report file layouts (columns, by mechanism):\n" + report_files.layouts(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     est.add_argument("reports", help="CSV or Parquet file of reports (layouts below)")

@@ -396,3 +396,17 @@ def test_estimate_machine_readable_output(tmp_path, capsys):
     assert result["interval"] is None and set(result["rows"][0]) == {"category", "estimate"}
     assert abs(sum(r["estimate"] for r in result["rows"]) - 1) < 1e-9
     assert result["notes"][0].startswith("note: norm_sub gives no interval")
+
+
+def test_estimate_help_lists_every_layout(capsys):
+    """The help prints each registered mechanism's report columns, not a pointer to a docstring."""
+    from bayesldp.workflows.report_files import layout
+
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # the help wraps long lines
+    assert "``" not in text and "=====" not in text
+    for name in mechanism_names():
+        assert f" {name}: {layout(name)}" in text
+    assert "OLH: Columns a, b" in text and "report and count" in text
+    assert "HadamardResponse: A report column of integers 0..K'-1" in text
