@@ -157,7 +157,8 @@ def test_survey_runs_and_resumes(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
     report = (out / "report.md").read_text()
-    assert "| adaptive | tv | 600 |" in report and "| non_adaptive |" in report
+    assert "| adaptive RRRR | tv | 600 |" in report
+    assert "| non-adaptive baseline: GRR(K = 4, eps = 1.0) | non_adaptive | 600 |" in report
     # a finished survey resumes as a no-op with the same report; a fresh run refuses to overwrite
     assert main(["survey", str(spec), "--resume", str(out), "--quiet"]) == 0
     assert (out / "report.md").read_text() == report
@@ -410,3 +411,18 @@ def test_estimate_help_lists_every_layout(capsys):
         assert f" {name}: {layout(name)}" in text
     assert "OLH: Columns a, b" in text and "report and count" in text
     assert "HadamardResponse: A report column of integers 0..K'-1" in text
+
+
+def test_survey_names_the_non_adaptive_baseline_grr(tmp_path, capsys):
+    """The baseline is plain GRR: its row and progress say so, not "|S_t| = 0"."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(SURVEY_SPEC)
+    out = tmp_path / "out"
+    assert main(["survey", str(spec), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    baseline = [row for row in captured.out.splitlines() if "non_adaptive" in row]
+    assert len(baseline) == 1 and "GRR(K = 4, eps = 1.0)" in baseline[0]
+    assert "| none (GRR, no subset) |" in baseline[0] and "0.00" not in baseline[0]
+    progress = [part for part in captured.err.split("\r") if "non-adaptive" in part]
+    assert progress and all("no subset" in p and "|S_t|" not in p for p in progress)
+    assert any("adaptive RRRR" in p and "|S_t| = " in p for p in captured.err.split("\r"))
