@@ -148,34 +148,19 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def recommend_candidates() -> tuple[str, ...]:
     """The registered mechanisms that ``recommend`` ranks (their class says so)."""
-    from bayesldp.mechanisms import mechanism_class, names
+    from bayesldp.workflows.recommend import candidates
 
-    return tuple(name for name in names() if mechanism_class(name).RECOMMEND)
+    return candidates()
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
+    """``bayesldp recommend``: mechanisms ranked by the expected error of ``--method``."""
     from bayesldp._validation import check_int
-    from bayesldp.bounds import var_star
-    from bayesldp.mechanisms import make_mechanism
+    from bayesldp.workflows.recommend import recommend_table
+    from bayesldp.workflows.tables import print_table
 
     check_int(args.n, "--n", 1)
-    rows = []
-    for name in recommend_candidates():
-        mech = make_mechanism(name, args.k, args.epsilon)
-        nvar = var_star(mech)
-        rows.append((nvar, name, mech))
-    rows.sort(key=lambda r: r[0])
-    print(f"K = {args.k}, epsilon = {args.epsilon:g}, n = {args.n:,}")
-    print("Var* is the variance of the unbiased estimate of a frequency near 0 (Wang et al. 2017).")
-    print()
-    print("| mechanism | n Var* | sd of one frequency | report size |")
-    print("|---|---:|---:|---|")
-    for nvar, name, mech in rows:
-        print(f"| {name} | {nvar:.4g} | {(nvar / args.n) ** 0.5:.3g} | {mech.report_size()} |")
-    best = rows[0]
-    close = [name for nvar, name, _ in rows[1:] if nvar <= 1.01 * best[0]]
-    note = f"; within 1%: {', '.join(close)} (compare report sizes)" if close else ""
-    print(f"\nrecommended: {best[1]} (lowest variance{note})")
+    print_table(recommend_table(args.k, args.epsilon, args.n, args.method), args.output)
     return 0
 
 
@@ -291,6 +276,30 @@ def package_version() -> str:
         return "unknown (not installed)"
 
 
+def _add_recommend(sub) -> None:
+    """The ``recommend`` subcommand; its help says exactly which quantity is ranked."""
+    from bayesldp.workflows.recommend import METHODS, RANKED
+
+    ranked = "; ".join(f"--method {m}: {RANKED[m]}" for m in METHODS)
+    rec = sub.add_parser(
+        "recommend",
+        help="which mechanism gives the lowest expected error for an estimator",
+        description=f"Ranks the mechanisms by the expected error of the estimator you will run. "
+        f"{ranked}. Each scales as 1/n, so --n sets the errors shown, not the order.",
+    )
+    rec.add_argument("--k", type=int, required=True, help="number of categories")
+    rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    rec.add_argument("--n", type=int, required=True, help="number of users (>= 1)")
+    rec.add_argument(
+        "--method",
+        choices=METHODS,
+        default=METHODS[0],
+        help="the estimator you will run (default %(default)s; posterior ranks as mle)",
+    )
+    rec.add_argument("--output", choices=OUTPUTS, default="table", help=OUTPUT_HELP)
+    rec.set_defaults(func=cmd_recommend)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bayesldp",
@@ -325,11 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--alpha", type=float, default=1e-3, help="1 - confidence of the bound")
     aud.add_argument("--seed", type=int, default=0)
     aud.set_defaults(func=cmd_audit)
-    rec = sub.add_parser("recommend", help="which mechanism gives the lowest error")
-    rec.add_argument("--k", type=int, required=True, help="number of categories")
-    rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")
-    rec.add_argument("--n", type=int, required=True, help="number of users (>= 1)")
-    rec.set_defaults(func=cmd_recommend)
+    _add_recommend(sub)
     from bayesldp.workflows import report_files
 
     est = sub.add_parser(

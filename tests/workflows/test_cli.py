@@ -426,3 +426,45 @@ def test_survey_names_the_non_adaptive_baseline_grr(tmp_path, capsys):
     progress = [part for part in captured.err.split("\r") if "non-adaptive" in part]
     assert progress and all("no subset" in p and "|S_t|" not in p for p in progress)
     assert any("adaptive RRRR" in p and "|S_t| = " in p for p in captured.err.split("\r"))
+
+
+def test_recommend_ranks_the_error_of_the_chosen_method(capsys):
+    """mle (default) ranks by the Cramér-Rao trace, oracle by the oracle's variance: they differ.
+
+    SHE's MLE uses the whole Laplace-noised vector, so its error is about half its oracle's:
+    last under the oracle, ahead of GRR under the MLE (K = 10, eps = 1).
+    """
+    import json
+
+    args = ["recommend", "--k", "10", "--epsilon", "1", "--n", "1000", "--output", "json"]
+    assert main(args) == 0
+    mle = json.loads(capsys.readouterr().out)
+    assert mle["method"] == "mle" and "Cramér-Rao" in mle["ranked"]
+    assert main([*args, "--method", "oracle"]) == 0
+    oracle = json.loads(capsys.readouterr().out)
+    order = {name: [r["mechanism"] for r in result["rows"]] for name, result in
+             (("mle", mle), ("oracle", oracle))}  # fmt: skip
+    assert order["oracle"][-1] == "SHE"
+    assert order["mle"].index("SHE") < order["mle"].index("GRR")
+    for result in (mle, oracle):
+        errors = [r["mse"] for r in result["rows"]]
+        assert errors == sorted(errors) and result["recommended"] == result["rows"][0]["mechanism"]
+        assert all(r["n_mse"] == pytest.approx(1000 * r["mse"]) for r in result["rows"])
+
+
+def test_recommend_shows_the_error_at_n(capsys):
+    """The errors are at --n (they scale as 1/n); the order does not change with n."""
+    import json
+
+    def ranking(n):
+        args = ["recommend", "--k", "6", "--epsilon", "2", "--n", str(n), "--output", "json"]
+        assert main(args) == 0
+        return json.loads(capsys.readouterr().out)["rows"]
+
+    small, large = ranking(100), ranking(10_000)
+    assert [r["mechanism"] for r in small] == [r["mechanism"] for r in large]
+    assert all(a["mse"] == pytest.approx(100 * b["mse"]) for a, b in zip(small, large, strict=True))
+    with pytest.raises(SystemExit):
+        main(["recommend", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Cramér-Rao bound" in text and "--n sets the errors shown, not the order" in text
