@@ -214,8 +214,11 @@ def _posterior_estimate(args: argparse.Namespace, tally):
 
 def _frequentist_estimate(method: str, tally):
     """The estimate of ``method``, its 90% normal interval (None without standard errors)."""
-    from bayesldp.estimators import estimate
+    from bayesldp.estimators import METHODS, estimate
 
+    if method not in METHODS:
+        valid = ", ".join([*METHODS, "posterior"])
+        raise InvalidInputError(f"--method: unknown method {method!r}; valid: {valid}")
     result = estimate(tally, method=method)
     point = result.frequencies
     if result.std_errors is None:
@@ -324,11 +327,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     run.add_argument("--quiet", action="store_true", help="no progress output")
     run.set_defaults(func=cmd_run)
-    from bayesldp.mechanisms import names
+    from bayesldp.mechanisms.registry import ALIASES, names
 
-    mechanisms = ", ".join(names())
+    aliases = ", ".join(f"{alias} = {name}" for alias, name in ALIASES.items())
+    mechanisms = f"one of {', '.join(names())} (case-insensitive; {aliases})"
     aud = sub.add_parser("audit", help="exact and empirical privacy check of a mechanism")
-    aud.add_argument("mechanism", help=f"one of {mechanisms} (case-insensitive)")
+    aud.add_argument("mechanism", help=mechanisms)
     _add_mechanism_options(aud)
     aud.add_argument("--trials", type=int, default=200_000, help="perturbations per input")
     aud.add_argument("--alpha", type=float, default=1e-3, help="1 - confidence of the bound")
@@ -344,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     est.add_argument("reports", help="CSV or Parquet file of reports (layouts below)")
-    est.add_argument("--mechanism", required=True, help=f"one of {mechanisms}")
+    est.add_argument("--mechanism", required=True, help=mechanisms)
     _add_mechanism_options(est)
     est.add_argument(
         "--method",

@@ -308,6 +308,11 @@ def test_bad_inputs_get_one_line(tmp_path, capsys):
     assert "RRRR: needs subset" in _error(capsys)
     assert main(["estimate", str(blank), *args, "--g", "3"]) == 2
     assert "GRR: does not take g" in _error(capsys)
+    good = tmp_path / "good.csv"
+    good.write_text("report\n0\n1\n")
+    assert main(["estimate", str(good), *args, "--method", "bogus"]) == 2
+    assert "--method: unknown method 'bogus'; valid: oracle," in (message := _error(capsys))
+    assert message.endswith(", posterior")
 
 
 def test_version_is_the_installed_one(capsys):
