@@ -166,9 +166,13 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     """``bayesldp estimate REPORTS``: frequencies (and intervals where the method gives them)."""
+    from bayesldp.estimators import METHODS
     from bayesldp.workflows.report_files import read_reports
     from bayesldp.workflows.tables import print_table
 
+    if args.method not in (*METHODS, "posterior"):  # before any file is read
+        valid = ", ".join([*METHODS, "posterior"])
+        raise InvalidInputError(f"--method: unknown method {args.method!r}; valid: {valid}")
     if args.save_posterior:
         if args.method != "posterior":
             raise InvalidInputError("--save-posterior: only with --method posterior")
@@ -214,11 +218,8 @@ def _posterior_estimate(args: argparse.Namespace, tally):
 
 def _frequentist_estimate(method: str, tally):
     """The estimate of ``method``, its 90% normal interval (None without standard errors)."""
-    from bayesldp.estimators import METHODS, estimate
+    from bayesldp.estimators import estimate
 
-    if method not in METHODS:
-        valid = ", ".join([*METHODS, "posterior"])
-        raise InvalidInputError(f"--method: unknown method {method!r}; valid: {valid}")
     result = estimate(tally, method=method)
     point = result.frequencies
     if result.std_errors is None:
