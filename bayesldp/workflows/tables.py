@@ -58,7 +58,7 @@ def markdown_lines(table: Table) -> list[str]:
     """The human form: title, a markdown table (numbers right-aligned), notes."""
     headers = table.headers or table.columns
     numeric = [all(_is_number(row[i]) for row in table.rows) for i in range(len(headers))]
-    lines = [*table.title, "" if table.title else None]
+    lines = [*table.title, ""] if table.title else []
     lines.append("| " + " | ".join(headers) + " |")
     lines.append("|" + "|".join("---:" if num else "---" for num in numeric) + "|")
     for row in table.rows:
@@ -69,7 +69,7 @@ def markdown_lines(table: Table) -> list[str]:
         lines.append("| " + " | ".join(cells) + " |")
     if table.notes:
         lines += ["", *table.notes]
-    return [line for line in lines if line is not None]
+    return lines
 
 
 def _is_number(value: Any) -> bool:
