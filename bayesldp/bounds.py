@@ -199,3 +199,61 @@ def full_covariance(cov_reduced: np.ndarray) -> np.ndarray:
     k1 = cov_reduced.shape[0]
     lift = np.vstack([np.eye(k1), -np.ones((1, k1))])
     return lift @ cov_reduced @ lift.T
+
+
+#: simulated reports per category (at least) when the information has no exact form
+INFORMATION_REPORTS_PER_CATEGORY = 100
+INFORMATION_REPORTS_MIN = 20_000
+
+
+def expected_information(
+    mechanism: Mechanism, theta: Any, *, simulate: bool | None = None, rng: Any = 0
+) -> tuple[Any, int]:
+    """Fisher information of one report of ``mechanism`` at ``theta``, ``(K - 1) x (K - 1)``.
+
+    Exact (:func:`fisher_information` of the channel) for a mechanism with a finite channel;
+    returned with 0 simulated reports.  Otherwise (unary encoding, local hashing, histogram
+    encoding: reports too many to enumerate) estimated: the :func:`observed_information` at
+    ``theta`` of the simulated reports of a fixed population with frequencies ``theta``, divided
+    by their number ``m = max(20,000, 100 K)``.  Its expectation is exactly ``I(theta)`` (the
+    population's mixture of report laws is the law of one report at ``theta``); the number of
+    reports is returned with it.  ``simulate=True`` estimates it for a finite channel too (the
+    tests compare the two).
+    """
+    from bayesldp.mechanisms.base import FiniteChannelMechanism
+
+    mech = _check_mechanism(mechanism)
+    theta = check_theta(theta, mech.k)
+    if simulate is None:
+        simulate = not isinstance(mech, FiniteChannelMechanism)
+    if not simulate:
+        return fisher_information(mech, theta), 0
+    m = max(INFORMATION_REPORTS_MIN, INFORMATION_REPORTS_PER_CATEGORY * mech.k)
+    counts = np.floor(theta * m).astype(np.int64)
+    counts[np.argmax(theta)] += m - counts.sum()
+    tally = mech.simulate_tally(counts, rng=rng)
+    return observed_information(tally, theta) / m, m
+
+
+def asymptotic_mse(
+    mechanism: Mechanism, theta: Any, n: int, *, simulate: bool | None = None, rng: Any = 0
+) -> tuple[float, int]:
+    """Expected summed squared error of the MLE of all ``K`` frequencies from ``n`` reports.
+
+    The trace of the Cramér-Rao bound ``A (n I(theta))^{-1} A^T`` (:func:`cramer_rao`), which
+    the MLE and, by the Bernstein-von Mises theorem, the posterior mean attain as ``n`` grows
+    (``theta`` inside the simplex); it scales as ``1 / n``.  ``I`` comes from
+    :func:`expected_information`; when it is estimated from ``m`` simulated reports, the trace is
+    multiplied by ``(m - K) / m``: inverting a mean of ``m`` outer products of ``K - 1``
+    dimensional scores overestimates by about ``m / (m - K)`` (exactly so for Gaussian scores,
+    a Wishart matrix), which the tests check against the exact channel information.  Returns
+    the value and ``m`` (0 when exact).
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise InvalidInputError(f"n: expected a positive integer number of reports, got {n!r}")
+    info, m = expected_information(mechanism, theta, simulate=simulate, rng=rng)
+    evals = np.linalg.eigvalsh(info)
+    if evals.min() <= 1e-12 * max(evals.max(), np.finfo(float).tiny):
+        raise NotSupportedError(f"{mechanism!r}: its Fisher information is singular at theta")
+    trace = float(np.trace(full_covariance(np.linalg.inv(info)))) / n
+    return (trace * (m - mechanism.k) / m if m else trace), m

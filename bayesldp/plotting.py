@@ -95,11 +95,14 @@ def plot_error_vs(summary: list[dict[str, Any]], x: str = "epsilon", metric: str
     return ax
 
 
-def plot_survey_trajectory(history, theta_true, ax=None, window: int = 200, label: str = ""):
+def plot_survey_trajectory(
+    history, theta_true, ax=None, window: int = 200, label: str = "", subset: bool = True
+):
     """TV(theta_t, theta) and the moving mean of |S_t| along an adaptive survey.
 
     ``history`` is :attr:`bayesldp.AdaptiveSurvey.history` (variables ``theta`` (step,
     category), ``subset_size`` (user), ``batch_size`` (batch_index)); returns the two axes.
+    ``subset=False`` leaves |S_t| out (the non-adaptive baseline is GRR: it has no subset).
     """
     plt = _pyplot()
     if ax is None:
@@ -111,10 +114,11 @@ def plot_survey_trajectory(history, theta_true, ax=None, window: int = 200, labe
     ax[0].plot(users_at_step, tv, lw=1, label=label)
     ax[0].set_ylabel("TV(θ_t, θ)")
     ax[0].set_yscale("log")
-    subset = np.asarray(history["subset_size"].values, dtype=float)
-    w = max(1, min(window, subset.size))
-    moving = np.convolve(subset, np.ones(w) / w, mode="valid")
-    ax[1].plot(np.arange(w, subset.size + 1), moving, lw=1, label=label)
+    sizes = np.asarray(history["subset_size"].values, dtype=float)
+    w = max(1, min(window, sizes.size))
+    if subset:
+        moving = np.convolve(sizes, np.ones(w) / w, mode="valid")
+        ax[1].plot(np.arange(w, sizes.size + 1), moving, lw=1, label=label)
     ax[1].set_ylabel(f"|S_t| (mean of {w})")
     ax[1].set_xlabel("users t")
     if label:

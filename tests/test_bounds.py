@@ -169,3 +169,34 @@ def test_cramer_rao_bad_input():
     tally = bayesldp.GRR(2, 1.0).tally_from_report_counts(np.array([3, 4]))
     with pytest.raises(InvalidTypeError, match="observed_information"):
         fisher_information(tally, [0.5, 0.5])
+
+
+# ---------------------------------------------------------------- asymptotic MSE of the MLE
+@pytest.mark.parametrize("name, k", [("GRR", 10), ("GRR", 60), ("HadamardResponse", 20)])
+def test_simulated_information_agrees_with_the_channel(name, k):
+    """The simulated information, bias-corrected, gives the exact channel's MSE to 1%."""
+    from bayesldp.bounds import asymptotic_mse
+    from bayesldp.mechanisms import make_mechanism
+
+    mech = make_mechanism(name, k, 1.0)
+    theta = np.random.default_rng(k).dirichlet(np.full(k, 5.0))
+    exact, m_exact = asymptotic_mse(mech, theta, 1000)
+    assert m_exact == 0
+    assert exact == pytest.approx(np.trace(cramer_rao(mech.channel, theta, 1000)), rel=1e-12)
+    simulated, m = asymptotic_mse(mech, theta, 1000, simulate=True, rng=3)
+    assert m == 20_000 and simulated == pytest.approx(exact, rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["SUE", "OUE", "BLH", "OLH", "SHE", "THE"])
+def test_asymptotic_mse_is_below_the_oracle_iid_variance(name):
+    """The MLE's bound cannot exceed the unbiased oracle's variance under i.i.d. sampling."""
+    from bayesldp.bounds import asymptotic_mse
+    from bayesldp.mechanisms import make_mechanism
+
+    k, n = 8, 500
+    mech = make_mechanism(name, k, 1.0)
+    theta = np.full(k, 1 / k)
+    mse, m = asymptotic_mse(mech, theta, n)
+    oracle_iid = mech.oracle_variance(theta, n).sum() + (1 - theta @ theta) / n
+    assert m == 20_000 and 0 < mse <= oracle_iid
+    assert asymptotic_mse(mech, theta, 10 * n)[0] == pytest.approx(mse / 10, rel=1e-12)

@@ -126,10 +126,12 @@ class Mechanism(ABC):
 
     # ------------------------------------------------------------------ report tables
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> Any:
-        """The reports held in a table (pandas DataFrame), in the form :meth:`tally` reads.
+        """K numeric columns, one per category in order.
 
-        The default layout is K numeric columns, one per category in order (unary encoding,
-        histogram encoding); mechanisms with another layout override this.
+        The reports held in a table (pandas DataFrame), in the form :meth:`tally` reads.  The
+        first line of this docstring states the layout (``bayesldp estimate --help`` prints it
+        for every mechanism); mechanisms with another layout override this method and state
+        theirs the same way.
         """
         return k_columns(frame, self.k, source)
 
@@ -230,7 +232,7 @@ class FiniteChannelMechanism(Mechanism):
         return self.tally_from_report_counts(np.bincount(reports, minlength=self.n_outputs))
 
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
-        """A ``report`` column of integers ``0..n_outputs-1``."""
+        """A ``report`` column of integers 0..n_outputs-1 (0..K-1 for a K x K channel)."""
         (reports,) = int_columns(frame, ["report"], source)
         return reports
 

@@ -96,6 +96,10 @@ class HadamardResponse(FiniteChannelMechanism, PureProtocol):
         """``K'``: the smallest power of two ``>= k + 1`` (the Hadamard matrix order)."""
         return self._n_outputs
 
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
+        """A ``report`` column of integers 0..K'-1, K' the smallest power of 2 >= K + 1."""
+        return super().reports_from_frame(frame, source)
+
     # ------------------------------------------------------------------ probabilities
     @property
     def p(self) -> float:

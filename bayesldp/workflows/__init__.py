@@ -6,7 +6,10 @@
   studies over mechanisms and estimators, and their report (markdown, CSV, figures);
 * :mod:`~bayesldp.workflows.survey` -- one AdOBEst-LDP survey simulation with live progress;
 * :mod:`~bayesldp.workflows.grid` -- the AdOBEst-LDP experiment grid (seed 004);
-* :mod:`~bayesldp.workflows.report_files` -- reading collected reports from CSV or Parquet.
+* :mod:`~bayesldp.workflows.report_files` -- reading collected reports from CSV or Parquet;
+* :mod:`~bayesldp.workflows.recommend` -- ``bayesldp recommend``: mechanisms ranked by the
+  expected error of an estimator;
+* :mod:`~bayesldp.workflows.tables` -- what commands print: a table, CSV rows or JSON.
 
 Library code (``mechanisms``, ``estimators``, ``bayes``, ``adaptive``) never imports this package.
 """

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bayesldp.errors import BayesLDPError, InvalidInputError
 from bayesldp.workflows.outputs import directory_lock, writable_directory, writable_file
+from bayesldp.workflows.tables import OUTPUT_HELP, OUTPUTS
 
 
 def _progress(quiet: bool):
@@ -112,8 +113,21 @@ def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, required=True, help="number of categories")
     parser.add_argument("--epsilon", type=float, required=True, help="privacy budget")
     for param in all_parameters().values():
-        nargs = "+" if param.many else None
-        parser.add_argument(f"--{param.name}", type=param.kind, nargs=nargs, help=param.help)
+        nargs = "*" if param.many else None  # "--subset" alone is the empty list
+        parser.add_argument(
+            f"--{param.name}", type=param.kind, nargs=nargs, help=_option_help(param.name)
+        )
+
+
+def _option_help(name: str) -> str:
+    """The help of a mechanism option: its declared help and which mechanisms take it."""
+    from bayesldp.mechanisms import names, parameters
+
+    takers = {mech: p for mech in names() for p in parameters(mech) if p.name == name}
+    where = ", ".join(f"{mech} (required)" if p.required else mech for mech, p in takers.items())
+    first = next(iter(takers.values()))
+    empty = "; the option alone gives the empty list" if first.many else ""
+    return f"{where}: {first.help}{empty}"
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -134,42 +148,31 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def recommend_candidates() -> tuple[str, ...]:
     """The registered mechanisms that ``recommend`` ranks (their class says so)."""
-    from bayesldp.mechanisms import mechanism_class, names
+    from bayesldp.workflows.recommend import candidates
 
-    return tuple(name for name in names() if mechanism_class(name).RECOMMEND)
+    return candidates()
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
+    """``bayesldp recommend``: mechanisms ranked by the expected error of ``--method``."""
     from bayesldp._validation import check_int
-    from bayesldp.bounds import var_star
-    from bayesldp.mechanisms import make_mechanism
+    from bayesldp.workflows.recommend import recommend_table
+    from bayesldp.workflows.tables import print_table
 
     check_int(args.n, "--n", 1)
-    rows = []
-    for name in recommend_candidates():
-        mech = make_mechanism(name, args.k, args.epsilon)
-        nvar = var_star(mech)
-        rows.append((nvar, name, mech))
-    rows.sort(key=lambda r: r[0])
-    print(f"K = {args.k}, epsilon = {args.epsilon:g}, n = {args.n:,}")
-    print("Var* is the variance of the unbiased estimate of a frequency near 0 (Wang et al. 2017).")
-    print()
-    print("| mechanism | n Var* | sd of one frequency | report size |")
-    print("|---|---:|---:|---|")
-    for nvar, name, mech in rows:
-        print(f"| {name} | {nvar:.4g} | {(nvar / args.n) ** 0.5:.3g} | {mech.report_size()} |")
-    best = rows[0]
-    close = [name for nvar, name, _ in rows[1:] if nvar <= 1.01 * best[0]]
-    note = f"; within 1%: {', '.join(close)} (compare report sizes)" if close else ""
-    print(f"\nrecommended: {best[1]} (lowest variance{note})")
+    print_table(recommend_table(args.k, args.epsilon, args.n, args.method), args.output)
     return 0
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    import numpy as np
-
+    """``bayesldp estimate REPORTS``: frequencies (and intervals where the method gives them)."""
+    from bayesldp.estimators import METHODS
     from bayesldp.workflows.report_files import read_reports
+    from bayesldp.workflows.tables import print_table
 
+    if args.method not in (*METHODS, "posterior"):  # before any file is read
+        valid = ", ".join([*METHODS, "posterior"])
+        raise InvalidInputError(f"--method: unknown method {args.method!r}; valid: {valid}")
     if args.save_posterior:
         if args.method != "posterior":
             raise InvalidInputError("--save-posterior: only with --method posterior")
@@ -177,40 +180,82 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     mech, tally = read_reports(
         args.reports, args.mechanism, k=args.k, epsilon=args.epsilon, **_mechanism_params(args)
     )
-    labels = list(range(tally.k))
     if args.method == "posterior":
-        from bayesldp.bayes import fit, save_fit
-
-        idata = fit(
-            tally,
-            prior=args.prior,
-            method=args.fit_method,
-            random_seed=args.seed,
-            progressbar=not args.quiet,
-        )
-        draws = idata.posterior["theta"].values.reshape(-1, tally.k)
-        point = draws.mean(axis=0)
-        lower, upper = np.quantile(draws, [0.05, 0.95], axis=0)
-        kind = f"posterior mean ({args.fit_method}), 90% credible interval"
-        if args.save_posterior:
-            save_fit(idata, args.save_posterior)
+        point, interval, kind = _posterior_estimate(args, tally)
     else:
-        from bayesldp.estimators import estimate
-
-        result = estimate(tally, method=args.method)
-        point = result.frequencies
-        half = None if result.std_errors is None else 1.6448536269514722 * result.std_errors
-        lower = point - half if half is not None else None
-        upper = point + half if half is not None else None
-        kind = f"{args.method}" + (", 90% normal interval" if half is not None else "")
-    print(f"{mech!r}: {tally.n:,} reports; {kind}")
-    print("| category | estimate | 5% | 95% |")
-    print("|---:|---:|---:|---:|")
-    for x in labels:
-        lo = "" if lower is None else f"{lower[x]:.4f}"
-        hi = "" if upper is None else f"{upper[x]:.4f}"
-        print(f"| {x} | {point[x]:.4f} | {lo} | {hi} |")
+        point, interval, kind = _frequentist_estimate(args.method, tally)
+    print_table(_estimate_table(mech, tally.n, args.method, point, interval, kind), args.output)
     return 0
+
+
+#: the normal quantile of a two-sided 90% interval
+Z90 = 1.6448536269514722
+
+
+def _posterior_estimate(args: argparse.Namespace, tally):
+    """Posterior mean and the 5% / 95% posterior quantiles (a 90% credible interval)."""
+    import numpy as np
+
+    from bayesldp.bayes import fit, save_fit
+
+    idata = fit(
+        tally,
+        prior=args.prior,
+        method=args.fit_method,
+        random_seed=args.seed,
+        progressbar=not args.quiet,
+    )
+    if args.save_posterior:
+        save_fit(idata, args.save_posterior)
+    draws = idata.posterior["theta"].values.reshape(-1, tally.k)
+    interval = np.quantile(draws, [0.05, 0.95], axis=0)
+    return (
+        draws.mean(axis=0),
+        interval,
+        f"posterior mean ({args.fit_method}), 90% credible interval",
+    )
+
+
+def _frequentist_estimate(method: str, tally):
+    """The estimate of ``method``, its 90% normal interval (None without standard errors)."""
+    from bayesldp.estimators import estimate
+
+    result = estimate(tally, method=method)
+    point = result.frequencies
+    if result.std_errors is None:
+        return point, None, method
+    half = Z90 * result.std_errors
+    return point, (point - half, point + half), f"{method}, 90% normal interval"
+
+
+def _estimate_table(mech, n: int, method: str, point, interval, kind: str):
+    """The table of ``estimate``: one row per category; interval columns only where there is one."""
+    from bayesldp.workflows.tables import Table
+
+    columns, headers = ["category", "estimate"], ["category", "estimate"]
+    values = [point]
+    notes = []
+    if interval is None:
+        notes.append(
+            f"note: {method} gives no interval (it has no standard errors); --method mle "
+            "(normal interval) or posterior (credible interval) gives one"
+        )
+    else:
+        columns += ["lower_5", "upper_95"]
+        headers += ["5%", "95%"]
+        values += list(interval)
+    rows = [[x, *(float(v[x]) for v in values)] for x in range(len(point))]
+    meta = {
+        "mechanism": type(mech).__name__,
+        "parameters": mech.params(),
+        "reports": int(n),
+        "method": method,
+        "estimate": kind,
+        "interval": None if interval is None else "90% (columns lower_5, upper_95)",
+    }
+    title = [f"{mech!r}: {n:,} reports; {kind}"]
+    formats = dict.fromkeys(columns[1:], ".4f")
+    return Table(columns, rows, title, notes, meta, headers, formats)
 
 
 def cmd_survey(args: argparse.Namespace) -> int:
@@ -225,11 +270,46 @@ def cmd_survey(args: argparse.Namespace) -> int:
         return run_survey(spec, out, resume=args.resume is not None, quiet=args.quiet)
 
 
+def package_version() -> str:
+    """The installed distribution's version (importlib.metadata), the one pip reports."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bayesldp")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _add_recommend(sub) -> None:
+    """The ``recommend`` subcommand; its help says exactly which quantity is ranked."""
+    from bayesldp.workflows.recommend import METHODS, RANKED
+
+    ranked = "; ".join(f"--method {m}: {RANKED[m]}" for m in METHODS)
+    rec = sub.add_parser(
+        "recommend",
+        help="which mechanism gives the lowest expected error for an estimator",
+        description=f"Ranks the mechanisms by the expected error of the estimator you will run. "
+        f"{ranked}. Each scales as 1/n, so --n sets the errors shown, not the order.",
+    )
+    rec.add_argument("--k", type=int, required=True, help="number of categories")
+    rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    rec.add_argument("--n", type=int, required=True, help="number of users (>= 1)")
+    rec.add_argument(
+        "--method",
+        choices=METHODS,
+        default=METHODS[0],
+        help="the estimator you will run (default %(default)s; posterior ranks as mle)",
+    )
+    rec.add_argument("--output", choices=OUTPUTS, default="table", help=OUTPUT_HELP)
+    rec.set_defaults(func=cmd_recommend)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bayesldp",
         description="Bayesian frequency estimation under local differential privacy",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run", help="run a models/*.toml spec of any kind: study, survey, grid, accuracy"
@@ -248,31 +328,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     run.add_argument("--quiet", action="store_true", help="no progress output")
     run.set_defaults(func=cmd_run)
-    from bayesldp.mechanisms import names
+    from bayesldp.mechanisms.registry import ALIASES, names
 
-    mechanisms = ", ".join(names())
+    aliases = ", ".join(f"{alias} = {name}" for alias, name in ALIASES.items())
+    mechanisms = f"one of {', '.join(names())} (case-insensitive; {aliases})"
     aud = sub.add_parser("audit", help="exact and empirical privacy check of a mechanism")
-    aud.add_argument("mechanism", help=f"one of {mechanisms} (case-insensitive)")
+    aud.add_argument("mechanism", help=mechanisms)
     _add_mechanism_options(aud)
     aud.add_argument("--trials", type=int, default=200_000, help="perturbations per input")
     aud.add_argument("--alpha", type=float, default=1e-3, help="1 - confidence of the bound")
     aud.add_argument("--seed", type=int, default=0)
     aud.set_defaults(func=cmd_audit)
-    rec = sub.add_parser("recommend", help="which mechanism gives the lowest error")
-    rec.add_argument("--k", type=int, required=True, help="number of categories")
-    rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")
-    rec.add_argument("--n", type=int, required=True, help="number of users (>= 1)")
-    rec.set_defaults(func=cmd_recommend)
+    _add_recommend(sub)
     from bayesldp.workflows import report_files
 
     est = sub.add_parser(
         "estimate",
         help="estimate frequencies from collected reports",
-        epilog="file layouts:\n" + report_files.__doc__.split("\n\n", 2)[2],
+        epilog="report file layouts (columns, by mechanism):\n" + report_files.layouts(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     est.add_argument("reports", help="CSV or Parquet file of reports (layouts below)")
-    est.add_argument("--mechanism", required=True, help=f"one of {mechanisms}")
+    est.add_argument("--mechanism", required=True, help=mechanisms)
     _add_mechanism_options(est)
     est.add_argument(
         "--method",
@@ -284,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--seed", type=int, default=0, help="seed of the posterior sampler")
     est.add_argument("--save-posterior", help="write the posterior to this netCDF file")
     est.add_argument("--quiet", action="store_true", help="no progress output")
+    est.add_argument("--output", choices=OUTPUTS, default="table", help=OUTPUT_HELP)
     est.set_defaults(func=cmd_estimate)
     sur = sub.add_parser("survey", help="simulate an AdOBEst-LDP adaptive survey")
     sur.add_argument("spec", help="survey spec (TOML), e.g. models/survey.toml")
@@ -305,8 +383,12 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     try:
         return args.func(args)
+    except BrokenPipeError:  # stdout closed early (| head): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except BayesLDPError as exc:
-        print(f"bayesldp: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).splitlines())  # one line, whatever the message holds
+        print(f"bayesldp: error: {message}", file=sys.stderr)
         return 2
 
 

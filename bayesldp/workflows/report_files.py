@@ -1,18 +1,9 @@
 """Reading collected LDP reports from CSV or Parquet files into a Tally.
 
 The file is read here; what its columns mean is the mechanism's business
-(:meth:`bayesldp.mechanisms.base.Mechanism.reports_from_frame`):
-
-=====================================  ===================================================
-mechanism                              columns
-=====================================  ===================================================
-GRR, RRRR, HadamardResponse            ``report`` (int), optional ``count`` (aggregated)
-SUE, OUE                               K columns of 0/1 bits, in category order
-BLH, OLH                               ``a``, ``b``, ``y`` (the hash seed pair and value)
-SHE, THE                               K numeric columns (the noisy vector), category order
-=====================================  ===================================================
-
-One row per report unless a ``count`` column is given.
+(:meth:`bayesldp.mechanisms.base.Mechanism.reports_from_frame`, whose docstring's first line
+states the layout).  :func:`layouts` lists them for every registered mechanism (``bayesldp
+estimate --help`` prints it).  One row per report unless a ``count`` column is given.
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp.errors import InvalidInputError
-from bayesldp.mechanisms import make_mechanism
+from bayesldp.mechanisms import make_mechanism, mechanism_class, names
 
 
 def read_table(path: str | Path):
@@ -68,3 +59,32 @@ def read_reports(path: str | Path, mechanism: str, *, k: int, epsilon: float, **
     """Build the mechanism and tally the reports in ``path``; returns ``(mechanism, tally)``."""
     mech = make_mechanism(mechanism, k, epsilon, **params)
     return mech, mech.tally_frame(read_table(path), path)
+
+
+def layout(name: str) -> str:
+    """The columns of a report file of mechanism ``name``, in its reader's own words.
+
+    The first line of its ``reports_from_frame`` docstring, plus the aggregated form that every
+    finite-channel mechanism also reads (:meth:`~bayesldp.mechanisms.base.FiniteChannelMechanism
+    .tally_frame`).
+    """
+    import inspect
+
+    from bayesldp.mechanisms.base import FiniteChannelMechanism
+
+    cls = mechanism_class(name)
+    text = inspect.getdoc(cls.reports_from_frame).splitlines()[0].replace("``", "").rstrip(".")
+    if issubclass(cls, FiniteChannelMechanism):
+        text += "; or aggregated: columns report and count (how many reports had that value)"
+    return text
+
+
+def layouts() -> str:
+    """Every registered mechanism's report-file layout, one line each (for ``--help``)."""
+    import textwrap
+
+    lines = [
+        textwrap.fill(f"{name}: {layout(name)}", 90, initial_indent="  ", subsequent_indent="    ")
+        for name in names()
+    ]
+    return "\n".join([*lines, "One row per report unless there is a count column."])

@@ -70,6 +70,7 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
         "| run | utility | users | mean size of S | TV of posterior mean |",
         "|---|---|---:|---:|---:|",
     ]
+    names = {label: run_name(utility, cfg) for label, utility in runs}
     if resume and not (out / f"{runs[0][0]}.ckpt").exists():
         raise SpecError(f"--resume: {out} holds no survey checkpoint ({runs[0][0]}.ckpt); "
                         "nothing to resume")  # fmt: skip
@@ -84,45 +85,66 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
                 raise SpecError(f"{path}: exists; pass --resume {out} to continue it")
             survey = _make_survey(cfg, utility, path)
         start, done = time.perf_counter(), survey.n_users
-        progress = None if quiet else _progress(label, survey, theta, start)
+        progress = None if quiet else _progress(names[label], utility, survey, theta, start)
         if done < cfg["n"]:
             survey.simulate(x[done:], progress=progress)
         post = survey.posterior().posterior["theta"].values.reshape(-1, cfg["k"]).mean(axis=0)
-        sizes = survey.history["subset_size"].values
+        size = _mean_subset_size(utility, survey.history["subset_size"].values)
         tv = total_variation(post, theta)
-        lines.append(
-            f"| {label} | {utility} | {survey.n_users:,} | {sizes.mean():.2f} | {tv:.4f} |"
-        )
+        lines.append(f"| {names[label]} | {utility} | {survey.n_users:,} | {size} | {tv:.4f} |")
         histories[label] = survey.history
         histories[label].to_netcdf(out / f"{label}_history.nc")
     lines += ["", "![trajectories](trajectories.png)"]
-    _plot_trajectories(histories, theta, out / "trajectories.png")
+    _plot_trajectories(histories, dict(runs), names, theta, out / "trajectories.png")
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines[4:]))
     print(f"\nreport: {out / 'report.md'}")
     return 0
 
 
-def _plot_trajectories(histories, theta, path: Path) -> None:
+def run_name(utility: str, cfg: dict[str, Any]) -> str:
+    """What a survey run is, for people: the non-adaptive baseline is plain GRR, no subset.
+
+    With ``S`` empty and ``eps2 = eps`` RRRR reduces to GRR(K, eps)
+    (:func:`bayesldp.adaptive.selection.non_adaptive_subset`), so its "subset size 0" is not a
+    choice made by a rule and is not shown as one.
+    """
+    if utility == "non_adaptive":
+        return f"non-adaptive baseline: GRR(K = {cfg['k']}, eps = {cfg['epsilon']})"
+    if utility == "semi_adaptive":
+        return f"semi-adaptive RRRR (alpha = {cfg['alpha']}, eps1 = eps)"
+    return "adaptive RRRR"
+
+
+def _mean_subset_size(utility: str, sizes: np.ndarray) -> str:
+    """The mean of |S_t| over users, or why there is none (GRR has no subset)."""
+    return "none (GRR, no subset)" if utility == "non_adaptive" else f"{sizes.mean():.2f}"
+
+
+def _plot_trajectories(histories, utilities, names, theta, path: Path) -> None:
+    """TV of the draws for every run; |S_t| for the runs that choose a subset."""
     from bayesldp.plotting import _pyplot, plot_survey_trajectory
 
     plt = _pyplot()
     fig, axes = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
     for label, history in histories.items():
-        plot_survey_trajectory(history, theta, axes, label=label)
+        plot_survey_trajectory(
+            history, theta, axes, label=names[label], subset=utilities[label] != "non_adaptive"
+        )
     axes[0].set_title("Posterior draw θ_t against the truth, and the subset size |S_t|")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _progress(label, survey, theta, start):
+def _progress(name, utility, survey, theta, start):
     def report(done: int, total: int) -> None:
         tv = total_variation(survey.theta, theta)
         size = int(survey.history["subset_size"].values[-1]) if survey.n_users else 0
+        subset = "no subset" if utility == "non_adaptive" else f"|S_t| = {size}"
         print(
-            f"\r[{time.perf_counter() - start:6.1f}s] {label}: {survey.n_users:,} users "
-            f"TV(theta_t) = {tv:.3f} |S_t| = {size}   ",
+            f"\r[{time.perf_counter() - start:6.1f}s] {name}: {survey.n_users:,} users "
+            f"TV(theta_t) = {tv:.3f} {subset}   ",
             end="",
             file=sys.stderr,
             flush=True,

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from bayesldp.mechanisms import names as mechanism_names
 from bayesldp.workflows.cli import main
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -156,7 +157,8 @@ def test_survey_runs_and_resumes(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
     report = (out / "report.md").read_text()
-    assert "| adaptive | tv | 600 |" in report and "| non_adaptive |" in report
+    assert "| adaptive RRRR | tv | 600 |" in report
+    assert "| non-adaptive baseline: GRR(K = 4, eps = 1.0) | non_adaptive | 600 |" in report
     # a finished survey resumes as a no-op with the same report; a fresh run refuses to overwrite
     assert main(["survey", str(spec), "--resume", str(out), "--quiet"]) == 0
     assert (out / "report.md").read_text() == report
@@ -306,3 +308,168 @@ def test_bad_inputs_get_one_line(tmp_path, capsys):
     assert "RRRR: needs subset" in _error(capsys)
     assert main(["estimate", str(blank), *args, "--g", "3"]) == 2
     assert "GRR: does not take g" in _error(capsys)
+    good = tmp_path / "good.csv"
+    good.write_text("report\n0\n1\n")
+    assert main(["estimate", str(good), *args, "--method", "bogus"]) == 2
+    assert "--method: unknown method 'bogus'; valid: oracle," in (message := _error(capsys))
+    assert message.endswith(", posterior")
+
+
+def test_version_is_the_installed_one(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"bayesldp {version('bayesldp')}"
+
+
+# ------------------------------------------------------------- every registered mechanism
+#: a value for every required mechanism parameter (a new required one must be added here)
+EXAMPLE_VALUES = {"subset": [0, 2]}
+
+
+def _mechanism_args(name: str) -> tuple[list[str], dict]:
+    """The CLI options and the keyword arguments of ``name`` with its required parameters."""
+    from bayesldp.mechanisms import parameters
+
+    kwargs = {p.name: EXAMPLE_VALUES[p.name] for p in parameters(name) if p.required}
+    args = [str(v) for key, values in kwargs.items() for v in [f"--{key}", *values]]
+    return args, kwargs
+
+
+@pytest.mark.parametrize("name", mechanism_names())
+def test_every_mechanism_audits_and_estimates(tmp_path, capsys, name):
+    """`audit` and `estimate` run for every registered mechanism, on its own report layout."""
+    import numpy as np
+
+    from bayesldp.mechanisms import make_mechanism
+
+    options, kwargs = _mechanism_args(name)
+    common = ["--k", "5", "--epsilon", "1", *options]
+    assert main(["audit", name, *common, "--trials", "2000"]) == 0
+    mech = make_mechanism(name, 5, 1.0, **kwargs)
+    reports = mech.perturb(np.random.default_rng(0).integers(0, 5, 300), rng=1)
+    path = tmp_path / "reports.csv"
+    mech.reports_to_frame(reports).to_csv(path, index=False)
+    assert main(["estimate", str(path), "--mechanism", name, *common]) == 0
+    assert "300 reports" in capsys.readouterr().out
+
+
+def test_rrrr_with_an_empty_subset(capsys):
+    """`--subset` alone is S empty (RRRR is then GRR(k, epsilon)), a valid RRRR."""
+    args = ["audit", "RRRR", "--k", "4", "--epsilon", "1", "--subset", "--trials", "2000"]
+    assert main(args) == 0
+    assert "subset=[]" in capsys.readouterr().out
+
+
+def test_mechanism_names_are_case_insensitive_and_aliases(tmp_path, capsys):
+    assert main(["audit", "hr", "--k", "4", "--epsilon", "1", "--trials", "2000"]) == 0
+    assert capsys.readouterr().out.startswith("HadamardResponse(k=4")
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=100)
+    assert main(["estimate", str(path), "--mechanism", "krr", "--k", "4", "--epsilon", "2"]) == 0
+    assert capsys.readouterr().out.startswith("GRR(k=4, epsilon=2)")
+
+
+def test_estimate_without_interval_says_so(tmp_path, capsys):
+    """norm_sub has no standard errors: a note instead of empty 5% / 95% columns."""
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=500)
+    args = ["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "| category | estimate |" in out and "5%" not in out and "|  |" not in out
+    assert "note: norm_sub gives no interval" in out
+    assert main([*args, "--method", "mle"]) == 0
+    out = capsys.readouterr().out
+    assert "| category | estimate | 5% | 95% |" in out and "no interval" not in out
+
+
+def test_estimate_machine_readable_output(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=500)
+    args = ["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "2"]
+    assert main([*args, "--method", "oracle", "--output", "csv"]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [r["category"] for r in rows] == ["0", "1", "2", "3"]
+    assert all(float(r["lower_5"]) < float(r["estimate"]) < float(r["upper_95"]) for r in rows)
+    assert main([*args, "--output", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mechanism"] == "GRR" and result["reports"] == 500
+    assert result["interval"] is None and set(result["rows"][0]) == {"category", "estimate"}
+    assert abs(sum(r["estimate"] for r in result["rows"]) - 1) < 1e-9
+    assert result["notes"][0].startswith("note: norm_sub gives no interval")
+
+
+def test_estimate_help_lists_every_layout(capsys):
+    """The help prints each registered mechanism's report columns, not a pointer to a docstring."""
+    from bayesldp.workflows.report_files import layout
+
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # the help wraps long lines
+    assert "``" not in text and "=====" not in text
+    for name in mechanism_names():
+        assert f" {name}: {layout(name)}" in text
+    assert "OLH: Columns a, b" in text and "report and count" in text
+    assert "HadamardResponse: A report column of integers 0..K'-1" in text
+
+
+def test_survey_names_the_non_adaptive_baseline_grr(tmp_path, capsys):
+    """The baseline is plain GRR: its row and progress say so, not "|S_t| = 0"."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(SURVEY_SPEC)
+    out = tmp_path / "out"
+    assert main(["survey", str(spec), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    baseline = [row for row in captured.out.splitlines() if "non_adaptive" in row]
+    assert len(baseline) == 1 and "GRR(K = 4, eps = 1.0)" in baseline[0]
+    assert "| none (GRR, no subset) |" in baseline[0] and "0.00" not in baseline[0]
+    progress = [part for part in captured.err.split("\r") if "non-adaptive" in part]
+    assert progress and all("no subset" in p and "|S_t|" not in p for p in progress)
+    assert any("adaptive RRRR" in p and "|S_t| = " in p for p in captured.err.split("\r"))
+
+
+def test_recommend_ranks_the_error_of_the_chosen_method(capsys):
+    """mle (default) ranks by the Cramér-Rao trace, oracle by the oracle's variance: they differ.
+
+    SHE's MLE uses the whole Laplace-noised vector, so its error is about half its oracle's:
+    last under the oracle, ahead of GRR under the MLE (K = 10, eps = 1).
+    """
+    import json
+
+    args = ["recommend", "--k", "10", "--epsilon", "1", "--n", "1000", "--output", "json"]
+    assert main(args) == 0
+    mle = json.loads(capsys.readouterr().out)
+    assert mle["method"] == "mle" and "Cramér-Rao" in mle["ranked"]
+    assert main([*args, "--method", "oracle"]) == 0
+    oracle = json.loads(capsys.readouterr().out)
+    order = {name: [r["mechanism"] for r in result["rows"]] for name, result in
+             (("mle", mle), ("oracle", oracle))}  # fmt: skip
+    assert order["oracle"][-1] == "SHE"
+    assert order["mle"].index("SHE") < order["mle"].index("GRR")
+    for result in (mle, oracle):
+        errors = [r["mse"] for r in result["rows"]]
+        assert errors == sorted(errors) and result["recommended"] == result["rows"][0]["mechanism"]
+        assert all(r["n_mse"] == pytest.approx(1000 * r["mse"]) for r in result["rows"])
+
+
+def test_recommend_shows_the_error_at_n(capsys):
+    """The errors are at --n (they scale as 1/n); the order does not change with n."""
+    import json
+
+    def ranking(n):
+        args = ["recommend", "--k", "6", "--epsilon", "2", "--n", str(n), "--output", "json"]
+        assert main(args) == 0
+        return json.loads(capsys.readouterr().out)["rows"]
+
+    small, large = ranking(100), ranking(10_000)
+    assert [r["mechanism"] for r in small] == [r["mechanism"] for r in large]
+    assert all(a["mse"] == pytest.approx(100 * b["mse"]) for a, b in zip(small, large, strict=True))
+    with pytest.raises(SystemExit):
+        main(["recommend", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Cramér-Rao bound" in text and "--n sets the errors shown, not the order" in text

@@ -110,3 +110,32 @@ def test_mechanism_parameters_come_from_the_registry():
         validate_study(bad)
     good = GOOD | {"mechanisms": [{"name": "RRRR", "epsilon": 1.0, "subset": [0]}]}
     assert validate_study(good)["mechanisms"][0]["subset"] == [0]
+
+
+@pytest.mark.parametrize(
+    "given, canonical", [("grr", "GRR"), ("KRR", "GRR"), ("hr", "HadamardResponse"), ("oue", "OUE")]
+)
+def test_mechanism_names_are_case_insensitive_and_aliases(given, canonical):
+    """Spec names go through registry.canonical_name, as the command line's do."""
+    spec = validate_study(GOOD | {"mechanisms": [{"name": given, "epsilon": 1.0}]})
+    assert spec["mechanisms"][0]["name"] == canonical
+    with pytest.raises(SpecError, match=r"\[\[mechanisms\]\]\[0\]\.name: mechanism: unknown name"):
+        validate_study(GOOD | {"mechanisms": [{"name": "nope", "epsilon": 1.0}]})
+
+
+def test_accuracy_mechanism_lists_are_canonicalised():
+    from bayesldp.workflows.spec import validate_accuracy
+
+    raw = {
+        "study": {"name": "a"},
+        "mle": {"epsilon": [1.0], "ue_mechanisms": ["oue", "sue"], "ue_n": [100]},
+        "em_mr": {"k": 4, "n": [100], "epsilon": [1.0], "mechanisms": ["krr"],
+                  "full": {"mechanisms": ["olh"]}},
+    }  # fmt: skip
+    spec = validate_accuracy(raw)
+    assert spec["mle"]["ue_mechanisms"] == ["OUE", "SUE"]
+    assert spec["em_mr"]["mechanisms"] == ["GRR"]
+    assert spec["em_mr"]["full"]["mechanisms"] == ["OLH"]
+    raw["em_mr"]["mechanisms"] = ["hr"]  # a registered mechanism, not one this section runs
+    with pytest.raises(SpecError, match=r"\[em_mr\]\.mechanisms\[0\]: 'HadamardResponse' is not"):
+        validate_accuracy(raw)

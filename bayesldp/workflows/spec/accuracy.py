@@ -18,6 +18,7 @@ from scipy import stats
 
 from bayesldp._validation import check_int, check_positive, check_probability
 from bayesldp.estimators import METHODS
+from bayesldp.mechanisms.registry import canonical_name
 from bayesldp.workflows.spec.schema import (
     Field,
     Schema,
@@ -48,14 +49,18 @@ MLE = {
     ),
     "grr_k": Field(list, default=[], items=int),
     "grr_n": Field(list, default=[], items=int),
-    "ue_mechanisms": Field(list, default=["OUE"], items=str, choices=("SUE", "OUE")),
+    "ue_mechanisms": Field(
+        list, default=["OUE"], items=str, choices=("SUE", "OUE"), convert=canonical_name
+    ),
     "ue_k": Field(list, default=[10], items=int),
     "ue_n": Field(list, default=[], items=int),
     "full": Field(dict, default={}),
 }
 EM_MR = {
     "repeats": Field(int, default=20),
-    "mechanisms": Field(list, default=["GRR", "OLH"], items=str, choices=("GRR", "OLH")),
+    "mechanisms": Field(
+        list, default=["GRR", "OLH"], items=str, choices=("GRR", "OLH"), convert=canonical_name
+    ),
     "k": Field(int, required=True),
     "n": Field(list, required=True, items=int),
     "epsilon": Field(list, required=True, items=(int, float)),
@@ -97,7 +102,7 @@ NOT_IN_FULL = ("full", "populations")
 def _full_schema(schema: Schema) -> dict[str, Field]:
     """The ``.full`` overlay: the section's keys (all optional, no defaults)."""
     return {
-        key: Field(f.types, items=f.items, choices=f.choices)
+        key: Field(f.types, items=f.items, choices=f.choices, convert=f.convert)
         for key, f in schema.items()
         if key not in NOT_IN_FULL
     }

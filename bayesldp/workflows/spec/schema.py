@@ -35,6 +35,10 @@ class Field:
     choices: tuple[Any, ...] | None = None
     items: type | tuple[type, ...] | None = None
     doc: str = ""
+    #: applied to the value (to each element of a list) before ``choices``, e.g.
+    #: :func:`bayesldp.mechanisms.canonical_name`, so "grr" and "HR" read as "GRR" and
+    #: "HadamardResponse"; its package errors become a SpecError at the key
+    convert: Callable[[Any], Any] | None = None
 
 
 Schema = Mapping[str, Field]
@@ -65,18 +69,32 @@ def _check_choice(value: Any, choices: tuple[Any, ...], where: str) -> None:
         raise SpecError(f"{where}: {value!r} is not one of {', '.join(map(str, choices))}")
 
 
-def _check_field(value: Any, field: Field, where: str) -> None:
+def _converted(value: Any, field: Field, where: str) -> Any:
+    if field.convert is None:
+        return value
+    try:
+        return field.convert(value)
+    except (InvalidInputError, InvalidTypeError) as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+def _check_field(value: Any, field: Field, where: str) -> Any:
+    """The value, checked against ``field`` and converted by ``field.convert``."""
     if not _is(value, field.types):
         raise SpecError(f"{where}: expected {_type_name(field.types)}, got {value!r}")
     if not isinstance(value, list):
+        value = _converted(value, field, where)
         if field.choices is not None:
             _check_choice(value, field.choices, where)
-        return
+        return value
+    out = []
     for i, item in enumerate(value):
         if field.items is not None and not _is(item, field.items):
             raise SpecError(f"{where}[{i}]: expected {_type_name(field.items)}, got {item!r}")
+        out.append(_converted(item, field, f"{where}[{i}]"))
         if field.choices is not None:
-            _check_choice(item, field.choices, f"{where}[{i}]")
+            _check_choice(out[-1], field.choices, f"{where}[{i}]")
+    return out
 
 
 def check_table(table: Any, schema: Schema, path: str) -> dict[str, Any]:
@@ -93,8 +111,7 @@ def check_table(table: Any, schema: Schema, path: str) -> dict[str, Any]:
                 raise SpecError(f"{path}.{key}: missing (required)")
             out[key] = field.default
             continue
-        _check_field(table[key], field, f"{path}.{key}")
-        out[key] = table[key]
+        out[key] = _check_field(table[key], field, f"{path}.{key}")
     return out
 
 

@@ -42,10 +42,10 @@ POPULATION = {
 
 def _mechanism_schema() -> dict[str, Field]:
     """``[[mechanisms]]``: a registered name, the budget(s), and every declared parameter."""
-    from bayesldp.mechanisms import all_parameters, names
+    from bayesldp.mechanisms import all_parameters, canonical_name
 
     schema = {
-        "name": Field(str, required=True, choices=names()),
+        "name": Field(str, required=True, convert=canonical_name),
         "epsilon": Field((int, float, list), required=True, items=(int, float)),
     }
     for param in all_parameters().values():

@@ -1,0 +1,107 @@
+"""``bayesldp recommend``: the mechanism whose estimate, by the user's method, errs least.
+
+The error ranked is the expected squared error summed over the ``K`` frequencies, at ``n`` users
+drawn from the uniform population (every frequency ``1/K``; no population is known before the
+survey, and the uniform one favours no category):
+
+* ``mle`` and ``posterior``: the trace of the Cramér-Rao bound
+  (:func:`bayesldp.bounds.asymptotic_mse`), the large-n error of the MLE and of the posterior
+  mean (Bernstein-von Mises);
+* ``oracle``: the exact variance of the unbiased oracle (``oracle_variance``), summed.
+
+Both scale as ``1/n``: ``n`` sets the numbers in the table, not the order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayesldp.workflows.tables import Table
+
+#: the estimators whose expected error ``recommend`` can rank, the default first
+METHODS = ("mle", "posterior", "oracle")
+#: what is ranked, per method (printed above the table and in ``recommend --help``)
+_CRB = (
+    "expected squared error summed over the K frequencies, at n users from the uniform "
+    "population, approximated by the trace of the Cramér-Rao bound (n I)^-1, which {who} attains "
+    "as n grows"
+)
+RANKED = {
+    "mle": "the MLE's " + _CRB.format(who="the MLE"),
+    "posterior": "the posterior mean's "
+    + _CRB.format(who="the posterior mean (Bernstein-von Mises)"),
+    "oracle": "the unbiased oracle's exact variance summed over the K frequencies, at n users "
+    "from the uniform population (a fixed population, as oracle_variance)",
+}
+#: beyond this K the simulated information (O(max(20,000, 100 K) K^2) per mechanism) is slow
+MAX_SIMULATED_K = 256
+#: mechanisms whose error is within this factor of the best are named with it
+CLOSE = 1.01
+
+
+def candidates() -> tuple[str, ...]:
+    """The registered mechanisms that ``recommend`` ranks (their class says so)."""
+    from bayesldp.mechanisms import mechanism_class, names
+
+    return tuple(name for name in names() if mechanism_class(name).RECOMMEND)
+
+
+def expected_error(mech, method: str, n: int) -> tuple[float, str]:
+    """The ranked quantity of ``method`` for ``mech`` at ``n`` users, and how it was obtained."""
+    from bayesldp.bounds import asymptotic_mse
+    from bayesldp.errors import NotSupportedError
+    from bayesldp.mechanisms.base import FiniteChannelMechanism
+
+    theta = np.full(mech.k, 1.0 / mech.k)
+    if method == "oracle":
+        return float(np.sum(mech.oracle_variance(theta, n))), "exact"
+    if not isinstance(mech, FiniteChannelMechanism) and mech.k > MAX_SIMULATED_K:
+        raise NotSupportedError(
+            f"--method {method}: the information of {type(mech).__name__} is simulated, which "
+            f"is too slow beyond K = {MAX_SIMULATED_K}; use --method oracle"
+        )
+    mse, m = asymptotic_mse(mech, theta, n)
+    return mse, "exact (channel)" if m == 0 else f"simulated ({m:,} reports)"
+
+
+def recommend_table(k: int, epsilon: float, n: int, method: str) -> Table:
+    """The ranking as a :class:`~bayesldp.workflows.tables.Table`, best first."""
+    from bayesldp.mechanisms import make_mechanism
+
+    rows = []
+    for name in candidates():
+        mech = make_mechanism(name, k, epsilon)
+        error, source = expected_error(mech, method, n)
+        rows.append([name, error, (error / k) ** 0.5, n * error, mech.report_size(), source])
+    rows.sort(key=lambda row: row[1])
+    close = [row[0] for row in rows[1:] if row[1] <= CLOSE * rows[0][1]]
+    note = f"; within 1%: {', '.join(close)} (compare report sizes)" if close else ""
+    columns = ["mechanism", "mse", "rmse_one", "n_mse", "report_size", "computed"]
+    headers = [
+        "mechanism",
+        "expected total squared error",
+        "RMSE of one frequency",
+        "n x error",
+        "report size",
+        "computed",
+    ]
+    meta = {
+        "k": k,
+        "epsilon": epsilon,
+        "n": n,
+        "method": method,
+        "ranked": RANKED[method],
+        "recommended": rows[0][0],
+        "within_1_percent": close,
+    }
+    title = [f"K = {k}, epsilon = {epsilon:g}, n = {n:,}, method = {method}"]
+    title.append(f"Ranked: {RANKED[method]}.")
+    return Table(
+        columns,
+        rows,
+        title=title,
+        notes=[f"recommended: {rows[0][0]} (lowest expected error{note})"],
+        meta=meta,
+        headers=headers,
+        formats={"mse": ".4g", "rmse_one": ".3g", "n_mse": ".4g"},
+    )
