@@ -9,6 +9,7 @@ mechanism                              columns
 GRR, RRRR, HadamardResponse            ``report`` (int), optional ``count`` (aggregated)
 SUE, OUE                               K columns of 0/1 bits, in category order
 BLH, OLH                               ``a``, ``b``, ``y`` (the hash seed pair and value)
+BLHXX, OLHXX                           ``y``, ``seed`` (pure-ldp / multi-freq-ldpy LH tuples)
 SHE, THE                               K numeric columns (the noisy vector), category order
 =====================================  ===================================================
 
