@@ -20,6 +20,11 @@ What the peers do (read from their source):
 
 This module hashes with its own compiled XXH32 (:mod:`bayesldp.mechanisms._xxh32`); the xxhash
 package is not needed.  Its perturb draws seeds uniform on ``0..2^32-1``.
+
+pure-ldp's heuristic ``FastLHClient`` draws its seed from a small pool ``0..k_hash-1`` instead:
+its reports are read the same way and the likelihood (MLE, EM, posteriors) stays exact, since
+each row is conditional on the report's seed, but the oracle's ``q* = 1/g`` assumes uniform
+32-bit seeds and is not exact for such a pool.
 """
 
 from __future__ import annotations
