@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import bayesldp
+from bayesldp.audit import audit
 from bayesldp.mechanisms import _xxh32, xxhash_lh
 from bayesldp.mechanisms.base import realised_epsilon_of_channel
 from bayesldp.mechanisms.xxhash_lh import BLHXX, OLHXX, SeedReports, XXHashLocalHashing
@@ -95,6 +96,13 @@ def test_realised_epsilon_catches_a_wrong_p():
             return 1.05 * super().p
 
     assert Leaky(10, 1.0).realised_epsilon() > 1.04
+
+
+@pytest.mark.parametrize("mech", [BLHXX(10, 1.0), OLHXX(10, 1.0)], ids=["blhxx", "olhxx"])
+def test_audit_finds_no_violation(mech):
+    result = audit(mech, trials=100_000, rng=1)
+    assert result.passed
+    assert result.epsilon_lower_bound > 0.8  # the audit has power: local hashing is tight
 
 
 def test_default_g_and_params():
