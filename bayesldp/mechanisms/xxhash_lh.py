@@ -11,9 +11,10 @@ What the peers do (read from their source):
 * the hashed bytes are ``str(x)`` (python-xxhash < 4 encodes it as UTF-8: the ASCII decimal
   digits), ``x`` the 0-based category; pure-ldp's default ``index_mapper`` is ``x - 1``, so its
   users' data ``1..K`` are hashed as ``0..K-1``, the categories here;
-* the seed is ``random.randint(0, sys.maxsize)`` (pure-ldp) or ``np.random.randint(0, sys.maxsize,
-  dtype=np.int64)`` (multi-freq-ldpy), i.e. uniform on ``0..2^63-1``; python-xxhash passes the
-  seed to XXH32 as a C ``unsigned int``, so only ``s mod 2^32`` matters;
+* the seed is ``random.randint(0, sys.maxsize)`` (pure-ldp: uniform on ``0..2^63-1``) or
+  ``np.random.randint(0, sys.maxsize, dtype=np.int64)`` (multi-freq-ldpy: ``0..2^63-2``), so its
+  residue mod ``2^32`` is uniform (within ``2^-63``); python-xxhash 3.8.2 keeps only
+  ``s mod 2^32`` (observed: ``xxh32("7", seed=2**63 - 1)`` equals ``seed=2**32 - 1``);
 * ``y`` is the hash value randomised by GRR over ``g`` values (``Pr[y = h_s(x)] = p``); BLH takes
   ``g = 2``, OLH ``g = int(round(e^eps)) + 1`` (the same in both peers and here);
 * the report is the pair ``(y, seed)``.
