@@ -85,20 +85,68 @@ def hash_values(seeds, x):
 
 
 @njit(cache=True)
-def support_matrix(seeds, y, g, k, support, stat):
-    """``support[i, x] = (xxh32(str(x), seeds[i]) mod g == y[i])``; ``stat[x]`` counts hits.
+def category_terms(xs):
+    """Per category ``xs[j]`` (int64 in ``0..2^31-1``), the seed-free terms of its XXH32.
 
-    ``seeds``, ``y`` and ``g`` are uint64; ``support`` is a (n, k) bool array, ``stat`` (k,)
-    int64 (added to).  The digits of every category are written once.
+    Returns ``n_words``, ``n_tail`` (int64, (k,)), ``start = P5 + L`` (uint64, (k,)), the word
+    terms ``w * P3`` (uint64, (k, 2)) and the tail terms ``b * P5`` (uint64, (k, 3)), all mod 2^32
+    (see the module docstring), ``k = len(xs)``.
     """
-    digits = np.zeros((k, _MAX_DIGITS), dtype=np.uint8)
-    lengths = np.empty(k, dtype=np.int64)
+    k = xs.shape[0]
+    n_words = np.zeros(k, dtype=np.int64)
+    n_tail = np.zeros(k, dtype=np.int64)
+    start = np.zeros(k, dtype=np.uint64)
+    word_terms = np.zeros((k, 2), dtype=np.uint64)
+    tail_terms = np.zeros((k, 3), dtype=np.uint64)
+    digits = np.zeros(_MAX_DIGITS, dtype=np.uint8)
     for x in range(k):
-        lengths[x] = _decimal(x, digits[x])
-    for i in range(seeds.shape[0]):
-        seed, target = seeds[i], y[i]
-        for x in range(k):
-            hit = xxh32_short(digits[x], lengths[x], seed) % g == target
-            support[i, x] = hit
-            if hit:
-                stat[x] += 1
+        length = _decimal(xs[x], digits)
+        start[x] = (_P5 + np.uint64(length)) & _MASK
+        n_words[x], n_tail[x] = length // 4, length % 4
+        for w in range(length // 4):
+            word = np.uint64(0)
+            for j in range(4):
+                word |= np.uint64(digits[4 * w + j]) << np.uint64(8 * j)
+            word_terms[x, w] = (word * _P3) & _MASK
+        for t in range(length % 4):
+            tail_terms[x, t] = (np.uint64(digits[4 * (length // 4) + t]) * _P5) & _MASK
+    return n_words, n_tail, start, word_terms, tail_terms
+
+
+@njit(cache=True)
+def hits_by_category(seeds, y, g, n_words, n_tail, start, word_terms, tail_terms, hits, stat):
+    """``hits[j, i] = (xxh32(str(xs[j]), seeds[i]) mod g == y[i])``; ``stat[j]`` adds the hits.
+
+    ``seeds``, ``y`` and ``g`` are uint64, the terms from :func:`category_terms` of the
+    categories ``xs``, ``hits`` a (k, n) bool array.  Categories outside, users inside: the inner
+    loop is straight-line arithmetic on one category's constants (the branches on its length are
+    loop-invariant).
+    """
+    mask_g = g - np.uint64(1)
+    power_of_two = (g & mask_g) == 0
+    for x in range(n_words.shape[0]):
+        a, w0, w1 = start[x], word_terms[x, 0], word_terms[x, 1]
+        t0, t1, t2 = tail_terms[x, 0], tail_terms[x, 1], tail_terms[x, 2]
+        nw, nt = n_words[x], n_tail[x]
+        count = 0
+        for i in range(seeds.shape[0]):
+            h = (seeds[i] + a) & _MASK
+            if nw > 0:
+                h = (_rotl((h + w0) & _MASK, 17) * _P4) & _MASK
+            if nw > 1:
+                h = (_rotl((h + w1) & _MASK, 17) * _P4) & _MASK
+            if nt > 0:
+                h = (_rotl((h + t0) & _MASK, 11) * _P1) & _MASK
+            if nt > 1:
+                h = (_rotl((h + t1) & _MASK, 11) * _P1) & _MASK
+            if nt > 2:
+                h = (_rotl((h + t2) & _MASK, 11) * _P1) & _MASK
+            h ^= h >> np.uint64(15)
+            h = (h * _P2) & _MASK
+            h ^= h >> np.uint64(13)
+            h = (h * _P3) & _MASK
+            h ^= h >> np.uint64(16)
+            hit = ((h & mask_g) if power_of_two else (h % g)) == y[i]
+            hits[x, i] = hit
+            count += hit
+        stat[x] += count

@@ -223,20 +223,24 @@ class XXHashLocalHashing(PureProtocol):
     def tally(self, reports: SeedReports) -> Tally:
         """Support-form tally: ``support[i, x] = (h_{s_i}(x) == y_i)``, levels ``(q, p)``.
 
-        One compiled pass over users and categories (:func:`_xxh32.support_matrix`), in blocks of
-        users so that a block's support is at most ``_TALLY_BLOCK`` entries.
+        Compiled (:func:`_xxh32.hits_by_category`): the seed-free terms of each category's hash
+        are computed once, then every user's hash of that category, over blocks of users so
+        temporaries stay ``O(block * k)`` bytes.
         """
         y, seed = self.check_reports(reports)
         n, k = y.shape[0], self.k
         support = np.empty((n, k), dtype=bool)
         stat = np.zeros(k, dtype=np.int64)
+        terms = _xxh32.category_terms(np.arange(k, dtype=np.int64))
         seeds = (seed % SEED_RANGE).astype(np.uint64)
         targets = y.astype(np.uint64)
         block = max(4096, _TALLY_BLOCK // k)
         for start in range(0, n, block):
             stop = min(n, start + block)
-            _xxh32.support_matrix(seeds[start:stop], targets[start:stop], np.uint64(self.g), k,
-                                  support[start:stop], stat)  # fmt: skip
+            hits = np.empty((k, stop - start), dtype=bool)
+            _xxh32.hits_by_category(seeds[start:stop], targets[start:stop], np.uint64(self.g),
+                                    *terms, hits, stat)  # fmt: skip
+            support[start:stop] = hits.T
         return Tally(
             np.ones(n, dtype=np.int64),
             support=support,

@@ -58,6 +58,22 @@ def test_hash_equals_python_xxhash_on_many_pairs():
     np.testing.assert_array_equal(ours, np.array(theirs, dtype=np.uint64))
 
 
+@pytest.mark.parametrize("g", [4, 5])
+def test_tally_kernel_on_long_decimal_strings(g):
+    # the tally's kernel splits str(x) into 4-byte words and a tail: 1 to 10 digits
+    xs = np.array([0, 9, 10, 999, 1000, 12345, 1234567, 99999999, 123456789, 2**31 - 2])
+    rng = np.random.default_rng(4)
+    seeds = rng.integers(0, 2**32, size=3000, dtype=np.int64).astype(np.uint64)
+    y = rng.integers(0, g, size=3000).astype(np.uint64)
+    hits, stat = np.empty((xs.size, 3000), dtype=bool), np.zeros(xs.size, dtype=np.int64)
+    terms = _xxh32.category_terms(xs)
+    _xxh32.hits_by_category(seeds, y, np.uint64(g), *terms, hits, stat)
+    for j, x in enumerate(xs):
+        expected = _xxh32.hash_values(seeds, np.full(3000, x)) % np.uint64(g) == y
+        np.testing.assert_array_equal(hits[j], expected)
+        assert stat[j] == expected.sum()
+
+
 def test_empirical_collision_rate():
     # c = Pr_s[h_s(17) = h_s(90)] = 1/g within 4 standard errors over 400,000 seeds
     mech = OLHXX(100, 1.0)
