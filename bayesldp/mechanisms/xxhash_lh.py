@@ -262,22 +262,30 @@ class XXHashLocalHashing(PureProtocol):
             raise NotSupportedError(
                 f"channel_given_seed: a {self.k} x {self.g} matrix is too large to build"
             )
-        return self._channel_given_seed(seed, compact=False)
+        h = self._seed_hashes(seed)
+        return np.where(h[:, None] == np.arange(self.g)[None, :], self.p, self.q)
 
-    def _channel_given_seed(self, seed: int, *, compact: bool) -> np.ndarray:
+    def _seed_hashes(self, seed: int) -> np.ndarray:
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
             raise InvalidTypeError(f"seed: expected an integer, got {seed!r}")
         if not 0 <= seed <= _MAX_SEED:
             raise InvalidInputError(f"seed: must lie in 0..2^63-1, got {seed}")
-        h = self._hash(np.full(self.k, seed, dtype=np.int64), np.arange(self.k))
-        if compact:  # the hashed values, plus one value no input hashes to (if any)
-            columns = np.unique(h)
-            if columns.size < self.g:
-                free = np.setdiff1d(np.arange(columns.size + 1), columns)[0]
-                columns = np.append(columns, free)
-        else:
-            columns = np.arange(self.g)
-        return np.where(h[:, None] == columns[None, :], self.p, self.q)
+        return self._hash(np.full(self.k, seed, dtype=np.int64), np.arange(self.k))
+
+    def channel_extremes(self, seed: int) -> np.ndarray:
+        """Each column's maximum and minimum over inputs of the channel given ``seed`` (2 x m).
+
+        Column ``v`` holds ``p`` for the inputs hashing to ``v`` and ``q`` for the others, so its
+        maximum is ``p`` if some input hashes to ``v`` (else ``q``) and its minimum ``q`` unless
+        every input does.  Columns no input hashes to are alike (``q``); one stands for them all.
+        ``O(K)`` memory, where the channel itself takes ``K g``.
+        """
+        _, counts = np.unique(self._seed_hashes(seed), return_counts=True)
+        col_max = np.full(counts.size, self.p)
+        col_min = np.where(counts == self.k, self.p, self.q)
+        if counts.size < self.g:
+            col_max, col_min = np.append(col_max, self.q), np.append(col_min, self.q)
+        return np.vstack([col_max, col_min])
 
     def separating_seed(self) -> int:
         """The smallest seed whose hash separates categories 0 and 1 (exists for every g >= 2)."""
@@ -290,13 +298,12 @@ class XXHashLocalHashing(PureProtocol):
         """Epsilon from the exact channel of ``y`` given a seed.
 
         ``Pr(seed)`` does not depend on ``x``, so the privacy loss is that of the channel given
-        the seed.  Every such channel holds only ``p`` and ``q``: each column's ratio is 1 or
-        ``p/q``, and a seed separating two inputs attains ``p/q`` (:meth:`separating_seed`).
-        Columns no input hashes to are constant (``q``); one stands for them all.
+        the seed, ``max_v log(max_x P[x, v] / min_x P[x, v])``, computed from its column extremes
+        (:meth:`channel_extremes`).  Every such channel holds only ``p`` and ``q``: each column's
+        ratio is 1 or ``p/q``, and a seed separating two inputs attains ``p/q``
+        (:meth:`separating_seed`), so that seed's channel gives the maximum over all seeds.
         """
-        return realised_epsilon_of_channel(
-            self._channel_given_seed(self.separating_seed(), compact=True)
-        )
+        return realised_epsilon_of_channel(self.channel_extremes(self.separating_seed()))
 
 
 def _check_field(reports: SeedReports, field: str, lo: int, hi: int) -> np.ndarray:

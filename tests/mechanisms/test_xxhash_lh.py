@@ -104,6 +104,22 @@ def test_channel_given_seed():
     assert realised_epsilon_of_channel(chan) == pytest.approx(1.5)
     assert np.array_equal(chan, mech.channel_given_seed(seed + 2**32))  # seeds act mod 2^32
 
+    for mech in [OLHXX(20, 1.5), OLHXX(5, 1.0, g=50)]:  # every column used; most unused
+        chan = mech.channel_given_seed(seed)
+        extremes = mech.channel_extremes(seed)  # the columns' max and min, unused ones pooled
+        live = np.unique(np.argmax(chan, axis=1))
+        expected = np.vstack([chan.max(0)[live], chan.min(0)[live]])
+        if live.size < mech.g:
+            expected = np.hstack([expected, [[mech.q], [mech.q]]])
+        np.testing.assert_array_equal(extremes, expected)
+
+
+def test_realised_epsilon_of_a_large_domain_needs_no_large_channel():
+    mech = OLHXX(200_000, 12.0)  # g = 162,756: the channel would hold 3e10 entries
+    assert mech.realised_epsilon() == pytest.approx(12.0, rel=1e-9)
+    with pytest.raises(bayesldp.NotSupportedError, match="too large"):
+        mech.channel_given_seed(0)
+
 
 def test_realised_epsilon_catches_a_wrong_p():
     class Leaky(OLHXX):
