@@ -40,13 +40,8 @@ import numpy as np
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms import _xxh32
-from bayesldp.mechanisms.base import (
-    Parameter,
-    PureProtocol,
-    int_columns,
-    realised_epsilon_of_channel,
-)
-from bayesldp.mechanisms.hashing import _check_g, optimal_g
+from bayesldp.mechanisms.base import Parameter, int_columns, realised_epsilon_of_channel
+from bayesldp.mechanisms.hashing import HashedGRR, _check_g, check_report_field, optimal_g
 from bayesldp.tally import Tally
 
 SEED_RANGE = 2**32
@@ -77,7 +72,7 @@ class SeedReports:
         return int(np.shape(self.y)[0]) if np.ndim(self.y) else 1
 
 
-class XXHashLocalHashing(PureProtocol):
+class XXHashLocalHashing(HashedGRR):
     """Local hashing with ``h_s(x) = xxh32(str(x), s) mod g`` (pure-ldp, multi-freq-ldpy).
 
     Client: draw ``s ~ U{0..2^32-1}``, hash ``v = h_s(x)``, keep ``v`` w.p.
@@ -132,34 +127,11 @@ class XXHashLocalHashing(PureProtocol):
             raise InvalidInputError(f"k: xxhash local hashing needs k <= 2^31 - 1, got {self.k}")
         self.g = _check_g(g, HASH_RANGE)
 
-    def params(self) -> dict[str, Any]:
-        return {"k": self.k, "epsilon": self.epsilon, "g": self.g}
-
     # ------------------------------------------------------------------ probabilities
-    @property
-    def p(self) -> float:
-        """Probability of reporting the true hash value, ``e^eps / (e^eps + g - 1)``."""
-        return 1.0 / (1.0 + (self.g - 1) * math.exp(-self.epsilon))
-
-    @property
-    def q(self) -> float:
-        """Probability of reporting one given other hash value, ``1 / (e^eps + g - 1)``."""
-        e_neg = math.exp(-self.epsilon)
-        return e_neg / (1.0 + (self.g - 1) * e_neg)
-
     @property
     def collision_probability(self) -> float:
         """``c = Pr_s[h_s(x) = h_s(x')] = 1/g`` (measured; see the class docstring)."""
         return 1.0 / self.g
-
-    @property
-    def p_star(self) -> float:
-        return self.p
-
-    @property
-    def q_star(self) -> float:
-        c = self.collision_probability
-        return c * self.p + (1.0 - c) * self.q
 
     # ------------------------------------------------------------------ hashing
     def hash_values(self, reports: SeedReports, x: int) -> np.ndarray:
@@ -170,13 +142,6 @@ class XXHashLocalHashing(PureProtocol):
     def _hash(self, seed: np.ndarray, x: np.ndarray) -> np.ndarray:
         seeds = (seed % SEED_RANGE).astype(np.uint64)
         return (_xxh32.hash_values(seeds, x.astype(np.int64)) % np.uint64(self.g)).astype(np.int64)
-
-    def _check_category(self, x: object) -> int:
-        if isinstance(x, bool) or not isinstance(x, numbers.Integral):
-            raise InvalidTypeError(f"x: expected an integer category, got {x!r}")
-        if not 0 <= x < self.k:
-            raise InvalidInputError(f"x: must lie in 0..{self.k - 1}, got {x}")
-        return int(x)
 
     # ------------------------------------------------------------------ client
     def perturb(self, x: Any, rng: RNGLike = None) -> SeedReports:
@@ -199,7 +164,7 @@ class XXHashLocalHashing(PureProtocol):
                 f"reports_from_frame, got {type(reports).__name__}"
             )
         bounds = {"y": (0, self.g - 1), "seed": (0, _MAX_SEED)}
-        arrays = [_check_field(reports, field, lo, hi) for field, (lo, hi) in bounds.items()]
+        arrays = [check_report_field(reports, f, lo, hi) for f, (lo, hi) in bounds.items()]
         if arrays[0].shape[0] != arrays[1].shape[0]:
             raise InvalidInputError(
                 f"reports: y and seed need equal lengths, got y={arrays[0].shape[0]}, "
@@ -304,20 +269,6 @@ class XXHashLocalHashing(PureProtocol):
         (:meth:`separating_seed`), so that seed's channel gives the maximum over all seeds.
         """
         return realised_epsilon_of_channel(self.channel_extremes(self.separating_seed()))
-
-
-def _check_field(reports: SeedReports, field: str, lo: int, hi: int) -> np.ndarray:
-    arr = np.asarray(getattr(reports, field))
-    if arr.ndim != 1:
-        raise InvalidInputError(f"reports.{field}: expected a 1-d array, got shape {arr.shape}")
-    if arr.dtype.kind not in "iu":
-        raise InvalidTypeError(f"reports.{field}: expected integers, got dtype {arr.dtype}")
-    if arr.size == 0:
-        raise InvalidInputError(f"reports.{field}: is empty; at least one report is needed")
-    if arr.min() < lo or arr.max() > hi:
-        bad = arr.min() if arr.min() < lo else arr.max()
-        raise InvalidInputError(f"reports.{field}: must lie in {lo}..{hi}, got {bad}")
-    return arr.astype(np.int64, copy=False)
 
 
 class BLHXX(XXHashLocalHashing):
