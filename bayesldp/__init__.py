@@ -27,6 +27,7 @@ _LAZY = {
     "NodeSampling": "bayesldp.mechanisms.sampling",
     "HashReports": "bayesldp.mechanisms.hashing",
     "SampledReports": "bayesldp.mechanisms.sampling",
+    "SeedReports": "bayesldp.mechanisms.xxhash_lh",
     "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",
     "bounds": "bayesldp.bounds",

@@ -1,7 +1,8 @@
 """LDP mechanisms: the client-side randomisers and their aggregators.
 
 One module per family: ``grr`` (GRR / direct encoding / k-RR), ``unary`` (SUE, OUE), ``hashing``
-(BLH, OLH), ``histogram`` (SHE, THE), ``hadamard`` (Hadamard response), ``rrrr`` (the subset
+(BLH, OLH), ``xxhash_lh`` (BLHXX, OLHXX: local hashing with pure-ldp's and multi-freq-ldpy's xxhash
+family), ``histogram`` (SHE, THE), ``hadamard`` (Hadamard response), ``rrrr`` (the subset
 mechanism of AdOBEst-LDP) and ``sampling`` (node sampling, a wrapper); ``base`` holds the protocol
 they share and :mod:`~bayesldp.mechanisms.registry` the one list of them that the rest of the
 package reads.  Names are imported lazily, so importing this package loads no mechanism.
@@ -27,6 +28,8 @@ _LAZY: dict[str, str] = {
     "LocalHashing": "bayesldp.mechanisms.hashing",
     "NodeSampling": "bayesldp.mechanisms.sampling",
     "SampledReports": "bayesldp.mechanisms.sampling",
+    "SeedReports": "bayesldp.mechanisms.xxhash_lh",
+    "XXHashLocalHashing": "bayesldp.mechanisms.xxhash_lh",
     "all_parameters": _REGISTRY,
     "canonical_name": _REGISTRY,
     "make_mechanism": _REGISTRY,

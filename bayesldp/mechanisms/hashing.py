@@ -17,12 +17,17 @@ The hash family here is the Carter-Wegman family ``h_{a,b}(x) = ((a x + b) mod P
 the prime ``P = 2^31 - 1``, ``a`` uniform in ``1..P-1`` and ``b`` uniform in ``0..P-1``.  The
 oracle's ``q*`` is computed exactly for this family (not the idealised ``1/g``), so the unbiased
 estimate is exactly unbiased.
+
+:class:`HashedGRR` holds what every hash family shares (GRR over ``g`` values, ``p*``, ``q*``
+from the family's collision probability); :mod:`bayesldp.mechanisms.xxhash_lh` builds the xxhash
+family of pure-ldp and multi-freq-ldpy on it.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,7 +122,70 @@ def _collision_probability(prime: int, g: int) -> float:
     return pairs / (prime * (prime - 1))
 
 
-class LocalHashing(PureProtocol):
+class HashedGRR(PureProtocol):
+    """What every local-hashing family shares: GRR over the ``g`` hash values.
+
+    A report keeps the true hash value ``h(x)`` w.p. ``p = e^eps/(e^eps + g - 1)`` and reports
+    each other value w.p. ``q = 1/(e^eps + g - 1)``; the oracle has ``p* = p`` and
+    ``q* = c p + (1 - c) q`` with the family's collision probability
+    ``c = Pr_h[h(x) = h(x')]`` (``x != x'``), which subclasses define, with the hash.
+    """
+
+    g: int
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k, "epsilon": self.epsilon, "g": self.g}
+
+    @property
+    def p(self) -> float:
+        """Probability of reporting the true hash value, ``e^eps / (e^eps + g - 1)``."""
+        e_neg = math.exp(-self.epsilon)
+        return 1.0 / (1.0 + (self.g - 1) * e_neg)
+
+    @property
+    def q(self) -> float:
+        """Probability of reporting one given other hash value, ``1 / (e^eps + g - 1)``."""
+        e_neg = math.exp(-self.epsilon)
+        return e_neg / (1.0 + (self.g - 1) * e_neg)
+
+    @property
+    @abstractmethod
+    def collision_probability(self) -> float:
+        """``c = Pr_h[h(x) = h(x')]`` for ``x != x'``."""
+
+    @property
+    def p_star(self) -> float:
+        return self.p
+
+    @property
+    def q_star(self) -> float:
+        c = self.collision_probability
+        return c * self.p + (1.0 - c) * self.q
+
+    def _check_category(self, x: object) -> int:
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+            raise InvalidTypeError(f"x: expected an integer category, got {x!r}")
+        if not 0 <= x < self.k:
+            raise InvalidInputError(f"x: must lie in 0..{self.k - 1}, got {x}")
+        return int(x)
+
+
+def check_report_field(reports: Any, field: str, lo: int, hi: int) -> np.ndarray:
+    """A report field as a non-empty 1-d int64 array with values in ``lo..hi``."""
+    arr = np.asarray(getattr(reports, field))
+    if arr.ndim != 1:
+        raise InvalidInputError(f"reports.{field}: expected a 1-d array, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise InvalidTypeError(f"reports.{field}: expected integers, got dtype {arr.dtype}")
+    if arr.size == 0:
+        raise InvalidInputError(f"reports.{field}: is empty; at least one report is needed")
+    if arr.min() < lo or arr.max() > hi:
+        bad = arr.min() if arr.min() < lo else arr.max()
+        raise InvalidInputError(f"reports.{field}: must lie in {lo}..{hi}, got {bad}")
+    return arr.astype(np.int64, copy=False)
+
+
+class LocalHashing(HashedGRR):
     """Local hashing with hash range ``g`` (Wang et al., USENIX Security 2017, section 4.4).
 
     Client: draw ``a ~ U{1..P-1}``, ``b ~ U{0..P-1}``, hash ``v = ((a x + b) mod P) mod g``
@@ -161,9 +229,6 @@ class LocalHashing(PureProtocol):
         self.g = _check_g(g, self._prime)
 
     # ------------------------------------------------------------------ identity
-    def params(self) -> dict[str, Any]:
-        return {"k": self.k, "epsilon": self.epsilon, "g": self.g}
-
     def _key(self) -> tuple:
         key = super()._key()
         return key if self._prime == MERSENNE_31 else (*key, ("_prime", self._prime))
@@ -175,30 +240,9 @@ class LocalHashing(PureProtocol):
         return self._prime
 
     @property
-    def p(self) -> float:
-        """Probability of reporting the true hash value, ``e^eps / (e^eps + g - 1)``."""
-        e_neg = math.exp(-self.epsilon)
-        return 1.0 / (1.0 + (self.g - 1) * e_neg)
-
-    @property
-    def q(self) -> float:
-        """Probability of reporting one given other hash value, ``1 / (e^eps + g - 1)``."""
-        e_neg = math.exp(-self.epsilon)
-        return e_neg / (1.0 + (self.g - 1) * e_neg)
-
-    @property
     def collision_probability(self) -> float:
         """``c = Pr_{a,b}[h(x) = h(x')]`` for ``x != x'``, exact for this hash family."""
         return _collision_probability(self._prime, self.g)
-
-    @property
-    def p_star(self) -> float:
-        return self.p
-
-    @property
-    def q_star(self) -> float:
-        c = self.collision_probability
-        return c * self.p + (1.0 - c) * self.q
 
     # ------------------------------------------------------------------ hashing
     def _hash(self, a: np.ndarray, b: np.ndarray, x: Any) -> np.ndarray:
@@ -209,13 +253,6 @@ class LocalHashing(PureProtocol):
         """``h_i(x)`` for every report ``i`` (int64, shape (n,))."""
         a, b, _ = self.check_reports(reports)
         return self._hash(a, b, self._check_category(x))
-
-    def _check_category(self, x: object) -> int:
-        if isinstance(x, bool) or not isinstance(x, numbers.Integral):
-            raise InvalidTypeError(f"x: expected an integer category, got {x!r}")
-        if not 0 <= x < self.k:
-            raise InvalidInputError(f"x: must lie in 0..{self.k - 1}, got {x}")
-        return int(x)
 
     # ------------------------------------------------------------------ client
     def perturb(self, x: Any, rng: RNGLike = None) -> HashReports:
@@ -240,21 +277,7 @@ class LocalHashing(PureProtocol):
                 f"got {type(reports).__name__}"
             )
         bounds = {"a": (1, self._prime - 1), "b": (0, self._prime - 1), "y": (0, self.g - 1)}
-        arrays = []
-        for field, (lo, hi) in bounds.items():
-            arr = np.asarray(getattr(reports, field))
-            if arr.ndim != 1:
-                raise InvalidInputError(
-                    f"reports.{field}: expected a 1-d array, got shape {arr.shape}"
-                )
-            if arr.dtype.kind not in "iu":
-                raise InvalidTypeError(f"reports.{field}: expected integers, got dtype {arr.dtype}")
-            if arr.size == 0:
-                raise InvalidInputError(f"reports.{field}: is empty; at least one report is needed")
-            if arr.min() < lo or arr.max() > hi:
-                bad = arr.min() if arr.min() < lo else arr.max()
-                raise InvalidInputError(f"reports.{field}: must lie in {lo}..{hi}, got {bad}")
-            arrays.append(arr.astype(np.int64, copy=False))
+        arrays = [check_report_field(reports, f, lo, hi) for f, (lo, hi) in bounds.items()]
         lengths = {arr.shape[0] for arr in arrays}
         if len(lengths) != 1:
             sizes = ", ".join(f"{f}={arr.shape[0]}" for f, arr in zip("aby", arrays, strict=True))

@@ -23,6 +23,8 @@ MODULES: dict[str, str] = {
     "OUE": "bayesldp.mechanisms.unary",
     "BLH": "bayesldp.mechanisms.hashing",
     "OLH": "bayesldp.mechanisms.hashing",
+    "BLHXX": "bayesldp.mechanisms.xxhash_lh",
+    "OLHXX": "bayesldp.mechanisms.xxhash_lh",
     "SHE": "bayesldp.mechanisms.histogram",
     "THE": "bayesldp.mechanisms.histogram",
     "HadamardResponse": "bayesldp.mechanisms.hadamard",
