@@ -54,7 +54,7 @@ BACKENDS: dict[str, str] = {
     "sgld": "bayesldp.bayes.sgld",
 }
 #: methods that sample under the adaptive prior (AdaptiveDirichlet)
-ADAPTIVE_METHODS = ("exact", "hmc", "nuts")
+ADAPTIVE_METHODS = ("exact", "hmc", "nuts", "sgld")
 #: aliases resolved before dispatch
 ALIASES: dict[str, str] = {"auto": "hmc"}
 #: optional packages a backend may need -> the pip extra that installs them
@@ -106,7 +106,7 @@ def fit(
         vector of ``K`` positive numbers; a :class:`~bayesldp.bayes.Dirichlet`; or
         ``"adaptive"`` / an :class:`~bayesldp.bayes.AdaptiveDirichlet`: ``Dirichlet(a 1_K)`` with
         ``a`` unknown (a normal prior on ``log a``), whose draws are the posterior variable
-        ``a`` (methods "hmc", "exact" and "nuts").
+        ``a`` (every method).
     method : {"auto", "exact", "hmc", "nuts", "sgld"}
         The posterior method; ``"auto"`` is ``"hmc"``.
     draws, chains : int

@@ -85,6 +85,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.special import gammaln
 
 from bayesldp._validation import (
     as_generator,
@@ -94,6 +95,7 @@ from bayesldp._validation import (
     check_positive,
 )
 from bayesldp.bayes._types import SamplerOutput
+from bayesldp.bayes.prior import AdaptiveDirichlet
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally, check_tally
@@ -237,6 +239,9 @@ class SGLDState:
         Weights ``w`` of the expanded-mean metric, or None for the paper's identity metric.
     anchor : ndarray of shape (K,) or None
         Centre ``theta_hat`` of the minibatch control variate, or None (plain minibatches).
+    concentration : ndarray of shape (chains,) or None
+        Under the adaptive prior, each chain's current concentration ``a`` (the Gibbs step of
+        :func:`_advance` updates it); None under a fixed Dirichlet prior.
 
     :meth:`to_dict` / :meth:`from_dict` checkpoint a state as plain data (numpy arrays, Python
     ints and strings; a PCG64 generator's 128-bit counters are Python ints, so use JSON or
@@ -248,6 +253,7 @@ class SGLDState:
     rng_state: dict
     metric: np.ndarray | None = None
     anchor: np.ndarray | None = None
+    concentration: np.ndarray | None = None
 
     @classmethod
     def initial(
@@ -337,6 +343,8 @@ class SGLDState:
             out["metric"] = self.metric.copy()
         if self.anchor is not None:
             out["anchor"] = self.anchor.copy()
+        if self.concentration is not None:
+            out["concentration"] = self.concentration.copy()
         return out
 
     @classmethod
@@ -361,6 +369,7 @@ class SGLDState:
             rng_state,
             _check_vector(data.get("metric"), k, "metric"),
             _check_vector(data.get("anchor"), k, "anchor"),
+            _check_vector(data.get("concentration"), phi.shape[0], "concentration"),
         )
         state.generator()  # validates the generator state
         return state
@@ -410,11 +419,14 @@ def _advance(
     minibatch: int | None,
     record_every: int,
     refresh_scale: bool,
-) -> tuple[SGLDState, np.ndarray]:
+    prior: AdaptiveDirichlet | None = None,
+) -> tuple[SGLDState, np.ndarray, np.ndarray]:
     gen = state.generator()
     phi = state.phi.astype(float, copy=True)
     chains, k = phi.shape
-    a_total = alpha.sum()
+    conc = None if prior is None else state.concentration.copy()
+    alpha = np.broadcast_to(alpha, (chains, k)) if conc is None else conc[:, None] * np.ones(k)
+    a_total = alpha.sum(axis=1)
     metric = state.metric
     anchor = state.anchor if minibatch is not None else None
     if anchor is not None:
@@ -428,8 +440,15 @@ def _advance(
         dof = 2.0 * alpha
     first = state.step
     draws = np.empty((chains, (first + n_steps) // record_every - first // record_every, k))
+    a_draws = np.empty(draws.shape[:2])
     rec = 0
     for step in range(first, first + n_steps):
+        if prior is not None:  # Gibbs step: a | phi, exact on the prior's grid
+            conc = _draw_concentration(prior, phi, gen)
+            alpha = conc[:, None] * np.ones(k)
+            a_total = k * conc
+            if metric is not None:
+                dof = 2.0 * alpha
         total = phi.sum(axis=1, keepdims=True)
         if not np.all(total > 0):
             raise NotSupportedError(
@@ -461,16 +480,32 @@ def _advance(
             sums = phi.sum(axis=1)
             dead = ~(sums > 0)
             if np.any(dead):  # every coordinate underflowed to 0: restart at the prior mean
-                phi[dead] = alpha / a_total
+                phi[dead] = alpha[dead] / a_total[dead, None]
                 sums[dead] = 1.0
             phi *= (new_total / sums)[:, None]
         if (step + 1) % record_every == 0:
             draws[:, rec] = phi / phi.sum(axis=1, keepdims=True)
+            if conc is not None:
+                a_draws[:, rec] = conc
             rec += 1
     metric = None if state.metric is None else state.metric.copy()
     anchor = None if state.anchor is None else state.anchor.copy()
-    new_state = SGLDState(phi, first + n_steps, gen.bit_generator.state, metric, anchor)
-    return new_state, draws
+    new_state = SGLDState(phi, first + n_steps, gen.bit_generator.state, metric, anchor, conc)
+    return new_state, draws, a_draws
+
+
+def _draw_concentration(
+    prior: AdaptiveDirichlet, phi: np.ndarray, gen: np.random.Generator
+) -> np.ndarray:
+    """One draw per chain of ``a`` given the latent weights: with ``phi_i ~ Gamma(a, 1)``,
+    ``p(a_j | phi) ∝ w_j exp((a_j - 1) sum_i log phi_i - K lgamma(a_j))`` on the grid."""
+    k = phi.shape[1]
+    log_phi = np.log(np.maximum(phi, np.finfo(float).tiny)).sum(axis=1)
+    terms = prior.log_w - k * gammaln(prior.a) + prior.a * log_phi[:, None]
+    probs = np.exp(terms - terms.max(axis=1, keepdims=True))
+    cum = np.cumsum(probs, axis=1)
+    u = gen.random((phi.shape[0], 1)) * cum[:, -1:]
+    return prior.a[np.minimum((u > cum).sum(axis=1), prior.a.shape[0] - 1)]
 
 
 def sgld_run(
@@ -540,9 +575,10 @@ def sgld_run(
     if step_size is None:
         step_size = 0.5 / tally.n if state.metric is None else _DEFAULT_STEP
     gamma = check_positive(step_size, "step_size")
-    return _advance(
+    state, draws, _ = _advance(
         Likelihood(tally), alpha, state, n_steps, gamma, minibatch, record_every, refresh_scale
     )
+    return state, draws
 
 
 # ---------------------------------------------------------------------------------------- backend
@@ -585,18 +621,21 @@ class _Progress:
 
             self.bar = tqdm(total=total, desc="sgld", unit="step")
 
-    def run(self, rows, alpha, state, n_steps, **kwargs) -> tuple[SGLDState, np.ndarray]:
+    def run(self, rows, alpha, state, n_steps, **kwargs) -> tuple[SGLDState, Any, Any]:
+        """``n_steps`` updates in chunks; the state, the recorded theta and a (if adaptive)."""
         chunk = 250 if self.bar is not None else max(n_steps, 1)
         pieces = [np.empty((state.chains, 0, state.k))]
+        a_pieces = [np.empty((state.chains, 0))]
         done = 0
         while done < n_steps:
             size = min(chunk, n_steps - done)
-            state, draws = _advance(rows, alpha, state, size, **kwargs)
+            state, draws, a_draws = _advance(rows, alpha, state, size, **kwargs)
             pieces.append(draws)
+            a_pieces.append(a_draws)
             done += size
             if self.bar is not None:
                 self.bar.update(size)
-        return state, np.concatenate(pieces, axis=1)
+        return state, np.concatenate(pieces, axis=1), np.concatenate(a_pieces, axis=1)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -634,8 +673,12 @@ def sample(
     ----------
     tally : Tally
         The reports.
-    alpha : ndarray, shape (K,)
-        Dirichlet prior concentrations.
+    alpha : ndarray, shape (K,), or AdaptiveDirichlet
+        Dirichlet prior concentrations, or the adaptive prior: then every update starts with a
+        Gibbs step drawing each chain's ``a`` from ``p(a | phi)`` exactly on the prior's grid
+        (with ``phi_i ~ Gamma(a, 1)``, ``p(a_j | phi) ∝ w_j exp((a_j - 1) sum log phi_i -
+        K lgamma(a_j))``), and the CIR step uses ``rho = a``; the draws of ``a`` are returned in
+        ``extra["a"]``.  Tuning quantities (starting estimate, Fisher weights) use ``a = 1``.
     draws, chains : int
         Recorded draws per chain and number of chains.
     random_seed : int or None
@@ -659,7 +702,9 @@ def sample(
     """
     start_time = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
     k = tally.k
-    _check_total_concentration(alpha)
+    prior = alpha if isinstance(alpha, AdaptiveDirichlet) else None
+    if prior is None:
+        _check_total_concentration(alpha)
     unknown = sorted(set(options) - set(_SAMPLE_OPTIONS))
     if unknown:
         raise InvalidInputError(
@@ -693,31 +738,41 @@ def sample(
 
     gen = as_generator(random_seed)
     rows = Likelihood(tally)
+    if prior is not None:  # tuning quantities at a = 1; the chains then move a by Gibbs steps
+        alpha = np.ones(k)
     centre = _point_estimate(rows, alpha, 200 if minibatch is None else 30)
     weights = None if metric_kind == "identity" else _fisher_weights(rows, alpha, centre)
     start = 0.5 * centre + 0.5 * gen.dirichlet(np.ones(k), size=chains)
     anchor = centre if (minibatch is not None and control_variate) else None
     state = SGLDState.initial(alpha, chains, gen, theta=start, metric=weights, anchor=anchor)
+    if prior is not None:
+        state.concentration = prior.draw_concentration(state.theta, gen)
     kwargs = {
         "gamma": step_size,
         "minibatch": minibatch,
         "refresh_scale": refresh_scale,
+        "prior": prior,
     }
     progress = _Progress(tune + draws * thin, progressbar)
     try:
         for size in _windows(tune):
-            state, warm = progress.run(rows, alpha, state, size, record_every=1, **kwargs)
+            state, warm, _ = progress.run(rows, alpha, state, size, record_every=1, **kwargs)
             settled = warm[:, size // 2 :]
             if metric_kind == "adaptive":
                 state.metric = _adapted_weights(rows, alpha, settled)
             if state.anchor is not None:
                 mean = np.maximum(settled.reshape(-1, k).mean(axis=0), 1e-12)
                 state.anchor = mean / mean.sum()
-        state, theta = progress.run(rows, alpha, state, draws * thin, record_every=thin, **kwargs)
+        state, theta, a_draws = progress.run(
+            rows, alpha, state, draws * thin, record_every=thin, **kwargs
+        )
     finally:
         progress.close()
     flat = theta.reshape(-1, k)
-    lp = rows.loglik(flat) + np.log(np.maximum(flat, _LOG_FLOOR)) @ (alpha - 1.0)
+    if prior is None:
+        lp = rows.loglik(flat) + np.log(np.maximum(flat, _LOG_FLOOR)) @ (alpha - 1.0)
+    else:
+        lp = rows.loglik(flat) + prior.logpdf(np.maximum(flat, _LOG_FLOOR))
     info = {
         "backend": "sgld",
         "tune": tune,
@@ -738,4 +793,5 @@ def sample(
             "lp": lp.reshape(chains, draws),
         },
         info=info,
+        extra={} if prior is None else {"a": a_draws},
     )

@@ -12,7 +12,7 @@ import bayesldp
 from bayesldp.bayes import AdaptiveDirichlet, Dirichlet, as_prior, hmc
 from bayesldp.bayes.exact import exact_posterior
 from bayesldp.bayes.fit import import_arviz
-from bayesldp.errors import InvalidInputError, NotSupportedError
+from bayesldp.errors import InvalidInputError
 
 
 def brute_logpdf(prior, theta):
@@ -126,12 +126,13 @@ def small_tally():
 
 @pytest.fixture(scope="module")
 def brute(small_tally):
-    """p(a_j | tally) and the posterior mean of theta from one exact posterior per node."""
+    """p(a_j | tally), the posterior mean of theta and of log a, from one exact posterior per
+    grid node."""
     prior = AdaptiveDirichlet(4)
     posts = [exact_posterior(small_tally, Dirichlet.symmetric(4, a)) for a in prior.a]
     log_p = prior.log_w + np.array([p.log_marginal_likelihood for p in posts])
     p = np.exp(log_p - logsumexp(log_p))
-    return p, p @ np.array([post.mean for post in posts])
+    return p, p @ np.array([post.mean for post in posts]), p @ prior.log_a
 
 
 def test_exact_posterior_of_a_is_the_brute_force_one(small_tally, brute):
@@ -198,6 +199,23 @@ def test_pymc_nuts_under_the_adaptive_prior(small_tally, brute):
     assert "a" in idata.posterior
 
 
-def test_methods_without_the_adaptive_prior_say_so(small_tally):
-    with pytest.raises(NotSupportedError, match="adaptive prior"):
-        bayesldp.fit(small_tally, prior="adaptive", method="sgld")
+def test_sgld_gibbs_step_for_a_matches_the_exact_posterior(small_tally, brute):
+    az = import_arviz()
+    idata = bayesldp.fit(small_tally, prior="adaptive", method="sgld", draws=2000, random_seed=1)
+    post = idata.posterior
+    summary = az.summary(idata, var_names=["theta"], kind="all")
+    mean = post["theta"].mean(("chain", "draw")).values
+    assert np.all(np.abs(mean - brute[1]) < 4 * summary["mcse_mean"].values)
+    log_a = np.log(post["a"])
+    log_a_mcse = float(az.mcse(log_a.to_dataset(name="log_a"))["log_a"])
+    assert abs(float(log_a.mean()) - brute[2]) < 4 * log_a_mcse
+    assert set(np.unique(post["a"].values)) <= set(AdaptiveDirichlet(4).a)
+
+
+def test_sgld_state_keeps_the_concentration():
+    from bayesldp.bayes.sgld import SGLDState
+
+    state = SGLDState.initial(np.ones(3), 2, rng=0)
+    state.concentration = np.array([0.5, 2.0])
+    again = SGLDState.from_dict(state.to_dict())
+    np.testing.assert_array_equal(again.concentration, [0.5, 2.0])
