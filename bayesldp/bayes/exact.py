@@ -344,12 +344,25 @@ def sample(
     )
 
 
-def _log_beta_ratio(exponents: np.ndarray, a: float, k: int) -> np.ndarray:
-    """``log B(a 1 + m) - log B(a 1)`` for every row ``m`` of ``exponents`` (symmetric prior)."""
+def _log_beta_ratios(exponents: np.ndarray, a: np.ndarray, k: int) -> np.ndarray:
+    """``log B(a_j 1 + m) - log B(a_j 1)`` for every ``a_j`` and row ``m``: shape (J, M).
+
+    ``sum_x log (a)_{m_x} - log (K a)_{|m|}`` with rising factorials from a (J, max m + 1) table.
+    """
+    a = np.asarray(a, dtype=float)[:, None]
     top = int(exponents.max(initial=0))
-    table = gammaln(a + np.arange(top + 1)) - gammaln(a)  # log (a)_v, the rising factorial
+    table = gammaln(a + np.arange(top + 1)) - gammaln(a)  # log (a)_v
+    out = np.zeros((a.shape[0], exponents.shape[0]))
+    for x in range(k):
+        out += table[:, exponents[:, x]]
     totals = exponents.sum(axis=1)
-    return table[exponents].sum(axis=1) - (gammaln(k * a + totals) - gammaln(k * a))
+    return out - (gammaln(k * a + totals) - gammaln(k * a))
+
+
+def _node_blocks(n_nodes: int, n_components: int) -> list[np.ndarray]:
+    """Grid nodes in blocks of at most ``2e7 / M`` (a (block, M) matrix stays ~160 MB)."""
+    size = max(1, 20_000_000 // max(n_components, 1))
+    return [np.arange(i, min(i + size, n_nodes)) for i in range(0, n_nodes, size)]
 
 
 def _sample_adaptive(tally: Tally, prior: AdaptiveDirichlet, chains: int, draws: int,
@@ -361,7 +374,10 @@ def _sample_adaptive(tally: Tally, prior: AdaptiveDirichlet, chains: int, draws:
     then ``theta ~ Dirichlet(a + m)``."""
     plan, exponents, log_coef = _expand(tally, max_components, strategy)
     k = tally.k
-    evidence = np.array([logsumexp(log_coef + _log_beta_ratio(exponents, a, k)) for a in prior.a])
+    evidence = np.concatenate([
+        logsumexp(log_coef + _log_beta_ratios(exponents, prior.a[block], k), axis=1)
+        for block in _node_blocks(prior.a.shape[0], exponents.shape[0])
+    ])  # fmt: skip
     log_post_a = prior.log_w + evidence
     log_marginal = float(logsumexp(log_post_a))
     post_a = np.exp(log_post_a - log_marginal)
@@ -373,7 +389,7 @@ def _sample_adaptive(tally: Tally, prior: AdaptiveDirichlet, chains: int, draws:
     index = np.empty(size, dtype=np.int64)
     for j in np.unique(node):
         at = np.flatnonzero(node == j)
-        logw = log_coef + _log_beta_ratio(exponents, prior.a[j], k)
+        logw = log_coef + _log_beta_ratios(exponents, prior.a[j : j + 1], k)[0]
         cumulative = np.cumsum(np.exp(logw - logw.max()))
         pick = np.searchsorted(cumulative, gen.random(at.size) * cumulative[-1], side="right")
         index[at] = np.minimum(pick, len(logw) - 1)
