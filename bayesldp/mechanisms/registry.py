@@ -29,9 +29,15 @@ MODULES: dict[str, str] = {
     "THE": "bayesldp.mechanisms.histogram",
     "HadamardResponse": "bayesldp.mechanisms.hadamard",
     "RRRR": "bayesldp.mechanisms.rrrr",
+    "SubsetSelection": "bayesldp.mechanisms.subset",
 }
 #: other names users know (case-insensitive, like the canonical ones)
-ALIASES: dict[str, str] = {"HR": "HadamardResponse", "DE": "GRR", "KRR": "GRR"}
+ALIASES: dict[str, str] = {
+    "HR": "HadamardResponse",
+    "DE": "GRR",
+    "KRR": "GRR",
+    "SS": "SubsetSelection",
+}
 
 
 def names() -> tuple[str, ...]:

@@ -1,0 +1,110 @@
+"""Perturb throughput of subset selection: bayesldp against multi-freq-ldpy 0.2.5's ``SS_Client``.
+
+For K in {10, 100, 1000} and epsilon = 1, both randomise the same true values (drawn once per K
+from a fixed seed; the peer uses a prefix) with the same subset size (multi-freq-ldpy's
+``max(1, rint(K / (e^eps + 1)))``, given to bayesldp as ``d``).  bayesldp: ``perturb`` on
+n = 1,000,000 users, best of 3.  multi-freq-ldpy: its numba-compiled ``SS_Client`` called once
+per user in a Python loop (its API; compiled before timing), on as many users as take about
+``--peer-seconds``.  Both outputs are checked: the share of reports holding the true value must
+be within 6 standard errors of ``p* = d e^eps / (d e^eps + K - d)``.
+
+Usage::
+
+    python benchmarks/subset_throughput.py     # writes benchmarks/results/subset_throughput.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib.metadata
+import math
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+import bayesldp
+from bayesldp.mechanisms.subset import SubsetSelection
+
+KS = (10, 100, 1000)
+EPSILON = 1.0
+N = 1_000_000
+OUT = Path(__file__).parent / "results" / "subset_throughput.md"
+
+
+def check_rate(has_true: np.ndarray, p: float, who: str) -> None:
+    se = math.sqrt(p * (1 - p) / has_true.size)
+    if abs(has_true.mean() - p) > 6 * se:
+        raise SystemExit(f"{who}: share with the true value {has_true.mean():.4f}, p* = {p:.4f}")
+
+
+def ours(k: int, x: np.ndarray, d: int) -> float:
+    mech = SubsetSelection(k, EPSILON, d=d)
+    best = math.inf
+    for rep in range(3):
+        start = time.perf_counter()
+        reports = mech.perturb(x, rng=rep)
+        best = min(best, time.perf_counter() - start)
+    check_rate((reports == x[:, None]).any(axis=1), mech.p_star, "bayesldp")
+    return x.size / best
+
+
+def peer(k: int, x: np.ndarray, d: int, seconds: float) -> tuple[float, int]:
+    from multi_freq_ldpy.pure_frequency_oracles.SS import SS_Client
+
+    SS_Client(0, k, EPSILON)  # compile
+    pilot = 2000
+    start = time.perf_counter()
+    for v in x[:pilot]:
+        SS_Client(int(v), k, EPSILON)
+    per_user = (time.perf_counter() - start) / pilot
+    m = int(min(x.size, max(pilot, seconds / per_user)))
+    start = time.perf_counter()
+    reports = [SS_Client(int(v), k, EPSILON) for v in x[:m]]
+    elapsed = time.perf_counter() - start
+    p = d * math.exp(EPSILON) / (d * math.exp(EPSILON) + k - d)
+    check_rate(np.array([v in r for v, r in zip(x[:m], reports, strict=True)]), p, "peer")
+    return m / elapsed, m
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--peer-seconds", type=float, default=5.0)
+    args = ap.parse_args()
+    load = os.getloadavg()
+    rows = []
+    for k in KS:
+        x = np.random.default_rng(k).integers(0, k, N)
+        d = int(max(1, np.rint(k / (math.exp(EPSILON) + 1))))
+        ups = ours(k, x, d)
+        peer_ups, m = peer(k, x, d, args.peer_seconds)
+        rows.append(f"| {k} | {d} | {ups:,.0f} | {peer_ups:,.0f} ({m:,} users) | "
+                    f"**{ups / peer_ups:,.0f}x** |")  # fmt: skip
+    text = "\n".join([
+        "# Subset selection: perturb throughput against multi-freq-ldpy",
+        "",
+        f"epsilon = {EPSILON:g}; subset size d = max(1, rint(K / (e^eps + 1))) for both; "
+        "users per second (bayesldp: best of 3 on 1,000,000 users; multi-freq-ldpy: one "
+        "`SS_Client` call per user, compiled before timing).",
+        "",
+        "- Command: `python benchmarks/subset_throughput.py`",
+        f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC",
+        f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
+        f"{load[0]:.2f} (shared with other jobs); Python {platform.python_version()}, numpy "
+        f"{np.__version__}, bayesldp {bayesldp.__version__}, multi-freq-ldpy "
+        f"{importlib.metadata.version('multi-freq-ldpy')}",
+        "",
+        "| K | d | bayesldp users/s | multi-freq-ldpy users/s | ratio |",
+        "|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+    ])  # fmt: skip
+    print(text)
+    OUT.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
