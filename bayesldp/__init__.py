@@ -36,6 +36,8 @@ _LAZY = {
     "fit": "bayesldp.bayes",
     "load_fit": "bayesldp.bayes",
     "save_fit": "bayesldp.bayes",
+    "loo": "bayesldp.bayes",
+    "loo_compare": "bayesldp.bayes",
     "Dirichlet": "bayesldp.bayes",
     "AdaptiveDirichlet": "bayesldp.bayes",
 }

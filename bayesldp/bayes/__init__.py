@@ -2,13 +2,14 @@
 
 ``fit(tally, prior, method=...)`` returns ArviZ InferenceData whichever method produced it
 ("exact" Dirichlet mixture, "hmc", "nuts", "sgld"); ``save_fit`` / ``load_fit`` round-trip it
-through netCDF.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`) or a
-symmetric Dirichlet with an unknown concentration (:class:`AdaptiveDirichlet`,
-``prior="adaptive"``).
+through netCDF; ``loo`` / ``loo_compare`` cross-validate fits one report at a time.  Priors
+are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`) or a symmetric Dirichlet with an
+unknown concentration (:class:`AdaptiveDirichlet`, ``prior="adaptive"``).
 """
 
 from __future__ import annotations
 
+from bayesldp.bayes.elpd import loo, loo_compare
 from bayesldp.bayes.fit import BACKENDS, build_inference_data, fit
 from bayesldp.bayes.io import fit_prior, load_fit, save_fit
 from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, as_dirichlet, as_prior
@@ -23,5 +24,7 @@ __all__ = [
     "fit",
     "fit_prior",
     "load_fit",
+    "loo",
+    "loo_compare",
     "save_fit",
 ]

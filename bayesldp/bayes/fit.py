@@ -25,7 +25,7 @@ import importlib
 import json
 import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,8 +72,10 @@ OPTIONAL_EXTRAS: dict[str, str] = {
 VERSION_ATTR = "bayesldp_version"
 #: constant_data holds the channel only when K * |Y| is at most this
 MAX_CHANNEL_SIZE = 1_000_000
-#: the log_likelihood group is built only when chains * draws * U is at most this
-MAX_LOGLIK_SIZE = 20_000_000
+#: the keys ``fit(idata_kwargs=...)`` accepts, with their defaults
+IDATA_KWARGS: dict[str, Any] = {"log_likelihood": False, "dtype": "float64"}
+#: storage dtypes of the posterior's floating variables (and the log_likelihood group)
+IDATA_DTYPES = ("float64", "float32")
 _SIMPLEX_TOL = 1e-6
 
 
@@ -88,6 +90,7 @@ def fit(
     *,
     labels: Sequence[Any] | None = None,
     compute_convergence_checks: bool = True,
+    idata_kwargs: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> arviz.InferenceData:
     """Posterior of the population distribution ``theta`` given a tally.
@@ -111,9 +114,13 @@ def fit(
         The posterior method; ``"auto"`` is ``"hmc"``.
     draws, chains : int
         Posterior draws per chain (after any tuning) and number of chains, both >= 1.
-    random_seed : int, numpy Generator, SeedSequence or None
+    random_seed : int, sequence of int, numpy Generator, SeedSequence or None
         Same seed, same draws.  None draws a fresh 63-bit seed (recorded in the attrs, so every
-        fit can be reproduced); a Generator or SeedSequence is turned into such a seed.
+        fit can be reproduced); a Generator or SeedSequence is turned into such a seed.  A
+        sequence of non-negative ints (PyMC accepts one seed per chain) is combined, in order,
+        into one ``numpy.random.SeedSequence(seeds)`` whose first 63 bits are the fit's seed:
+        the same list gives the same draws, whatever its length (it need not have ``chains``
+        entries), and the seed recorded in ``posterior.attrs["random_seed"]`` replays the fit.
     progressbar : bool or None
         Show the backend's progress bar; None means False.
     labels : sequence, optional
@@ -122,6 +129,14 @@ def fit(
         Warn (:class:`~bayesldp.errors.ConvergenceWarning`) when the largest r_hat is above
         1.01, the bulk ESS below 100 per chain or a transition diverged
         (:mod:`bayesldp.bayes.diagnostics`); the numbers are in ``posterior.attrs`` either way.
+    idata_kwargs : dict, optional
+        What the InferenceData holds, as PyMC's ``pm.sample(idata_kwargs=...)``:
+        ``"log_likelihood"`` (bool, default False): add the ``log_likelihood`` group (one value
+        per draw and distinct row, ``chains * draws * U`` floats; :func:`bayesldp.loo` does not
+        need it); ``"dtype"`` (``"float64"``, the default, or ``"float32"``): the storage dtype of
+        the floating posterior variables (``theta``, ``a``) and of the log_likelihood group
+        (float32 halves the file :func:`bayesldp.save_fit` writes; draws are computed in float64
+        either way).  Any other key is an :class:`~bayesldp.InvalidInputError`.
     **options
         Passed to the backend (e.g. ``max_components`` for "exact", ``nuts_sampler`` for
         "nuts"); a backend raises :class:`~bayesldp.InvalidInputError` for options it does not
@@ -131,13 +146,15 @@ def fit(
     -------
     arviz.InferenceData
         Groups: ``posterior`` (``theta``, dims ``chain, draw, category``), ``sample_stats``,
-        ``log_likelihood`` (``counts``: ``c_u log(L_u . theta)``, dim ``row``; only when
-        ``chains * draws * U <= 2e7``), ``observed_data`` (the tally: ``counts``, ``rows`` or
-        ``support`` + ``levels``, ``stat``), ``constant_data`` (``prior_alpha``, ``epsilon``,
-        mechanism parameters, ``channel`` when finite and ``K * |Y| <= 1e6``).  The posterior
-        attrs hold ``method``, ``mechanism``, ``family``, ``prior``, ``random_seed``,
+        ``log_likelihood`` (``counts``: ``c_u log(L_u . theta)``, dim ``row``; only with
+        ``idata_kwargs={"log_likelihood": True}``), ``observed_data`` (the tally: ``counts``,
+        ``rows`` or ``support`` + ``levels``, ``stat``), ``constant_data`` (``prior_alpha``,
+        ``epsilon``, mechanism parameters, ``channel`` when finite and ``K * |Y| <= 1e6``).  The
+        posterior attrs hold ``method``, ``mechanism``, ``family``, ``prior``, ``random_seed``,
         ``bayesldp_version`` and ``backend_info`` (JSON strings where structured), so the fit
-        round-trips through :func:`bayesldp.save_fit` / :func:`bayesldp.load_fit`.
+        round-trips through :func:`bayesldp.save_fit` / :func:`bayesldp.load_fit`.  Every group
+        also carries ArviZ's standard attrs (``created_at``, ``arviz_version``,
+        ``inference_library`` = "bayesldp", ``inference_library_version``), as PyMC's do.
 
     Examples
     --------
@@ -157,6 +174,7 @@ def fit(
     draws = check_int(draws, "draws")
     chains = check_int(chains, "chains")
     seed = _resolve_seed(random_seed)
+    storage = _resolve_idata_kwargs(idata_kwargs)
     coords = _category_coords(labels, tally.k)
     if progressbar is None:
         progressbar = False
@@ -196,6 +214,7 @@ def fit(
         requested_method=method,
         random_seed=seed,
         coords=coords,
+        **storage,
     )
     diagnose(
         idata, resolved, warn=check_bool(compute_convergence_checks, "compute_convergence_checks")
@@ -212,11 +231,14 @@ def build_inference_data(
     requested_method: str | None = None,
     random_seed: int | None = None,
     coords: Sequence[Any] | None = None,
+    log_likelihood: bool = False,
+    dtype: str = "float64",
 ) -> arviz.InferenceData:
     """Assemble the InferenceData of a fit from a backend's :class:`SamplerOutput`.
 
     Public so that code producing draws by other means (e.g. the adaptive survey) can label
-    them the same way; see :func:`fit` for the groups.
+    them the same way; see :func:`fit` for the groups (``log_likelihood`` and ``dtype`` are
+    the keys of its ``idata_kwargs``).
     """
     az = import_arviz()
     import xarray as xr
@@ -225,10 +247,17 @@ def build_inference_data(
     category = np.arange(k) if coords is None else np.asarray(coords)
     chain_draw = {"chain": np.arange(chains), "draw": np.arange(draws)}
     rows = np.arange(tally.n_rows)
-    attrs = _fit_attrs(out, tally, prior, method, requested_method, random_seed)
+    storage = _resolve_idata_kwargs({"log_likelihood": log_likelihood, "dtype": dtype})
+    float_dtype = np.dtype(storage["dtype"])
+    standard = _standard_attrs()
+    attrs = {**standard, **_fit_attrs(out, tally, prior, method, requested_method, random_seed)}
 
-    variables = {"theta": (("chain", "draw", "category"), np.asarray(out.theta, dtype=float))}
-    variables.update({name: (("chain", "draw"), np.asarray(v)) for name, v in out.extra.items()})
+    def _stored(value: Any) -> np.ndarray:
+        arr = np.asarray(value)
+        return arr.astype(float_dtype) if arr.dtype.kind == "f" else arr
+
+    variables = {"theta": (("chain", "draw", "category"), _stored(np.asarray(out.theta, float)))}
+    variables.update({name: (("chain", "draw"), _stored(v)) for name, v in out.extra.items()})
     posterior = xr.Dataset(
         variables,
         coords={**chain_draw, "category": category},
@@ -237,17 +266,20 @@ def build_inference_data(
     sample_stats = xr.Dataset(
         {name: (("chain", "draw"), np.asarray(value)) for name, value in out.sample_stats.items()},
         coords=chain_draw,
-        attrs={"method": method},
+        attrs={**standard, "method": method},
     )
     groups: dict[str, Any] = {"posterior": posterior, "sample_stats": sample_stats}
 
-    if chains * draws * tally.n_rows <= MAX_LOGLIK_SIZE:
+    if storage["log_likelihood"]:
         with np.errstate(divide="ignore"):
             loglik = tally.counts * np.log(tally.row_dot(out.theta))
         groups["log_likelihood"] = xr.Dataset(
-            {"counts": (("chain", "draw", "row"), loglik)},
+            {"counts": (("chain", "draw", "row"), loglik.astype(float_dtype))},
             coords={**chain_draw, "row": rows},
-            attrs={"definition": "c_u log(L_u . theta) per distinct likelihood row u"},
+            attrs={
+                **standard,
+                "definition": "c_u log(L_u . theta) per distinct likelihood row u",
+            },
         )
 
     observed: dict[str, Any] = {
@@ -261,8 +293,9 @@ def build_inference_data(
         observed_coords["level"] = ["lo", "hi"]
     else:
         observed["rows"] = (("row", "category"), tally.rows)
-    groups["observed_data"] = xr.Dataset(observed, coords=observed_coords)
+    groups["observed_data"] = xr.Dataset(observed, coords=observed_coords, attrs=standard)
     groups["constant_data"] = _constant_data(tally, prior, category)
+    groups["constant_data"].attrs.update(standard)
     return az.InferenceData(**groups)
 
 
@@ -328,19 +361,92 @@ def _missing_dependency(method: str, resolved: str, exc: ModuleNotFoundError) ->
     )
 
 
+def _seed_of(sequence: np.random.SeedSequence) -> int:
+    """The first 63 bits of a SeedSequence's state, as a non-negative int."""
+    return int(sequence.generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
 def _resolve_seed(random_seed: object) -> int:
     if random_seed is None:
-        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+        return _seed_of(np.random.SeedSequence())
     if isinstance(random_seed, np.random.Generator | np.random.SeedSequence):
         return int(as_generator(random_seed).integers(0, 2**63 - 1))
+    if (isinstance(random_seed, Sequence) and not isinstance(random_seed, str | bytes)) or (
+        isinstance(random_seed, np.ndarray) and random_seed.ndim >= 1
+    ):
+        # PyMC style: one seed per chain; combined, in order, into one SeedSequence
+        seeds = list(np.asarray(random_seed, dtype=object).reshape(-1))
+        if len(seeds) == 0:
+            raise InvalidInputError("random_seed: an empty sequence of seeds")
+        for seed in seeds:
+            if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
+                raise InvalidTypeError(
+                    "random_seed: a sequence of seeds must hold non-negative ints, got "
+                    f"{type(seed).__name__} ({seed!r})"
+                )
+            if seed < 0:
+                raise InvalidInputError(
+                    f"random_seed: a sequence of seeds must hold non-negative ints, got {seed}"
+                )
+        return _seed_of(np.random.SeedSequence([int(seed) for seed in seeds]))
     if isinstance(random_seed, bool) or not isinstance(random_seed, numbers.Integral):
         raise InvalidTypeError(
-            "random_seed: expected a non-negative int, a numpy Generator, a SeedSequence or "
-            f"None, got {type(random_seed).__name__}"
+            "random_seed: expected a non-negative int, a sequence of them, a numpy Generator, a "
+            f"SeedSequence or None, got {type(random_seed).__name__}"
         )
     if not 0 <= random_seed < 2**63:
         raise InvalidInputError(f"random_seed: must lie in 0..2**63-1, got {random_seed}")
     return int(random_seed)
+
+
+def _resolve_idata_kwargs(idata_kwargs: object) -> dict[str, Any]:
+    """Check ``fit(idata_kwargs=...)``: known keys, a bool and a dtype name; defaults filled."""
+    if idata_kwargs is None:
+        return dict(IDATA_KWARGS)
+    if not isinstance(idata_kwargs, Mapping):
+        raise InvalidTypeError(
+            f"idata_kwargs: expected a dict with keys {sorted(IDATA_KWARGS)}, got "
+            f"{type(idata_kwargs).__name__}"
+        )
+    unknown = sorted(str(key) for key in idata_kwargs if key not in IDATA_KWARGS)
+    if unknown:
+        raise InvalidInputError(
+            f"idata_kwargs: unknown key(s) {unknown}; valid keys are {sorted(IDATA_KWARGS)}"
+        )
+    out = {**IDATA_KWARGS, **idata_kwargs}
+    out["log_likelihood"] = check_bool(out["log_likelihood"], "idata_kwargs['log_likelihood']")
+    dtype = out["dtype"]
+    if dtype is float or (isinstance(dtype, type) and issubclass(dtype, np.floating)):
+        dtype = np.dtype(dtype).name
+    elif isinstance(dtype, np.dtype):
+        dtype = dtype.name
+    if not isinstance(dtype, str) or dtype not in IDATA_DTYPES:
+        raise InvalidInputError(
+            f"idata_kwargs['dtype']: expected one of {list(IDATA_DTYPES)}, got {dtype!r}"
+        )
+    out["dtype"] = dtype
+    return out
+
+
+def _standard_attrs() -> dict[str, Any]:
+    """ArviZ's standard attrs of a group (``arviz.data.base.make_attrs``, as ``az.from_dict``
+    and PyMC set them): ``created_at``, ``arviz_version``, ``inference_library`` and
+    ``inference_library_version``."""
+    import bayesldp
+
+    az = import_arviz()
+    library = {"inference_library": "bayesldp", "inference_library_version": bayesldp.__version__}
+    try:
+        from arviz.data.base import make_attrs
+    except ImportError:  # pragma: no cover - depends on the ArviZ version
+        import datetime
+
+        return {
+            "created_at": datetime.datetime.now(datetime.UTC).isoformat(),
+            "arviz_version": az.__version__,
+            **library,
+        }
+    return make_attrs(attrs=library)
 
 
 def _category_coords(labels: Sequence[Any] | None, k: int) -> np.ndarray:

@@ -1,8 +1,9 @@
 """Saving and loading fits: ArviZ InferenceData through netCDF (HDF5, via h5netcdf).
 
-Everything :func:`bayesldp.fit` records (posterior, sample_stats, log_likelihood, the tally in
-observed_data, constant_data, and the posterior attrs: method, mechanism, prior, random seed,
-bayesldp version, backend info as JSON strings) round-trips exactly.
+Everything :func:`bayesldp.fit` records (posterior, sample_stats, the log_likelihood group when
+asked for, the tally in observed_data, constant_data, and the posterior attrs: method,
+mechanism, prior, random seed, bayesldp version, backend info as JSON strings, ArviZ's standard
+attrs) round-trips exactly.
 """
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+import datetime
 import importlib
 import json
 import math
@@ -46,7 +47,6 @@ def test_groups_dims_and_attrs(exact_fit, grr_tally):
     assert set(exact_fit.groups()) == {
         "posterior",
         "sample_stats",
-        "log_likelihood",
         "observed_data",
         "constant_data",
     }
@@ -76,7 +76,16 @@ def test_groups_dims_and_attrs(exact_fit, grr_tally):
     np.testing.assert_array_equal(const["prior_alpha"], [0.5, 0.5, 0.5])
 
 
-def test_log_likelihood_is_per_row_c_log_l_theta(exact_fit, grr_tally):
+def test_log_likelihood_is_per_row_c_log_l_theta(grr_tally):
+    exact_fit = fit(
+        grr_tally,
+        prior=0.5,
+        method="exact",
+        draws=1000,
+        chains=4,
+        random_seed=11,
+        idata_kwargs={"log_likelihood": True},
+    )
     loglik = exact_fit.log_likelihood["counts"]
     assert loglik.dims == ("chain", "draw", "row")
     theta = exact_fit.posterior["theta"].values
@@ -127,6 +136,100 @@ def test_same_seed_same_draws_and_recorded_seeds(grr_tally):
     np.testing.assert_array_equal(g1.posterior["theta"], g2.posterior["theta"])
 
 
+# ------------------------------------------------------------------------------ idata_kwargs
+def test_lean_by_default_log_likelihood_on_request(grr_tally):
+    kwargs = {"method": "exact", "draws": 30, "chains": 2, "random_seed": 4}
+    lean = fit(grr_tally, **kwargs)
+    assert "log_likelihood" not in lean.groups()
+    assert "log_likelihood" not in fit(grr_tally, idata_kwargs={"log_likelihood": False}, **kwargs)
+    full = fit(grr_tally, idata_kwargs={"log_likelihood": True}, **kwargs)
+    assert "log_likelihood" in full.groups()
+    assert full.log_likelihood["counts"].shape == (2, 30, grr_tally.n_rows)
+    np.testing.assert_array_equal(lean.posterior["theta"], full.posterior["theta"])
+    # the adaptive survey's builder is lean too
+    out = SamplerOutput(theta=lean.posterior["theta"].values)
+    built = fit_module.build_inference_data(out, grr_tally, Dirichlet.symmetric(3), method="sgld")
+    assert "log_likelihood" not in built.groups()
+
+
+def test_float32_storage(grr_tally, tmp_path):
+    kwargs = {"method": "exact", "draws": 40, "chains": 2, "random_seed": 4}
+    full = fit(grr_tally, idata_kwargs={"log_likelihood": True}, **kwargs)
+    for dtype in ("float32", np.float32, np.dtype("float32")):
+        small = fit(grr_tally, idata_kwargs={"dtype": dtype, "log_likelihood": True}, **kwargs)
+        assert small.posterior["theta"].dtype == np.float32
+        assert small.log_likelihood["counts"].dtype == np.float32
+        np.testing.assert_array_equal(
+            small.posterior["theta"].values, full.posterior["theta"].values.astype(np.float32)
+        )
+    back = load_fit(save_fit(small, tmp_path / "small.nc"))
+    assert back.posterior["theta"].dtype == np.float32
+    adaptive = fit(grr_tally, prior="adaptive", idata_kwargs={"dtype": "float32"}, **kwargs)
+    assert adaptive.posterior["a"].dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "idata_kwargs, error, match",
+    [
+        (
+            {"log_likelihod": True},
+            ValueError,
+            r"idata_kwargs: unknown key\(s\) \['log_likelihod'\]",
+        ),
+        ({"save_warmup": True}, ValueError, r"valid keys are \['dtype', 'log_likelihood'\]"),
+        ({"log_likelihood": 1}, TypeError, r"idata_kwargs\['log_likelihood'\]: expected True"),
+        ({"dtype": "float16"}, ValueError, r"idata_kwargs\['dtype'\]: expected one of"),
+        ({"dtype": [1]}, ValueError, r"idata_kwargs\['dtype'\]"),
+        ([("log_likelihood", True)], TypeError, "idata_kwargs: expected a dict"),
+    ],
+)
+def test_idata_kwargs_errors(grr_tally, idata_kwargs, error, match):
+    with pytest.raises(error, match=match) as info:
+        fit(grr_tally, method="exact", draws=5, chains=1, idata_kwargs=idata_kwargs)
+    assert isinstance(info.value, bayesldp.BayesLDPError)
+
+
+def test_arviz_standard_attrs(exact_fit):
+    for group in ("posterior", "sample_stats", "observed_data", "constant_data"):
+        attrs = exact_fit[group].attrs
+        assert attrs["inference_library"] == "bayesldp", group
+        assert attrs["inference_library_version"] == bayesldp.__version__
+        assert attrs["arviz_version"] == az.__version__
+        created = datetime.datetime.fromisoformat(attrs["created_at"])
+        assert created.tzinfo is not None
+        age = datetime.datetime.now(datetime.UTC) - created
+        assert datetime.timedelta(0) <= age < datetime.timedelta(hours=1)
+    # the same keys az.from_dict sets
+    reference = az.from_dict(posterior={"mu": np.zeros((1, 3))}).posterior.attrs
+    assert set(reference) - {"inference_library", "inference_library_version"} <= set(
+        exact_fit.posterior.attrs
+    )
+
+
+def test_random_seed_sequence_is_one_seed_sequence(grr_tally):
+    kwargs = {"method": "exact", "draws": 50, "chains": 3}
+    a = fit(grr_tally, random_seed=[1, 2, 3], **kwargs)
+    b = fit(grr_tally, random_seed=[1, 2, 3], **kwargs)
+    np.testing.assert_array_equal(a.posterior["theta"], b.posterior["theta"])
+    for same in ((1, 2, 3), np.array([1, 2, 3])):
+        c = fit(grr_tally, random_seed=same, **kwargs)
+        np.testing.assert_array_equal(a.posterior["theta"], c.posterior["theta"])
+    for other in ([3, 2, 1], [1, 2], [1, 2, 4]):
+        d = fit(grr_tally, random_seed=other, **kwargs)
+        assert not np.array_equal(a.posterior["theta"], d.posterior["theta"]), other
+    seed = int(a.posterior.attrs["random_seed"])
+    expected = np.random.SeedSequence([1, 2, 3]).generate_state(1, np.uint64)[0] >> np.uint64(1)
+    assert seed == int(expected)
+    replay = fit(grr_tally, random_seed=seed, **kwargs)
+    np.testing.assert_array_equal(a.posterior["theta"], replay.posterior["theta"])
+    # the sequence need not have one seed per chain
+    fit(grr_tally, random_seed=[7], **kwargs)
+    hmc = {"method": "hmc", "draws": 30, "chains": 2, "compute_convergence_checks": False}
+    e = fit(grr_tally, random_seed=[5, 6], tune=30, **hmc)
+    f = fit(grr_tally, random_seed=[5, 6], tune=30, **hmc)
+    np.testing.assert_array_equal(e.posterior["theta"], f.posterior["theta"])
+
+
 # ------------------------------------------------------------------------------ errors
 @pytest.mark.parametrize(
     "kwargs, error, match",
@@ -142,6 +245,10 @@ def test_same_seed_same_draws_and_recorded_seeds(grr_tally):
         ({"method": None}, TypeError, "method: expected one of"),
         ({"random_seed": -1}, ValueError, "random_seed: must lie in"),
         ({"random_seed": "x"}, TypeError, "random_seed: expected"),
+        ({"random_seed": []}, ValueError, "random_seed: an empty sequence"),
+        ({"random_seed": [1, -2]}, ValueError, "random_seed: a sequence of seeds must hold"),
+        ({"random_seed": [1, 2.5]}, TypeError, "random_seed: a sequence of seeds must hold"),
+        ({"random_seed": [True]}, TypeError, "random_seed: a sequence of seeds must hold"),
         ({"progressbar": "yes"}, TypeError, "progressbar"),
         ({"labels": ["a", "b"]}, ValueError, "labels: expected 3 labels"),
         ({"labels": ["a", "a", "b"]}, ValueError, "labels: must be distinct"),

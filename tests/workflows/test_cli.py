@@ -20,6 +20,14 @@ def test_run_quickstart_writes_report(tmp_path, capsys):
     assert len(rows) == 5 * 5 * 10 and all(r["estimate"] for r in rows)  # mechs x methods x K
     assert "posterior_mean (auto)" in report
     assert (out / "estimates_RRRR_eps1.png").stat().st_size > 1000
+    # lean posteriors (issue 15): no log_likelihood group, a few hundred kB each
+    from bayesldp.bayes import load_fit
+
+    saved = sorted(out.glob("posterior_*.nc"))
+    assert len(saved) == 5
+    for path in saved:
+        assert "log_likelihood" not in load_fit(path).groups(), path.name
+    assert sum(path.stat().st_size for path in saved) < 5_000_000
 
 
 SMALL_SPEC = """

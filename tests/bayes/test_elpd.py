@@ -1,0 +1,150 @@
+"""PSIS-LOO per report (bayesldp.loo): brute-force leave-one-out, per-report ArviZ, comparison."""
+
+import json
+
+import numpy as np
+import pytest
+
+import bayesldp
+from bayesldp.bayes import fit, loo, loo_compare
+from bayesldp.bayes.fit import import_arviz
+
+az = import_arviz()
+
+
+@pytest.fixture(scope="module")
+def grr_tally():
+    mech = bayesldp.GRR(3, 1.0)
+    return mech.tally(mech.perturb(np.array([0] * 12 + [1] * 5 + [2] * 3), rng=1))
+
+
+@pytest.fixture(scope="module")
+def grr_fit(grr_tally):
+    return fit(grr_tally, prior=0.5, method="exact", draws=1000, chains=4, random_seed=11)
+
+
+def _exact_loo(tally, prior):
+    """log p(y_u | tally minus one report of row u), from exact refits (the predictive of one
+    report is linear in theta: L_u . E[theta | tally minus one report])."""
+    mech = tally.mechanism
+    out = []
+    for u in range(tally.n_rows):
+        counts = tally.counts.copy()
+        counts[u] -= 1
+        held_in = bayesldp.Tally(
+            counts, support=tally.support, levels=tally.levels, stat=tally.stat, mechanism=mech
+        )
+        refit = fit(held_in, prior=prior, method="exact", draws=1, chains=1, random_seed=0)
+        mean = np.array(json.loads(refit.posterior.attrs["backend_info"])["exact_mean"])
+        out.append(np.log(tally.rows[u] @ mean))
+    return np.array(out)
+
+
+def test_matches_brute_force_leave_one_report_out(grr_fit, grr_tally):
+    exact = _exact_loo(grr_tally, 0.5)
+    result = loo(grr_fit)
+    assert result.n_data_points == grr_tally.n == 20 and result.n_samples == 4000
+    assert result.loo_i.dims == ("row",) and result.pareto_k.shape == (grr_tally.n_rows,)
+    # Monte Carlo error of elpd_u with 4000 exact draws is about 0.005 (20 seeds)
+    np.testing.assert_allclose(result.loo_i.values, exact, atol=0.03)
+    assert result.elpd_loo == pytest.approx(float(grr_tally.counts @ exact), abs=0.1)
+    assert np.all(result.pareto_k.values < 0.5) and not result.warning
+    assert 0 < result.p_loo < grr_tally.k
+    np.testing.assert_array_equal(result.counts, grr_tally.counts)
+
+
+def test_equals_arviz_loo_on_the_reports_one_by_one(grr_fit, grr_tally):
+    """A row with count c_u is c_u identical reports: arviz.loo on the expanded per-report
+    log-likelihood gives the same elpd_loo, se and p_loo."""
+    theta = grr_fit.posterior["theta"].values
+    per_row = np.log(theta @ grr_tally.rows.T)
+    per_report = np.repeat(per_row, grr_tally.counts, axis=-1)
+    expanded = az.from_dict(
+        posterior={"theta": theta}, log_likelihood={"y": per_report}, dims={"theta": ["category"]}
+    )
+    reference = az.loo(expanded, pointwise=True)
+    ours = loo(grr_fit)
+    for key in ("elpd_loo", "se", "p_loo"):
+        assert ours[key] == pytest.approx(reference[key], rel=1e-10), key
+    assert ours.n_data_points == reference.n_data_points
+    np.testing.assert_allclose(
+        np.repeat(ours.loo_i.values, grr_tally.counts), reference.loo_i.values, rtol=1e-10
+    )
+    np.testing.assert_allclose(
+        np.repeat(ours.pareto_k.values, grr_tally.counts), reference.pareto_k.values, rtol=1e-10
+    )
+    np.testing.assert_allclose(
+        ours.se, np.sqrt(grr_tally.n * np.var(np.repeat(ours.loo_i.values, grr_tally.counts)))
+    )
+
+
+def test_p_loo_counts_reports_not_rows():
+    """arviz.loo on the per-row log_likelihood group treats the 7 rows as 7 observations."""
+    mech = bayesldp.GRR(7, 1.0)
+    tally = mech.simulate_tally(np.array([4000, 2500, 1500, 1000, 500, 300, 200]), rng=3)
+    idata = fit(
+        tally,
+        method="hmc",
+        draws=1000,
+        chains=2,
+        random_seed=1,
+        compute_convergence_checks=False,
+        idata_kwargs={"log_likelihood": True},
+    )
+    ours = loo(idata)
+    assert ours.n_data_points == tally.n == 10_000
+    assert 1 < ours.p_loo < tally.k  # about K - 1 free frequencies
+    with pytest.warns(UserWarning):
+        per_row = az.loo(idata)
+    assert per_row.n_data_points == tally.n_rows and per_row.p_loo > 10 * tally.k
+
+
+def test_rebuilt_tally_dense_rows_and_float32(grr_fit, grr_tally):
+    assert loo(grr_fit, grr_tally).elpd_loo == loo(grr_fit).elpd_loo
+    rrrr = bayesldp.RRRR(4, 1.0, subset=[1, 3])
+    tally = rrrr.simulate_tally(np.array([30, 20, 10, 5]), rng=2)
+    assert not tally.is_support_form
+    idata = fit(tally, method="exact", draws=300, chains=2, random_seed=2)
+    assert loo(idata).elpd_loo == pytest.approx(loo(idata, tally).elpd_loo, rel=1e-12)
+    small = fit(
+        tally, method="exact", draws=300, chains=2, random_seed=2, idata_kwargs={"dtype": "float32"}
+    )
+    assert loo(small).elpd_loo == pytest.approx(loo(idata).elpd_loo, rel=1e-5)
+    assert bayesldp.loo is loo and bayesldp.loo_compare is loo_compare
+
+
+def test_compare_priors(grr_tally):
+    kwargs = {"method": "exact", "draws": 1000, "chains": 4, "random_seed": 5}
+    a = loo(fit(grr_tally, prior=0.5, **kwargs))
+    b = loo(fit(grr_tally, prior=50.0, **kwargs))
+    diff = loo_compare(a, b)
+    assert diff["elpd_diff"] == pytest.approx(a.elpd_loo - b.elpd_loo)
+    d = np.repeat(a.loo_i.values - b.loo_i.values, grr_tally.counts)
+    assert diff["se"] == pytest.approx(np.sqrt(d.size * np.var(d)))
+    assert diff["n_data_points"] == grr_tally.n
+    exact = grr_tally.counts @ (_exact_loo(grr_tally, 0.5) - _exact_loo(grr_tally, 50.0))
+    assert diff["elpd_diff"] == pytest.approx(float(exact), abs=0.1)
+
+
+def test_errors(grr_fit, grr_tally):
+    with pytest.raises(TypeError, match=r"idata: expected the arviz\.InferenceData"):
+        loo(grr_fit.posterior)
+    other = bayesldp.GRR(3, 1.0).tally(np.array([0, 1, 1, 2]))
+    with pytest.raises(ValueError, match="tally: its counts differ"):
+        loo(grr_fit, other)
+    with pytest.raises(TypeError, match=r"tally: expected a bayesldp\.Tally"):
+        loo(grr_fit, tally=np.ones(3))
+    with pytest.raises(ValueError, match="reff: must be finite and > 0"):
+        loo(grr_fit, reff=0.0)
+    bare = az.InferenceData(posterior=grr_fit.posterior)
+    with pytest.raises(ValueError, match="no observed_data group"):
+        loo(bare)
+    assert loo(bare, grr_tally).elpd_loo == loo(grr_fit).elpd_loo
+    no_theta = az.from_dict(posterior={"mu": np.zeros((1, 3))})
+    with pytest.raises(ValueError, match="no posterior group with 'theta'"):
+        loo(no_theta)
+    with pytest.raises(TypeError, match=r"first: expected the result of bayesldp\.loo"):
+        loo_compare(az.loo(az.load_arviz_data("centered_eight")), loo(grr_fit))
+    other_fit = fit(other, method="exact", draws=100, chains=2, random_seed=0)
+    with pytest.raises(ValueError, match="not on the same tally"):
+        loo_compare(loo(grr_fit), loo(other_fit))
