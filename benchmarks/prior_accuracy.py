@@ -1,0 +1,180 @@
+"""Posterior means under three priors against the frequentist estimators, on populations users have.
+
+Issue 10's accuracy benchmark (GRR part).  Populations: Zipf(s) for s in 1.1, 1.5, 2 and K = 30
+(long-tailed), Dirichlet(0.05) (sparse, redrawn per repeat) and Dirichlet(10) (flat, redrawn per
+repeat) with K = 30, and three shipped data sets with their own K (``anes96_income`` K = 24,
+``us_airports_by_state`` K = 56, ``occupational_status`` K = 64).  For each population, epsilon in
+0.5, 1, 2, 4, n in 1e3, 1e4, 1e5 and each repeat: draw the users' values (multinomial n, theta),
+simulate a GRR tally (seeded), and estimate theta by
+
+* the frequentist estimators ``mle``, ``norm_sub``, ``ibu`` and ``em_mr`` (``bayesldp.estimate``);
+* the posterior mean of ``bayesldp.fit`` (default sampler, 2 chains x 1000 draws, 1000 tuning
+  steps) under ``Dirichlet(1)``, ``Dirichlet(1/2)``, the adaptive prior with its default
+  ``log a ~ N(log 1/2, 2^2)`` (``"adaptive"``) and with ``log a ~ N(log 1/2, 1)``
+  (``adaptive_sd1``), with the coverage of their 90% equal-tailed intervals and the largest
+  r_hat of each fit.
+
+Table 1: per cell, each posterior's MSE (mean over repeats) divided by the best frequentist
+estimator's.  Table 2: per prior, the share of cells at or below 1.0x and the largest ratio;
+coverage pooled per population family; median fit seconds.  OUE and OLH are not run: their
+tallies keep one row per report, and the posterior at n = 1e5 is issue 11's work.
+
+Usage::
+
+    python benchmarks/prior_accuracy.py            # writes benchmarks/results/prior_accuracy.md
+    python benchmarks/prior_accuracy.py --quick    # 1 repeat, n = 1e3 only, writes nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import datetime as _dt
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import bayesldp
+from bayesldp.bayes import AdaptiveDirichlet
+from bayesldp.datasets import load_dataset
+
+K = 30
+EPSILONS = (0.5, 1.0, 2.0, 4.0)
+NS = (1_000, 10_000, 100_000)
+FREQUENTIST = ("mle", "norm_sub", "ibu", "em_mr")
+PRIORS = {  # name -> prior given K
+    "dir1": lambda k: 1.0,
+    "dir05": lambda k: 0.5,
+    "adaptive": lambda k: "adaptive",  # log a ~ N(log 1/2, 2^2), the AdaptiveDirichlet default
+    "adaptive_sd1": lambda k: AdaptiveDirichlet(k, log_a_sd=1.0),
+}
+DATASETS = ("anes96_income", "us_airports_by_state", "occupational_status")
+POPULATIONS = ("zipf1.1", "zipf1.5", "zipf2", "dirichlet0.05", "dirichlet10", *DATASETS)
+FAMILY = {"zipf1.1": "long-tailed", "zipf1.5": "long-tailed", "zipf2": "long-tailed",
+          "dirichlet0.05": "sparse", "dirichlet10": "flat",
+          **{d: "data sets" for d in DATASETS}}  # fmt: skip
+OUT = Path(__file__).parent / "results" / "prior_accuracy.md"
+
+
+def population(name: str, rng: np.random.Generator) -> np.ndarray:
+    """theta of a population (the Dirichlet ones are drawn with ``rng``)."""
+    if name.startswith("zipf"):
+        w = 1.0 / np.arange(1, K + 1) ** float(name[4:])
+    elif name.startswith("dirichlet"):
+        w = rng.dirichlet(np.full(K, float(name[9:])))
+    else:
+        w = load_dataset(name).counts.astype(float)
+    return w / w.sum()
+
+
+def one_tally(pop: str, eps: float, n: int, rep: int, seed: int) -> list[dict]:
+    """Every estimator on one simulated tally."""
+    rng = np.random.default_rng([seed, POPULATIONS.index(pop), int(eps * 10), n, rep])
+    theta = population(pop, rng)
+    k = theta.size
+    tally = bayesldp.GRR(k, eps).simulate_tally(rng.multinomial(n, theta), rng=rng)
+    rows = []
+    for method in FREQUENTIST:
+        f = bayesldp.estimate(tally, method).frequencies
+        rows.append(dict(estimator=method, mse=float(np.mean((f - theta) ** 2))))
+    for name, prior in PRIORS.items():
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = bayesldp.fit(tally, prior=prior(k), draws=1000, chains=2,
+                                 random_seed=int(rng.integers(2**62)))  # fmt: skip
+        secs = time.perf_counter() - start
+        draws = idata.posterior["theta"].values.reshape(-1, k)
+        lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
+        rows.append(dict(
+            estimator=name,
+            mse=float(np.mean((draws.mean(axis=0) - theta) ** 2)),
+            covered=float(np.mean((theta >= lo) & (theta <= hi))),
+            seconds=secs,
+            r_hat=float(idata.posterior.attrs.get("r_hat_max", np.nan)),
+        ))  # fmt: skip
+    for row in rows:
+        row.update(population=pop, epsilon=eps, n=n, repeat=rep, k=k)
+    return rows
+
+
+def run(repeats: int, ns: tuple[int, ...], seed: int, workers: int) -> pd.DataFrame:
+    jobs = [(p, e, n, r, seed) for p in POPULATIONS for e in EPSILONS for n in ns
+            for r in range(repeats)]  # fmt: skip
+    rows: list[dict] = []
+    with cf.ProcessPoolExecutor(workers) as pool:
+        for i, out in enumerate(pool.map(one_tally, *zip(*jobs, strict=True)), 1):
+            rows.extend(out)
+            if i % 20 == 0:
+                print(f"{i}/{len(jobs)} tallies", file=sys.stderr)
+    return pd.DataFrame(rows)
+
+
+def tables(df: pd.DataFrame) -> str:
+    cells = ["population", "epsilon", "n"]
+    mse = df.pivot_table(index=cells, columns="estimator", values="mse", aggfunc="mean")
+    best = mse[list(FREQUENTIST)].min(axis=1)
+    ratio = mse[list(PRIORS)].div(best, axis=0)
+    lines = ["## MSE of each posterior mean over the best frequentist estimator, per cell", "",
+             "| population | eps | n | best frequentist | " + " | ".join(PRIORS) + " |",
+             "|---|---:|---:|---|" + "---:|" * len(PRIORS)]  # fmt: skip
+    best_name = mse[list(FREQUENTIST)].idxmin(axis=1)
+    for (pop, eps, n), row in ratio.iterrows():
+        vals = " | ".join(f"{row[p]:.2f}" for p in PRIORS)
+        lines.append(f"| {pop} | {eps:g} | {n:,} | {best_name[(pop, eps, n)]} | {vals} |")
+    lines += ["", "## Summary per prior", "",
+              "| prior | cells <= 1.0x | cells <= 1.1x | largest ratio | median fit s | "
+              "largest r_hat | " + " | ".join(f"coverage {f}" for f in dict.fromkeys(
+                  FAMILY.values())) + " |",
+              "|---|---:|---:|---:|---:|---:|" + "---:|" * len(set(FAMILY.values()))]  # fmt: skip
+    post = df[df["estimator"].isin(list(PRIORS))].copy()
+    post["family"] = post["population"].map(FAMILY)
+    for p in PRIORS:
+        r = ratio[p]
+        sub = post[post["estimator"] == p]
+        cov = sub.groupby("family")["covered"].mean()
+        covs = " | ".join(f"{cov[f]:.3f}" for f in dict.fromkeys(FAMILY.values()))
+        lines.append(f"| {p} | {(r <= 1.0).mean():.1%} ({int((r <= 1.0).sum())}/{len(r)}) | "
+                     f"{(r <= 1.1).mean():.1%} | {r.max():.2f} | {sub['seconds'].median():.2f} | "
+                     f"{sub['r_hat'].max():.3f} | {covs} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=20261123)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    repeats, ns = (1, (1_000,)) if args.quick else (args.repeats, NS)
+    start = time.perf_counter()
+    load = os.getloadavg()
+    df = run(repeats, ns, args.seed, args.workers)
+    header = "\n".join([
+        "# Posterior means under Dirichlet(1), Dirichlet(1/2) and the adaptive prior (GRR)",
+        "",
+        f"- Command: `python benchmarks/prior_accuracy.py --repeats {repeats}`",
+        f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
+        f"{time.perf_counter() - start:.0f} s; {args.workers} worker processes",
+        f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
+        f"{load[0]:.2f}; Python {platform.python_version()}, numpy {np.__version__}, "
+        f"bayesldp {bayesldp.__version__}",
+        f"- {repeats} repeats per cell; populations {', '.join(POPULATIONS)}; eps "
+        f"{list(EPSILONS)}; n {list(ns)}; posteriors: 2 chains x 1000 draws",
+        "",
+    ])  # fmt: skip
+    text = header + "\n" + tables(df) + "\n"
+    print(text)
+    if not args.quick:
+        OUT.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
