@@ -31,6 +31,10 @@ class StudyResult:
     estimates: list[dict[str, Any]] = field(default_factory=list)
     fits: dict[str, Any] = field(default_factory=dict)
     truths: list[np.ndarray] = field(default_factory=list)
+    #: one row per posterior fit: r_hat max, bulk ESS min, divergences, seconds
+    convergence: list[dict[str, Any]] = field(default_factory=list)
+    #: seconds of the untimed first calls (numba compilation or cache loads, imports)
+    warmup_seconds: float = 0.0
 
 
 def _epsilons(mech_spec: dict[str, Any]) -> list[float]:
@@ -68,6 +72,7 @@ def run_study(
     pairs = [(m, e) for m in spec["mechanisms"] for e in _epsilons(m)]
     bayes = spec.get("bayes_requested") and spec["bayes"]
     say = progress or (lambda _msg: None)
+    result.warmup_seconds = _warm_up(spec, pairs, bayes)
     for rep, rep_seq in enumerate(root.spawn(repeats)):
         pop_seq, count_seq, *mech_seqs = rep_seq.spawn(2 + len(pairs))
         theta = population_from_spec(spec["population"], np.random.default_rng(pop_seq))
@@ -98,6 +103,27 @@ def run_study(
     return result
 
 
+def _warm_up(spec: dict[str, Any], pairs: list, bayes: Any) -> float:
+    """Run every method once on a small tally of each mechanism, untimed, so that the timed
+    runs measure the methods and not numba's compilation (or cache loads) and first imports;
+    returns the seconds this took (reported separately)."""
+    start = time.perf_counter()
+    k = spec["population"]["k"]
+    for mech_spec, eps in pairs:
+        params = {key: v for key, v in mech_spec.items() if key not in ("name", "epsilon")}
+        mech = make_mechanism(mech_spec["name"], k, eps, **params)
+        tally = mech.simulate_tally(np.full(k, 20), np.random.default_rng(0))
+        for method in spec["estimators"]["methods"]:
+            _point_estimate(tally, method)
+        if bayes:
+            from bayesldp.bayes import fit
+
+            options = {} if bayes["method"] == "exact" else {"tune": 20}
+            fit(tally, prior=bayes["prior"], method=bayes["method"], draws=20, chains=1,
+                random_seed=0, compute_convergence_checks=False, **options)  # fmt: skip
+    return time.perf_counter() - start
+
+
 def _run_fit(result, rep, mech, eps, tally, truth, bayes, seq) -> None:
     from bayesldp.bayes import fit
 
@@ -111,6 +137,17 @@ def _run_fit(result, rep, mech, eps, tally, truth, bayes, seq) -> None:
         random_seed=int(seq.generate_state(1)[0]),
     )
     seconds = time.perf_counter() - start
+    attrs = idata.posterior.attrs
+    result.convergence.append({
+        "repeat": rep,
+        "mechanism": type(mech).__name__,
+        "epsilon": eps,
+        "method": bayes["method"],
+        "r_hat_max": float(attrs.get("r_hat_max", float("nan"))),
+        "ess_bulk_min": float(attrs.get("ess_bulk_min", float("nan"))),
+        "divergences": int(attrs.get("divergences", 0)),
+        "seconds": seconds,
+    })  # fmt: skip
     draws = idata.posterior["theta"].values.reshape(-1, tally.k)
     tail = (1 - bayes["hdi_prob"]) / 2
     bounds = np.quantile(draws, [tail, 1 - tail], axis=0)

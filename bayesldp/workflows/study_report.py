@@ -56,6 +56,22 @@ def markdown_table(summary: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def convergence_table(rows: list[dict[str, Any]]) -> str:
+    """One line per posterior fit: the largest r_hat, the smallest bulk ESS, divergences."""
+    lines = [
+        "| mechanism | epsilon | repeat | method | largest r_hat | smallest bulk ESS | "
+        "divergences | seconds |",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['mechanism']} | {r['epsilon']:g} | {r['repeat']} | {r['method']} | "
+            f"{r['r_hat_max']:.3f} | {r['ess_bulk_min']:.0f} | {r['divergences']} | "
+            f"{r['seconds']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def write_report(result: StudyResult, out_dir: str | Path, *, figures: bool = True) -> Path:
     """Write ``report.md``, ``metrics.csv``, ``estimates.csv``, posteriors and figures."""
     out = Path(out_dir)
@@ -77,11 +93,18 @@ def write_report(result: StudyResult, out_dir: str | Path, *, figures: bool = Tr
         "",
         "TV = 1/2 ||estimate - truth||_1 against the empirical frequencies of the simulated users;",
         "MSE is the mean over categories of the squared error; seconds is the time of the method",
-        "alone (the tally is built once per mechanism and shared).",
+        "alone (the tally is built once per mechanism and shared), after one untimed warm-up call",
+        f"of every method ({result.warmup_seconds:.1f} s in all: numba compilation or cache loads",
+        "and first imports, which would otherwise land in the first repeat).",
         "",
         markdown_table(summary),
         "",
     ]
+    if result.convergence:
+        lines += ["## Posterior convergence (every fit)", "",
+                  "As PyMC checks: r_hat above 1.01, bulk ESS below 100 per chain or a "
+                  "divergence needs attention.", "",
+                  convergence_table(result.convergence), ""]  # fmt: skip
     posterior_files = []
     for label, idata in result.fits.items():
         from bayesldp.bayes import save_fit

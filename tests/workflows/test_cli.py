@@ -19,6 +19,10 @@ def test_run_quickstart_writes_report(tmp_path, capsys):
         rows = list(csv.DictReader(fh))
     assert len(rows) == 5 * 5 * 10 and all(r["estimate"] for r in rows)  # mechs x methods x K
     assert "posterior_mean (auto)" in report
+    # issue 15: convergence of every posterior, and times after an untimed warm-up
+    convergence = report.split("## Posterior convergence (every fit)")[1].split("##")[0]
+    assert convergence.count("| auto |") == 5  # 5 mechanisms x 1 repeat (--quick)
+    assert "after one untimed warm-up call" in report
     assert (out / "estimates_RRRR_eps1.png").stat().st_size > 1000
     # lean posteriors (issue 15): no log_likelihood group, a few hundred kB each
     from bayesldp.bayes import load_fit
