@@ -40,6 +40,8 @@ _LAZY = {
     "loo_compare": "bayesldp.bayes",
     "Dirichlet": "bayesldp.bayes",
     "AdaptiveDirichlet": "bayesldp.bayes",
+    "build_model": "bayesldp.bayes",
+    "tally_likelihood": "bayesldp.bayes",
 }
 
 

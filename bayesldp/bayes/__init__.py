@@ -12,6 +12,7 @@ from __future__ import annotations
 from bayesldp.bayes.elpd import loo, loo_compare
 from bayesldp.bayes.fit import BACKENDS, build_inference_data, fit
 from bayesldp.bayes.io import fit_prior, load_fit, save_fit
+from bayesldp.bayes.model import build_model, tally_likelihood
 from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, as_dirichlet, as_prior
 
 __all__ = [
@@ -21,10 +22,12 @@ __all__ = [
     "as_dirichlet",
     "as_prior",
     "build_inference_data",
+    "build_model",
     "fit",
     "fit_prior",
     "load_fit",
     "loo",
     "loo_compare",
     "save_fit",
+    "tally_likelihood",
 ]

@@ -49,7 +49,13 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import FiniteChannelMechanism
 from bayesldp.tally import Tally
 
-__all__ = ["MAX_CHANNEL_SIZE", "build_model", "finite_channel_form", "pointwise_loglik"]
+__all__ = [
+    "MAX_CHANNEL_SIZE",
+    "build_model",
+    "finite_channel_form",
+    "pointwise_loglik",
+    "tally_likelihood",
+]
 
 #: the finite-channel form is used only when the channel has at most this many entries
 MAX_CHANNEL_SIZE = 10_000_000
@@ -119,29 +125,64 @@ def _row_logp(value: Any, mu: Any) -> Any:
     return value * pt.log(mu)
 
 
-def build_model(tally: Tally, alpha: Any, *, labels: Sequence[Any] | None = None) -> Any:
+def _category_labels(labels: Sequence[Any] | None, k: int) -> list[Any]:
+    if labels is None:
+        return list(range(k))
+    category = list(labels)
+    if len(category) != k or len(set(category)) != k:
+        raise InvalidInputError(
+            f"labels: expected {k} distinct category labels, got {len(category)} "
+            f"({len(set(category))} distinct)"
+        )
+    return category
+
+
+def _is_pymc_variable(value: Any) -> bool:
+    """A PyTensor expression (a PyMC random variable or any function of them)."""
+    from pytensor.graph.basic import Variable
+
+    return isinstance(value, Variable)
+
+
+def build_model(
+    tally: Tally,
+    alpha: Any,
+    *,
+    labels: Sequence[Any] | None = None,
+    model: Any = None,
+    name: str = "theta",
+) -> Any:
     """Build the PyMC model ``theta ~ Dirichlet(alpha)``, counts ``~ sum_u c_u log(L_u . theta)``.
 
     Parameters
     ----------
     tally : Tally
         Any tally (dense or support form).
-    alpha : array_like of float, shape (K,), or AdaptiveDirichlet
-        Dirichlet concentrations (finite, > 0), or the adaptive prior: then ``theta`` is a
+    alpha : array_like of float, shape (K,), PyMC variable, or AdaptiveDirichlet
+        Dirichlet concentrations (finite, > 0); or a PyTensor expression of shape (K,) built
+        from PyMC random variables of ``model`` (a learnt concentration, a hierarchical base
+        measure: ``alpha = conc * base``); or the adaptive prior: then ``theta`` is a
         ``Dirichlet(1)`` variable and the potential ``"adaptive_prior"``,
         ``log sum_j exp(c_j + (a_j - 1) sum_x log theta_x)``, turns it into the marginal
         adaptive prior (``a`` summed out on its grid; ``bayesldp.fit`` draws ``a`` afterwards
         from ``p(a | theta)``).
     labels : sequence, optional
         ``K`` category labels for the "category" coordinate (default ``0..K-1``).
+    model : pymc.Model, optional
+        Add ``theta`` and the likelihood to this model (needed when ``alpha`` uses its
+        variables; several tallies may share one model under different ``name``); default: a new
+        model.
+    name : str
+        Name of the ``theta`` variable; its likelihood is ``"counts"`` for ``"theta"``, else
+        ``f"counts_{name}"`` (see :func:`tally_likelihood`).
 
     Returns
     -------
     pymc.Model
         Free variable ``theta`` (dims "category"); observed ``counts`` (dims "report" in the
-        finite-channel form, "row" otherwise; see the module docstring); deterministic-free.
-        The joint log-density at a value ``theta`` is ``tally.loglik(theta)`` plus the
-        Dirichlet log-density (plus, on the transformed scale, PyMC's simplex Jacobian).
+        finite-channel form, "row" otherwise; see the module docstring).  The joint log-density
+        at a value ``theta`` is ``tally.loglik(theta)`` plus the Dirichlet log-density (plus, on
+        the transformed scale, PyMC's simplex Jacobian).
 
     Examples
     --------
@@ -153,7 +194,6 @@ def build_model(tally: Tally, alpha: Any, *, labels: Sequence[Any] | None = None
     ['counts', 'theta']
     """
     import pymc as pm
-    import pytensor
     import pytensor.tensor as pt
 
     if not isinstance(tally, Tally):
@@ -162,47 +202,77 @@ def build_model(tally: Tally, alpha: Any, *, labels: Sequence[Any] | None = None
     adaptive = alpha if isinstance(alpha, AdaptiveDirichlet) else None
     if adaptive is not None and adaptive.k != k:
         raise InvalidInputError(f"alpha: an AdaptiveDirichlet on {adaptive.k} categories, K = {k}")
-    alpha = np.ones(k) if adaptive is not None else check_alpha(alpha, k)
-    if labels is None:
-        category = list(range(k))
-    else:
-        category = list(labels)
-        if len(category) != k or len(set(category)) != k:
-            raise InvalidInputError(
-                f"labels: expected {k} distinct category labels, got {len(category)} "
-                f"({len(set(category))} distinct)"
-            )
-    finite = finite_channel_form(tally)
-    if finite is not None:
-        columns, counts, multiplicity, report = finite
-        coords = {"category": category, "report": report}
-    else:
-        counts = tally.counts
-        coords = {"category": category, "row": np.arange(tally.n_rows)}
-
-    with pm.Model(coords=coords) as model:
-        theta = pm.Dirichlet("theta", a=alpha, dims="category")
+    if adaptive is not None:
+        alpha = np.ones(k)
+    elif not _is_pymc_variable(alpha):
+        alpha = check_alpha(alpha, k)
+    category = _category_labels(labels, k)
+    model = pm.Model() if model is None else model
+    if "category" not in model.coords:
+        model.add_coord("category", category)
+    elif list(model.coords["category"]) != category and labels is not None:
+        raise InvalidInputError("labels: differ from the model's existing 'category' coordinate")
+    with model:
+        theta = pm.Dirichlet(name, a=alpha, dims="category")
         if adaptive is not None:  # Dirichlet(1) times this is the marginal adaptive prior
             s_total = pt.sum(pt.log(theta))
             pm.Potential("adaptive_prior", pt.logsumexp(adaptive.c + (adaptive.a - 1.0) * s_total))
-        if finite is not None:
-            n = int(tally.n)
-            prob_scale = multiplicity.astype(float)
-            mu = pt.dot(pytensor.shared(columns, name="channel_columns"), theta)
-
-            def _random(mu: np.ndarray, rng: np.random.Generator | None = None,
-                        size: Any = None) -> np.ndarray:  # fmt: skip
-                p = np.clip(mu * prob_scale, 0.0, None)
-                return rng.multinomial(n, p / p.sum())
-
-            pm.CustomDist("counts", mu, logp=_row_logp, random=_random, observed=counts,
-                          dims="report")  # fmt: skip
-        elif tally.is_support_form:
-            lo, hi = tally.levels
-            support = pytensor.shared(tally.support.astype(float), name="support")
-            mu = lo * pt.sum(theta) + (hi - lo) * pt.dot(support, theta)
-            pm.CustomDist("counts", mu, logp=_row_logp, observed=counts, dims="row")
-        else:
-            mu = pt.dot(pytensor.shared(np.array(tally.rows, dtype=float), name="rows"), theta)
-            pm.CustomDist("counts", mu, logp=_row_logp, observed=counts, dims="row")
+        tally_likelihood(tally, theta, name="counts" if name == "theta" else f"counts_{name}")
     return model
+
+
+def tally_likelihood(tally: Tally, theta: Any, *, name: str = "counts") -> Any:
+    """Add a tally's likelihood ``sum_u c_u log(L_u . theta)`` for a PyMC ``theta`` to the
+    current model (call it inside ``with model:``).
+
+    The building block of custom models: one call per tally, each with its own ``theta``
+    (regions, days, cohorts with partial pooling) or the same one (reports of one population
+    under several mechanisms).  The observed variable is ``name`` with dims ``"report"``
+    (finite channel; ``f"{name}_report"`` when ``name != "counts"``) or ``"row"`` (likewise);
+    see the module docstring for the two forms.
+
+    Parameters
+    ----------
+    tally : Tally
+    theta : PyMC variable, shape (K,)
+        A distribution on the K-simplex (e.g. ``pm.Dirichlet``).
+    name : str
+        Name of the observed variable.
+
+    Returns
+    -------
+    The observed ``pymc.CustomDist`` variable.
+    """
+    import pymc as pm
+    import pytensor
+    import pytensor.tensor as pt
+
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
+    model = pm.modelcontext(None)
+    suffix = "" if name == "counts" else f"{name}_"
+    finite = finite_channel_form(tally)
+    if finite is not None:
+        columns, counts, multiplicity, report = finite
+        dim = f"{suffix}report"
+        model.add_coord(dim, report)
+        n = int(tally.n)
+        prob_scale = multiplicity.astype(float)
+        mu = pt.dot(pytensor.shared(columns, name=f"{suffix}channel_columns"), theta)
+
+        def _random(mu: np.ndarray, rng: np.random.Generator | None = None,
+                    size: Any = None) -> np.ndarray:  # fmt: skip
+            p = np.clip(mu * prob_scale, 0.0, None)
+            return rng.multinomial(n, p / p.sum())
+
+        return pm.CustomDist(name, mu, logp=_row_logp, random=_random, observed=counts,
+                             dims=dim)  # fmt: skip
+    dim = f"{suffix}row"
+    model.add_coord(dim, np.arange(tally.n_rows))
+    if tally.is_support_form:
+        lo, hi = tally.levels
+        support = pytensor.shared(tally.support.astype(float), name=f"{suffix}support")
+        mu = lo * pt.sum(theta) + (hi - lo) * pt.dot(support, theta)
+    else:
+        mu = pt.dot(pytensor.shared(np.array(tally.rows, dtype=float), name=f"{suffix}rows"), theta)
+    return pm.CustomDist(name, mu, logp=_row_logp, observed=tally.counts, dims=dim)

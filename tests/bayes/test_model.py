@@ -140,3 +140,42 @@ def test_identical_channel_columns_are_pooled():
     with model:
         prior = pm.sample_prior_predictive(draws=50, random_seed=1)
     np.testing.assert_array_equal(prior.prior_predictive["counts"].values.sum(axis=-1), 12)
+
+
+def test_extensible_model_with_pymc_priors_and_several_tallies():
+    """build_model takes PyMC variables as the prior and adds to a given model; tally_likelihood
+    adds further tallies: a learnt concentration shared by two regions (partial pooling)."""
+    pm = pytest.importorskip("pymc")
+    import pytensor.tensor as pt
+
+    k = 4
+    mech_a, mech_b = bayesldp.GRR(k, 2.0), bayesldp.OUE(k, 2.0)
+    tally_a = mech_a.simulate_tally(np.array([400, 300, 200, 100]), rng=1)
+    tally_b = mech_b.simulate_tally(np.array([350, 350, 200, 100]), rng=2)
+    with pm.Model() as model:
+        base = pm.Dirichlet("base", a=np.ones(k))
+        conc = pm.LogNormal("concentration", mu=np.log(20.0), sigma=1.0)
+    bayesldp.build_model(tally_a, conc * base, model=model, name="theta_a", labels=list("wxyz"))
+    with model:
+        theta_b = pm.Dirichlet("theta_b", a=conc * base, dims="category")
+        bayesldp.tally_likelihood(tally_b, theta_b, name="counts_b")
+    assert {"base", "concentration", "theta_a", "theta_b", "counts_theta_a", "counts_b"} <= set(
+        model.named_vars
+    )
+    assert list(model.coords["category"]) == list("wxyz")
+    # the observed variables' log-density is the two tallies' log-likelihoods (up to the rows'
+    # scale constants): compare its change between two values of theta_a with tally.loglik
+    logp = model.compile_logp(vars=[model["counts_theta_a"], model["counts_b"]], jacobian=False)
+
+    def value(theta_a):
+        point = {"theta_a": theta_a, "theta_b": np.array([0.3, 0.3, 0.3, 0.1]),
+                 "base": np.full(k, 0.25), "concentration": 20.0}  # fmt: skip
+        return {model.rvs_to_values[model[name]].name:
+                model.rvs_to_transforms[model[name]].forward(pt.as_tensor(v)).eval()
+                for name, v in point.items()}  # fmt: skip
+
+    one, two = np.array([0.4, 0.3, 0.2, 0.1]), np.full(k, 0.25)
+    want = tally_a.loglik(one) - tally_a.loglik(two)
+    assert logp(value(one)) - logp(value(two)) == pytest.approx(want, rel=1e-9)
+    with pytest.raises(bayesldp.InvalidInputError, match="labels"):
+        bayesldp.build_model(tally_b, np.ones(k), model=model, name="theta_c", labels=list("abcd"))
