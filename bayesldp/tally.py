@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import check_counts
+from bayesldp._validation import check_counts, check_memory
 from bayesldp.errors import IncompatibleTallyError, InvalidInputError, InvalidTypeError
 
 if TYPE_CHECKING:
@@ -291,6 +291,46 @@ class Tally:
     def __repr__(self) -> str:
         form = "support" if self.is_support_form else "dense"
         return f"Tally(family={self.family!r}, k={self.k}, n={self.n}, rows={self.n_rows}, {form})"
+
+
+def joint_tally(tallies: Any) -> Tally:
+    """One tally from reports of the same ``K`` categories collected under different mechanisms
+    or budgets: the likelihood is the product of theirs, ``sum_t sum_u c_tu log(L_tu . theta)``.
+
+    Tallies of one family are merged with ``+`` (the result keeps their mechanism when they
+    share it).  Otherwise the rows are stacked, each tally's rows materialised densely (support
+    form is kept when every tally is in support form with the same levels); a likelihood row is
+    defined up to a factor, so rows from different mechanisms combine as they are.  The result
+    has ``mechanism=None`` and a zero ``stat`` (no single unbiased oracle applies): estimate it
+    with ``"mle"``, ``"em"``, ``"ibu"``, ``"em_mr"`` or any posterior method; ``fit`` and
+    ``estimate`` accept the list directly.
+    """
+    if isinstance(tallies, Tally):
+        return tallies
+    if not isinstance(tallies, list | tuple) or not tallies:
+        raise InvalidInputError(
+            f"tallies: expected a non-empty list of bayesldp.Tally, got {type(tallies).__name__}"
+        )
+    for i, tally in enumerate(tallies):
+        check_tally(tally, f"tallies[{i}]")
+        if tally.k != tallies[0].k:
+            raise InvalidInputError(
+                f"tallies[{i}]: has K = {tally.k} categories, tallies[0] has K = {tallies[0].k}; "
+                "a joint tally needs the same categories"
+            )
+    if all(t.family == tallies[0].family for t in tallies):
+        return sum(tallies[1:], tallies[0])
+    counts = np.concatenate([t.counts for t in tallies])
+    stat = np.zeros(tallies[0].k)
+    family = "joint(" + " | ".join(dict.fromkeys(t.family for t in tallies)) + ")"
+    levels = {t.levels for t in tallies}
+    if all(t.is_support_form for t in tallies) and len(levels) == 1:
+        support = np.concatenate([t.support for t in tallies])
+        return Tally(counts, support=support, levels=levels.pop(), stat=stat, family=family)
+    check_memory(8.0 * counts.size * tallies[0].k, "joint_tally (dense rows)",
+                 "fit fewer or smaller tallies at once")  # fmt: skip
+    rows = np.concatenate([t.rows / t.rows.max(axis=1, keepdims=True) for t in tallies])
+    return Tally(counts, rows=rows, stat=stat, family=family)
 
 
 def check_tally(tally: object, name: str = "tally") -> Tally:

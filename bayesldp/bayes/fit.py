@@ -41,7 +41,7 @@ from bayesldp.errors import (
     InvalidTypeError,
     NotSupportedError,
 )
-from bayesldp.tally import Tally
+from bayesldp.tally import Tally, joint_tally
 
 if TYPE_CHECKING:
     import arviz
@@ -102,8 +102,10 @@ def fit(
 
     Parameters
     ----------
-    tally : Tally
-        The reports (from ``mechanism.tally(reports)`` or a merge of tallies).
+    tally : Tally or list of Tally
+        The reports (from ``mechanism.tally(reports)`` or a merge of tallies); a list of tallies
+        of the same K categories under different mechanisms or budgets is fitted jointly, one
+        theta for all, each tally keeping its own channel (:func:`bayesldp.tally.joint_tally`).
     prior : Dirichlet, AdaptiveDirichlet, "adaptive", float, array_like or None
         ``None``: ``Dirichlet(1)`` (uniform); a number ``a``: ``Dirichlet.symmetric(K, a)``; a
         vector of ``K`` positive numbers; a :class:`~bayesldp.bayes.Dirichlet`; or
@@ -165,6 +167,8 @@ def fit(
     >>> idata.posterior["theta"].shape
     (2, 200, 3)
     """
+    if isinstance(tally, list | tuple):  # reports under several mechanisms or budgets
+        tally = joint_tally(tally)
     if not isinstance(tally, Tally):
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     if tally.n < 1:  # pragma: no cover - a Tally cannot be empty

@@ -38,7 +38,7 @@ from bayesldp.estimators import mle as _mle
 from bayesldp.estimators import oracle as _oracle
 from bayesldp.estimators.postprocess import POSTPROCESSORS
 from bayesldp.estimators.result import Estimate, is_on_simplex
-from bayesldp.tally import Tally
+from bayesldp.tally import Tally, joint_tally
 
 _LIKELIHOOD: dict[str, Callable[..., Estimate]] = {
     "mle": _mle.mle,
@@ -70,8 +70,10 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
 
     Parameters
     ----------
-    tally : Tally
-        The tallied reports.
+    tally : Tally or list of Tally
+        The tallied reports; a list of tallies of the same K categories under different
+        mechanisms or budgets is estimated jointly (:func:`bayesldp.tally.joint_tally`; the
+        likelihood methods then apply).
     method : str
         One of ``"oracle"``, ``"base_pos"``, ``"norm"``, ``"norm_mul"``, ``"norm_cut"``,
         ``"norm_sub"`` (default; the best all-round post-processing in Wang et al. 2020),
@@ -101,7 +103,7 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
     >>> round(float(est.frequencies.sum()), 12), est.on_simplex
     (1.0, True)
     """
-    tally = _oracle.check_tally(tally)
+    tally = _oracle.check_tally(joint_tally(tally) if isinstance(tally, list | tuple) else tally)
     if not isinstance(method, str):
         raise InvalidTypeError(f"method: expected a method name (str), got {type(method).__name__}")
     if method not in METHODS:
