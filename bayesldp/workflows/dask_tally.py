@@ -1,0 +1,150 @@
+"""Tally report files on Dask: every file a task, the tallies merged in a tree.
+
+A tally is additive (:meth:`bayesldp.Tally.__add__`), so a collection of report files of any size
+is tallied file by file on the workers and only tallies travel: each task reads one CSV or
+Parquet file (:func:`~bayesldp.workflows.report_files.read_table`), tallies it with the
+mechanism's own layout (``mechanism.tally_frame``) and merges duplicate rows; pairs of tallies are
+then summed in a binary tree (``log2`` of the number of files deep), so no worker and not the
+client ever holds more than two tallies and one file's reports at a time.
+
+Schedulers: ``scheduler=None`` starts a ``dask.distributed`` LocalCluster (one single-threaded
+worker process per core) for the call; an address (``"tcp://host:8786"``) connects to a running
+cluster, and fails within ``timeout`` seconds, naming the address, when nothing answers there;
+``"threads"`` or ``"synchronous"`` use dask's local schedulers without ``distributed`` (small jobs,
+tests).  ``progress=True`` shows ``distributed``'s progress bar in the terminal (the cluster's
+dashboard shows the tasks too).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from bayesldp.errors import InvalidInputError
+from bayesldp.mechanisms.base import Mechanism
+from bayesldp.tally import Tally
+from bayesldp.workflows.report_files import read_table
+
+__all__ = ["report_files", "tally_reports"]
+
+#: file suffixes read as reports
+SUFFIXES = (".csv", ".parquet", ".pq")
+LOCAL_SCHEDULERS = ("threads", "synchronous")
+
+
+def report_files(source: Any) -> list[Path]:
+    """The report files of ``source``: a directory (its CSV and Parquet files, sorted), a glob
+    pattern, one path, or a list of paths."""
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix.lower() in SUFFIXES)
+        elif any(ch in str(source) for ch in "*?["):
+            files = sorted(Path(p) for p in glob.glob(str(source)))
+        else:
+            files = [path]
+    elif isinstance(source, Iterable):
+        files = [Path(p) for p in source]
+    else:
+        raise InvalidInputError(
+            f"source: expected a directory, a glob pattern or a list of files, got "
+            f"{type(source).__name__}"
+        )
+    if not files:
+        raise InvalidInputError(f"source: no CSV or Parquet files in {source!r}")
+    missing = [str(p) for p in files if not p.is_file()]
+    if missing:
+        raise InvalidInputError(f"source: no such file {missing[0]} ({len(missing)} missing)")
+    return files
+
+
+def _tally_file(path: Path, mechanism: Mechanism) -> Tally:
+    """One file's tally, duplicate rows merged (the compression a per-report tally allows)."""
+    return mechanism.tally_frame(read_table(path), path).deduplicated()
+
+
+def _merge(a: Tally, b: Tally) -> Tally:
+    return (a + b).deduplicated()
+
+
+def _tree(items: list[Any], merge: Any) -> Any:
+    """Pairwise merges, ``ceil(log2(len))`` levels deep."""
+    while len(items) > 1:
+        pairs = [merge(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        items = pairs + ([items[-1]] if len(items) % 2 else [])
+    return items[0]
+
+
+def tally_reports(
+    source: Any,
+    mechanism: Mechanism,
+    *,
+    scheduler: str | None = None,
+    timeout: float = 10.0,
+    progress: bool = False,
+) -> Tally:
+    """The tally of every report in ``source``, computed on Dask.
+
+    Parameters
+    ----------
+    source : directory, glob pattern, path or list of paths
+        CSV or Parquet report files in ``mechanism``'s layout (``bayesldp estimate --help``).
+    mechanism : Mechanism
+        The mechanism every report was collected with.
+    scheduler : str, optional
+        None: a LocalCluster for this call; a ``dask.distributed`` scheduler address; or
+        ``"threads"`` / ``"synchronous"`` (dask's local schedulers).
+    timeout : float
+        Seconds to wait for a scheduler address to answer.
+    progress : bool
+        Show a progress bar (distributed schedulers).
+
+    Returns
+    -------
+    Tally
+        Equal to the sum of the files' tallies (a file that is not this mechanism's reports is an
+        :class:`~bayesldp.InvalidInputError` naming the file and the column).
+    """
+    import dask
+
+    if not isinstance(mechanism, Mechanism):
+        raise InvalidInputError(
+            f"mechanism: expected a bayesldp mechanism, got {type(mechanism).__name__}"
+        )
+    files = report_files(source)
+    tally_task = dask.delayed(_tally_file, pure=True)
+    merge_task = dask.delayed(_merge, pure=True)
+    total = _tree([tally_task(path, mechanism) for path in files], merge_task)
+    if scheduler in LOCAL_SCHEDULERS:
+        return total.compute(scheduler=scheduler)
+    return _compute_distributed(total, scheduler, timeout, progress)
+
+
+def _compute_distributed(total: Any, address: str | None, timeout: float, progress: bool) -> Tally:
+    from distributed import Client, LocalCluster
+    from distributed import progress as show_progress
+
+    if address is None:
+        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
+                               processes=True, dashboard_address=None)  # fmt: skip
+        client = Client(cluster)
+    else:
+        cluster = None
+        try:
+            client = Client(address, timeout=f"{timeout}s")
+        except (OSError, TimeoutError) as exc:
+            raise InvalidInputError(
+                f"scheduler: no Dask scheduler answered at {address} within {timeout:g} s ({exc})"
+            ) from None
+    try:
+        future = client.compute(total)
+        if progress:
+            show_progress(future)
+        return future.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
