@@ -32,7 +32,7 @@ from numba import njit
 from bayesldp._validation import RNGLike, as_generator, check_int, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import Parameter, PureProtocol, int_columns
-from bayesldp.mechanisms.unary import _BINCOUNT_MAX_K, _column_sums, _count_patterns
+from bayesldp.mechanisms.unary import support_tally
 from bayesldp.tally import Tally
 
 #: the channel over all C(K, d) subsets is built only up to this many columns
@@ -190,21 +190,7 @@ class SubsetSelection(PureProtocol):
     def tally(self, reports: Any) -> Tally:
         """Support-form tally: support = the subset, levels ``(1, e^eps)``; ``stat`` the
         support counts.  For ``K <= 16`` reports are counted per subset first."""
-        member = self.membership(reports)
-        if self.k <= _BINCOUNT_MAX_K:
-            support, counts = _count_patterns(member)
-            stat = counts @ support
-        else:
-            support, counts = member, np.ones(member.shape[0], dtype=np.int64)
-            stat = _column_sums(member)
-        return Tally(
-            counts,
-            support=support,
-            levels=self.levels,
-            stat=stat.astype(float),
-            mechanism=self,
-            dedupe=self.k <= _BINCOUNT_MAX_K,
-        )
+        return support_tally(self.membership(reports), self)
 
     def supports(self, reports: Any, x: int) -> np.ndarray:
         """A report supports ``x`` iff ``x`` is in its subset."""

@@ -228,21 +228,7 @@ class UnaryEncoding(PureProtocol):
         For ``k <= 16`` the reports are first counted per bit pattern (a bincount over the
         ``2^k`` patterns, O(n)), so the tally is built from at most ``2^k`` distinct rows.
         """
-        bits = self.check_reports(reports)
-        if self.k <= _BINCOUNT_MAX_K:
-            support, counts = _count_patterns(bits)
-            stat = counts @ support
-        else:
-            support, counts = bits, np.ones(bits.shape[0], dtype=np.int64)
-            stat = _column_sums(bits)
-        return Tally(
-            counts,
-            support=support,
-            levels=self.levels,
-            stat=stat.astype(float),
-            mechanism=self,
-            dedupe=self.k <= _BINCOUNT_MAX_K,  # with more bits, reports almost never repeat
-        )
+        return support_tally(self.check_reports(reports), self)
 
     @property
     def levels(self) -> tuple[float, float]:
@@ -364,6 +350,27 @@ class OUE(UnaryEncoding):
     def log_bit_probabilities(epsilon: float) -> tuple[float, float, float, float]:
         log_one = -math.log1p(math.exp(-epsilon))  # log(1 - q), q = 1 / (e^eps + 1)
         return -math.log(2.0), log_one - epsilon, -math.log(2.0), log_one
+
+
+def support_tally(bits: np.ndarray, mechanism: Any) -> Tally:
+    """The support-form tally of a bool ``(n, k)`` support matrix (one row per report) with
+    ``mechanism.levels``; ``stat`` is the support count per category.  For ``k <= 16`` reports
+    are first counted per pattern (a bincount over the ``2^k`` patterns, O(n)); with more
+    categories reports almost never repeat, so rows are kept as they are."""
+    if bits.shape[1] <= _BINCOUNT_MAX_K:
+        support, counts = _count_patterns(bits)
+        stat = counts @ support
+    else:
+        support, counts = bits, np.ones(bits.shape[0], dtype=np.int64)
+        stat = _column_sums(bits)
+    return Tally(
+        counts,
+        support=support,
+        levels=mechanism.levels,
+        stat=stat.astype(float),
+        mechanism=mechanism,
+        dedupe=bits.shape[1] <= _BINCOUNT_MAX_K,
+    )
 
 
 def _count_patterns(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
