@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayesldp.adaptive.survey import AdaptiveSurvey
-from bayesldp.errors import InvalidTypeError
+from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec import load_spec
 
 if TYPE_CHECKING:
@@ -84,8 +84,15 @@ def run_grid(
     paper: bool = False,
     progress: bool | Callable[[int, int, str], None] | None = None,
     command: str | None = None,
+    scheduler: str | None = "serial",
 ) -> xarray.Dataset:
     """Run the AdOBEst-LDP experiment grid of a spec and write its tables and plots.
+
+    Every survey (one cell: K, rho, repeat, epsilon, method) is independent: it draws its
+    population and users from its own ``SeedSequence`` children, so cells can run in any order
+    or place and give bit-identical results.  Each finished cell is written to
+    ``OUT/cells/<cell>.json`` at once; a grid that is stopped and run again with the same
+    spec, size and output directory reads the finished cells back and runs only the others.
 
     Parameters
     ----------
@@ -94,7 +101,7 @@ def run_grid(
         already loaded by :func:`bayesldp.workflows.spec.load_spec`.
     out_dir : str or PathLike
         Directory for ``results.nc``, ``tables.md``, ``tv_vs_epsilon.png``, ``tv_vs_rho.png``
-        (created if needed).
+        and ``cells/`` (created if needed).
     paper : bool
         Use the ``[paper]`` size (the paper's n = 500,000 users and 50 repeats) instead of
         ``[grid].n`` / ``[grid].repeats``.
@@ -102,6 +109,10 @@ def run_grid(
         True prints one line per survey to stderr; a callable gets ``(done, total, label)``.
     command : str, optional
         The command line recorded at the top of ``tables.md``.
+    scheduler : str or None
+        ``"serial"`` (default: in this process); ``None``: a ``dask.distributed`` LocalCluster
+        (one worker process per core); a scheduler address (``"tcp://host:8786"``); or
+        ``"threads"`` (dask's threaded scheduler).  The cells are the tasks.
 
     Returns
     -------
@@ -113,61 +124,48 @@ def run_grid(
     """
     import xarray as xr
 
-    from bayesldp.estimators import estimate as estimate_frequencies
-
     spec = spec_path if isinstance(spec_path, Mapping) else load_spec(spec_path, kind="grid")
-    grid, survey_cfg = spec["grid"], spec["survey"]
+    grid = spec["grid"]
     n = spec["paper"]["n"] if paper else grid["n"]
     repeats = spec["paper"]["repeats"] if paper else grid["repeats"]
     ks, rhos, epss = grid["k"], [float(r) for r in grid["rho"]], [float(e) for e in grid["epsilon"]]
     methods = method_labels(grid)
     report = _progress(progress)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    cells_dir = out / "cells"
+    cells_dir.mkdir(parents=True, exist_ok=True)
+    fingerprint = _fingerprint(spec, n, repeats)
 
     shape = (len(ks), len(rhos), len(epss), len(methods), repeats)
-    tv = np.full(shape, np.nan)
-    tv_mle = np.full(shape, np.nan)
-    size = np.full(shape, np.nan)
-    seconds = np.full(shape, np.nan)
+    fields = ("tv", "tv_mle", "mean_subset_size", "seconds")
+    values = {name: np.full(shape, np.nan) for name in fields}
     thetas = np.full((len(ks), len(rhos), repeats, max(ks)), np.nan)
-    total, done = int(np.prod(shape)), 0
-    root = np.random.SeedSequence(grid["seed"])
     for ik, k in enumerate(ks):
         for ir, rho in enumerate(rhos):
             for rep in range(repeats):
-                data_ss = np.random.SeedSequence(root.entropy, spawn_key=(ik, ir, rep, 0))
-                gen = np.random.default_rng(data_ss)
-                theta = gen.dirichlet(np.full(k, rho))
-                x = gen.choice(k, size=n, p=theta)
-                thetas[ik, ir, rep, :k] = theta
-                for ie, eps in enumerate(epss):
-                    seed = np.random.SeedSequence(root.entropy, spawn_key=(ik, ir, rep, 1 + ie))
-                    for im, (label, kwargs) in enumerate(methods):
-                        started = time.perf_counter()
-                        survey = AdaptiveSurvey(
-                            k,
-                            eps,
-                            prior=float(survey_cfg["prior"]),
-                            batch_size=survey_cfg["batch_size"],
-                            sgld_steps_per_user=survey_cfg["sgld_steps_per_user"],
-                            minibatch=survey_cfg["minibatch"],
-                            final_steps=survey_cfg["final_steps"],
-                            burn_in=survey_cfg["burn_in"],
-                            n_expected=n,
-                            random_seed=seed,
-                            **kwargs,
-                        ).simulate(x)
-                        draws = survey.posterior(chains=1).posterior["theta"].values
-                        estimate = draws.mean(axis=(0, 1))
-                        tv[ik, ir, ie, im, rep] = 0.5 * np.abs(estimate - theta).sum()
-                        mle = estimate_frequencies(survey.tally(), "mle", std_errors=False)
-                        tv_mle[ik, ir, ie, im, rep] = 0.5 * np.abs(mle.frequencies - theta).sum()
-                        size[ik, ir, ie, im, rep] = survey.history["subset_size"].values.mean()
-                        seconds[ik, ir, ie, im, rep] = time.perf_counter() - started
-                        done += 1
-                        if report is not None:
-                            report(done, total, f"K={k} rho={rho:g} rep={rep} eps={eps:g} {label}")
+                thetas[ik, ir, rep, :k] = _population(grid["seed"], ik, ir, rep, k, rho, n)[0]
+    cells = list(np.ndindex(*shape))
+    todo = []
+    for cell in cells:
+        saved = _read_cell(cells_dir, cell, fingerprint)
+        if saved is None:
+            todo.append(cell)
+        else:
+            for name in fields:
+                values[name][cell] = saved[name]
+
+    def label(cell: tuple[int, ...]) -> str:
+        ik, ir, ie, im, rep = cell
+        return f"K={ks[ik]} rho={rhos[ir]:g} rep={rep} eps={epss[ie]:g} {methods[im][0]}"
+
+    done = len(cells) - len(todo)
+    for cell, result in _run_cells(spec, n, todo, scheduler):
+        _write_cell(cells_dir, cell, fingerprint, result)
+        for name in fields:
+            values[name][cell] = result[name]
+        done += 1
+        if report is not None:
+            report(done, len(cells), label(cell))
 
     coords = {
         "k": np.asarray(ks),
@@ -179,10 +177,7 @@ def run_grid(
     dims = ("k", "rho", "epsilon", "scheme", "repeat")
     results = xr.Dataset(
         {
-            "tv": (dims, tv),
-            "tv_mle": (dims, tv_mle),
-            "mean_subset_size": (dims, size),
-            "seconds": (dims, seconds),
+            **{name: (dims, values[name]) for name in fields},
             "theta": (("k", "rho", "repeat", "category"), thetas),
         },
         coords={**coords, "category": np.arange(max(ks))},
@@ -199,6 +194,115 @@ def run_grid(
     (out / "tables.md").write_text(text + "\n## Tables\n\n" + write_tables(results), "utf-8")
     _plot(results, out)
     return results
+
+
+def _population(seed: int, ik: int, ir: int, rep: int, k: int, rho: float, n: int) -> tuple:
+    """The population ``theta`` and users ``x`` of (K, rho, repeat), shared by its cells."""
+    data_ss = np.random.SeedSequence(seed, spawn_key=(ik, ir, rep, 0))
+    gen = np.random.default_rng(data_ss)
+    theta = gen.dirichlet(np.full(k, rho))
+    return theta, gen.choice(k, size=n, p=theta)
+
+
+def run_cell(spec: Mapping[str, Any], n: int, cell: tuple[int, ...]) -> dict[str, float]:
+    """One survey of the grid: ``cell = (ik, ir, ie, im, rep)`` indexes K, rho, epsilon, method
+    and repeat.  Its population, users and survey seed come from ``SeedSequence`` children of
+    ``[grid].seed`` keyed by the cell, so the result does not depend on where it runs."""
+    from bayesldp.estimators import estimate as estimate_frequencies
+
+    grid, survey_cfg = spec["grid"], spec["survey"]
+    ik, ir, ie, im, rep = (int(i) for i in cell)
+    k, rho, eps = grid["k"][ik], float(grid["rho"][ir]), float(grid["epsilon"][ie])
+    theta, x = _population(grid["seed"], ik, ir, rep, k, rho, n)
+    seed = np.random.SeedSequence(grid["seed"], spawn_key=(ik, ir, rep, 1 + ie))
+    started = time.perf_counter()
+    survey = AdaptiveSurvey(
+        k,
+        eps,
+        prior=float(survey_cfg["prior"]),
+        batch_size=survey_cfg["batch_size"],
+        sgld_steps_per_user=survey_cfg["sgld_steps_per_user"],
+        minibatch=survey_cfg["minibatch"],
+        final_steps=survey_cfg["final_steps"],
+        burn_in=survey_cfg["burn_in"],
+        n_expected=n,
+        random_seed=seed,
+        **method_labels(grid)[im][1],
+    ).simulate(x)
+    estimate = survey.posterior(chains=1).posterior["theta"].values.mean(axis=(0, 1))
+    mle = estimate_frequencies(survey.tally(), "mle", std_errors=False).frequencies
+    return {
+        "tv": float(0.5 * np.abs(estimate - theta).sum()),
+        "tv_mle": float(0.5 * np.abs(mle - theta).sum()),
+        "mean_subset_size": float(survey.history["subset_size"].values.mean()),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _run_cells(spec: Mapping[str, Any], n: int, cells: list, scheduler: str | None) -> Any:
+    """``(cell, result)`` pairs as the cells finish, here or on Dask."""
+    if scheduler == "serial":
+        for cell in cells:
+            yield cell, run_cell(spec, n, cell)
+        return
+    if not cells:
+        return
+    import dask
+
+    if scheduler == "threads":
+        tasks = [dask.delayed(run_cell, pure=True)(spec, n, cell) for cell in cells]
+        yield from zip(cells, dask.compute(*tasks, scheduler="threads"), strict=True)
+        return
+    from distributed import Client, LocalCluster, as_completed
+
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
+                               dashboard_address=None)  # fmt: skip
+    try:
+        client = Client(cluster if cluster is not None else scheduler, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise InvalidInputError(
+            f"scheduler: no Dask scheduler answered at {scheduler} ({exc})"
+        ) from None
+    try:
+        futures = {client.submit(run_cell, spec, n, cell, pure=False): cell for cell in cells}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _fingerprint(spec: Mapping[str, Any], n: int, repeats: int) -> str:
+    """What a saved cell must have been computed with to be reused."""
+    import hashlib
+
+    text = json.dumps({"spec": spec, "n": n, "repeats": repeats}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _cell_path(cells_dir: Path, cell: tuple[int, ...]) -> Path:
+    return cells_dir / ("cell_" + "_".join(str(int(i)) for i in cell) + ".json")
+
+
+def _read_cell(cells_dir: Path, cell: tuple[int, ...], fingerprint: str) -> dict | None:
+    path = _cell_path(cells_dir, cell)
+    if not path.is_file():
+        return None
+    try:
+        saved = json.loads(path.read_text())
+    except json.JSONDecodeError:  # a torn write of an older version: recompute
+        return None
+    return saved["result"] if saved.get("fingerprint") == fingerprint else None
+
+
+def _write_cell(cells_dir: Path, cell: tuple[int, ...], fingerprint: str, result: dict) -> None:
+    path = _cell_path(cells_dir, cell)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"fingerprint": fingerprint, "result": result}))
+    os.replace(tmp, path)
 
 
 def write_header(results: xarray.Dataset, command: str | None) -> str:
@@ -388,10 +492,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("spec")
     parser.add_argument("out_dir")
     parser.add_argument("--paper", action="store_true", help="the paper's size (n, repeats)")
+    parser.add_argument(
+        "--scheduler",
+        default="serial",
+        help="serial (default), local (a dask LocalCluster), threads, or a dask scheduler "
+        "address tcp://host:port; finished cells are kept in OUT_DIR/cells and reused",
+    )
     args = parser.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
     shown = " ".join(["python -m bayesldp.workflows.grid", *given])
-    results = run_grid(args.spec, args.out_dir, paper=args.paper, progress=True, command=shown)
+    scheduler = None if args.scheduler == "local" else args.scheduler
+    results = run_grid(args.spec, args.out_dir, paper=args.paper, progress=True, command=shown,
+                       scheduler=scheduler)  # fmt: skip
     print(write_tables(results))
     return 0
 
