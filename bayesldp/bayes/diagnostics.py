@@ -7,7 +7,8 @@
 
 Each failed check is a :class:`~bayesldp.errors.ConvergenceWarning` (a ``UserWarning``) naming
 the number and what to do; the numbers are in the posterior's attrs whether or not they warn.
-Independent draws (``method="exact"``) are not checked.
+Independent draws (``method="exact"``) are not checked.  The checks cover ``theta`` and, under
+the adaptive prior, its concentration ``a``.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ def diagnose(idata: Any, method: str, *, warn: bool = True) -> dict[str, float]:
     found: dict[str, float] = {}
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # constant draws: NaN r_hat
+        names = [v for v in ("theta", "a") if v in posterior]  # a: the adaptive prior's
         if chains >= 2 and posterior.sizes["draw"] >= 4:
-            found["r_hat_max"] = float(np.nanmax(az.rhat(posterior)["theta"].values))
+            rhat = az.rhat(posterior, var_names=names)
+            found["r_hat_max"] = float(max(np.nanmax(rhat[v].values) for v in names))
         if posterior.sizes["draw"] >= 4:
-            ess = az.ess(posterior, method="bulk")["theta"].values
-            found["ess_bulk_min"] = float(np.nanmin(ess))
+            ess = az.ess(posterior, var_names=names, method="bulk")
+            found["ess_bulk_min"] = float(min(np.nanmin(ess[v].values) for v in names))
     stats = getattr(idata, "sample_stats", None)
     if stats is not None and "diverging" in stats:
         found["divergences"] = int(np.asarray(stats["diverging"]).sum())
