@@ -63,7 +63,7 @@ __all__ = ["sample"]
 
 _MAX_ENERGY_ERROR = 1000.0
 _LOG_08 = math.log(0.8)
-_OPTIONS = ("tune", "target_accept", "max_treedepth", "metric")
+_OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
 
 
 # ---------------------------------------------------------------------------- target density
@@ -95,7 +95,7 @@ class _Target:
     def data(self) -> tuple:
         """What the compiled kernels read: the likelihood's arrays, counts and the prior."""
         return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift,
-                self.const + self.lik.scale_const, self.prior_a, self.prior_c)  # fmt: skip
+                self.const + self.lik.scale_const, self.prior_a, self.prior_c, *_NO_JOINT)  # fmt: skip
 
     def work(self) -> tuple:
         """Scratch arrays of the compiled log-density: theta, g (K,) and three of length U."""
@@ -158,6 +158,94 @@ class _Target:
             ds = 1.0 - self.k * theta
             hess += var[0] * np.outer(ds, ds)
         return hess[: self.d, : self.d]
+
+
+#: the joint-sampling slots of the kernels' data tuple, empty: weights, categories, (mu, sd)
+_NO_JOINT = (np.empty(0), np.empty(0, dtype=np.int64), np.empty(0))
+
+
+class _JointTarget:
+    """The adaptive prior's posterior on ``q = (y, s)``, ``s = log a``, in a partially
+    non-centred parametrisation (:func:`_logp_grad_joint`).
+
+    From a pilot (the mode of the marginal posterior of ``theta`` and ``a_0 = E[a | theta]``
+    there): the reference category is the pilot's largest, and each other category's weight is
+    ``w_x = 1 / (1 + I_x v(a_0))``, its prior variance ``v = sigma^2`` against the data's Fisher
+    information ``I_x`` about ``z_x`` (Papaspiliopoulos, Roberts and Skold 2007: centre what the
+    data pin down, non-centre what the prior does): ``w = 1`` makes ``y_x`` a standardised
+    prior variable whose scale no longer depends on ``a``, which removes the funnel.
+    """
+
+    def __init__(self, marginal: _Target, z_mode: np.ndarray) -> None:
+        prior = marginal.adaptive
+        self.lik, self.n, self.k = marginal.lik, marginal.n, marginal.k
+        self.d = self.k
+        self.prior = prior
+        theta, log_theta = marginal.theta(z_mode[None, :])
+        theta, log_theta = theta[0], log_theta[0]
+        probs = np.exp(prior.conditional_log_probs(log_theta.sum()))
+        a0 = float(probs @ prior.a)
+        _, g = self.lik.grad(theta)
+        info = theta**2 * (self.lik.fisher_diag(theta) - g) - theta * (1 - theta) * (g - self.n)
+        info = np.maximum(info, 0.0)
+        ref = int(np.argmax(theta))
+        self.idx = np.concatenate([np.delete(np.arange(self.k), ref), [ref]]).astype(np.int64)
+        _, _, log_sig, _ = _ncp_scale(a0, self.k)
+        self.weights = 1.0 / (1.0 + info[self.idx[:-1]] * math.exp(2.0 * log_sig))
+        self.par = np.array([prior.log_a_mean, prior.log_a_sd])
+        self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
+                      self.lik.scale_const, np.empty(0), np.empty(0), self.weights, self.idx,
+                      self.par)  # fmt: skip
+        # the pilot in (y, s)
+        m, _, log_sig, _ = _ncp_scale(a0, self.k)
+        z = log_theta[self.idx[:-1]] - log_theta[ref]
+        w = self.weights
+        self.start = np.concatenate([(z - w * m) / np.exp(w * log_sig), [math.log(a0)]])
+
+    def data(self) -> tuple:
+        return self._data
+
+    def work(self) -> tuple:
+        rows = self.lik.n_rows
+        return (np.empty(self.k), np.empty(self.k), np.empty(rows), np.empty(rows),
+                np.empty(rows))  # fmt: skip
+
+    def __call__(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Log-density (C,) and gradient (C, K) at ``q`` of shape (C, K)."""
+        work = self.work()
+        lp = np.empty(q.shape[0])
+        grad = np.empty(q.shape)
+        for c in range(q.shape[0]):
+            lp[c] = _logp_grad(np.ascontiguousarray(q[c], dtype=float), self._data, work, grad[c])
+        return lp, grad
+
+    def theta_a(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``theta`` (..., K) and ``a`` (...) at ``q`` of shape (..., K)."""
+        a = np.exp(q[..., -1])
+        scale = np.vectorize(lambda v: _ncp_scale(v, self.k)[::2])
+        m, log_sig = scale(a)
+        w = self.weights
+        z = np.zeros(q.shape)
+        z[..., self.idx[:-1]] = w * m[..., None] + np.exp(w * log_sig[..., None]) * q[..., :-1]
+        z -= z.max(axis=-1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=-1, keepdims=True), a
+
+    def laplace(self, q: np.ndarray) -> np.ndarray:
+        """A covariance from the finite-difference Hessian at ``q``, eigenvalues clipped."""
+        h = 1e-5
+        hess = np.empty((self.d, self.d))
+        for i in range(self.d):
+            dq = np.zeros(self.d)
+            dq[i] = h
+            _, gp = self(q[None, :] + dq)
+            _, gm = self(q[None, :] - dq)
+            hess[:, i] = (gp[0] - gm[0]) / (2 * h)
+        prec, vec = np.linalg.eigh(-0.5 * (hess + hess.T))
+        if not np.all(np.isfinite(prec)):
+            return np.eye(self.d)
+        prec = np.clip(prec, 1e-2, None)
+        return (vec / prec) @ vec.T
 
 
 def _find_mode(target: _Target, z0: np.ndarray, iters: int = 100) -> tuple[np.ndarray, np.ndarray]:
@@ -256,6 +344,90 @@ def _prior_terms(s_total, pa, pc):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
+def _digamma(x):  # pragma: no cover - compiled
+    """psi(x) for x > 0: recurrence up to x >= 6, then the asymptotic series."""
+    acc = 0.0
+    while x < 6.0:
+        acc -= 1.0 / x
+        x += 1.0
+    f = 1.0 / (x * x)
+    series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))))
+    return acc + math.log(x) - 0.5 / x - series
+
+
+@nb.njit(cache=True)
+def _ncp_scale(a, k):  # pragma: no cover - compiled
+    """Location ``m(a)`` and log scale ``log sigma(a)`` of ``log theta_x`` under Dirichlet(a 1_K),
+    and their derivatives in ``s = log a``: ``(m, dm/ds, log sigma, d log sigma/ds)``.
+
+    ``m = psi~(a) - psi~(K a)`` and ``sigma^2 = psi~'(a) - psi~'(K a)`` with the closed forms
+    ``psi~(a) = log(a + 1/2) - 1/a`` and ``psi~'(a) = 1/(a + 1/2) + 1/a^2`` of the digamma and
+    trigamma functions (the mean and variance of a log-Beta(a, (K-1) a) variable, to within a
+    few per cent; any smooth choice gives a valid parametrisation): ``sigma ~ 1/a`` for small
+    ``a``, ``sqrt((1 - 1/K) / a)`` for large ``a``.
+    """
+    ka = k * a
+    m = math.log((a + 0.5) / (ka + 0.5)) - (1.0 - 1.0 / k) / a
+    dm = a / (a + 0.5) - ka / (ka + 0.5) + (1.0 - 1.0 / k) / a
+    v = 1.0 / (a + 0.5) - 1.0 / (ka + 0.5) + (1.0 - 1.0 / (k * k)) / (a * a)
+    dv = -a / (a + 0.5) ** 2 + ka / (ka + 0.5) ** 2 - 2.0 * (1.0 - 1.0 / (k * k)) / (a * a)
+    return m, dm, 0.5 * math.log(v), 0.5 * dv / v
+
+
+@nb.njit(cache=True)
+def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
+    """Log-density and gradient of the adaptive-prior posterior on ``q = (y, s)``, ``s = log a``.
+
+    ``z_x = w_x m(a) + sigma(a)^{w_x} y_x`` for the ``K - 1`` categories ``idx[:K-1]`` and
+    ``z = 0`` for the reference ``idx[K-1]``; ``theta = softmax(z)``.  The density is
+    ``loglik + lgamma(K a) - K lgamma(a) + a S`` (Dirichlet(a) on the ALR coordinates, Jacobian
+    included; ``S = sum_x log theta_x``) ``+ sum_x w_x log sigma(a)`` (Jacobian of ``y -> z``)
+    ``- (s - mu)^2 / (2 sd^2)`` (normal prior on ``s``).
+    """
+    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const = data[:10]
+    nw, nidx, npar = data[12], data[13], data[14]
+    theta, g, r, lth, w = work
+    d = q.shape[0] - 1
+    k = d + 1
+    s = q[d]
+    a = math.exp(s)
+    m, dm, lsig, dlsig = _ncp_scale(a, k)
+    ref = nidx[d]
+    theta[ref] = 0.0  # holds z until the softmax
+    top = 0.0
+    for i in range(d):
+        zi = nw[i] * m + math.exp(nw[i] * lsig) * q[i]
+        theta[nidx[i]] = zi
+        if zi > top:
+            top = zi
+    tot = 0.0
+    for x in range(k):
+        tot += math.exp(theta[x] - top)
+    log_norm = top + math.log(tot)
+    s_total = 0.0
+    for x in range(k):
+        log_theta = theta[x] - log_norm
+        s_total += log_theta
+        theta[x] = math.exp(log_theta)
+    lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
+                             0.0, r, lth, w, g)  # fmt: skip
+    mu, sd = npar[0], npar[1]
+    lp += math.lgamma(k * a) - k * math.lgamma(a) + a * s_total - 0.5 * ((s - mu) / sd) ** 2
+    ds = k * a * (_digamma(k * a) - _digamma(a)) + a * s_total - (s - mu) / (sd * sd)
+    shift_a = shift + k * a
+    sum_w = 0.0
+    for i in range(d):
+        x = nidx[i]
+        gz = theta[x] * (g[x] - shift_a) + a
+        sw = math.exp(nw[i] * lsig)
+        grad[i] = gz * sw
+        ds += gz * nw[i] * (dm + sw * dlsig * q[i])
+        sum_w += nw[i]
+    grad[d] = ds + sum_w * dlsig
+    return lp + sum_w * lsig
+
+
+@nb.njit(cache=True)
 def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     """Log-density at ``z`` (returned) and its gradient (into ``grad``), one likelihood pass.
 
@@ -263,7 +435,9 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     ``log sum_j exp(pc_j + pa_j S)``, ``S = sum_x log theta_x``, whose gradient is the fixed
     prior's with every ``alpha_x`` equal to ``abar = E[a | S]``.
     """
-    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const, pa, pc = data
+    if data[12].shape[0] > 0:  # the adaptive prior sampled jointly with s = log a
+        return _logp_grad_joint(z, data, work, grad)
+    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const, pa, pc = data[:12]
     theta, g, r, lth, w = work
     d = z.shape[0]
     top = 0.0
@@ -610,12 +784,14 @@ def sample(
     max_treedepth = check_int(options.get("max_treedepth", 10), "max_treedepth", 1)
     target_accept = check_open_unit(options.get("target_accept", 0.8), "target_accept")
     metric = check_choice(options.get("metric", "dense"), "metric", ("dense", "diag"))
+    scheme = check_choice(options.get("adaptive_scheme", "joint"), "adaptive_scheme",
+                          ("joint", "marginal"))  # fmt: skip
     rng = as_generator(random_seed)
 
     target = _Target(tally, alpha)
     with np.errstate(all="ignore"):
         return _run(target, rng, draws, chains, tune, max_treedepth, target_accept, metric,
-                    started, random_seed)  # fmt: skip
+                    started, random_seed, scheme == "joint")  # fmt: skip
 
 
 def _momentum_factor(inv_metric: np.ndarray) -> np.ndarray:
@@ -726,10 +902,15 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
 
 def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tune: int,
          max_treedepth: int, target_accept: float, metric: str, started: float,
-         random_seed: int | None) -> SamplerOutput:  # fmt: skip
-    d = target.d
+         random_seed: int | None, joint: bool = False) -> SamplerOutput:  # fmt: skip
     alpha = target.alpha
-    mode, laplace = _find_mode(target, np.log(alpha[:d]) - np.log(alpha[d]))
+    mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
+    joint = joint and target.adaptive is not None
+    if joint:  # the pilot: the marginal mode; the sampler: (y, s) jointly
+        target = _JointTarget(target, mode)
+        mode = target.start
+        laplace = target.laplace(mode)
+    d = target.d
     if metric == "diag":
         laplace = np.diag(np.diag(laplace))
     z0 = mode + rng.standard_normal((chains, d)) @ np.linalg.cholesky(laplace).T
@@ -747,7 +928,11 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         )  # fmt: skip
         tune_divergences.append(int(n_div))
         step_sizes.append(float(eps))
-    theta, _ = target.theta(out_z)
+    extra = {}
+    if joint:
+        theta, extra["a"] = target.theta_a(out_z)
+    else:
+        theta, _ = target.theta(out_z)
     stats = {
         "diverging": ints[:, :, 2].astype(bool),
         "energy": sc[:, :, 1].copy(),
@@ -759,7 +944,8 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     }
     info = {
         "backend": "bayesldp.hmc",
-        "sampler": "NUTS (multinomial, generalised no-U-turn) on ALR coordinates, numba",
+        "sampler": "NUTS (multinomial, generalised no-U-turn) on ALR coordinates, numba"
+        + (", adaptive prior: (y, log a) jointly, partially non-centred" if joint else ""),
         "tune": tune,
         "draws": draws,
         "chains": chains,
@@ -771,4 +957,6 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         "step_size": step_sizes,
         "wall_time": time.perf_counter() - started,
     }
-    return SamplerOutput(theta=theta, sample_stats=stats, info=info)
+    if joint:
+        info["ncp_weights"] = target.weights.tolist()
+    return SamplerOutput(theta=theta, sample_stats=stats, info=info, extra=extra)
