@@ -50,6 +50,7 @@ from typing import Any
 
 import numba as nb
 import numpy as np
+from scipy.special import gammaln
 
 from bayesldp import likelihood as lk
 from bayesldp._validation import as_generator, check_choice, check_int, check_open_unit
@@ -63,6 +64,8 @@ __all__ = ["sample"]
 
 _MAX_ENERGY_ERROR = 1000.0
 _LOG_08 = math.log(0.8)
+_LOG2 = math.log(2.0)
+_S_LIMIT = 50.0  # |log a| beyond this has prior mass 0 (the grid spans log_a_mean +- 8 sd)
 _OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
 
 
@@ -75,6 +78,7 @@ class _Target:
     """
 
     def __init__(self, tally: Tally, prior: np.ndarray | AdaptiveDirichlet) -> None:
+        self.tally = tally
         self.lik = Likelihood(tally)
         self.n = self.lik.n
         self.k = tally.k
@@ -176,31 +180,40 @@ class _JointTarget:
     prior variable whose scale no longer depends on ``a``, which removes the funnel.
     """
 
-    def __init__(self, marginal: _Target, z_mode: np.ndarray) -> None:
+    def __init__(self, marginal: _Target, z_mode: np.ndarray, kind: str = "tail") -> None:
         prior = marginal.adaptive
         self.lik, self.n, self.k = marginal.lik, marginal.n, marginal.k
         self.d = self.k
         self.prior = prior
+        a0, a_low, theta_sharp, m_sharp = _pilot_a(marginal, z_mode)
         theta, log_theta = marginal.theta(z_mode[None, :])
         theta, log_theta = theta[0], log_theta[0]
-        probs = np.exp(prior.conditional_log_probs(log_theta.sum()))
-        a0 = float(probs @ prior.a)
         _, g = self.lik.grad(theta)
         info = theta**2 * (self.lik.fisher_diag(theta) - g) - theta * (1 - theta) * (g - self.n)
         info = np.maximum(info, 0.0)
         ref = int(np.argmax(theta))
         self.idx = np.concatenate([np.delete(np.arange(self.k), ref), [ref]]).astype(np.int64)
-        _, _, log_sig, _ = _ncp_scale(a0, self.k)
-        self.weights = 1.0 / (1.0 + info[self.idx[:-1]] * math.exp(2.0 * log_sig))
-        self.par = np.array([prior.log_a_mean, prior.log_a_sd])
-        self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
-                      self.lik.scale_const, np.empty(0), np.empty(0), self.weights, self.idx,
-                      self.par)  # fmt: skip
-        # the pilot in (y, s)
-        m, _, log_sig, _ = _ncp_scale(a0, self.k)
         z = log_theta[self.idx[:-1]] - log_theta[ref]
-        w = self.weights
-        self.start = np.concatenate([(z - w * m) / np.exp(w * log_sig), [math.log(a0)]])
+        if kind == "ncp":
+            _, g = self.lik.grad(theta_sharp)
+            info_ref = theta_sharp * (1 - theta_sharp) * (self.n - g)
+            info_ref = np.maximum(m_sharp + info_ref, 0.0)[self.idx[:-1]]
+            m, _, log_sig, _ = _ncp_scale(a0, self.k)
+            w = 1.0 / (1.0 + info_ref * math.exp(2.0 * log_sig))
+            self.par = np.array([0.0, prior.log_a_mean, prior.log_a_sd])
+            self.start = np.concatenate([(z - w * m) / np.exp(w * log_sig), [math.log(a0)]])
+        else:
+            w = 1.0 / (1.0 + a0 * info[self.idx[:-1]])
+            # u = 0 at the data's wall: an empty category's mode under Dirichlet(a0) sits
+            # log(1/a0) below the bound the data put on it
+            centre = z + w * max(0.0, -math.log(a0))
+            self.par = np.concatenate([[1.0, prior.log_a_mean, prior.log_a_sd, 0.0], centre])
+            self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
+        self.weights = w  # at a0
+        slot = info_ref if kind == "ncp" else w
+        self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
+                      self.lik.scale_const, np.empty(0), np.empty(0), slot, self.idx,
+                      self.par)  # fmt: skip
 
     def data(self) -> tuple:
         return self._data
@@ -220,16 +233,14 @@ class _JointTarget:
         return lp, grad
 
     def theta_a(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``theta`` (..., K) and ``a`` (...) at ``q`` of shape (..., K)."""
-        a = np.exp(q[..., -1])
-        scale = np.vectorize(lambda v: _ncp_scale(v, self.k)[::2])
-        m, log_sig = scale(a)
-        w = self.weights
-        z = np.zeros(q.shape)
-        z[..., self.idx[:-1]] = w * m[..., None] + np.exp(w * log_sig[..., None]) * q[..., :-1]
-        z -= z.max(axis=-1, keepdims=True)
-        e = np.exp(z)
-        return e / e.sum(axis=-1, keepdims=True), a
+        """``theta`` (N, K) and ``a`` (N,) at ``q`` of shape (N, K) (the kernel's softmax)."""
+        work = self.work()
+        grad = np.empty(self.d)
+        theta = np.empty(q.shape)
+        for i in range(q.shape[0]):
+            _logp_grad(np.ascontiguousarray(q[i], dtype=float), self._data, work, grad)
+            theta[i] = work[0]
+        return theta / theta.sum(axis=-1, keepdims=True), np.exp(q[:, -1])
 
     def laplace(self, q: np.ndarray) -> np.ndarray:
         """A covariance from the finite-difference Hessian at ``q``, eigenvalues clipped."""
@@ -246,6 +257,31 @@ class _JointTarget:
             return np.eye(self.d)
         prec = np.clip(prec, 1e-2, None)
         return (vec / prec) @ vec.T
+
+
+def _pilot_a(marginal: _Target, z_mode: np.ndarray) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """A rough posterior of ``a``: the reports as ``m_x`` effective counts of category ``x``
+    (the data's curvature in ``log theta_x`` at the marginal mode, about ``N theta_x`` for a
+    multinomial sample of ``N``), scored by the Dirichlet-multinomial likelihood on the grid.
+    Returns its median ``a0``, its 10% quantile ``a_low``, the pilot theta and ``m``."""
+    prior = marginal.adaptive
+    # theta at the posterior mode under Dirichlet(0.01): empty categories near 0, not lifted
+    # by the marginal mode's pull towards a large a
+    sharp = _Target(marginal.tally, np.full(marginal.k, 0.01))
+    z_sharp, _ = _find_mode(sharp, z_mode, iters=50)
+    theta, _ = marginal.theta(z_sharp[None, :])
+    theta = theta[0]
+    _, g = marginal.lik.grad(theta)
+    m = np.maximum(theta**2 * (marginal.lik.fisher_diag(theta) - g), 0.0)
+    a = prior.a[:, None]
+    k = marginal.k
+    log_ev = (gammaln(k * prior.a) - gammaln(k * prior.a + m.sum())
+              + (gammaln(a + m) - gammaln(a)).sum(axis=1))  # fmt: skip
+    post = prior.log_w + log_ev
+    cum = np.cumsum(np.exp(post - post.max()))
+    cum /= cum[-1]
+    a0, a_low = prior.a[np.searchsorted(cum, 0.5)], prior.a[np.searchsorted(cum, 0.1)]
+    return float(a0), float(a_low), theta, m
 
 
 def _find_mode(target: _Target, z0: np.ndarray, iters: int = 100) -> tuple[np.ndarray, np.ndarray]:
@@ -379,24 +415,33 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
     """Log-density and gradient of the adaptive-prior posterior on ``q = (y, s)``, ``s = log a``.
 
     ``z_x = w_x m(a) + sigma(a)^{w_x} y_x`` for the ``K - 1`` categories ``idx[:K-1]`` and
-    ``z = 0`` for the reference ``idx[K-1]``; ``theta = softmax(z)``.  The density is
-    ``loglik + lgamma(K a) - K lgamma(a) + a S`` (Dirichlet(a) on the ALR coordinates, Jacobian
-    included; ``S = sum_x log theta_x``) ``+ sum_x w_x log sigma(a)`` (Jacobian of ``y -> z``)
-    ``- (s - mu)^2 / (2 sd^2)`` (normal prior on ``s``).
+    ``z = 0`` for the reference ``idx[K-1]``; ``theta = softmax(z)``.  The weight
+    ``w_x(a) = 1 / (1 + I_x sigma(a)^2)`` compares the data's information ``I_x`` (``info``)
+    with the prior's precision at the current ``a``: the parametrisation is non-centred where
+    the prior dominates (small ``I_x``, or large ``a``) and centred where the data do.  The
+    density is ``loglik + lgamma(K a) - K lgamma(a) + a S`` (Dirichlet(a) on the ALR coordinates,
+    Jacobian included; ``S = sum_x log theta_x``) ``+ sum_x w_x log sigma(a)`` (Jacobian of
+    ``y -> z``) ``- (s - mu)^2 / (2 sd^2)`` (normal prior on ``s``).
     """
     dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const = data[:10]
-    nw, nidx, npar = data[12], data[13], data[14]
+    info, nidx, npar = data[12], data[13], data[14]
     theta, g, r, lth, w = work
     d = q.shape[0] - 1
     k = d + 1
     s = q[d]
+    if not abs(s) <= _S_LIMIT:  # a outside [e^-50, e^50] (also NaN): no density
+        for i in range(d + 1):
+            grad[i] = 0.0
+        return -math.inf
     a = math.exp(s)
     m, dm, lsig, dlsig = _ncp_scale(a, k)
+    var = math.exp(2.0 * lsig)
     ref = nidx[d]
     theta[ref] = 0.0  # holds z until the softmax
     top = 0.0
     for i in range(d):
-        zi = nw[i] * m + math.exp(nw[i] * lsig) * q[i]
+        wi = 1.0 / (1.0 + info[i] * var)
+        zi = wi * m + math.exp(wi * lsig) * q[i]
         theta[nidx[i]] = zi
         if zi > top:
             top = zi
@@ -411,20 +456,88 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
         theta[x] = math.exp(log_theta)
     lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
                              0.0, r, lth, w, g)  # fmt: skip
-    mu, sd = npar[0], npar[1]
+    mu, sd = npar[1], npar[2]
     lp += math.lgamma(k * a) - k * math.lgamma(a) + a * s_total - 0.5 * ((s - mu) / sd) ** 2
     ds = k * a * (_digamma(k * a) - _digamma(a)) + a * s_total - (s - mu) / (sd * sd)
     shift_a = shift + k * a
-    sum_w = 0.0
     for i in range(d):
         x = nidx[i]
         gz = theta[x] * (g[x] - shift_a) + a
-        sw = math.exp(nw[i] * lsig)
+        wi = 1.0 / (1.0 + info[i] * var)
+        dwi = -2.0 * wi * (1.0 - wi) * dlsig
+        sw = math.exp(wi * lsig)
         grad[i] = gz * sw
-        ds += gz * nw[i] * (dm + sw * dlsig * q[i])
-        sum_w += nw[i]
-    grad[d] = ds + sum_w * dlsig
-    return lp + sum_w * lsig
+        ds += gz * (dwi * m + wi * dm + sw * (dwi * lsig + wi * dlsig) * q[i])
+        ds += dwi * lsig + wi * dlsig
+        lp += wi * lsig
+    grad[d] = ds
+    return lp
+
+
+@nb.njit(cache=True)
+def _logp_grad_tail(q, data, work, grad):  # pragma: no cover - compiled
+    """Log-density and gradient of the adaptive-prior posterior on ``q = (u, s)``, ``s = log a``,
+    with the tails of weakly informed categories rescaled by ``1 / a``.
+
+    ``z_x = c_x + u_x - w_x (1/a - 1) (softplus(-u_x) - log 2)`` for the
+    categories ``idx[:K-1]``, ``z = 0`` for the reference ``idx[K-1]``: the slope
+    ``dz/du = 1 + w_x (1/a - 1) sigmoid(-u)`` is 1 on the side of the data's wall and ``1/a`` in
+    the prior's tail (``w_x = 1``), so both have scale 1 in ``u`` whatever ``a``.  Density:
+    ``loglik + lgamma(K a) - K lgamma(a) + a S + sum_x log dz_x/du_x - (s - mu)^2 / (2 sd^2)``.
+    """
+    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const = data[:10]
+    nw, nidx, npar = data[12], data[13], data[14]
+    theta, g, r, lth, w = work
+    d = q.shape[0] - 1
+    k = d + 1
+    s = q[d]
+    if not abs(s) <= _S_LIMIT:  # a outside [e^-50, e^50] (also NaN): no density
+        for i in range(d + 1):
+            grad[i] = 0.0
+        return -math.inf
+    a = math.exp(s)
+    ia = 1.0 / a - 1.0
+    mu, sd = npar[1], npar[2]
+    ref = nidx[d]
+    theta[ref] = 0.0  # holds z until the softmax
+    top = 0.0
+    for i in range(d):
+        u = q[i]
+        sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))  # softplus(-u)
+        zi = npar[4 + i] + u - nw[i] * ia * (sp - _LOG2)
+        theta[nidx[i]] = zi
+        if zi > top:
+            top = zi
+    tot = 0.0
+    for x in range(k):
+        tot += math.exp(theta[x] - top)
+    log_norm = top + math.log(tot)
+    s_total = 0.0
+    for x in range(k):
+        log_theta = theta[x] - log_norm
+        s_total += log_theta
+        theta[x] = math.exp(log_theta)
+    lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
+                             0.0, r, lth, w, g)  # fmt: skip
+    lp += math.lgamma(k * a) - k * math.lgamma(a) + a * s_total - 0.5 * ((s - mu) / sd) ** 2
+    ds = k * a * (_digamma(k * a) - _digamma(a)) + a * s_total - (s - mu) / (sd * sd)
+    shift_a = shift + k * a
+    for i in range(d):
+        x = nidx[i]
+        u = q[i]
+        gz = theta[x] * (g[x] - shift_a) + a
+        if u >= 0.0:
+            e = math.exp(-u)
+            sig = e / (1.0 + e)  # sigmoid(-u)
+        else:
+            sig = 1.0 / (1.0 + math.exp(u))
+        sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))
+        slope = (1.0 - nw[i] * sig) + nw[i] * sig / a  # 1 + w (1/a - 1) sigmoid(-u) > 0
+        lp += math.log(slope)
+        grad[i] = gz * slope - nw[i] * ia * sig * (1.0 - sig) / slope
+        ds += gz * nw[i] * (sp - _LOG2) / a - nw[i] * sig / (a * slope)
+    grad[d] = ds
+    return lp
 
 
 @nb.njit(cache=True)
@@ -436,7 +549,9 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     prior's with every ``alpha_x`` equal to ``abar = E[a | S]``.
     """
     if data[12].shape[0] > 0:  # the adaptive prior sampled jointly with s = log a
-        return _logp_grad_joint(z, data, work, grad)
+        if data[14][0] == 0.0:
+            return _logp_grad_joint(z, data, work, grad)
+        return _logp_grad_tail(z, data, work, grad)
     dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const, pa, pc = data[:12]
     theta, g, r, lth, w = work
     d = z.shape[0]
@@ -784,14 +899,14 @@ def sample(
     max_treedepth = check_int(options.get("max_treedepth", 10), "max_treedepth", 1)
     target_accept = check_open_unit(options.get("target_accept", 0.8), "target_accept")
     metric = check_choice(options.get("metric", "dense"), "metric", ("dense", "diag"))
-    scheme = check_choice(options.get("adaptive_scheme", "joint"), "adaptive_scheme",
-                          ("joint", "marginal"))  # fmt: skip
+    scheme = check_choice(options.get("adaptive_scheme", "tail"), "adaptive_scheme",
+                          ("tail", "ncp", "marginal"))  # fmt: skip
     rng = as_generator(random_seed)
 
     target = _Target(tally, alpha)
     with np.errstate(all="ignore"):
         return _run(target, rng, draws, chains, tune, max_treedepth, target_accept, metric,
-                    started, random_seed, scheme == "joint")  # fmt: skip
+                    started, random_seed, scheme)  # fmt: skip
 
 
 def _momentum_factor(inv_metric: np.ndarray) -> np.ndarray:
@@ -902,12 +1017,12 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
 
 def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tune: int,
          max_treedepth: int, target_accept: float, metric: str, started: float,
-         random_seed: int | None, joint: bool = False) -> SamplerOutput:  # fmt: skip
+         random_seed: int | None, scheme: str = "marginal") -> SamplerOutput:  # fmt: skip
     alpha = target.alpha
     mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
-    joint = joint and target.adaptive is not None
+    joint = scheme != "marginal" and target.adaptive is not None
     if joint:  # the pilot: the marginal mode; the sampler: (y, s) jointly
-        target = _JointTarget(target, mode)
+        target = _JointTarget(target, mode, scheme)
         mode = target.start
         laplace = target.laplace(mode)
     d = target.d
@@ -930,7 +1045,8 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         step_sizes.append(float(eps))
     extra = {}
     if joint:
-        theta, extra["a"] = target.theta_a(out_z)
+        theta, a = target.theta_a(out_z.reshape(-1, d))
+        theta, extra["a"] = theta.reshape(chains, draws, -1), a.reshape(chains, draws)
     else:
         theta, _ = target.theta(out_z)
     stats = {
