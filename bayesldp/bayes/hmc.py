@@ -65,6 +65,7 @@ __all__ = ["sample"]
 _MAX_ENERGY_ERROR = 1000.0
 _LOG_08 = math.log(0.8)
 _LOG2 = math.log(2.0)
+_PILOT_ALPHA = 0.01  # the pilot's Dirichlet concentration
 _S_LIMIT = 50.0  # |log a| beyond this has prior mass 0 (the grid spans log_a_mean +- 8 sd)
 _OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
 
@@ -202,18 +203,26 @@ class _JointTarget:
             w = 1.0 / (1.0 + info_ref * math.exp(2.0 * log_sig))
             self.par = np.array([0.0, prior.log_a_mean, prior.log_a_sd])
             self.start = np.concatenate([(z - w * m) / np.exp(w * log_sig), [math.log(a0)]])
-        else:
-            w = 1.0 / (1.0 + a0 * info[self.idx[:-1]])
-            # u = 0 at the data's wall: an empty category's mode under Dirichlet(a0) sits
-            # log(1/a0) below the bound the data put on it
-            centre = z + w * max(0.0, -math.log(a0))
-            self.par = np.concatenate([[1.0, prior.log_a_mean, prior.log_a_sd, 0.0], centre])
+        else:  # "tail" (joint) and "mtail" (marginal)
+            _, g = self.lik.grad(theta_sharp)
+            info_s = np.maximum(m_sharp + theta_sharp * (1 - theta_sharp) * (self.n - g), 0.0)
+            w = 1.0 / (1.0 + a0 * info_s[self.idx[:-1]])
+            # u = 0 at the data's wall: an empty category's mode under Dirichlet(alpha) sits
+            # log(1/alpha) below the bound lambda e^z = 1 the data put on it
+            log_sharp = np.log(theta_sharp)
+            z_sharp = log_sharp[self.idx[:-1]] - log_sharp[ref]
+            centre = z_sharp + w * math.log(1.0 / _PILOT_ALPHA)
+            code = 1.0 if kind == "tail" else 2.0
+            self.par = np.concatenate([[code, prior.log_a_mean, prior.log_a_sd, a0], centre])
             self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
+            if kind == "mtail":
+                self.d = self.k - 1
+                self.start = self.start[:-1]
         self.weights = w  # at a0
         slot = info_ref if kind == "ncp" else w
+        pa, pc = (prior.a, prior.c) if kind == "mtail" else (np.empty(0), np.empty(0))
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
-                      self.lik.scale_const, np.empty(0), np.empty(0), slot, self.idx,
-                      self.par)  # fmt: skip
+                      self.lik.scale_const, pa, pc, slot, self.idx, self.par)  # fmt: skip
 
     def data(self) -> tuple:
         return self._data
@@ -236,11 +245,16 @@ class _JointTarget:
         """``theta`` (N, K) and ``a`` (N,) at ``q`` of shape (N, K) (the kernel's softmax)."""
         work = self.work()
         grad = np.empty(self.d)
-        theta = np.empty(q.shape)
+        theta = np.empty((q.shape[0], self.k))
         for i in range(q.shape[0]):
             _logp_grad(np.ascontiguousarray(q[i], dtype=float), self._data, work, grad)
             theta[i] = work[0]
         return theta / theta.sum(axis=-1, keepdims=True), np.exp(q[:, -1])
+
+    @property
+    def joint(self) -> bool:
+        """Whether ``s = log a`` is a coordinate (else ``a`` is summed out on its grid)."""
+        return self.d == self.k
 
     def laplace(self, q: np.ndarray) -> np.ndarray:
         """A covariance from the finite-difference Hessian at ``q``, eigenvalues clipped."""
@@ -267,7 +281,7 @@ def _pilot_a(marginal: _Target, z_mode: np.ndarray) -> tuple[float, float, np.nd
     prior = marginal.adaptive
     # theta at the posterior mode under Dirichlet(0.01): empty categories near 0, not lifted
     # by the marginal mode's pull towards a large a
-    sharp = _Target(marginal.tally, np.full(marginal.k, 0.01))
+    sharp = _Target(marginal.tally, np.full(marginal.k, _PILOT_ALPHA))
     z_sharp, _ = _find_mode(sharp, z_mode, iters=50)
     theta, _ = marginal.theta(z_sharp[None, :])
     theta = theta[0]
@@ -479,7 +493,7 @@ def _logp_grad_tail(q, data, work, grad):  # pragma: no cover - compiled
     """Log-density and gradient of the adaptive-prior posterior on ``q = (u, s)``, ``s = log a``,
     with the tails of weakly informed categories rescaled by ``1 / a``.
 
-    ``z_x = c_x + u_x - w_x (1/a - 1) (softplus(-u_x) - log 2)`` for the
+    ``z_x = c_x + u_x - w_x (1/a - 1) softplus(-u_x)`` for the
     categories ``idx[:K-1]``, ``z = 0`` for the reference ``idx[K-1]``: the slope
     ``dz/du = 1 + w_x (1/a - 1) sigmoid(-u)`` is 1 on the side of the data's wall and ``1/a`` in
     the prior's tail (``w_x = 1``), so both have scale 1 in ``u`` whatever ``a``.  Density:
@@ -504,7 +518,7 @@ def _logp_grad_tail(q, data, work, grad):  # pragma: no cover - compiled
     for i in range(d):
         u = q[i]
         sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))  # softplus(-u)
-        zi = npar[4 + i] + u - nw[i] * ia * (sp - _LOG2)
+        zi = npar[4 + i] + u - nw[i] * ia * sp
         theta[nidx[i]] = zi
         if zi > top:
             top = zi
@@ -535,8 +549,67 @@ def _logp_grad_tail(q, data, work, grad):  # pragma: no cover - compiled
         slope = (1.0 - nw[i] * sig) + nw[i] * sig / a  # 1 + w (1/a - 1) sigmoid(-u) > 0
         lp += math.log(slope)
         grad[i] = gz * slope - nw[i] * ia * sig * (1.0 - sig) / slope
-        ds += gz * nw[i] * (sp - _LOG2) / a - nw[i] * sig / (a * slope)
+        ds += gz * nw[i] * sp / a - nw[i] * sig / (a * slope)
     grad[d] = ds
+    return lp
+
+
+@nb.njit(cache=True)
+def _logp_grad_mtail(q, data, work, grad):  # pragma: no cover - compiled
+    """The marginal adaptive-prior posterior of theta (``a`` summed out on its grid) on
+    coordinates ``u`` whose tails are rescaled by the pilot's ``1 / a0``.
+
+    ``z_x = c_x + u_x - w_x (1/a0 - 1) (softplus(-u_x) - log 2)`` for the categories
+    ``idx[:K-1]``, ``z = 0`` for the reference ``idx[K-1]``: slope 1 where the data put a bound
+    on ``z_x`` (``u > 0``) and ``1/a0`` in the prior's tail.  Density: ``loglik +
+    log sum_j exp(pc_j + pa_j S) + sum_x log dz_x/du_x`` (the kernel :func:`_logp_grad`'s
+    adaptive density plus the Jacobian of ``u -> z``).
+    """
+    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const, pa, pc = (
+        data[:12]
+    )
+    nw, nidx, npar = data[12], data[13], data[14]
+    theta, g, r, lth, w = work
+    d = q.shape[0]
+    k = d + 1
+    a0 = npar[3]
+    ia = 1.0 / a0 - 1.0
+    ref = nidx[d]
+    theta[ref] = 0.0  # holds z until the softmax
+    top = 0.0
+    for i in range(d):
+        u = q[i]
+        sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))  # softplus(-u)
+        zi = npar[4 + i] + u - nw[i] * ia * (sp - _LOG2)
+        theta[nidx[i]] = zi
+        if zi > top:
+            top = zi
+    tot = 0.0
+    for x in range(k):
+        tot += math.exp(theta[x] - top)
+    log_norm = top + math.log(tot)
+    s_total = 0.0
+    for x in range(k):
+        log_theta = theta[x] - log_norm
+        s_total += log_theta
+        theta[x] = math.exp(log_theta)
+    lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
+                             0.0, r, lth, w, g)  # fmt: skip
+    prior_lp, abar = _prior_terms(s_total, pa, pc)
+    lp += prior_lp
+    shift_a = shift + k * abar
+    for i in range(d):
+        x = nidx[i]
+        u = q[i]
+        gz = theta[x] * (g[x] - shift_a) + abar
+        if u >= 0.0:
+            e = math.exp(-u)
+            sig = e / (1.0 + e)  # sigmoid(-u)
+        else:
+            sig = 1.0 / (1.0 + math.exp(u))
+        slope = (1.0 - nw[i] * sig) + nw[i] * sig / a0
+        lp += math.log(slope)
+        grad[i] = gz * slope - nw[i] * ia * sig * (1.0 - sig) / slope
     return lp
 
 
@@ -549,9 +622,12 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     prior's with every ``alpha_x`` equal to ``abar = E[a | S]``.
     """
     if data[12].shape[0] > 0:  # the adaptive prior sampled jointly with s = log a
-        if data[14][0] == 0.0:
+        kind = data[14][0]
+        if kind == 0.0:
             return _logp_grad_joint(z, data, work, grad)
-        return _logp_grad_tail(z, data, work, grad)
+        if kind == 1.0:
+            return _logp_grad_tail(z, data, work, grad)
+        return _logp_grad_mtail(z, data, work, grad)
     dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const, pa, pc = data[:12]
     theta, g, r, lth, w = work
     d = z.shape[0]
@@ -900,7 +976,7 @@ def sample(
     target_accept = check_open_unit(options.get("target_accept", 0.8), "target_accept")
     metric = check_choice(options.get("metric", "dense"), "metric", ("dense", "diag"))
     scheme = check_choice(options.get("adaptive_scheme", "tail"), "adaptive_scheme",
-                          ("tail", "ncp", "marginal"))  # fmt: skip
+                          ("tail", "ncp", "marginal", "mtail"))  # fmt: skip
     rng = as_generator(random_seed)
 
     target = _Target(tally, alpha)
@@ -1046,7 +1122,9 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     extra = {}
     if joint:
         theta, a = target.theta_a(out_z.reshape(-1, d))
-        theta, extra["a"] = theta.reshape(chains, draws, -1), a.reshape(chains, draws)
+        theta = theta.reshape(chains, draws, -1)
+        if target.joint:
+            extra["a"] = a.reshape(chains, draws)
     else:
         theta, _ = target.theta(out_z)
     stats = {
