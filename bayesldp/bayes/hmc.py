@@ -212,7 +212,7 @@ class _JointTarget:
             log_sharp = np.log(theta_sharp)
             z_sharp = log_sharp[self.idx[:-1]] - log_sharp[ref]
             centre = z_sharp + w * math.log(1.0 / _PILOT_ALPHA)
-            code = 1.0 if kind == "tail" else 2.0
+            code = {"tail": 1.0, "mtail": 2.0, "tail2": 3.0}[kind]
             self.par = np.concatenate([[code, prior.log_a_mean, prior.log_a_sd, a0], centre])
             self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
             if kind == "mtail":
@@ -555,6 +555,80 @@ def _logp_grad_tail(q, data, work, grad):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
+def _logp_grad_tail2(q, data, work, grad):  # pragma: no cover - compiled
+    """As :func:`_logp_grad_tail`, with slopes that also follow ``a > 1``.
+
+    ``z_x = c_x + A u_x - B softplus(-u_x)``, ``A = 1 - w_x + w_x R``, ``B = w_x (L - R)``,
+    ``R = (1 + a)^{-1/2}`` and ``L = (1 + a)^{1/2} / a``: slope ``dz/du = A + B sigmoid(-u)``,
+    ``R`` on the data's side and ``L`` in the prior's tail for ``w_x = 1``, i.e. ``1`` and
+    ``1/a`` for small ``a`` (log-Gamma(a): a tail of scale ``1/a``, a wall of width 1) and
+    ``a^{-1/2}`` on both sides for large ``a`` (log-Gamma(a) is about normal with sd ``a^{-1/2}``).
+    """
+    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const = data[:10]
+    nw, nidx, npar = data[12], data[13], data[14]
+    theta, g, r, lth, w = work
+    d = q.shape[0] - 1
+    k = d + 1
+    s = q[d]
+    if not abs(s) <= _S_LIMIT:  # a outside [e^-50, e^50] (also NaN): no density
+        for i in range(d + 1):
+            grad[i] = 0.0
+        return -math.inf
+    a = math.exp(s)
+    big_r = 1.0 / math.sqrt(1.0 + a)
+    big_l = math.sqrt(1.0 + a) / a
+    d_r = -0.5 * a * big_r**3
+    d_l = big_l * (0.5 * a / (1.0 + a) - 1.0)
+    mu, sd = npar[1], npar[2]
+    ref = nidx[d]
+    theta[ref] = 0.0  # holds z until the softmax
+    top = 0.0
+    for i in range(d):
+        u = q[i]
+        sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))  # softplus(-u)
+        wi = nw[i]
+        zi = npar[4 + i] + (1.0 - wi + wi * big_r) * u - wi * (big_l - big_r) * sp
+        theta[nidx[i]] = zi
+        if zi > top:
+            top = zi
+    tot = 0.0
+    for x in range(k):
+        tot += math.exp(theta[x] - top)
+    log_norm = top + math.log(tot)
+    s_total = 0.0
+    for x in range(k):
+        log_theta = theta[x] - log_norm
+        s_total += log_theta
+        theta[x] = math.exp(log_theta)
+    lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
+                             0.0, r, lth, w, g)  # fmt: skip
+    lp += math.lgamma(k * a) - k * math.lgamma(a) + a * s_total - 0.5 * ((s - mu) / sd) ** 2
+    ds = k * a * (_digamma(k * a) - _digamma(a)) + a * s_total - (s - mu) / (sd * sd)
+    shift_a = shift + k * a
+    for i in range(d):
+        x = nidx[i]
+        u = q[i]
+        wi = nw[i]
+        gz = theta[x] * (g[x] - shift_a) + a
+        if u >= 0.0:
+            e = math.exp(-u)
+            sig = e / (1.0 + e)  # sigmoid(-u)
+        else:
+            sig = 1.0 / (1.0 + math.exp(u))
+        sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))
+        big_a = 1.0 - wi + wi * big_r
+        big_b = wi * (big_l - big_r)
+        d_a = wi * d_r
+        d_b = wi * (d_l - d_r)
+        slope = big_a + big_b * sig
+        lp += math.log(slope)
+        grad[i] = gz * slope - big_b * sig * (1.0 - sig) / slope
+        ds += gz * (d_a * u - d_b * sp) + (d_a + d_b * sig) / slope
+    grad[d] = ds
+    return lp
+
+
+@nb.njit(cache=True)
 def _logp_grad_mtail(q, data, work, grad):  # pragma: no cover - compiled
     """The marginal adaptive-prior posterior of theta (``a`` summed out on its grid) on
     coordinates ``u`` whose tails are rescaled by the pilot's ``1 / a0``.
@@ -627,6 +701,8 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
             return _logp_grad_joint(z, data, work, grad)
         if kind == 1.0:
             return _logp_grad_tail(z, data, work, grad)
+        if kind == 3.0:
+            return _logp_grad_tail2(z, data, work, grad)
         return _logp_grad_mtail(z, data, work, grad)
     dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const, pa, pc = data[:12]
     theta, g, r, lth, w = work
@@ -976,7 +1052,7 @@ def sample(
     target_accept = check_open_unit(options.get("target_accept", 0.8), "target_accept")
     metric = check_choice(options.get("metric", "dense"), "metric", ("dense", "diag"))
     scheme = check_choice(options.get("adaptive_scheme", "tail"), "adaptive_scheme",
-                          ("tail", "ncp", "marginal", "mtail"))  # fmt: skip
+                          ("tail", "ncp", "marginal", "mtail", "tail2"))  # fmt: skip
     rng = as_generator(random_seed)
 
     target = _Target(tally, alpha)
