@@ -29,7 +29,7 @@ import bayesldp
 from bayesldp.bayes.fit import import_arviz
 
 K, DRAWS, CHAINS, SEED, DATA_SEED = 30, 1000, 2, 3, 1
-SCHEMES = ("marginal", "ncp", "tail")
+SCHEMES = ("marginal", "joint")
 
 
 def population(name: str) -> np.ndarray:

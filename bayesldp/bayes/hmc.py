@@ -64,7 +64,6 @@ __all__ = ["sample"]
 
 _MAX_ENERGY_ERROR = 1000.0
 _LOG_08 = math.log(0.8)
-_LOG2 = math.log(2.0)
 _PILOT_ALPHA = 0.01  # the pilot's Dirichlet concentration
 _S_LIMIT = 50.0  # |log a| beyond this has prior mass 0 (the grid spans log_a_mean +- 8 sd)
 _OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
@@ -165,64 +164,42 @@ class _Target:
         return hess[: self.d, : self.d]
 
 
-#: the joint-sampling slots of the kernels' data tuple, empty: weights, categories, (mu, sd)
+#: the joint-sampling slots of the kernels' data tuple, empty: weights, categories, parameters
 _NO_JOINT = (np.empty(0), np.empty(0, dtype=np.int64), np.empty(0))
 
 
 class _JointTarget:
-    """The adaptive prior's posterior on ``q = (y, s)``, ``s = log a``, in a partially
-    non-centred parametrisation (:func:`_logp_grad_joint`).
+    """The adaptive prior's posterior on ``q = (u, s)``, ``s = log a``: ``theta`` and ``a``
+    jointly, in the coordinates of :func:`_logp_grad_joint`.
 
-    From a pilot (the mode of the marginal posterior of ``theta`` and ``a_0 = E[a | theta]``
-    there): the reference category is the pilot's largest, and each other category's weight is
-    ``w_x = 1 / (1 + I_x v(a_0))``, its prior variance ``v = sigma^2`` against the data's Fisher
-    information ``I_x`` about ``z_x`` (Papaspiliopoulos, Roberts and Skold 2007: centre what the
-    data pin down, non-centre what the prior does): ``w = 1`` makes ``y_x`` a standardised
-    prior variable whose scale no longer depends on ``a``, which removes the funnel.
+    Its parameters come from a pilot (:func:`_pilot`): the posterior mode of ``theta`` under
+    Dirichlet(0.01) and a rough posterior median ``a0`` of ``a``.  The reference category is
+    the pilot's largest; category ``x`` gets the weight ``w_x = 1 / (1 + a0 I_x)`` (``I_x`` the
+    data's information about ``log theta_x`` at the pilot: ``w = 1`` rescales the prior's tail of
+    a category the data say little about, ``w = 0`` leaves a well-measured one as it is), and the
+    centre ``c_x`` (``u_x = 0``) where the data's bound on ``theta_x`` starts: ``log(1/0.01)``
+    above the pilot's ``z_x`` for an empty category, whose mode under Dirichlet(alpha) sits
+    ``log(1/alpha)`` below that bound.
     """
 
-    def __init__(self, marginal: _Target, z_mode: np.ndarray, kind: str = "tail") -> None:
+    def __init__(self, marginal: _Target, z_mode: np.ndarray) -> None:
         prior = marginal.adaptive
         self.lik, self.n, self.k = marginal.lik, marginal.n, marginal.k
         self.d = self.k
-        self.prior = prior
-        a0, a_low, theta_sharp, m_sharp = _pilot_a(marginal, z_mode)
-        theta, log_theta = marginal.theta(z_mode[None, :])
-        theta, log_theta = theta[0], log_theta[0]
+        a0, theta = _pilot(marginal, z_mode)
         _, g = self.lik.grad(theta)
-        info = theta**2 * (self.lik.fisher_diag(theta) - g) - theta * (1 - theta) * (g - self.n)
-        info = np.maximum(info, 0.0)
+        fisher = self.lik.fisher_diag(theta)
+        info = np.maximum(theta**2 * (fisher - g) + theta * (1 - theta) * (self.n - g), 0.0)
         ref = int(np.argmax(theta))
         self.idx = np.concatenate([np.delete(np.arange(self.k), ref), [ref]]).astype(np.int64)
-        z = log_theta[self.idx[:-1]] - log_theta[ref]
-        if kind == "ncp":
-            _, g = self.lik.grad(theta_sharp)
-            info_ref = theta_sharp * (1 - theta_sharp) * (self.n - g)
-            info_ref = np.maximum(m_sharp + info_ref, 0.0)[self.idx[:-1]]
-            m, _, log_sig, _ = _ncp_scale(a0, self.k)
-            w = 1.0 / (1.0 + info_ref * math.exp(2.0 * log_sig))
-            self.par = np.array([0.0, prior.log_a_mean, prior.log_a_sd])
-            self.start = np.concatenate([(z - w * m) / np.exp(w * log_sig), [math.log(a0)]])
-        else:  # "tail" (joint) and "mtail" (marginal)
-            _, g = self.lik.grad(theta_sharp)
-            info_s = np.maximum(m_sharp + theta_sharp * (1 - theta_sharp) * (self.n - g), 0.0)
-            w = 1.0 / (1.0 + a0 * info_s[self.idx[:-1]])
-            # u = 0 at the data's wall: an empty category's mode under Dirichlet(alpha) sits
-            # log(1/alpha) below the bound lambda e^z = 1 the data put on it
-            log_sharp = np.log(theta_sharp)
-            z_sharp = log_sharp[self.idx[:-1]] - log_sharp[ref]
-            centre = z_sharp + w * math.log(1.0 / _PILOT_ALPHA)
-            code = {"tail": 1.0, "mtail": 2.0, "tail2": 3.0}[kind]
-            self.par = np.concatenate([[code, prior.log_a_mean, prior.log_a_sd, a0], centre])
-            self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
-            if kind == "mtail":
-                self.d = self.k - 1
-                self.start = self.start[:-1]
-        self.weights = w  # at a0
-        slot = info_ref if kind == "ncp" else w
-        pa, pc = (prior.a, prior.c) if kind == "mtail" else (np.empty(0), np.empty(0))
+        self.weights = 1.0 / (1.0 + a0 * info[self.idx[:-1]])
+        log_theta = np.log(theta)
+        centre = log_theta[self.idx[:-1]] - log_theta[ref] - self.weights * math.log(_PILOT_ALPHA)
+        par = np.concatenate([[prior.log_a_mean, prior.log_a_sd], centre])
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
-                      self.lik.scale_const, pa, pc, slot, self.idx, self.par)  # fmt: skip
+                      self.lik.scale_const, np.empty(0), np.empty(0), self.weights, self.idx,
+                      par)  # fmt: skip
+        self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
 
     def data(self) -> tuple:
         return self._data
@@ -251,11 +228,6 @@ class _JointTarget:
             theta[i] = work[0]
         return theta / theta.sum(axis=-1, keepdims=True), np.exp(q[:, -1])
 
-    @property
-    def joint(self) -> bool:
-        """Whether ``s = log a`` is a coordinate (else ``a`` is summed out on its grid)."""
-        return self.d == self.k
-
     def laplace(self, q: np.ndarray) -> np.ndarray:
         """A covariance from the finite-difference Hessian at ``q``, eigenvalues clipped."""
         h = 1e-5
@@ -273,14 +245,12 @@ class _JointTarget:
         return (vec / prec) @ vec.T
 
 
-def _pilot_a(marginal: _Target, z_mode: np.ndarray) -> tuple[float, float, np.ndarray, np.ndarray]:
-    """A rough posterior of ``a``: the reports as ``m_x`` effective counts of category ``x``
-    (the data's curvature in ``log theta_x`` at the marginal mode, about ``N theta_x`` for a
-    multinomial sample of ``N``), scored by the Dirichlet-multinomial likelihood on the grid.
-    Returns its median ``a0``, its 10% quantile ``a_low``, the pilot theta and ``m``."""
+def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
+    """``theta`` at the posterior mode under Dirichlet(0.01) (empty categories near 0) and a
+    rough posterior median ``a0`` of ``a``: the reports read as ``m_x`` effective counts of
+    category ``x`` (the data's curvature in ``log theta_x`` there, about ``N theta_x`` for a
+    multinomial sample of ``N``), scored by the Dirichlet-multinomial likelihood on the grid."""
     prior = marginal.adaptive
-    # theta at the posterior mode under Dirichlet(0.01): empty categories near 0, not lifted
-    # by the marginal mode's pull towards a large a
     sharp = _Target(marginal.tally, np.full(marginal.k, _PILOT_ALPHA))
     z_sharp, _ = _find_mode(sharp, z_mode, iters=50)
     theta, _ = marginal.theta(z_sharp[None, :])
@@ -288,14 +258,11 @@ def _pilot_a(marginal: _Target, z_mode: np.ndarray) -> tuple[float, float, np.nd
     _, g = marginal.lik.grad(theta)
     m = np.maximum(theta**2 * (marginal.lik.fisher_diag(theta) - g), 0.0)
     a = prior.a[:, None]
-    k = marginal.k
-    log_ev = (gammaln(k * prior.a) - gammaln(k * prior.a + m.sum())
+    log_ev = (gammaln(marginal.k * prior.a) - gammaln(marginal.k * prior.a + m.sum())
               + (gammaln(a + m) - gammaln(a)).sum(axis=1))  # fmt: skip
     post = prior.log_w + log_ev
     cum = np.cumsum(np.exp(post - post.max()))
-    cum /= cum[-1]
-    a0, a_low = prior.a[np.searchsorted(cum, 0.5)], prior.a[np.searchsorted(cum, 0.1)]
-    return float(a0), float(a_low), theta, m
+    return float(prior.a[np.searchsorted(cum, 0.5 * cum[-1])]), theta
 
 
 def _find_mode(target: _Target, z0: np.ndarray, iters: int = 100) -> tuple[np.ndarray, np.ndarray]:
@@ -406,163 +373,22 @@ def _digamma(x):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def _ncp_scale(a, k):  # pragma: no cover - compiled
-    """Location ``m(a)`` and log scale ``log sigma(a)`` of ``log theta_x`` under Dirichlet(a 1_K),
-    and their derivatives in ``s = log a``: ``(m, dm/ds, log sigma, d log sigma/ds)``.
-
-    ``m = psi~(a) - psi~(K a)`` and ``sigma^2 = psi~'(a) - psi~'(K a)`` with the closed forms
-    ``psi~(a) = log(a + 1/2) - 1/a`` and ``psi~'(a) = 1/(a + 1/2) + 1/a^2`` of the digamma and
-    trigamma functions (the mean and variance of a log-Beta(a, (K-1) a) variable, to within a
-    few per cent; any smooth choice gives a valid parametrisation): ``sigma ~ 1/a`` for small
-    ``a``, ``sqrt((1 - 1/K) / a)`` for large ``a``.
-    """
-    ka = k * a
-    m = math.log((a + 0.5) / (ka + 0.5)) - (1.0 - 1.0 / k) / a
-    dm = a / (a + 0.5) - ka / (ka + 0.5) + (1.0 - 1.0 / k) / a
-    v = 1.0 / (a + 0.5) - 1.0 / (ka + 0.5) + (1.0 - 1.0 / (k * k)) / (a * a)
-    dv = -a / (a + 0.5) ** 2 + ka / (ka + 0.5) ** 2 - 2.0 * (1.0 - 1.0 / (k * k)) / (a * a)
-    return m, dm, 0.5 * math.log(v), 0.5 * dv / v
-
-
-@nb.njit(cache=True)
 def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
-    """Log-density and gradient of the adaptive-prior posterior on ``q = (y, s)``, ``s = log a``.
+    """Log-density and gradient of the adaptive prior's joint posterior of ``theta`` and
+    ``s = log a`` on ``q = (u, s)``, ``u`` in R^{K-1}.
 
-    ``z_x = w_x m(a) + sigma(a)^{w_x} y_x`` for the ``K - 1`` categories ``idx[:K-1]`` and
-    ``z = 0`` for the reference ``idx[K-1]``; ``theta = softmax(z)``.  The weight
-    ``w_x(a) = 1 / (1 + I_x sigma(a)^2)`` compares the data's information ``I_x`` (``info``)
-    with the prior's precision at the current ``a``: the parametrisation is non-centred where
-    the prior dominates (small ``I_x``, or large ``a``) and centred where the data do.  The
-    density is ``loglik + lgamma(K a) - K lgamma(a) + a S`` (Dirichlet(a) on the ALR coordinates,
-    Jacobian included; ``S = sum_x log theta_x``) ``+ sum_x w_x log sigma(a)`` (Jacobian of
-    ``y -> z``) ``- (s - mu)^2 / (2 sd^2)`` (normal prior on ``s``).
-    """
-    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const = data[:10]
-    info, nidx, npar = data[12], data[13], data[14]
-    theta, g, r, lth, w = work
-    d = q.shape[0] - 1
-    k = d + 1
-    s = q[d]
-    if not abs(s) <= _S_LIMIT:  # a outside [e^-50, e^50] (also NaN): no density
-        for i in range(d + 1):
-            grad[i] = 0.0
-        return -math.inf
-    a = math.exp(s)
-    m, dm, lsig, dlsig = _ncp_scale(a, k)
-    var = math.exp(2.0 * lsig)
-    ref = nidx[d]
-    theta[ref] = 0.0  # holds z until the softmax
-    top = 0.0
-    for i in range(d):
-        wi = 1.0 / (1.0 + info[i] * var)
-        zi = wi * m + math.exp(wi * lsig) * q[i]
-        theta[nidx[i]] = zi
-        if zi > top:
-            top = zi
-    tot = 0.0
-    for x in range(k):
-        tot += math.exp(theta[x] - top)
-    log_norm = top + math.log(tot)
-    s_total = 0.0
-    for x in range(k):
-        log_theta = theta[x] - log_norm
-        s_total += log_theta
-        theta[x] = math.exp(log_theta)
-    lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
-                             0.0, r, lth, w, g)  # fmt: skip
-    mu, sd = npar[1], npar[2]
-    lp += math.lgamma(k * a) - k * math.lgamma(a) + a * s_total - 0.5 * ((s - mu) / sd) ** 2
-    ds = k * a * (_digamma(k * a) - _digamma(a)) + a * s_total - (s - mu) / (sd * sd)
-    shift_a = shift + k * a
-    for i in range(d):
-        x = nidx[i]
-        gz = theta[x] * (g[x] - shift_a) + a
-        wi = 1.0 / (1.0 + info[i] * var)
-        dwi = -2.0 * wi * (1.0 - wi) * dlsig
-        sw = math.exp(wi * lsig)
-        grad[i] = gz * sw
-        ds += gz * (dwi * m + wi * dm + sw * (dwi * lsig + wi * dlsig) * q[i])
-        ds += dwi * lsig + wi * dlsig
-        lp += wi * lsig
-    grad[d] = ds
-    return lp
-
-
-@nb.njit(cache=True)
-def _logp_grad_tail(q, data, work, grad):  # pragma: no cover - compiled
-    """Log-density and gradient of the adaptive-prior posterior on ``q = (u, s)``, ``s = log a``,
-    with the tails of weakly informed categories rescaled by ``1 / a``.
-
-    ``z_x = c_x + u_x - w_x (1/a - 1) softplus(-u_x)`` for the
-    categories ``idx[:K-1]``, ``z = 0`` for the reference ``idx[K-1]``: the slope
-    ``dz/du = 1 + w_x (1/a - 1) sigmoid(-u)`` is 1 on the side of the data's wall and ``1/a`` in
-    the prior's tail (``w_x = 1``), so both have scale 1 in ``u`` whatever ``a``.  Density:
-    ``loglik + lgamma(K a) - K lgamma(a) + a S + sum_x log dz_x/du_x - (s - mu)^2 / (2 sd^2)``.
-    """
-    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const = data[:10]
-    nw, nidx, npar = data[12], data[13], data[14]
-    theta, g, r, lth, w = work
-    d = q.shape[0] - 1
-    k = d + 1
-    s = q[d]
-    if not abs(s) <= _S_LIMIT:  # a outside [e^-50, e^50] (also NaN): no density
-        for i in range(d + 1):
-            grad[i] = 0.0
-        return -math.inf
-    a = math.exp(s)
-    ia = 1.0 / a - 1.0
-    mu, sd = npar[1], npar[2]
-    ref = nidx[d]
-    theta[ref] = 0.0  # holds z until the softmax
-    top = 0.0
-    for i in range(d):
-        u = q[i]
-        sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))  # softplus(-u)
-        zi = npar[4 + i] + u - nw[i] * ia * sp
-        theta[nidx[i]] = zi
-        if zi > top:
-            top = zi
-    tot = 0.0
-    for x in range(k):
-        tot += math.exp(theta[x] - top)
-    log_norm = top + math.log(tot)
-    s_total = 0.0
-    for x in range(k):
-        log_theta = theta[x] - log_norm
-        s_total += log_theta
-        theta[x] = math.exp(log_theta)
-    lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
-                             0.0, r, lth, w, g)  # fmt: skip
-    lp += math.lgamma(k * a) - k * math.lgamma(a) + a * s_total - 0.5 * ((s - mu) / sd) ** 2
-    ds = k * a * (_digamma(k * a) - _digamma(a)) + a * s_total - (s - mu) / (sd * sd)
-    shift_a = shift + k * a
-    for i in range(d):
-        x = nidx[i]
-        u = q[i]
-        gz = theta[x] * (g[x] - shift_a) + a
-        if u >= 0.0:
-            e = math.exp(-u)
-            sig = e / (1.0 + e)  # sigmoid(-u)
-        else:
-            sig = 1.0 / (1.0 + math.exp(u))
-        sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))
-        slope = (1.0 - nw[i] * sig) + nw[i] * sig / a  # 1 + w (1/a - 1) sigmoid(-u) > 0
-        lp += math.log(slope)
-        grad[i] = gz * slope - nw[i] * ia * sig * (1.0 - sig) / slope
-        ds += gz * nw[i] * sp / a - nw[i] * sig / (a * slope)
-    grad[d] = ds
-    return lp
-
-
-@nb.njit(cache=True)
-def _logp_grad_tail2(q, data, work, grad):  # pragma: no cover - compiled
-    """As :func:`_logp_grad_tail`, with slopes that also follow ``a > 1``.
-
-    ``z_x = c_x + A u_x - B softplus(-u_x)``, ``A = 1 - w_x + w_x R``, ``B = w_x (L - R)``,
-    ``R = (1 + a)^{-1/2}`` and ``L = (1 + a)^{1/2} / a``: slope ``dz/du = A + B sigmoid(-u)``,
-    ``R`` on the data's side and ``L`` in the prior's tail for ``w_x = 1``, i.e. ``1`` and
-    ``1/a`` for small ``a`` (log-Gamma(a): a tail of scale ``1/a``, a wall of width 1) and
-    ``a^{-1/2}`` on both sides for large ``a`` (log-Gamma(a) is about normal with sd ``a^{-1/2}``).
+    ``z_x = c_x + A u_x - B softplus(-u_x)`` for the categories ``idx[:K-1]`` and ``z = 0`` for
+    the reference ``idx[K-1]``, ``theta = softmax(z)``, with ``A = 1 - w_x + w_x R``,
+    ``B = w_x (L - R)``, ``R = (1 + a)^{-1/2}``, ``L = (1 + a)^{1/2} / a``.  The slope
+    ``dz/du = A + B sigmoid(-u)`` is ``R`` for ``u >> 0`` and ``L`` for ``u << 0`` (``w_x = 1``):
+    under Dirichlet(a) a weakly measured ``log theta_x`` is about log-Gamma(a) distributed, with
+    an exponential tail of scale ``1/a`` below a bound of width about 1 (for small ``a``) or
+    about normal with sd ``a^{-1/2}`` (large ``a``), so both sides get scale about 1 in ``u``
+    whatever ``a``: the funnel in ``(z, a)`` and the long tails at small ``a`` are both gone.
+    Density: ``loglik + lgamma(K a) - K lgamma(a) + a S`` (Dirichlet(a) on the ALR coordinates,
+    Jacobian included; ``S = sum_x log theta_x``) ``+ sum_x log dz_x/du_x`` (Jacobian of
+    ``u -> z``) ``- (s - mu)^2 / (2 sd^2)`` (the normal prior on ``log a``).  ``data[12:15]`` =
+    (weights ``w`` (K-1,), category order ``idx`` (K,), ``(mu, sd, c_0, ..., c_{K-2})``).
     """
     dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const = data[:10]
     nw, nidx, npar = data[12], data[13], data[14]
@@ -579,7 +405,7 @@ def _logp_grad_tail2(q, data, work, grad):  # pragma: no cover - compiled
     big_l = math.sqrt(1.0 + a) / a
     d_r = -0.5 * a * big_r**3
     d_l = big_l * (0.5 * a / (1.0 + a) - 1.0)
-    mu, sd = npar[1], npar[2]
+    mu, sd = npar[0], npar[1]
     ref = nidx[d]
     theta[ref] = 0.0  # holds z until the softmax
     top = 0.0
@@ -587,7 +413,7 @@ def _logp_grad_tail2(q, data, work, grad):  # pragma: no cover - compiled
         u = q[i]
         sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))  # softplus(-u)
         wi = nw[i]
-        zi = npar[4 + i] + (1.0 - wi + wi * big_r) * u - wi * (big_l - big_r) * sp
+        zi = npar[2 + i] + (1.0 - wi + wi * big_r) * u - wi * (big_l - big_r) * sp
         theta[nidx[i]] = zi
         if zi > top:
             top = zi
@@ -629,65 +455,6 @@ def _logp_grad_tail2(q, data, work, grad):  # pragma: no cover - compiled
 
 
 @nb.njit(cache=True)
-def _logp_grad_mtail(q, data, work, grad):  # pragma: no cover - compiled
-    """The marginal adaptive-prior posterior of theta (``a`` summed out on its grid) on
-    coordinates ``u`` whose tails are rescaled by the pilot's ``1 / a0``.
-
-    ``z_x = c_x + u_x - w_x (1/a0 - 1) (softplus(-u_x) - log 2)`` for the categories
-    ``idx[:K-1]``, ``z = 0`` for the reference ``idx[K-1]``: slope 1 where the data put a bound
-    on ``z_x`` (``u > 0``) and ``1/a0`` in the prior's tail.  Density: ``loglik +
-    log sum_j exp(pc_j + pa_j S) + sum_x log dz_x/du_x`` (the kernel :func:`_logp_grad`'s
-    adaptive density plus the Jacobian of ``u -> z``).
-    """
-    dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const, pa, pc = (
-        data[:12]
-    )
-    nw, nidx, npar = data[12], data[13], data[14]
-    theta, g, r, lth, w = work
-    d = q.shape[0]
-    k = d + 1
-    a0 = npar[3]
-    ia = 1.0 / a0 - 1.0
-    ref = nidx[d]
-    theta[ref] = 0.0  # holds z until the softmax
-    top = 0.0
-    for i in range(d):
-        u = q[i]
-        sp = max(-u, 0.0) + math.log1p(math.exp(-abs(u)))  # softplus(-u)
-        zi = npar[4 + i] + u - nw[i] * ia * (sp - _LOG2)
-        theta[nidx[i]] = zi
-        if zi > top:
-            top = zi
-    tot = 0.0
-    for x in range(k):
-        tot += math.exp(theta[x] - top)
-    log_norm = top + math.log(tot)
-    s_total = 0.0
-    for x in range(k):
-        log_theta = theta[x] - log_norm
-        s_total += log_theta
-        theta[x] = math.exp(log_theta)
-    lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
-                             0.0, r, lth, w, g)  # fmt: skip
-    prior_lp, abar = _prior_terms(s_total, pa, pc)
-    lp += prior_lp
-    shift_a = shift + k * abar
-    for i in range(d):
-        x = nidx[i]
-        u = q[i]
-        gz = theta[x] * (g[x] - shift_a) + abar
-        if u >= 0.0:
-            e = math.exp(-u)
-            sig = e / (1.0 + e)  # sigmoid(-u)
-        else:
-            sig = 1.0 / (1.0 + math.exp(u))
-        slope = (1.0 - nw[i] * sig) + nw[i] * sig / a0
-        lp += math.log(slope)
-        grad[i] = gz * slope - nw[i] * ia * sig * (1.0 - sig) / slope
-    return lp
-
-
-@nb.njit(cache=True)
 def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     """Log-density at ``z`` (returned) and its gradient (into ``grad``), one likelihood pass.
 
@@ -696,14 +463,7 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     prior's with every ``alpha_x`` equal to ``abar = E[a | S]``.
     """
     if data[12].shape[0] > 0:  # the adaptive prior sampled jointly with s = log a
-        kind = data[14][0]
-        if kind == 0.0:
-            return _logp_grad_joint(z, data, work, grad)
-        if kind == 1.0:
-            return _logp_grad_tail(z, data, work, grad)
-        if kind == 3.0:
-            return _logp_grad_tail2(z, data, work, grad)
-        return _logp_grad_mtail(z, data, work, grad)
+        return _logp_grad_joint(z, data, work, grad)
     dense, indptr, indices, delta, complement, offset, counts, alpha, shift, const, pa, pc = data[:12]
     theta, g, r, lth, w = work
     d = z.shape[0]
@@ -1051,8 +811,8 @@ def sample(
     max_treedepth = check_int(options.get("max_treedepth", 10), "max_treedepth", 1)
     target_accept = check_open_unit(options.get("target_accept", 0.8), "target_accept")
     metric = check_choice(options.get("metric", "dense"), "metric", ("dense", "diag"))
-    scheme = check_choice(options.get("adaptive_scheme", "tail"), "adaptive_scheme",
-                          ("tail", "ncp", "marginal", "mtail", "tail2"))  # fmt: skip
+    scheme = check_choice(options.get("adaptive_scheme", "joint"), "adaptive_scheme",
+                          ("joint", "marginal"))  # fmt: skip
     rng = as_generator(random_seed)
 
     target = _Target(tally, alpha)
@@ -1172,9 +932,9 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
          random_seed: int | None, scheme: str = "marginal") -> SamplerOutput:  # fmt: skip
     alpha = target.alpha
     mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
-    joint = scheme != "marginal" and target.adaptive is not None
-    if joint:  # the pilot: the marginal mode; the sampler: (y, s) jointly
-        target = _JointTarget(target, mode, scheme)
+    joint = scheme == "joint" and target.adaptive is not None
+    if joint:  # from the marginal mode, a pilot; then (u, log a) jointly
+        target = _JointTarget(target, mode)
         mode = target.start
         laplace = target.laplace(mode)
     d = target.d
@@ -1198,9 +958,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     extra = {}
     if joint:
         theta, a = target.theta_a(out_z.reshape(-1, d))
-        theta = theta.reshape(chains, draws, -1)
-        if target.joint:
-            extra["a"] = a.reshape(chains, draws)
+        theta, extra["a"] = theta.reshape(chains, draws, -1), a.reshape(chains, draws)
     else:
         theta, _ = target.theta(out_z)
     stats = {
@@ -1215,7 +973,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     info = {
         "backend": "bayesldp.hmc",
         "sampler": "NUTS (multinomial, generalised no-U-turn) on ALR coordinates, numba"
-        + (", adaptive prior: (y, log a) jointly, partially non-centred" if joint else ""),
+        + (", adaptive prior: (u, log a) jointly, tails rescaled by a" if joint else ""),
         "tune": tune,
         "draws": draws,
         "chains": chains,
@@ -1228,5 +986,9 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         "wall_time": time.perf_counter() - started,
     }
     if joint:
-        info["ncp_weights"] = target.weights.tolist()
+        info["adaptive_scheme"] = "joint"
+        info["pilot_a"] = float(np.exp(target.start[-1]))
+        info["tail_weights"] = target.weights.tolist()
+    elif target.adaptive is not None:
+        info["adaptive_scheme"] = "marginal"
     return SamplerOutput(theta=theta, sample_stats=stats, info=info, extra=extra)
