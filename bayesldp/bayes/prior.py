@@ -195,9 +195,13 @@ class AdaptiveDirichlet:
     on the Jeffreys concentration, 95% of the mass on ``a`` in [0.01, 25], from sparse to flat
     populations), discretised on the grid ``s_j = log_a_mean + log_a_sd * t_j``,
     ``t_j`` from ``-width`` to ``width`` in steps of ``step / log_a_sd``, with weights
-    ``w_j`` proportional to the normal density.  The discretised distribution *is* the prior:
-    every posterior is exact for it, and a grid of spacing 0.1 in ``log a`` is far finer than
-    any posterior of ``a`` this package meets.
+    ``w_j`` proportional to the normal density.  Methods "exact", "sgld" and "nuts" use this
+    discretised law as the prior (their posteriors are exact for it); the default sampler
+    ("hmc", ``adaptive_scheme="joint"``) samples ``log a`` jointly with ``theta`` under the
+    continuous normal, of which the grid is the trapezoidal discretisation (spacing 0.1 in
+    ``log a``, far finer than any posterior of ``a`` this package meets), so the two agree unless
+    the posterior of ``a`` reaches the grid's ends at +-``width`` sd (where the grid methods
+    warn).
 
     Because a symmetric Dirichlet density depends on ``theta`` only through
     ``S = sum_x log theta_x``, the marginal prior is a function of ``S``:
