@@ -525,6 +525,12 @@ def _merge_candidates(
     return chosen[~np.isin(chosen, largest)]
 
 
+def _stage_sizes(pool_of: np.ndarray, k: int, stages: int) -> list[int]:
+    """Components of each stage's mixture: K, then K less the members merged by round t plus
+    the t pools (pool ``j`` was made by round ``j + 1``)."""
+    return [k - int(((pool_of >= 0) & (pool_of < t)).sum()) + t for t in range(stages)]
+
+
 @single_thread_blas
 def em_mr(
     tally: Tally,
@@ -606,7 +612,8 @@ def em_mr(
     lik = Likelihood(tally)
     k, n = lik.k, lik.n
     protect = _protected(protect, k)
-    c, tol = _em_mr_defaults(_budget_ratio(tally, lik), threshold_sd, tol)
+    needs_budget = tol is None or (threshold is None and threshold_sd is None)
+    c, tol = _em_mr_defaults(_budget_ratio(tally, lik) if needs_budget else 1.0, threshold_sd, tol)
     if threshold is None:
         thr = c * _noise_sd(tally)
     else:
@@ -637,7 +644,6 @@ def em_mr(
         run = stage(start / start.sum(), t, pool_of, t)
         runs.append(run)
     n_pools = int(pool_of.max()) + 1
-    components = k - int((pool_of >= 0).sum()) + n_pools
     return Estimate(
         run.theta,
         None,
@@ -649,7 +655,10 @@ def em_mr(
         details={
             "pools": [np.flatnonzero(pool_of == j) for j in range(n_pools)],
             "stages": [r.maps for r in runs],
-            "bic": [-2.0 * (r.trace[-1] + lik.const) + components * math.log(n) for r in runs],
+            "bic": [
+                -2.0 * (r.trace[-1] + lik.const) + size * math.log(n)
+                for r, size in zip(runs, _stage_sizes(pool_of, k, len(runs)), strict=True)
+            ],
             "threshold": thr,
         },
     )

@@ -390,3 +390,28 @@ def test_em_long_trace_and_zero_offset_rows():
     assert est.iterations == 3000 and est.loglik_trace.shape == (3001,)
     assert np.all(np.diff(est.loglik_trace) >= -1e-12 * np.abs(est.loglik_trace).max())
     assert est.loglik_trace[-1] == pytest.approx(tally.loglik(est.frequencies), rel=1e-12)
+
+
+def test_em_mr_bic_counts_each_stage_components():
+    true_counts = np.zeros(20, dtype=int)
+    true_counts[:5] = [40_000, 30_000, 20_000, 6000, 4000]
+    tally = grr_tally(20, 1.0, true_counts, 9)
+    est = em_mr(tally, protect=3)
+    sizes = [20]
+    merged = 0
+    for t, members in enumerate(est.details["pools"], 1):
+        merged += members.size
+        sizes.append(20 - merged + t)
+    traces = np.split(est.loglik_trace, np.cumsum([m + 1 for m in est.details["stages"]])[:-1])
+    want = [-2 * tr[-1] + size * math.log(tally.n) for tr, size in zip(traces, sizes, strict=True)]
+    np.testing.assert_allclose(est.details["bic"], want, rtol=1e-12)
+
+
+def test_em_mr_with_explicit_settings_needs_no_budget():
+    # a row that is 0 for some category has no finite budget; explicit settings do not need one
+    rows = np.array([[1.0, 0.0, 0.5], [0.2, 1.0, 0.0], [0.3, 0.3, 1.0]])
+    tally = Tally(np.array([30, 20, 10]), rows=rows, stat=np.zeros(3), family="d")
+    with pytest.raises(InvalidInputError, match="no finite budget"):
+        em_mr(tally)
+    est = em_mr(tally, threshold_sd=1.0, tol=1e-6)
+    assert est.on_simplex
