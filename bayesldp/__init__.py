@@ -31,6 +31,7 @@ _LAZY = {
     "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",
     "bounds": "bayesldp.bounds",
+    "encode": "bayesldp.categories",
     "estimate": "bayesldp.estimators",
     "Estimate": "bayesldp.estimators",
     "fit": "bayesldp.bayes",

@@ -85,6 +85,11 @@ def check_values(x: object, k: int, name: str = "x") -> np.ndarray:
         )
     if arr.size == 0:
         raise InvalidInputError(f"{name}: is empty; at least one user is needed")
+    if arr.dtype.kind in "USO":  # strings, or a pandas Categorical's values
+        raise InvalidTypeError(
+            f"{name}: expected integer categories 0..{k - 1}, got dtype {arr.dtype}; encode "
+            f"named categories first: bayesldp.encode({name}, categories=[...]) gives the codes"
+        )
     if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise InvalidTypeError(
             f"{name}: expected integer categories 0..{k - 1}, got dtype {arr.dtype}"
@@ -100,6 +105,33 @@ def check_values(x: object, k: int, name: str = "x") -> np.ndarray:
         bad = lo if lo < 0 else hi
         raise InvalidInputError(f"{name}: categories must lie in 0..{k - 1}, got {bad}")
     return arr.astype(np.int64, copy=False)
+
+
+def check_labels(labels: object, k: int, name: str = "labels") -> tuple[str, ...]:
+    """Validate category labels: ``k`` distinct, non-empty strings (returned as a tuple).
+
+    Label ``x`` names category ``x`` in tables, figures and posteriors.
+    """
+    if isinstance(labels, str | bytes) or not isinstance(labels, list | tuple | np.ndarray):
+        raise InvalidTypeError(
+            f"{name}: expected a list of {k} strings (one per category), got {labels!r}"
+        )
+    out = list(labels.tolist() if isinstance(labels, np.ndarray) else labels)
+    if len(out) != k:
+        raise InvalidInputError(f"{name}: expected {k} labels (one per category), got {len(out)}")
+    for i, label in enumerate(out):
+        if not isinstance(label, str):
+            raise InvalidTypeError(f"{name}[{i}]: expected a string, got {label!r}")
+        if not label.strip():
+            raise InvalidInputError(f"{name}[{i}]: is empty; every category needs a label")
+    seen: dict[str, int] = {}
+    for i, label in enumerate(out):
+        if label in seen:
+            raise InvalidInputError(
+                f"{name}: must be distinct; {label!r} labels categories {seen[label]} and {i}"
+            )
+        seen[label] = i
+    return tuple(out)
 
 
 def check_counts(counts: object, name: str = "counts", *, length: int | None = None) -> np.ndarray:

@@ -19,14 +19,53 @@ def _pyplot():
     return plt
 
 
-def plot_estimates_vs_truth(truth, estimates: dict[str, tuple], ax=None, title: str = ""):
+#: category labels longer than this are wrapped onto several lines
+LABEL_WRAP = 24
+
+
+def category_axis(ax, labels=None, k: int | None = None) -> None:
+    """Name the categories on the x axis of ``ax`` (ticks at 0..K-1), readably.
+
+    ``labels=None`` leaves matplotlib's numbered ticks.  Otherwise every category gets its tick
+    and its label: labels longer than :data:`LABEL_WRAP` characters wrap onto several lines;
+    labels longer than three characters (or more than 12 categories) are rotated 45 degrees
+    (90 beyond 30 categories), anchored at their tick; the font shrinks as K grows.  Call
+    ``fig.tight_layout()`` afterwards so that the labels fit in the figure.  A ``$`` is shown
+    as itself (escaped from matplotlib's mathtext).
+    """
+    if labels is None:
+        return
+    import textwrap
+
+    labels = [str(label) for label in labels]
+    k = len(labels) if k is None else k
+    wrapped = [  # "$" escaped: "$3,000-$4,999" is text, not matplotlib's mathtext
+        textwrap.fill(label, LABEL_WRAP, break_long_words=False).replace("$", r"\$")
+        for label in labels
+    ]
+    longest = max(len(label) for label in labels)
+    size = 8 if k <= 20 else max(5, 8 - (k - 20) // 15)
+    if longest <= 3 and k <= 12:
+        ax.set_xticks(range(k), wrapped, fontsize=size)
+    else:
+        rotation = 90 if k > 30 else 45
+        ax.set_xticks(range(k), wrapped, fontsize=size, rotation=rotation, ha="right",
+                      rotation_mode="anchor")  # fmt: skip
+    ax.set_xlim(-0.6, k - 0.4)
+
+
+def plot_estimates_vs_truth(
+    truth, estimates: dict[str, tuple], ax=None, title: str = "", labels=None
+):
     """Point estimates with intervals (lower, upper) per method against the truth.
 
-    ``estimates`` maps a label to ``(point, lower, upper)`` arrays of length K.
+    ``estimates`` maps a method's name to ``(point, lower, upper)`` arrays of length K;
+    ``labels`` (K strings, optional) name the categories on the x axis (see
+    :func:`category_axis`), which otherwise shows their numbers 0..K-1.
     """
     plt = _pyplot()
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 4))
+        _, ax = plt.subplots(figsize=category_figsize(len(truth), labels))
     k = len(truth)
     x = np.arange(k)
     width = 0.8 / max(1, len(estimates))
@@ -35,11 +74,21 @@ def plot_estimates_vs_truth(truth, estimates: dict[str, tuple], ax=None, title: 
         yerr = np.vstack([point - lower, upper - point])
         ax.errorbar(x + offset, point, yerr=yerr, fmt="o", ms=3, capsize=2, label=label)
     ax.scatter(x, truth, marker="_", s=200, color="black", label="truth", zorder=5)
+    category_axis(ax, labels, k)
     ax.set_xlabel("category")
     ax.set_ylabel("frequency")
     ax.set_title(title)
     ax.legend(fontsize=7)
     return ax
+
+
+def category_figsize(k: int, labels=None, width: float = 9.0, height: float = 4.0):
+    """A figure size for a plot over K categories: wider for many, taller for long labels."""
+    width = max(width, 0.16 * k)
+    if labels is not None:
+        longest = min(max(len(str(label)) for label in labels), 2 * LABEL_WRAP)
+        height += min(2.5, 0.06 * longest)
+    return (width, height)
 
 
 def plot_error_by_method(summary: list[dict[str, Any]], metric: str = "tv", ax=None):
@@ -160,9 +209,10 @@ def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]
                 np.where(np.isnan(upper), point, upper),
             )
             estimates[method] = (point, lower, upper)
-        fig, ax = plt.subplots(figsize=(9, 4))
+        labels = result.labels if getattr(result, "named", False) else None
+        fig, ax = plt.subplots(figsize=category_figsize(len(truth), labels))
         title = f"{mech_label[0]} ε={mech_label[1]:g}: 90% intervals vs truth (repeat 1)"
-        plot_estimates_vs_truth(truth, estimates, ax, title)
+        plot_estimates_vs_truth(truth, estimates, ax, title, labels=labels)
         fig.tight_layout()
         name = f"estimates_{mech_label[0]}_eps{mech_label[1]:g}.png"
         fig.savefig(out / name, dpi=110)

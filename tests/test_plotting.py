@@ -72,3 +72,28 @@ def test_cli_chooses_agg_only_when_the_user_did_not(before, env, expected):
     done = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
                           text=True, check=True)  # fmt: skip
     assert done.stdout.strip().splitlines()[-1] == expected
+
+
+def test_estimates_figure_names_the_categories():
+    """Issue 15: labels on the category axis, wrapped and rotated when long, "$" kept as text."""
+    import matplotlib.pyplot as plt
+
+    truth = np.array([0.5, 0.3, 0.2])
+    estimates = {"mle": (truth, truth - 0.05, truth + 0.05)}
+    ax = plotting.plot_estimates_vs_truth(truth, estimates, labels=["a", "b", "c"])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert all(t.get_rotation() == 0 for t in ax.get_xticklabels())  # short: horizontal
+    labels = ["None or less than $2,999 a year", "$3,000-$4,999", "Strong Republican"]
+    ax = plotting.plot_estimates_vs_truth(truth, estimates, labels=labels)
+    texts = [t.get_text() for t in ax.get_xticklabels()]
+    assert texts[0] == "None or less than \\$2,999\na year" and texts[1] == "\\$3,000-\\$4,999"
+    assert all(t.get_rotation() == 45 for t in ax.get_xticklabels())
+    ax = plotting.plot_estimates_vs_truth(truth, estimates)  # no labels: numbered ticks
+    assert ax.get_xlabel() == "category" and "a" not in [t.get_text() for t in ax.get_xticklabels()]
+    many = np.full(40, 1 / 40)
+    ax = plotting.plot_estimates_vs_truth(
+        many, {"m": (many, many, many)}, labels=[f"level {i}" for i in range(40)]
+    )
+    assert len(ax.get_xticklabels()) == 40 and ax.get_xticklabels()[0].get_rotation() == 90
+    assert plotting.category_figsize(40, ["level 1"])[0] > 6.0
+    plt.close("all")

@@ -17,3 +17,13 @@ def test_python_example_runs(capsys):
 def test_ci_reads_the_readme_test_command():
     ci = (README.parent / ".ci" / "run").read_text()
     assert "<!-- test-command -->" in ci and "<!-- test-command -->" in README.read_text()
+
+
+def test_readme_explains_labels():
+    """Issue 15: a paragraph on named categories, and the estimate option."""
+    text = README.read_text()
+    section = text.split("### Named categories")[1].split("## ")[0]
+    for needle in ("bayesldp.encode(values, categories=", "labels = [...]", "`label` column",
+                   "--labels a,b,c"):  # fmt: skip
+        assert needle in section, needle
+    assert "`--labels a,b,c` or `--labels-file FILE`" in text

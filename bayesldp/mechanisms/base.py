@@ -104,7 +104,11 @@ class Mechanism(ABC):
     # ------------------------------------------------------------------ client / aggregator
     @abstractmethod
     def perturb(self, x: Any, rng: RNGLike = None) -> Any:
-        """Randomise the true values ``x`` (ints in 0..k-1), one report per user."""
+        """Randomise the true values ``x`` (ints in 0..k-1), one report per user.
+
+        Named values (strings, a pandas Categorical) are refused: :func:`bayesldp.encode`
+        turns them into these ints, in the order of an explicit category list.
+        """
 
     @abstractmethod
     def tally(self, reports: Any) -> Tally:

@@ -177,22 +177,43 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         if args.method != "posterior":
             raise InvalidInputError("--save-posterior: only with --method posterior")
         writable_file(args.save_posterior, "--save-posterior")
+    labels = _labels(args)  # before any file of reports is read
     mech, tally = read_reports(
         args.reports, args.mechanism, k=args.k, epsilon=args.epsilon, **_mechanism_params(args)
     )
     if args.method == "posterior":
-        point, interval, kind = _posterior_estimate(args, tally)
+        point, interval, kind = _posterior_estimate(args, tally, labels)
     else:
         point, interval, kind = _frequentist_estimate(args.method, tally)
-    print_table(_estimate_table(mech, tally.n, args.method, point, interval, kind), args.output)
+    table = _estimate_table(mech, tally.n, args.method, point, interval, kind, labels)
+    print_table(table, args.output)
     return 0
+
+
+def _labels(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The category names of ``--labels a,b,c`` or ``--labels-file`` (one per line), checked:
+    ``--k`` distinct non-empty strings (spaces around each are dropped)."""
+    from bayesldp._validation import check_labels
+
+    if args.labels is not None:
+        return check_labels([label.strip() for label in args.labels.split(",")], args.k, "--labels")
+    if args.labels_file is None:
+        return None
+    path = Path(args.labels_file)
+    if not path.is_file():
+        raise InvalidInputError(f"--labels-file: no such file {path}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"--labels-file: {path} is not UTF-8 text: {exc}") from None
+    return check_labels([line.strip() for line in lines], args.k, f"--labels-file {path}: labels")
 
 
 #: the normal quantile of a two-sided 90% interval
 Z90 = 1.6448536269514722
 
 
-def _posterior_estimate(args: argparse.Namespace, tally):
+def _posterior_estimate(args: argparse.Namespace, tally, labels=None):
     """Posterior mean and the 5% / 95% posterior quantiles (a 90% credible interval)."""
     import numpy as np
 
@@ -204,6 +225,7 @@ def _posterior_estimate(args: argparse.Namespace, tally):
         method=args.fit_method,
         random_seed=args.seed,
         progressbar=not args.quiet,
+        labels=None if labels is None else list(labels),
     )
     if args.save_posterior:
         save_fit(idata, args.save_posterior)
@@ -228,11 +250,13 @@ def _frequentist_estimate(method: str, tally):
     return point, (point - half, point + half), f"{method}, 90% normal interval"
 
 
-def _estimate_table(mech, n: int, method: str, point, interval, kind: str):
-    """The table of ``estimate``: one row per category; interval columns only where there is one."""
+def _estimate_table(mech, n: int, method: str, point, interval, kind: str, labels=None):
+    """The table of ``estimate``: one row per category; interval columns only where there is one,
+    a ``label`` column beside ``category`` only where the categories are named."""
     from bayesldp.workflows.tables import Table
 
-    columns, headers = ["category", "estimate"], ["category", "estimate"]
+    names = ["category", "label"] if labels is not None else ["category"]
+    columns, headers = [*names, "estimate"], [*names, "estimate"]
     values = [point]
     notes = []
     if interval is None:
@@ -244,7 +268,10 @@ def _estimate_table(mech, n: int, method: str, point, interval, kind: str):
         columns += ["lower_5", "upper_95"]
         headers += ["5%", "95%"]
         values += list(interval)
-    rows = [[x, *(float(v[x]) for v in values)] for x in range(len(point))]
+    rows = [
+        [x, *([] if labels is None else [labels[x]]), *(float(v[x]) for v in values)]
+        for x in range(len(point))
+    ]
     meta = {
         "mechanism": type(mech).__name__,
         "parameters": mech.params(),
@@ -252,9 +279,10 @@ def _estimate_table(mech, n: int, method: str, point, interval, kind: str):
         "method": method,
         "estimate": kind,
         "interval": None if interval is None else "90% (columns lower_5, upper_95)",
+        "labels": None if labels is None else list(labels),
     }
     title = [f"{mech!r}: {n:,} reports; {kind}"]
-    formats = dict.fromkeys(columns[1:], ".4f")
+    formats = dict.fromkeys(columns[len(names) :], ".4f")
     return Table(columns, rows, title, notes, meta, headers, formats)
 
 
@@ -304,6 +332,17 @@ def _add_recommend(sub) -> None:
     rec.set_defaults(func=cmd_recommend)
 
 
+#: the closing paragraph of ``estimate --help``: what labels do, and why they are an option
+LABELS_HELP = """\
+category labels:
+  Reports hold category numbers 0..K-1 (or the mechanism's encoding of them), whatever the
+  mechanism; --labels a,b,c (or --labels-file, one name per line) names them in the order of
+  those numbers. The table, --output csv and --output json then get a label column beside
+  category (json also lists them under "labels"), and --save-posterior names the posterior's
+  category coordinate. In Python, bayesldp.encode(values, categories) turns named values into
+  the numbers before perturbing."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bayesldp",
@@ -345,7 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
     est = sub.add_parser(
         "estimate",
         help="estimate frequencies from collected reports",
-        epilog="report file layouts (columns, by mechanism):\n" + report_files.layouts(),
+        epilog="report file layouts (columns, by mechanism):\n"
+        + report_files.layouts()
+        + "\n\n"
+        + LABELS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     est.add_argument("reports", help="CSV or Parquet file of reports (layouts below)")
@@ -362,6 +404,17 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--save-posterior", help="write the posterior to this netCDF file")
     est.add_argument("--quiet", action="store_true", help="no progress output")
     est.add_argument("--output", choices=OUTPUTS, default="table", help=OUTPUT_HELP)
+    named = est.add_mutually_exclusive_group()
+    named.add_argument(
+        "--labels",
+        metavar="A,B,C",
+        help="names of categories 0..K-1, comma-separated (K distinct names; see below)",
+    )
+    named.add_argument(
+        "--labels-file",
+        metavar="FILE",
+        help="a text file of the category names, one per line (for names with commas)",
+    )
     est.set_defaults(func=cmd_estimate)
     sur = sub.add_parser("survey", help="simulate an AdOBEst-LDP adaptive survey")
     sur.add_argument("spec", help="survey spec (TOML), e.g. models/survey.toml")

@@ -35,6 +35,15 @@ class StudyResult:
     convergence: list[dict[str, Any]] = field(default_factory=list)
     #: seconds of the untimed first calls (numba compilation or cache loads, imports)
     warmup_seconds: float = 0.0
+    #: the name of each category 0..K-1 (``[population].labels`` or a data set's labels; the
+    #: numbers "0".."K-1" without either): the ``label`` column of the estimates, the figures'
+    #: category axes and, when named, the posteriors' ``category`` coordinate
+    labels: list[str] = field(default_factory=list)
+
+    @property
+    def named(self) -> bool:
+        """Whether the categories have names of their own (not just their numbers)."""
+        return self.labels != [str(x) for x in range(len(self.labels))]
 
 
 def _epsilons(mech_spec: dict[str, Any]) -> list[float]:
@@ -68,7 +77,8 @@ def run_study(
     n = max(1000, study["n"] // 10) if quick else study["n"]
     repeats = 1 if quick else study["repeats"]
     root = np.random.SeedSequence(study["seed"] if seed is None else seed)
-    result = StudyResult(spec=spec)
+    k = spec["population"]["k"]
+    result = StudyResult(spec=spec, labels=category_labels(spec["population"]))
     pairs = [(m, e) for m in spec["mechanisms"] for e in _epsilons(m)]
     bayes = spec.get("bayes_requested") and spec["bayes"]
     say = progress or (lambda _msg: None)
@@ -81,7 +91,7 @@ def run_study(
         result.truths.append(truth)
         for (mech_spec, eps), seq in zip(pairs, mech_seqs, strict=True):
             params = {k: v for k, v in mech_spec.items() if k not in ("name", "epsilon")}
-            mech = make_mechanism(mech_spec["name"], spec["population"]["k"], eps, **params)
+            mech = make_mechanism(mech_spec["name"], k, eps, **params)
             tally = mech.simulate_tally(counts, np.random.default_rng(seq))
             say(f"repeat {rep + 1}/{repeats}  {mech!r}  n={n}")
             for method in spec["estimators"]["methods"]:
@@ -101,6 +111,13 @@ def run_study(
             if bayes:
                 _run_fit(result, rep, mech, eps, tally, truth, bayes, seq)
     return result
+
+
+def category_labels(population: dict[str, Any]) -> list[str]:
+    """The names of categories 0..K-1 of a validated ``[population]`` table: its ``labels``
+    (a data set's by default), else the numbers as strings."""
+    labels = population.get("labels")
+    return list(labels) if labels else [str(x) for x in range(population["k"])]
 
 
 def _warm_up(spec: dict[str, Any], pairs: list, bayes: Any) -> float:
@@ -135,6 +152,7 @@ def _run_fit(result, rep, mech, eps, tally, truth, bayes, seq) -> None:
         draws=bayes["draws"],
         chains=bayes["chains"],
         random_seed=int(seq.generate_state(1)[0]),
+        labels=result.labels if result.named else None,
     )
     seconds = time.perf_counter() - start
     attrs = idata.posterior.attrs
@@ -190,6 +208,7 @@ def _record(result, rep, mech, eps, method, freqs, sd, truth, seconds, bounds=No
                 "epsilon": eps,
                 "method": method,
                 "category": x,
+                "label": result.labels[x] if result.labels else str(x),
                 "truth": truth[x],
                 "estimate": freqs[x],
                 "std_error": np.nan if sd is None else sd[x],

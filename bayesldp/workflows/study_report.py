@@ -72,6 +72,19 @@ def convergence_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _labels_lines(result: StudyResult) -> list[str]:
+    """Where the categories' names are, and the first few of them (nothing if unnamed)."""
+    if not getattr(result, "named", False):
+        return []
+    shown = "; ".join(f"{x} = {label}" for x, label in enumerate(result.labels[:8]))
+    more = f"; ... ({len(result.labels)} in all)" if len(result.labels) > 8 else ""
+    return [
+        f"Category labels (column `label` of estimates.csv, the figures' category axes and the "
+        f"posteriors' `category` coordinate): {shown}{more}.",
+        "",
+    ]
+
+
 def write_report(result: StudyResult, out_dir: str | Path, *, figures: bool = True) -> Path:
     """Write ``report.md``, ``metrics.csv``, ``estimates.csv``, posteriors and figures."""
     out = Path(out_dir)
@@ -89,6 +102,7 @@ def write_report(result: StudyResult, out_dir: str | Path, *, figures: bool = Tr
         f"categories: {result.spec['population']['k']}; population: "
         f"{result.spec['population']['kind']}; seed: {study['seed']}.",
         "",
+        *_labels_lines(result),
         "## Error per method (mean ± sd over repeats)",
         "",
         "TV = 1/2 ||estimate - truth||_1 against the empirical frequencies of the simulated users;",

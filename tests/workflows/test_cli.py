@@ -485,3 +485,78 @@ def test_recommend_shows_the_error_at_n(capsys):
         main(["recommend", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "Cramér-Rao bound" in text and "--n sets the errors shown, not the order" in text
+
+
+def test_estimate_with_labels(tmp_path, capsys):
+    """Issue 15: --labels / --labels-file name the categories in the table, CSV, JSON and the
+    saved posterior; they are checked before the reports are read."""
+    import json
+
+    from bayesldp.bayes import load_fit
+
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=500)
+    args = ["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "2"]
+    labels = ["Strong Democrat", "Weak Democrat", "Independent", "Republican"]
+    given = ["--labels", "Strong Democrat, Weak Democrat,Independent ,Republican"]
+    assert main([*args, *given, "--method", "mle"]) == 0
+    out = capsys.readouterr().out
+    assert "| category | label | estimate | 5% | 95% |" in out
+    assert "| 0 | Strong Democrat | 0.5" in out and "| 3 | Republican |" in out
+    assert main([*args, *given, "--output", "csv"]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert [(r["category"], r["label"]) for r in rows] == [
+        (str(x), s) for x, s in enumerate(labels)
+    ]
+    file = tmp_path / "labels.txt"
+    file.write_text("\n".join([*labels[:2], "Independent, leaning", labels[3]]) + "\n")
+    assert main([*args, "--labels-file", str(file), "--output", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["labels"][2] == "Independent, leaning"
+    assert [r["label"] for r in result["rows"]] == result["labels"]
+    assert list(result["rows"][0]) == ["category", "label", "estimate"]
+    nc = tmp_path / "post.nc"
+    posterior = ["--method", "posterior", "--fit-method", "exact", "--quiet"]
+    small = tmp_path / "small.csv"
+    _write_grr_reports(small, n=40)
+    small_args = ["estimate", str(small), *args[2:]]
+    assert main([*small_args, *given, *posterior, "--save-posterior", str(nc)]) == 0
+    assert "| 1 | Weak Democrat |" in capsys.readouterr().out
+    assert load_fit(nc).posterior["category"].values.tolist() == labels
+    # without labels: no label column, as before
+    assert main([*args, "--output", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["labels"] is None and list(result["rows"][0]) == ["category", "estimate"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--labels", "a,b,c"], "--labels: expected 4 labels (one per category), got 3"),
+        (["--labels", "a,b,a,c"], "--labels: must be distinct; 'a' labels categories 0 and 2"),
+        (["--labels", "a,,b,c"], "--labels[1]: is empty"),
+        (["--labels-file", "nope.txt"], "--labels-file: no such file nope.txt"),
+    ],
+)
+def test_estimate_bad_labels_one_line(tmp_path, capsys, extra, message):
+    missing = tmp_path / "missing.csv"  # labels are checked before the reports are read
+    args = ["estimate", str(missing), "--mechanism", "GRR", "--k", "4", "--epsilon", "1"]
+    assert main([*args, *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_estimate_labels_and_labels_file_exclusive(tmp_path, capsys):
+    args = ["estimate", "r.csv", "--mechanism", "GRR", "--k", "2", "--epsilon", "1"]
+    with pytest.raises(SystemExit):
+        main([*args, "--labels", "a,b", "--labels-file", "f.txt"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_estimate_help_explains_labels(capsys):
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--labels A,B,C" in text and "--labels-file FILE" in text
+    assert "category labels: Reports hold category numbers 0..K-1" in text
+    assert "bayesldp.encode(values, categories)" in text

@@ -139,3 +139,29 @@ def test_accuracy_mechanism_lists_are_canonicalised():
     raw["em_mr"]["mechanisms"] = ["hr"]  # a registered mechanism, not one this section runs
     with pytest.raises(SpecError, match=r"\[em_mr\]\.mechanisms\[0\]: 'HadamardResponse' is not"):
         validate_accuracy(raw)
+
+
+def test_population_labels():
+    """Issue 15: [population].labels, K distinct strings; a data set's labels by default."""
+    spec = validate_study(
+        GOOD | {"population": {"kind": "uniform", "k": 3, "labels": ["a", "b", "c"]}}
+    )
+    assert spec["population"]["labels"] == ["a", "b", "c"]
+    assert validate_study(GOOD)["population"]["labels"] is None
+    dataset = {"kind": "dataset", "dataset": "seattle_weather"}
+    spec = validate_study(GOOD | {"population": dataset})
+    assert spec["population"]["labels"] == ["drizzle", "fog", "rain", "snow", "sun"]
+    short = ["d", "f", "r", "sn", "su"]
+    spec = validate_study(GOOD | {"population": dataset | {"labels": short}})
+    assert spec["population"]["labels"] == short  # the spec's labels win
+    for labels, message in [
+        (["a", "b"], r"\[population\]\.labels: expected 3 labels \(one per category\), got 2"),
+        (["a", "b", "a"], r"\[population\]\.labels: must be distinct; 'a' labels categories 0"),
+        (["a", "b", ""], r"\[population\]\.labels\[2\]: is empty"),
+        (["a", "b", 3], r"\[population\]\.labels\[2\]: expected a string, got 3"),
+        ("abc", r"\[population\]\.labels: expected a list, got 'abc'"),
+    ]:
+        with pytest.raises(SpecError, match=message):
+            validate_study(GOOD | {"population": {"kind": "uniform", "k": 3, "labels": labels}})
+    with pytest.raises(SpecError, match=r"labels: expected 5 labels"):
+        validate_study(GOOD | {"population": dataset | {"labels": ["x"]}})

@@ -1,7 +1,8 @@
 """The study spec (``kind = "study"``): mechanisms x estimators on simulated populations.
 
 Tables: ``[study]`` (name, seed, repeats, n), ``[population]`` (the true frequencies: a
-Dirichlet draw, Zipf, binomial, uniform, explicit frequencies or a shipped data set),
+Dirichlet draw, Zipf, binomial, uniform, explicit frequencies or a shipped data set; optional
+``labels``, one name per category, which a data set gives by default),
 ``[[mechanisms]]`` (a registered mechanism, its budget(s) and parameters; the schema comes from
 the mechanism registry), ``[estimators]`` and ``[bayes]``.  ``bayesldp run`` runs it with
 :func:`bayesldp.workflows.study.run_study`.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bayesldp._validation import check_int, check_open_unit
+from bayesldp._validation import check_int, check_labels, check_open_unit
 from bayesldp.errors import InvalidInputError
 from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
 
@@ -66,7 +67,21 @@ BAYES = {
     "chains": Field(int, default=4),
     "hdi_prob": Field((int, float), default=0.9, doc="credible interval mass, in (0, 1)"),
 }
-TABLES = {"study": STUDY, "population": POPULATION, "estimators": ESTIMATORS, "bayes": BAYES}
+#: the study's ``[population]``: the shared table (a survey's too) and the categories' names
+STUDY_POPULATION = POPULATION | {
+    "labels": Field(
+        list,
+        items=str,
+        doc="K distinct names of the categories 0..K-1, used in every output (estimates.csv, "
+        "figures, posteriors); default: a data set's own labels, else the numbers 0..K-1",
+    ),
+}
+TABLES = {
+    "study": STUDY,
+    "population": STUDY_POPULATION,
+    "estimators": ESTIMATORS,
+    "bayes": BAYES,
+}
 
 
 def validate_study(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
@@ -104,6 +119,7 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
     if population["k"] is None:
         raise SpecError(f"{source}: [population].k: missing (required)")
     check_value(check_int, population["k"], f"{source}: [population].k", 2)
+    _resolve_labels(population, source)
     if population["kind"] == "frequencies":
         freqs = population["frequencies"]
         if freqs is None or len(freqs) != population["k"]:
@@ -116,6 +132,26 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
         if not eps or any(e <= 0 for e in eps):
             raise SpecError(f"{source}: [[mechanisms]][{i}].epsilon: values must be > 0")
         _check_mechanism(mech, population["k"], eps[0], f"{source}: [[mechanisms]][{i}]")
+
+
+def _resolve_labels(population: dict[str, Any], source: str) -> None:
+    """Check ``[population].labels`` (K distinct strings) or take a data set's own labels.
+
+    Labels given in the spec win over a data set's (to shorten long ones, say).  Without either,
+    ``labels`` stays None and outputs name the categories by their numbers.
+    """
+    if population["labels"] is not None:
+        k = population["k"]
+        labels = check_value(
+            lambda value, where: check_labels(value, k, where),
+            population["labels"],
+            f"{source}: [population].labels",
+        )
+        population["labels"] = list(labels)
+    elif population["kind"] == "dataset":
+        from bayesldp.datasets import load_dataset
+
+        population["labels"] = list(load_dataset(population["dataset"]).labels)
 
 
 def _check_mechanism(mech: dict[str, Any], k: int, epsilon: float, where: str) -> None:
