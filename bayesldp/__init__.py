@@ -38,6 +38,7 @@ _LAZY = {
     "save_fit": "bayesldp.bayes",
     "loo": "bayesldp.bayes",
     "loo_compare": "bayesldp.bayes",
+    "sample_posterior_predictive": "bayesldp.bayes",
     "Dirichlet": "bayesldp.bayes",
     "AdaptiveDirichlet": "bayesldp.bayes",
 }
