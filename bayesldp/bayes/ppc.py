@@ -24,6 +24,11 @@ statistic's law is known in closed form:
   Laplace(0, b) variables is ``b`` times a difference of two Gamma(n, 1) variables);
 * every other mechanism (local hashing, subset selection, wrappers):
   ``mechanism.simulate_tally(c, rng).stat``, which randomises every user (O(n K) per draw).
+
+Measured (``K = 10``, ``n = 100,000``, the default 500 draws, one core): 0.01-0.1 s for GRR,
+RRRR, Hadamard response, unary and histogram encoding; 7 s for subset selection and 17-22 s for
+local hashing, which randomise every user: pass a smaller ``num_draws`` for large tallies of
+those.
 """
 
 from __future__ import annotations
@@ -79,8 +84,8 @@ def sample_posterior_predictive(
     num_draws : int, optional
         How many posterior draws to replicate: ``ceil(num_draws / chains)`` evenly spaced draws
         of every chain (all draws when that is more than there are).  Default 500, enough for
-        the plots and p-values and fast (mechanisms without a closed form randomise ``n`` users
-        per draw).
+        the plots and p-values and fast where the statistic has a closed form (local hashing
+        and subset selection randomise ``n`` users per draw: tens of seconds at n = 100,000).
 
     Returns
     -------
