@@ -173,3 +173,24 @@ def test_bad_input():
 def test_exported():
     assert bayesldp.sample_posterior_predictive is sample_posterior_predictive
     assert "sample_posterior_predictive" in bayesldp.__all__
+
+
+@pytest.mark.parametrize("name", ["GRR", "OUE", "SUE", "SHE", "THE", "HadamardResponse", "RRRR"])
+def test_closed_forms_match_simulate_tally(name):
+    """The closed-form draws of stat (finite channels, unary and histogram encoding) have the
+    mean and variance of ``mechanism.simulate_tally(c).stat``, c ~ Multinomial(n, theta): means
+    within 5 standard errors, variance ratios in [0.7, 1.43] (600 draws each: the ratio's sd is
+    about 0.08, so the bounds are about 4 sd away)."""
+    from bayesldp.bayes.ppc import simulate_stats
+
+    mech = _mechanism(name)
+    draws, n = 600, 400
+    rng = np.random.default_rng(11)
+    closed = simulate_stats(mech, np.tile(THETA, (draws, 1)), n, rng)
+    generic = np.array(
+        [mech.simulate_tally(rng.multinomial(n, THETA), rng).stat for _ in range(draws)]
+    )
+    se = np.sqrt((closed.var(axis=0) + generic.var(axis=0)) / draws)
+    assert np.all(np.abs(closed.mean(axis=0) - generic.mean(axis=0)) < 5 * se)
+    ratio = closed.var(axis=0) / generic.var(axis=0)
+    assert np.all((ratio > 0.7) & (ratio < 1.43)), ratio
