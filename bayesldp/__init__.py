@@ -39,6 +39,7 @@ _LAZY = {
     "save_fit": "bayesldp.bayes",
     "loo": "bayesldp.bayes",
     "loo_compare": "bayesldp.bayes",
+    "sample_posterior_predictive": "bayesldp.bayes",
     "Dirichlet": "bayesldp.bayes",
     "AdaptiveDirichlet": "bayesldp.bayes",
     "build_model": "bayesldp.bayes",

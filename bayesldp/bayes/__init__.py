@@ -2,7 +2,8 @@
 
 ``fit(tally, prior, method=...)`` returns ArviZ InferenceData whichever method produced it
 ("exact" Dirichlet mixture, "hmc", "nuts", "sgld"); ``save_fit`` / ``load_fit`` round-trip it
-through netCDF; ``loo`` / ``loo_compare`` cross-validate fits one report at a time.  Priors
+through netCDF; ``loo`` / ``loo_compare`` cross-validate fits one report at a time;
+``sample_posterior_predictive`` adds the posterior predictive check ArviZ plots.  Priors
 are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`) or a symmetric Dirichlet with an
 unknown concentration (:class:`AdaptiveDirichlet`, ``prior="adaptive"``).
 """
@@ -13,6 +14,7 @@ from bayesldp.bayes.elpd import loo, loo_compare
 from bayesldp.bayes.fit import BACKENDS, build_inference_data, fit
 from bayesldp.bayes.io import fit_prior, load_fit, save_fit
 from bayesldp.bayes.model import build_model, tally_likelihood
+from bayesldp.bayes.ppc import sample_posterior_predictive
 from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, as_dirichlet, as_prior
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "load_fit",
     "loo",
     "loo_compare",
+    "sample_posterior_predictive",
     "save_fit",
     "tally_likelihood",
 ]

@@ -260,6 +260,19 @@ def _check_reff(reff: object) -> float:
 def _fitted_tally(idata: Any, tally: Tally | None) -> Tally:
     """The tally a fit was made from: ``tally`` checked against ``observed_data``, or rebuilt."""
     observed = idata.observed_data if "observed_data" in idata.groups() else None
+    if (observed is None or "counts" not in observed) and "constant_data" in idata.groups():
+        # a posterior predictive check keeps only ``stat`` in observed_data and the tally in
+        # constant_data as tally_* (bayesldp.sample_posterior_predictive)
+        constant = idata.constant_data
+        if "tally_counts" in constant:
+            names = {
+                f"tally_{name}": name
+                for name in ("counts", "rows", "support", "levels")
+                if f"tally_{name}" in constant
+            }
+            observed = constant[list(names)].rename(names)
+            if "observed_data" in idata.groups() and "stat" in idata.observed_data:
+                observed["stat"] = idata.observed_data["stat"]
     if tally is not None:
         if not isinstance(tally, Tally):
             raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
