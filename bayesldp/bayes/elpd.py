@@ -98,13 +98,7 @@ def loo(
     az = import_arviz()
     import xarray as xr
 
-    if not isinstance(idata, az.InferenceData):
-        raise InvalidTypeError(
-            f"idata: expected the arviz.InferenceData returned by bayesldp.fit, "
-            f"got {type(idata).__name__}"
-        )
-    if "posterior" not in idata.groups() or "theta" not in idata.posterior:
-        raise InvalidInputError("idata: no posterior group with 'theta'; bayesldp.fit makes one")
+    check_posterior(idata)
     tally = _fitted_tally(idata, tally)
     posterior = idata.posterior
     theta = np.asarray(posterior["theta"].values, dtype=float)
@@ -255,6 +249,18 @@ def _check_reff(reff: object) -> float:
     if not (np.isfinite(reff) and reff > 0):
         raise InvalidInputError(f"reff: must be finite and > 0, got {reff}")
     return float(reff)
+
+
+def check_posterior(idata: Any) -> None:
+    """Refuse anything but an InferenceData with a posterior ``theta`` (what ``fit`` returns)."""
+    az = import_arviz()
+    if not isinstance(idata, az.InferenceData):
+        raise InvalidTypeError(
+            f"idata: expected the arviz.InferenceData returned by bayesldp.fit, "
+            f"got {type(idata).__name__}"
+        )
+    if "posterior" not in idata.groups() or "theta" not in idata.posterior:
+        raise InvalidInputError("idata: no posterior group with 'theta'; bayesldp.fit makes one")
 
 
 def _fitted_tally(idata: Any, tally: Tally | None) -> Tally:

@@ -115,16 +115,10 @@ def sample_posterior_predictive(
     az = import_arviz()
     import xarray as xr
 
-    from bayesldp.bayes.elpd import _fitted_tally
+    from bayesldp.bayes.elpd import _fitted_tally, check_posterior
     from bayesldp.bayes.fit import _resolve_seed, _standard_attrs
 
-    if not isinstance(idata, az.InferenceData):
-        raise InvalidTypeError(
-            f"idata: expected the arviz.InferenceData returned by bayesldp.fit, "
-            f"got {type(idata).__name__}"
-        )
-    if "posterior" not in idata.groups() or "theta" not in idata.posterior:
-        raise InvalidInputError("idata: no posterior group with 'theta'; bayesldp.fit makes one")
+    check_posterior(idata)
     seed = _resolve_seed(random_seed)
     fitted = _fitted_tally(idata, tally)
     mechanism = tally.mechanism if tally is not None else _mechanism_of(idata)
