@@ -34,3 +34,19 @@ def assert_unbiased_with_variance(estimates, truth, variance, *, z=4.0, rel_var=
     emp_var = estimates.var(axis=0, ddof=1)
     rel = emp_var / variance - 1
     assert np.all(np.abs(rel) <= rel_var), rel
+
+
+def assert_derivatives_match_differences(target, z, h=1e-6, rel_grad=1e-6, rel_hess=1e-5):
+    """An HMC target's gradient and Hessian at ``z`` against central differences of its
+    log-density and gradient (``target(z[None, :]) -> (logp, grad)``, ``target.hessian(z)``)."""
+    import pytest
+
+    _, grad = target(z[None, :])
+    hess = target.hessian(z)
+    for i in range(z.shape[0]):
+        dz = np.zeros_like(z)
+        dz[i] = h
+        lp_plus, g_plus = target((z + dz)[None, :])
+        lp_minus, g_minus = target((z - dz)[None, :])
+        assert grad[0, i] == pytest.approx((lp_plus[0] - lp_minus[0]) / (2 * h), rel=rel_grad)
+        np.testing.assert_allclose(hess[:, i], (g_plus[0] - g_minus[0]) / (2 * h), rtol=rel_hess)

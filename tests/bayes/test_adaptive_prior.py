@@ -13,6 +13,7 @@ from bayesldp.bayes import AdaptiveDirichlet, Dirichlet, as_prior, hmc
 from bayesldp.bayes.exact import exact_posterior
 from bayesldp.bayes.fit import import_arviz
 from bayesldp.errors import InvalidInputError
+from tests.stats_helpers import assert_derivatives_match_differences
 
 
 def brute_logpdf(prior, theta):
@@ -105,17 +106,7 @@ def test_hmc_target_is_loglik_plus_marginal_prior_plus_jacobian():
 def test_hmc_gradient_and_hessian_match_finite_differences():
     tally = bayesldp.GRR(5, 0.8).tally_from_report_counts([40, 10, 0, 25, 7])
     target = hmc._Target(tally, AdaptiveDirichlet(5))
-    z = np.array([0.3, -0.4, 1.1, -0.2])
-    h = 1e-6
-    _, grad = target(z[None, :])
-    hess = target.hessian(z)
-    for i in range(4):
-        dz = np.zeros(4)
-        dz[i] = h
-        lp_plus, g_plus = target((z + dz)[None, :])
-        lp_minus, g_minus = target((z - dz)[None, :])
-        assert grad[0, i] == pytest.approx((lp_plus[0] - lp_minus[0]) / (2 * h), rel=1e-6)
-        np.testing.assert_allclose(hess[:, i], (g_plus[0] - g_minus[0]) / (2 * h), rtol=1e-5)
+    assert_derivatives_match_differences(target, np.array([0.3, -0.4, 1.1, -0.2]))
 
 
 def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():

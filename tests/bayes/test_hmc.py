@@ -14,6 +14,7 @@ from bayesldp.bayes import hmc
 from bayesldp.bayes.fit import import_arviz
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.tally import Tally
+from tests.stats_helpers import assert_derivatives_match_differences
 
 DRAWS, CHAINS = 1500, 4
 
@@ -92,17 +93,7 @@ def test_log_density_is_loglik_plus_dirichlet_plus_jacobian(form):
 def test_gradient_and_hessian_match_finite_differences():
     tally = bayesldp.GRR(5, 0.8).tally_from_report_counts([40, 10, 0, 25, 7])
     target = hmc._Target(tally, np.array([0.5, 1.0, 1.5, 2.0, 0.8]))
-    z = np.array([0.3, -0.4, 1.1, -0.2])
-    h = 1e-6
-    _, grad = target(z[None, :])
-    hess = target.hessian(z)
-    for i in range(4):
-        dz = np.zeros(4)
-        dz[i] = h
-        lp_plus, g_plus = target((z + dz)[None, :])
-        lp_minus, g_minus = target((z - dz)[None, :])
-        assert grad[0, i] == pytest.approx((lp_plus[0] - lp_minus[0]) / (2 * h), rel=1e-6)
-        np.testing.assert_allclose(hess[:, i], (g_plus[0] - g_minus[0]) / (2 * h), rtol=1e-5)
+    assert_derivatives_match_differences(target, np.array([0.3, -0.4, 1.1, -0.2]))
 
 
 def test_windows_follow_stan():
