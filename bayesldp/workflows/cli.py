@@ -106,12 +106,12 @@ def _mechanism_params(args: argparse.Namespace) -> dict:
     return {name: getattr(args, name, None) for name in all_parameters()}
 
 
-def _add_mechanism_options(parser: argparse.ArgumentParser) -> None:
+def _add_mechanism_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--k``, ``--epsilon`` and one option per parameter a registered mechanism declares."""
     from bayesldp.mechanisms import all_parameters
 
-    parser.add_argument("--k", type=int, required=True, help="number of categories")
-    parser.add_argument("--epsilon", type=float, required=True, help="privacy budget")
+    parser.add_argument("--k", type=int, required=required, help="number of categories")
+    parser.add_argument("--epsilon", type=float, required=required, help="privacy budget")
     for param in all_parameters().values():
         nargs = "*" if param.many else None  # "--subset" alone is the empty list
         parser.add_argument(
@@ -167,7 +167,6 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def cmd_estimate(args: argparse.Namespace) -> int:
     """``bayesldp estimate REPORTS``: frequencies (and intervals where the method gives them)."""
     from bayesldp.estimators import METHODS
-    from bayesldp.workflows.report_files import read_reports
     from bayesldp.workflows.tables import print_table
 
     if args.method not in (*METHODS, "posterior"):  # before any file is read
@@ -178,14 +177,86 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             raise InvalidInputError("--save-posterior: only with --method posterior")
         writable_file(args.save_posterior, "--save-posterior")
     labels = _labels(args)  # before any file of reports is read
-    mech, tally = read_reports(
-        args.reports, args.mechanism, k=args.k, epsilon=args.epsilon, **_mechanism_params(args)
-    )
+    mech, tally = _read_tally(args)
     if args.method == "posterior":
         point, interval, kind = _posterior_estimate(args, tally, labels)
     else:
         point, interval, kind = _frequentist_estimate(args.method, tally)
     table = _estimate_table(mech, tally.n, args.method, point, interval, kind, labels)
+    print_table(table, args.output)
+    return 0
+
+
+def _read_tally(args: argparse.Namespace):
+    """``(mechanism, tally)`` of ``estimate``'s REPORTS: a tally store (its own mechanism), one
+    file (read here), or a directory, glob or several files (tallied on Dask, one task per
+    file; ``--scheduler`` picks where)."""
+    from bayesldp.mechanisms import make_mechanism
+    from bayesldp.workflows.dask_tally import report_files, tally_reports
+    from bayesldp.workflows.report_files import read_table
+    from bayesldp.workflows.tally_store import TallyStore, is_tally_store
+
+    if is_tally_store(args.reports):
+        store = TallyStore(args.reports)
+        _check_store_options(args, store)
+        return store.mechanism, store.tally()
+    missing = [f"--{name}" for name in ("mechanism", "k", "epsilon") if getattr(args, name) is None]
+    if missing:
+        raise InvalidInputError(
+            f"{', '.join(missing)}: required unless REPORTS is a tally store (bayesldp append)"
+        )
+    mech = make_mechanism(args.mechanism, args.k, args.epsilon, **_mechanism_params(args))
+    files = report_files(args.reports)
+    if len(files) == 1 and args.scheduler is None:
+        return mech, mech.tally_frame(read_table(files[0]), files[0])
+    scheduler = None if args.scheduler in (None, "local") else args.scheduler
+    return mech, tally_reports(files, mech, scheduler=scheduler, progress=not args.quiet)
+
+
+def _check_store_options(args: argparse.Namespace, store) -> None:
+    """A tally store knows its mechanism: options given beside it must agree with it."""
+    from bayesldp.mechanisms import canonical_name
+
+    mech = store.mechanism
+    given = {"mechanism": args.mechanism, "k": args.k, "epsilon": args.epsilon}
+    stored = {"mechanism": type(mech).__name__, "k": mech.k, "epsilon": mech.epsilon}
+    if given["mechanism"] is not None:
+        given["mechanism"] = canonical_name(given["mechanism"])
+    for name, value in given.items():
+        if value is not None and value != stored[name]:
+            raise InvalidInputError(
+                f"--{name}: {value!r} disagrees with the tally store {store.path}, whose reports "
+                f"were collected with {name} = {stored[name]!r} (leave the option out)"
+            )
+    if args.scheduler is not None:
+        raise InvalidInputError("--scheduler: a tally store is already tallied; leave it out")
+
+
+def cmd_append(args: argparse.Namespace) -> int:
+    """``bayesldp append STORE FILES...``: count report files into a durable tally store."""
+    from bayesldp.mechanisms import make_mechanism
+    from bayesldp.workflows.tables import Table, print_table
+    from bayesldp.workflows.tally_store import TallyStore, is_tally_store
+
+    if is_tally_store(args.store):
+        store = TallyStore(args.store)
+        _check_store_options(args, store)
+    else:
+        missing = [f"--{n}" for n in ("mechanism", "k", "epsilon") if getattr(args, n) is None]
+        if missing:
+            raise InvalidInputError(
+                f"{', '.join(missing)}: required to create the new tally store {args.store}"
+            )
+        mech = make_mechanism(args.mechanism, args.k, args.epsilon, **_mechanism_params(args))
+        store = TallyStore.create(args.store, mech)
+    records = store.append(args.files)
+    columns = ["name", "reports", "status"]
+    table = Table(
+        columns,
+        [[r[c] if r[c] is not None else "" for c in columns] for r in records],
+        title=[f"tally store {store.path}: {store.tally().n} reports in all"],
+        meta={"store": str(store.path), "mechanism": repr(store.mechanism)},
+    )
     print_table(table, args.output)
     return 0
 
@@ -390,9 +461,20 @@ def build_parser() -> argparse.ArgumentParser:
         + LABELS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    est.add_argument("reports", help="CSV or Parquet file of reports (layouts below)")
-    est.add_argument("--mechanism", required=True, help=mechanisms)
-    _add_mechanism_options(est)
+    est.add_argument(
+        "reports",
+        help="a CSV or Parquet file of reports (layouts below); a directory or a quoted glob of "
+        "such files (tallied on Dask, one task per file); or a tally store (bayesldp append), "
+        "which knows its mechanism",
+    )
+    est.add_argument("--mechanism", help=mechanisms + " (required unless REPORTS is a store)")
+    _add_mechanism_options(est, required=False)
+    est.add_argument(
+        "--scheduler",
+        help="where to tally several files: local (a dask.distributed LocalCluster, one worker "
+        "per core; the default for a directory or glob), threads, synchronous, or a scheduler "
+        "address such as tcp://10.0.0.5:8786",
+    )
     est.add_argument(
         "--method",
         default="norm_sub",
@@ -416,6 +498,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="a text file of the category names, one per line (for names with commas)",
     )
     est.set_defaults(func=cmd_estimate)
+    app = sub.add_parser(
+        "append",
+        help="count report files into a durable tally store (created on first use)",
+        description="Tally report files into STORE, one atomic step: a file whose content was "
+        "counted before is skipped, and a crash leaves the previous tally intact. `bayesldp "
+        "estimate STORE` reads it.",
+    )
+    app.add_argument("store", help="the tally store directory")
+    app.add_argument("files", nargs="+", help="CSV or Parquet report files")
+    app.add_argument("--mechanism", help=mechanisms + " (only to create the store)")
+    _add_mechanism_options(app, required=False)
+    app.add_argument("--output", choices=OUTPUTS, default="table", help=OUTPUT_HELP)
+    app.set_defaults(func=cmd_append, scheduler=None)
     sur = sub.add_parser("survey", help="simulate an AdOBEst-LDP adaptive survey")
     sur.add_argument("spec", help="survey spec (TOML), e.g. models/survey.toml")
     sur.add_argument("--out", help="output directory (default out/survey)")

@@ -50,9 +50,14 @@ from bayesldp.tally import Tally
 from bayesldp.workflows.outputs import directory_lock
 from bayesldp.workflows.report_files import read_table
 
-__all__ = ["TallyStore"]
+__all__ = ["TallyStore", "is_tally_store"]
 
 _CURRENT = "CURRENT"
+
+
+def is_tally_store(path: Any) -> bool:
+    """True when ``path`` is a directory holding a tally store (its ``CURRENT`` file)."""
+    return isinstance(path, str | os.PathLike) and (Path(path) / _CURRENT).is_file()
 
 
 def _file_digest(path: Path) -> str:
@@ -92,7 +97,7 @@ class TallyStore:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        if not (self.path / _CURRENT).is_file():
+        if not is_tally_store(self.path):
             raise InvalidInputError(
                 f"store: {self.path} is not a tally store (no {_CURRENT} file); make one with "
                 "TallyStore.create(path, mechanism)"

@@ -88,12 +88,12 @@ def test_recommend_prefers_grr_for_small_domains(capsys):
     assert "recommended: OUE" in capsys.readouterr().out
 
 
-def _write_grr_reports(path, n=3000):
+def _write_grr_reports(path, n=3000, seed=0):
     import numpy as np
 
     import bayesldp
 
-    x = np.random.default_rng(0).choice(4, n, p=[0.6, 0.2, 0.15, 0.05])
+    x = np.random.default_rng(seed).choice(4, n, p=[0.6, 0.2, 0.15, 0.05])
     reports = bayesldp.GRR(4, 2.0).perturb(x, rng=1)
     path.write_text("report\n" + "\n".join(map(str, reports)) + "\n")
 
@@ -560,3 +560,67 @@ def test_estimate_help_explains_labels(capsys):
     assert "--labels A,B,C" in text and "--labels-file FILE" in text
     assert "category labels: Reports hold category numbers 0..K-1" in text
     assert "bayesldp.encode(values, categories)" in text
+
+
+# ------------------------------------------------------------- report stores: files, Dask, stores
+def _estimate_json(capsys, argv):
+    import json
+
+    assert main([*argv, "--method", "mle", "--output", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_estimate_reads_a_directory_a_glob_and_a_store_alike(tmp_path, capsys):
+    """Three files read one by one, as a directory on Dask, as a glob, and through a tally store
+    give the same estimate; re-appending a file counts nothing twice."""
+    import json
+
+    import pandas as pd
+
+    parts = [tmp_path / f"day{i}.csv" for i in range(3)]
+    for i, path in enumerate(parts):
+        _write_grr_reports(path, n=300 + 100 * i, seed=i)
+    whole = tmp_path / "whole" / "all.csv"
+    whole.parent.mkdir()
+    pd.concat([pd.read_csv(p) for p in parts]).to_csv(whole, index=False)
+    mech = ["--mechanism", "GRR", "--k", "4", "--epsilon", "2"]
+    expected = _estimate_json(capsys, ["estimate", str(whole), *mech])
+    assert expected["reports"] == 1200
+    directory = _estimate_json(capsys, ["estimate", str(tmp_path), *mech, "--scheduler", "threads"])
+    pattern = str(tmp_path / "day*.csv")
+    glob = _estimate_json(capsys, ["estimate", pattern, *mech, "--scheduler", "synchronous"])
+    store = tmp_path / "store"
+    assert main(["append", str(store), *map(str, parts[:2]), *mech, "--output", "json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert [r["status"] for r in first["rows"]] == ["counted", "counted"]
+    assert main(["append", str(store), *map(str, parts[1:]), "--output", "json"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert [r["status"] for r in second["rows"]] == ["already counted", "counted"]
+    stored = _estimate_json(capsys, ["estimate", str(store)])
+    for got in (directory, glob, stored):
+        assert got["reports"] == 1200
+        for a, b in zip(got["rows"], expected["rows"], strict=True):
+            assert a["estimate"] == pytest.approx(b["estimate"], abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["estimate", "{store}", "--k", "5"], "--k: 5 disagrees with the tally store"),
+        (["estimate", "{store}", "--mechanism", "OUE"], "--mechanism: 'OUE' disagrees"),
+        (["estimate", "{store}", "--scheduler", "threads"], "--scheduler: a tally store"),
+        (["estimate", "{file}"], "--mechanism, --k, --epsilon: required unless REPORTS"),
+        (["append", "{tmp}/new", "{file}", "--k", "4"], "--mechanism, --epsilon: required to"),
+        (["append", "{store}", "{file}", "--epsilon", "1"], "--epsilon: 1.0 disagrees"),
+    ],
+)
+def test_store_and_scheduler_options_checked(tmp_path, capsys, argv, message):
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=50)
+    store = tmp_path / "store"
+    mech = ["--mechanism", "grr", "--k", "4", "--epsilon", "2"]
+    assert main(["append", str(store), str(path), *mech]) == 0
+    capsys.readouterr()
+    fill = {"store": store, "file": path, "tmp": tmp_path}
+    assert main([a.format(**fill) for a in argv]) == 2
+    assert message in capsys.readouterr().err
