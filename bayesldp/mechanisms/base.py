@@ -216,8 +216,9 @@ class FiniteChannelMechanism(Mechanism):
     def realised_epsilon(self) -> float:
         return realised_epsilon_of_channel(self.channel)
 
-    def check_reports(self, reports: Any) -> np.ndarray:
-        """Validate integer reports in ``0..n_outputs-1``."""
+    def check_reports(self, reports: Any, cast: bool = True) -> np.ndarray:
+        """Validate integer reports in ``0..n_outputs-1``; int64 unless ``cast=False`` (then in
+        their own integer dtype)."""
         arr = np.asarray(reports)
         if arr.ndim != 1:
             raise InvalidInputError(f"reports: expected a 1-d array, got shape {arr.shape}")
@@ -229,15 +230,15 @@ class FiniteChannelMechanism(Mechanism):
         if arr.min() < 0 or arr.max() >= m:
             bad = arr.min() if arr.min() < 0 else arr.max()
             raise InvalidInputError(f"reports: must lie in 0..{m - 1}, got {bad}")
-        return arr.astype(np.int64, copy=False)
+        return arr.astype(np.int64, copy=False) if cast else arr
 
     def tally(self, reports: Any) -> Tally:
-        reports = self.check_reports(reports)
-        return self.tally_from_report_counts(np.bincount(reports, minlength=self.n_outputs))
+        reports = self.check_reports(reports, cast=False)
+        return self.tally_from_report_counts(count_reports(reports, self.n_outputs))
 
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
         """A ``report`` column of integers 0..n_outputs-1 (0..K-1 for a K x K channel)."""
-        (reports,) = int_columns(frame, ["report"], source)
+        (reports,) = int_columns(frame, ["report"], source, cast=False)
         return reports
 
     def reports_to_frame(self, reports: Any) -> Any:
@@ -362,8 +363,26 @@ class PureProtocol(Mechanism):
         return q * (1 - q) / (p - q) ** 2
 
 
-def int_columns(frame: Any, names: list[str], source: Any) -> list[np.ndarray]:
-    """The named integer columns of a table, with errors naming the file and the column."""
+#: from this many reports on, :func:`count_reports` uses the compiled count
+COMPILED_COUNT_MIN = 100_000
+
+
+def count_reports(reports: np.ndarray, m: int) -> np.ndarray:
+    """How many of the integer ``reports`` (checked to lie in ``0..m-1``) equal each value.
+
+    ``np.bincount`` on small arrays; a compiled single pass on large ones, which skips
+    bincount's conversion of the whole array to ``intp`` (:mod:`bayesldp.mechanisms._counting`).
+    """
+    if reports.size < COMPILED_COUNT_MIN:
+        return np.bincount(reports, minlength=m)
+    from bayesldp.mechanisms._counting import count_codes
+
+    return count_codes(np.ascontiguousarray(reports), m)
+
+
+def int_columns(frame: Any, names: list[str], source: Any, cast: bool = True) -> list[np.ndarray]:
+    """The named integer columns of a table, with errors naming the file and the column (int64,
+    or in the file's own integer dtype with ``cast=False``)."""
     missing = [c for c in names if c not in frame.columns]
     if missing:
         raise InvalidInputError(
@@ -377,7 +396,7 @@ def int_columns(frame: Any, names: list[str], source: Any) -> list[np.ndarray]:
             raise InvalidInputError(
                 f"reports: {source} column {name!r} must hold integers, got {col.dtype}"
             )
-        out.append(col.astype(np.int64))
+        out.append(col.astype(np.int64) if cast else col)
     return out
 
 

@@ -63,7 +63,7 @@ def report_files(source: Any) -> list[Path]:
 
 def _tally_file(path: Path, mechanism: Mechanism) -> Tally:
     """One file's tally, duplicate rows merged (the compression a per-report tally allows)."""
-    return mechanism.tally_frame(read_table(path), path).deduplicated()
+    return mechanism.tally_frame(read_table(path, threads=False), path).deduplicated()
 
 
 def _merge(a: Tally, b: Tally) -> Tally:

@@ -17,8 +17,11 @@ from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms import make_mechanism, mechanism_class, names
 
 
-def read_table(path: str | Path):
-    """Read a CSV or Parquet file into a pandas DataFrame with clear errors."""
+def read_table(path: str | Path, threads: bool = True):
+    """Read a CSV or Parquet file into a pandas DataFrame with clear errors.
+
+    ``threads=False`` decodes Parquet on the calling thread only (for Dask workers that each
+    own one core, as :mod:`bayesldp.workflows.dask_tally` starts them)."""
     import pandas as pd
 
     path = Path(path)
@@ -28,7 +31,7 @@ def read_table(path: str | Path):
         raise InvalidInputError(f"reports: {path} is empty")
     if path.suffix.lower() in (".parquet", ".pq"):
         try:
-            frame = pd.read_parquet(path)
+            frame = pd.read_parquet(path, use_threads=threads)
         except ImportError:
             raise InvalidInputError(
                 "reports: reading Parquet needs pyarrow (pip install pyarrow)"

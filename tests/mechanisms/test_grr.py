@@ -108,3 +108,19 @@ def test_audit_finds_no_violation():
     result = audit(bayesldp.GRR(10, 1.0), trials=100_000, rng=1)
     assert result.passed
     assert result.epsilon_lower_bound > 0.8  # the audit has power: GRR is tight
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int32, np.int64])
+def test_large_tally_counts_every_dtype_exactly(dtype):
+    """Above COMPILED_COUNT_MIN reports the compiled count runs; it equals bincount for every
+    integer dtype a report file may hold, and out-of-range reports are still refused."""
+    from bayesldp.mechanisms.base import COMPILED_COUNT_MIN
+
+    mech = bayesldp.GRR(200, 1.0)
+    reports = np.random.default_rng(3).integers(0, 200, COMPILED_COUNT_MIN + 7).astype(dtype)
+    tally = mech.tally(reports)
+    expected = np.bincount(reports.astype(np.int64), minlength=200)
+    assert np.array_equal(tally.stat, expected) and tally.n == reports.size
+    reports[-1] = 200
+    with pytest.raises(bayesldp.InvalidInputError, match=r"must lie in 0\.\.199, got 200"):
+        mech.tally(reports)
