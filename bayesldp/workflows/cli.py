@@ -193,7 +193,7 @@ def _read_tally(args: argparse.Namespace):
     file; ``--scheduler`` picks where)."""
     from bayesldp.mechanisms import make_mechanism
     from bayesldp.workflows.dask_tally import report_files, tally_reports
-    from bayesldp.workflows.report_files import read_table
+    from bayesldp.workflows.report_files import tally_file
     from bayesldp.workflows.tally_store import TallyStore, is_tally_store
 
     if is_tally_store(args.reports):
@@ -208,7 +208,7 @@ def _read_tally(args: argparse.Namespace):
     mech = make_mechanism(args.mechanism, args.k, args.epsilon, **_mechanism_params(args))
     files = report_files(args.reports)
     if len(files) == 1 and args.scheduler is None:
-        return mech, mech.tally_frame(read_table(files[0]), files[0])
+        return mech, tally_file(mech, files[0])
     scheduler = None if args.scheduler in (None, "local") else args.scheduler
     return mech, tally_reports(files, mech, scheduler=scheduler, progress=not args.quiet)
 

@@ -2,7 +2,7 @@
 
 A tally is additive (:meth:`bayesldp.Tally.__add__`), so a collection of report files of any size
 is tallied file by file on the workers and only tallies travel: each task reads one CSV or
-Parquet file (:func:`~bayesldp.workflows.report_files.read_table`), tallies it with the
+Parquet file (:func:`~bayesldp.workflows.report_files.tally_file`), tallies it with the
 mechanism's own layout (``mechanism.tally_frame``) and merges duplicate rows; pairs of tallies are
 then summed in a binary tree (``log2`` of the number of files deep), so no worker and not the
 client ever holds more than two tallies and one file's reports at a time.
@@ -26,7 +26,7 @@ from typing import Any
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
-from bayesldp.workflows.report_files import read_table
+from bayesldp.workflows.report_files import tally_file
 
 __all__ = ["report_files", "tally_reports"]
 
@@ -63,7 +63,7 @@ def report_files(source: Any) -> list[Path]:
 
 def _tally_file(path: Path, mechanism: Mechanism) -> Tally:
     """One file's tally, duplicate rows merged (the compression a per-report tally allows)."""
-    return mechanism.tally_frame(read_table(path, threads=False), path).deduplicated()
+    return tally_file(mechanism, path, threads=False).deduplicated()
 
 
 def _merge(a: Tally, b: Tally) -> Tally:

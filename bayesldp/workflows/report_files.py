@@ -61,7 +61,18 @@ def read_table(path: str | Path, threads: bool = True):
 def read_reports(path: str | Path, mechanism: str, *, k: int, epsilon: float, **params: Any):
     """Build the mechanism and tally the reports in ``path``; returns ``(mechanism, tally)``."""
     mech = make_mechanism(mechanism, k, epsilon, **params)
-    return mech, mech.tally_frame(read_table(path), path)
+    return mech, tally_file(mech, path)
+
+
+def tally_file(mechanism: Any, path: str | Path, threads: bool = True):
+    """The tally of one report file in ``mechanism``'s layout; an error about its reports
+    names the file (a report outside the mechanism's range says which file holds it)."""
+    try:
+        return mechanism.tally_frame(read_table(path, threads=threads), path)
+    except InvalidInputError as exc:
+        if str(path) in str(exc):
+            raise
+        raise InvalidInputError(f"{path}: {exc}") from None
 
 
 def layout(name: str) -> str:

@@ -48,7 +48,7 @@ from bayesldp.mechanisms import make_mechanism
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
 from bayesldp.workflows.outputs import directory_lock
-from bayesldp.workflows.report_files import read_table
+from bayesldp.workflows.report_files import tally_file
 
 __all__ = ["TallyStore", "is_tally_store"]
 
@@ -176,7 +176,7 @@ class TallyStore:
                 if digest in seen:
                     records.append({**record, "reports": None, "status": "already counted"})
                     continue
-                tally = mech.tally_frame(read_table(path), path)
+                tally = tally_file(mech, path)
                 total = tally if total is None else total + tally
                 seen.add(digest)
                 stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")

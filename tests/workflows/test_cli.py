@@ -624,3 +624,25 @@ def test_store_and_scheduler_options_checked(tmp_path, capsys, argv, message):
     fill = {"store": store, "file": path, "tmp": tmp_path}
     assert main([a.format(**fill) for a in argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_report_out_of_range_names_its_file(tmp_path, capsys):
+    """A file of another mechanism's reports (here GRR with K = 5 into a K = 4 store) is refused,
+    naming the file, on every path: one file, Dask, and a store."""
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    _write_grr_reports(good, n=50)
+    bad.write_text("report\n0\n4\n")
+    mech = ["--mechanism", "GRR", "--k", "4", "--epsilon", "2"]
+    store = tmp_path / "store"
+    assert main(["append", str(store), str(good), *mech]) == 0
+    for argv in (
+        ["estimate", str(bad), *mech],
+        ["estimate", str(tmp_path / "*.csv"), *mech, "--scheduler", "synchronous"],
+        ["append", str(store), str(bad)],
+    ):
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert str(bad) in err and "must lie in 0..3, got 4" in err
+    assert main(["estimate", str(store), "--output", "json"]) == 0
+    assert '"reports": 50' in capsys.readouterr().out
