@@ -259,7 +259,7 @@ class FiniteChannelMechanism(Mechanism):
         return self.tally_from_report_counts(totals)
 
     def report_size(self) -> str:
-        return f"{math.ceil(math.log2(self.n_outputs))} bits"
+        return bits(math.ceil(math.log2(self.n_outputs)))
 
     def tally_from_report_counts(self, report_counts: Any) -> Tally:
         """Build the tally from counts of each report value (already aggregated data)."""
@@ -378,6 +378,11 @@ def count_reports(reports: np.ndarray, m: int) -> np.ndarray:
     from bayesldp.mechanisms._counting import count_codes
 
     return count_codes(np.ascontiguousarray(reports), m)
+
+
+def bits(count: int) -> str:
+    """``"1 bit"``, ``"4 bits"``: a report size in words."""
+    return f"{count} bit" if count == 1 else f"{count} bits"
 
 
 def int_columns(frame: Any, names: list[str], source: Any, cast: bool = True) -> list[np.ndarray]:

@@ -38,6 +38,7 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedErr
 from bayesldp.mechanisms.base import (
     Parameter,
     PureProtocol,
+    bits,
     int_columns,
     realised_epsilon_of_channel,
 )
@@ -295,7 +296,7 @@ class LocalHashing(HashedGRR):
         return pd.DataFrame({"a": a, "b": b, "y": y})
 
     def report_size(self) -> str:
-        return f"{math.ceil(math.log2(max(2, self.g)))} bits + 62-bit hash seed"
+        return f"{bits(math.ceil(math.log2(max(2, self.g))))} + 62-bit hash seed"
 
     def tally(self, reports: HashReports) -> Tally:
         """Support-form tally: ``support[i, x] = (h_i(x) == y_i)``, levels ``(q, p)``.

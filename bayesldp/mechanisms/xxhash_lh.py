@@ -40,7 +40,12 @@ import numpy as np
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms import _xxh32
-from bayesldp.mechanisms.base import Parameter, int_columns, realised_epsilon_of_channel
+from bayesldp.mechanisms.base import (
+    Parameter,
+    bits,
+    int_columns,
+    realised_epsilon_of_channel,
+)
 from bayesldp.mechanisms.hashing import HashedGRR, _check_g, check_report_field, optimal_g
 from bayesldp.tally import Tally
 
@@ -183,7 +188,7 @@ class XXHashLocalHashing(HashedGRR):
         return pd.DataFrame({"y": y, "seed": seed})
 
     def report_size(self) -> str:
-        return f"{math.ceil(math.log2(max(2, self.g)))} bits + 32-bit hash seed"
+        return f"{bits(math.ceil(math.log2(max(2, self.g))))} + 32-bit hash seed"
 
     def tally(self, reports: SeedReports) -> Tally:
         """Support-form tally: ``support[i, x] = (h_{s_i}(x) == y_i)``, levels ``(q, p)``.

@@ -139,9 +139,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
     print(f"  realised epsilon (exact, from the channel): {mech.realised_epsilon():.12g}")
     result = audit(mech, trials=args.trials, alpha=args.alpha, rng=args.seed)
     verdict = "no violation found" if result.passed else "VIOLATION: lower bound exceeds epsilon"
+    bound = result.epsilon_lower_bound
+    found = (
+        f"epsilon >= {bound:.4f}"
+        if bound > 0
+        else "no positive lower bound (too few trials to tell the inputs apart; raise --trials)"
+    )
     print(
         f"  empirical audit ({result.trials:,} trials per input, confidence {1 - args.alpha:g}): "
-        f"epsilon >= {result.epsilon_lower_bound:.4f}  -> {verdict}"
+        f"{found}  -> {verdict}"
     )
     return 0 if result.passed else 1
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayesldp.errors import InvalidInputError
 from bayesldp.workflows.tables import Table
 
 #: the estimators whose expected error ``recommend`` can rank, the default first
@@ -68,11 +69,17 @@ def recommend_table(k: int, epsilon: float, n: int, method: str) -> Table:
     """The ranking as a :class:`~bayesldp.workflows.tables.Table`, best first."""
     from bayesldp.mechanisms import make_mechanism
 
-    rows = []
+    rows, unavailable = [], []
     for name in candidates():
-        mech = make_mechanism(name, k, epsilon)
+        try:
+            mech = make_mechanism(name, k, epsilon)
+        except InvalidInputError as exc:  # e.g. OUE's bit probability below 2^-52 at eps ~ 50
+            unavailable.append(f"{name}: {exc}")
+            continue
         error, source = expected_error(mech, method, n)
         rows.append([name, error, (error / k) ** 0.5, n * error, mech.report_size(), source])
+    if not rows:
+        raise InvalidInputError(f"epsilon: no mechanism runs at {epsilon:g}: {unavailable[0]}")
     rows.sort(key=lambda row: row[1])
     close = [row[0] for row in rows[1:] if row[1] <= CLOSE * rows[0][1]]
     note = f"; within 1%: {', '.join(close)} (compare report sizes)" if close else ""
@@ -93,6 +100,7 @@ def recommend_table(k: int, epsilon: float, n: int, method: str) -> Table:
         "ranked": RANKED[method],
         "recommended": rows[0][0],
         "within_1_percent": close,
+        "not_ranked": unavailable,
     }
     title = [f"K = {k}, epsilon = {epsilon:g}, n = {n:,}, method = {method}"]
     title.append(f"Ranked: {RANKED[method]}.")
@@ -100,7 +108,10 @@ def recommend_table(k: int, epsilon: float, n: int, method: str) -> Table:
         columns,
         rows,
         title=title,
-        notes=[f"recommended: {rows[0][0]} (lowest expected error{note})"],
+        notes=[
+            f"recommended: {rows[0][0]} (lowest expected error{note})",
+            *(f"not ranked: {reason}" for reason in unavailable),
+        ],
         meta=meta,
         headers=headers,
         formats={"mse": ".4g", "rmse_one": ".3g", "n_mse": ".4g"},

@@ -646,3 +646,26 @@ def test_report_out_of_range_names_its_file(tmp_path, capsys):
         assert str(bad) in err and "must lie in 0..3, got 4" in err
     assert main(["estimate", str(store), "--output", "json"]) == 0
     assert '"reports": 50' in capsys.readouterr().out
+
+
+def test_recommend_at_a_huge_epsilon_ranks_what_runs(capsys):
+    """At eps = 50 OUE cannot draw its bits exactly: it is listed as not ranked, with the reason,
+    and the others are ranked (the command used to fail outright)."""
+    import json
+
+    argv = ["recommend", "--k", "10", "--epsilon", "50", "--n", "1000", "--output", "json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    ranked = [row["mechanism"] for row in result["rows"]]
+    assert "OUE" not in ranked and "GRR" in ranked
+    assert result["not_ranked"][0].startswith("OUE: epsilon: 50.0 gives a bit probability")
+
+
+def test_audit_with_few_trials_says_so_and_report_sizes_read_well(capsys):
+    import bayesldp
+
+    assert main(["audit", "GRR", "--k", "4", "--epsilon", "1", "--trials", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "no positive lower bound (too few trials" in out and "-inf" not in out
+    assert bayesldp.BLH(4, 1.0).report_size() == "1 bit + 62-bit hash seed"
+    assert bayesldp.GRR(16, 1.0).report_size() == "4 bits"
