@@ -31,40 +31,67 @@ from numba import njit
 
 from bayesldp._validation import RNGLike, as_generator, check_int, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.mechanisms._splitmix import GOLDEN, bernoulli_threshold, mix64, stream_seed
 from bayesldp.mechanisms.base import Parameter, PureProtocol, int_columns
 from bayesldp.mechanisms.unary import support_tally
 from bayesldp.tally import Tally
 
 #: the channel over all C(K, d) subsets is built only up to this many columns
 MAX_CHANNEL_COLUMNS = 1_000_000
-#: uniforms drawn per block of perturbation (bounds the extra memory, ~8 MB)
-_BLOCK_KEYS = 1_000_000
 
 
 @njit(cache=True)
-def _floyd_subsets(x, uniforms, p, k, out, chosen):  # pragma: no cover - compiled
-    """Row ``i`` of ``out``: the true ``x[i]`` (if ``uniforms[i, d] < p``) and uniformly drawn
-    distinct others, by Floyd's algorithm over the ``K - 1`` others (index ``j`` is category
-    ``j`` below ``x``, ``j + 1`` from it on); ``chosen`` is a cleared scratch flag array."""
+def _below(state, spare, have, r):  # pragma: no cover - compiled
+    """A uniform integer in ``0..r-1`` (``1 <= r < 2^32``) by Lemire's method (ACM TOMACS
+    29(1), 2019: multiply a 32-bit word by ``r``, reject the ``2^32 mod r`` low values, so the
+    result is exactly uniform).  32-bit words are the halves of SplitMix64 outputs; ``state``,
+    ``spare`` and ``have`` (1-element arrays) hold the stream and the unused half."""
+    rr = np.uint64(r)
+    while True:
+        if have[0]:
+            word = spare[0]
+            have[0] = False
+        else:
+            state[0] += GOLDEN
+            z = mix64(state[0])
+            word = z & np.uint64(0xFFFFFFFF)
+            spare[0] = z >> np.uint64(32)
+            have[0] = True
+        prod = word * rr
+        low = prod & np.uint64(0xFFFFFFFF)
+        if low >= rr or low >= (np.uint64(0x100000000) - rr) % rr:
+            return np.int64(prod >> np.uint64(32))
+
+
+@njit(cache=True)
+def _floyd_subsets(x, seed, threshold, k, out, chosen):  # pragma: no cover - compiled
+    """Row ``i`` of ``out``: the true ``x[i]`` (when a SplitMix64 draw ``(u >> 11)`` is below
+    ``threshold = ceil(p 2^53)``) and uniformly drawn distinct others, by Floyd's algorithm over
+    the ``K - 1`` others (index ``j`` is category ``j`` below ``x``, ``j + 1`` from it on);
+    ``chosen`` is a cleared scratch flag array.  All draws come from the stream seeded ``seed``."""
     n, d = out.shape
     others = k - 1
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = seed
+    spare = np.zeros(1, dtype=np.uint64)
+    have = np.zeros(1, dtype=np.bool_)
     for i in range(n):
-        keep = uniforms[i, d] < p
+        state[0] += GOLDEN
+        keep = (mix64(state[0]) >> np.uint64(11)) < threshold
         m = d - 1 if keep else d
+        xi = x[i]
         for step in range(m):
             j = others - m + step
-            t = int(uniforms[i, step] * (j + 1))
-            if t > j:
-                t = j
+            t = _below(state, spare, have, j + 1)
             if chosen[t]:
                 t = j
             chosen[t] = True
-            out[i, step] = t if t < x[i] else t + 1
+            out[i, step] = t + (t >= xi)
         for step in range(m):
             v = out[i, step]
-            chosen[v if v < x[i] else v - 1] = False
+            chosen[v - (v > xi)] = False
         if keep:
-            out[i, d - 1] = x[i]
+            out[i, d - 1] = xi
 
 
 def _ss_probabilities(k: int, d: int, epsilon: float) -> tuple[float, float]:
@@ -138,21 +165,19 @@ class SubsetSelection(PureProtocol):
         Per user: with probability ``p`` the subset is the true value plus ``d - 1`` of the
         other ``K - 1`` categories, else ``d`` of the others, drawn uniformly without replacement
         by Floyd's algorithm (Bentley and Floyd, CACM 30(9), 1987: ``m`` distinct values from
-        ``N`` with ``m`` uniforms) in a compiled loop, O(d) per user.  Uniforms come from
-        ``rng`` in blocks of about ``1e6``, so the same seed gives the same subsets and the
-        extra memory is bounded whatever ``n`` is.
+        ``N`` with ``m`` uniform integers) in a compiled loop, O(d) per user.  The draws come
+        from a SplitMix64 stream inside the loop (Bernoulli(``p``) as ``(u >> 11) < ceil(p
+        2^53)``, integers exactly uniform by Lemire's method on 32-bit halves), seeded by one
+        draw of ``rng``: the same seed gives the same subsets and no memory beyond the output
+        is used.
         """
         x = check_values(x, self.k)
+        if self.k > 2**32:
+            raise NotSupportedError(f"k: perturb draws categories below 2^32, got k = {self.k}")
         gen = as_generator(rng)
-        n, d = x.shape[0], self.d
-        out = np.empty((n, d), dtype=np.int64)
-        rows = max(1, _BLOCK_KEYS // (d + 1))
+        out = np.empty((x.shape[0], self.d), dtype=np.int64)
         scratch = np.zeros(self.k - 1, dtype=np.bool_)
-        for start in range(0, n, rows):
-            xs = x[start : start + rows]
-            uniforms = gen.random((xs.shape[0], d + 1))
-            _floyd_subsets(xs, uniforms, self.p, self.k, out[start : start + xs.shape[0]],
-                           scratch)  # fmt: skip
+        _floyd_subsets(x, stream_seed(gen), bernoulli_threshold(self.p), self.k, out, scratch)
         return out
 
     # ------------------------------------------------------------------ aggregator
