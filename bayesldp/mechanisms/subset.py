@@ -41,55 +41,51 @@ MAX_CHANNEL_COLUMNS = 1_000_000
 
 
 @njit(cache=True)
-def _below(state, spare, have, r):  # pragma: no cover - compiled
-    """A uniform integer in ``0..r-1`` (``1 <= r < 2^32``) by Lemire's method (ACM TOMACS
-    29(1), 2019: multiply a 32-bit word by ``r``, reject the ``2^32 mod r`` low values, so the
-    result is exactly uniform).  32-bit words are the halves of SplitMix64 outputs; ``state``,
-    ``spare`` and ``have`` (1-element arrays) hold the stream and the unused half."""
-    rr = np.uint64(r)
-    while True:
-        if have[0]:
-            word = spare[0]
-            have[0] = False
-        else:
-            state[0] += GOLDEN
-            z = mix64(state[0])
-            word = z & np.uint64(0xFFFFFFFF)
-            spare[0] = z >> np.uint64(32)
-            have[0] = True
-        prod = word * rr
-        low = prod & np.uint64(0xFFFFFFFF)
-        if low >= rr or low >= (np.uint64(0x100000000) - rr) % rr:
-            return np.int64(prod >> np.uint64(32))
-
-
-@njit(cache=True)
-def _floyd_subsets(x, seed, threshold, k, out, chosen):  # pragma: no cover - compiled
+def _floyd_subsets(x, seed, threshold, k, out, stamp):  # pragma: no cover - compiled
     """Row ``i`` of ``out``: the true ``x[i]`` (when a SplitMix64 draw ``(u >> 11)`` is below
     ``threshold = ceil(p 2^53)``) and uniformly drawn distinct others, by Floyd's algorithm over
-    the ``K - 1`` others (index ``j`` is category ``j`` below ``x``, ``j + 1`` from it on);
-    ``chosen`` is a cleared scratch flag array.  All draws come from the stream seeded ``seed``."""
+    the ``K - 1`` others (index ``j`` is category ``j`` below ``x``, ``j + 1`` from it on).
+
+    All draws come from the SplitMix64 stream seeded ``seed``.  Each uniform integer in
+    ``0..r-1`` takes a 32-bit half of an output by Lemire's method (ACM TOMACS 29(1), 2019:
+    multiply by ``r``, reject the ``2^32 mod r`` lowest products, so it is exactly uniform).
+    ``stamp`` (int64, ``K - 1`` zeros) marks index ``t`` as taken by user ``i`` with
+    ``stamp[t] = i + 1``, so nothing is cleared between users."""
     n, d = out.shape
     others = k - 1
-    state = np.empty(1, dtype=np.uint64)
-    state[0] = seed
-    spare = np.zeros(1, dtype=np.uint64)
-    have = np.zeros(1, dtype=np.bool_)
+    state = seed
+    spare = np.uint64(0)
+    have = False
+    low32 = np.uint64(0xFFFFFFFF)
+    two32 = np.uint64(0x100000000)
     for i in range(n):
-        state[0] += GOLDEN
-        keep = (mix64(state[0]) >> np.uint64(11)) < threshold
+        state += GOLDEN
+        keep = (mix64(state) >> np.uint64(11)) < threshold
         m = d - 1 if keep else d
         xi = x[i]
+        mark = i + 1
         for step in range(m):
             j = others - m + step
-            t = _below(state, spare, have, j + 1)
-            if chosen[t]:
+            r = np.uint64(j + 1)
+            while True:
+                if have:
+                    word = spare
+                    have = False
+                else:
+                    state += GOLDEN
+                    z = mix64(state)
+                    word = z & low32
+                    spare = z >> np.uint64(32)
+                    have = True
+                prod = word * r
+                low = prod & low32
+                if low >= r or low >= (two32 - r) % r:
+                    break
+            t = np.int64(prod >> np.uint64(32))
+            if stamp[t] == mark:
                 t = j
-            chosen[t] = True
+            stamp[t] = mark
             out[i, step] = t + (t >= xi)
-        for step in range(m):
-            v = out[i, step]
-            chosen[v - (v > xi)] = False
         if keep:
             out[i, d - 1] = xi
 
@@ -176,8 +172,8 @@ class SubsetSelection(PureProtocol):
             raise NotSupportedError(f"k: perturb draws categories below 2^32, got k = {self.k}")
         gen = as_generator(rng)
         out = np.empty((x.shape[0], self.d), dtype=np.int64)
-        scratch = np.zeros(self.k - 1, dtype=np.bool_)
-        _floyd_subsets(x, stream_seed(gen), bernoulli_threshold(self.p), self.k, out, scratch)
+        stamp = np.zeros(self.k - 1, dtype=np.int64)
+        _floyd_subsets(x, stream_seed(gen), bernoulli_threshold(self.p), self.k, out, stamp)
         return out
 
     # ------------------------------------------------------------------ aggregator
