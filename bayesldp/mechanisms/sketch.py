@@ -161,6 +161,20 @@ def _cms_support(rows, bits, hashes, out):  # pragma: no cover - compiled
             out[i, x] = bits[i, hashes[r, x]] > 0
 
 
+@njit(cache=True)
+def _hcms_support(rows, index, bit, hashes, out):  # pragma: no cover - compiled
+    n, k = out.shape
+    for i in range(n):
+        r, ell, b = rows[i], index[i], bit[i]
+        for x in range(k):
+            v = ell & hashes[r, x]
+            parity = 0
+            while v:
+                v &= v - 1
+                parity ^= 1
+            out[i, x] = (1 - 2 * parity) == b
+
+
 def _parity(v: np.ndarray) -> np.ndarray:
     return (np.bitwise_count(v) & np.uint8(1)).astype(np.int8)
 
@@ -599,10 +613,11 @@ class HCMS(_CountMeanSketch):
 
     def membership(self, reports: Any) -> np.ndarray:
         rows, index, bit = self.check_reports(reports)
-        check_memory(float(rows.size) * self.k * 9, f"an HCMS tally of {rows.size:,} reports",
+        check_memory(float(rows.size) * self.k, f"an HCMS tally of {rows.size:,} reports",
                      "tally fewer reports at a time and add the tallies")  # fmt: skip
-        parity = _parity((index[:, None] & self.hashes[rows]).astype(np.uint64))
-        return (1 - 2 * parity) == bit[:, None]
+        out = np.empty((rows.size, self.k), dtype=np.bool_)
+        _hcms_support(rows, index, bit.astype(np.int64), self.hashes, out)
+        return out
 
     # ------------------------------------------------------------------ report tables
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> HCMSReports:
