@@ -53,7 +53,14 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from bayesldp._validation import RNGLike, as_generator, check_int, check_memory, check_values
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_counts,
+    check_int,
+    check_memory,
+    check_values,
+)
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms._splitmix import GOLDEN, bernoulli_threshold, mix64, splitmix64
 from bayesldp.mechanisms._splitmix import stream_seed as _stream_seed
@@ -150,6 +157,28 @@ def _cms_bits(x, rows, hashes, seed, threshold, out):  # pragma: no cover - comp
             out[i, u] = 1 if (mix64(state) >> np.uint64(11)) < threshold else -1
         h = hashes[rows[i], x[i]]
         out[i, h] = -out[i, h]
+
+
+@njit(cache=True)
+def _cms_simulated_support(x, rows, hashes, m, seed, threshold, out):  # pragma: no cover
+    """The supports ``out[i, c] = [v_i[h_j(c)] = +1]`` of CMS reports without the ``m``-entry
+    vectors: only the entries at the buckets row ``j = rows[i]`` uses are drawn (each once per
+    user, flipped when its SplitMix64 draw ``(u >> 11) < threshold``), O(K) per user."""
+    n, k = out.shape
+    stamp = np.zeros(m, dtype=np.int64)
+    value = np.zeros(m, dtype=np.bool_)
+    state = seed
+    for i in range(n):
+        r = rows[i]
+        own = hashes[r, x[i]]
+        for c in range(k):
+            b = hashes[r, c]
+            if stamp[b] != i + 1:
+                stamp[b] = i + 1
+                state += GOLDEN
+                flipped = (mix64(state) >> np.uint64(11)) < threshold
+                value[b] = flipped != (b == own)
+            out[i, c] = value[b]
 
 
 @njit(cache=True)
@@ -459,6 +488,27 @@ class CMS(_CountMeanSketch):
         bits = np.empty((x.size, self.m), dtype=np.int8)
         _cms_bits(x, rows, self.hashes, _stream_seed(gen), bernoulli_threshold(self.flip), bits)
         return CMSReports(rows, bits)
+
+    def simulate_tally(self, true_counts: Any, rng: RNGLike = None) -> Tally:
+        """The tally of ``sum(true_counts)`` users, ``true_counts[x]`` of whom hold ``x``.
+
+        Statistically identical to ``tally(perturb(x))`` but draws only the entries the tally
+        reads (the buckets of the user's hash row that some category uses), O(K) per user
+        instead of O(m).
+        """
+        counts = check_counts(true_counts, "true_counts", length=self.k)
+        if counts.sum() == 0:
+            raise InvalidInputError("true_counts: all zero; at least one user is needed")
+        check_memory(float(counts.sum()) * (24 + self.k), f"CMS.simulate_tally of "
+                     f"{counts.sum():,} users", "simulate fewer users, or tally batches of users "
+                     "and add the tallies")  # fmt: skip
+        gen = as_generator(rng)
+        x = np.repeat(np.arange(self.k), counts)
+        rows = gen.integers(0, self.k_hash, x.size)
+        out = np.empty((x.size, self.k), dtype=np.bool_)
+        _cms_simulated_support(x, rows, self.hashes, self.m, _stream_seed(gen),
+                               bernoulli_threshold(self.flip), out)  # fmt: skip
+        return support_tally(out, self)
 
     def check_reports(self, reports: Any) -> tuple[np.ndarray, np.ndarray]:
         """Validate :class:`CMSReports`: rows in ``0..k_hash-1``, ``(n, m)`` entries of +-1."""

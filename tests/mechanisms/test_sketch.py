@@ -207,3 +207,25 @@ def test_bad_input():
         hmech.reports_from_frame(frame)
     with pytest.raises(InvalidInputError, match=r"x: categories must lie in 0..4"):
         mech.perturb(np.array([5]))
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+@pytest.mark.parametrize("path", ["simulate_tally", "perturb"])
+def test_support_patterns_follow_the_channel(cls, path):
+    """The tally's support patterns (what every estimator reads) have the law the channel gives
+    them, for users holding x = 2, whether simulated directly (CMS draws only the used
+    buckets' entries) or perturbed and tallied."""
+    mech = cls(5, 0.8, m=4, k_hash=3, hash_seed=4)
+    support, _ = _support_of_columns(mech)
+    keys = support.astype(int) @ (1 << np.arange(5))
+    exact = np.bincount(keys, weights=mech.channel[2], minlength=32)
+    n = 60_000
+    if path == "simulate_tally":
+        tally = mech.simulate_tally(np.array([0, 0, n, 0, 0]), rng=8)
+    else:
+        tally = mech.tally(mech.perturb(np.full(n, 2), rng=8))
+    observed = np.zeros(32)
+    np.add.at(observed, tally.support.astype(int) @ (1 << np.arange(5)), tally.counts)
+    live = exact > 0
+    assert observed[~live].sum() == 0
+    assert chisquare(observed[live], exact[live] * n).pvalue > 1e-3
