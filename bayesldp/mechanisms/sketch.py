@@ -11,7 +11,8 @@ are ``k_hash`` here and the sketch width is ``m``.  Hash family (fixed, seeded, 
 with ``a_j = 1 + s_{2j+1} mod (P - 1)`` and ``b_j = s_{2j+2} mod P``, ``s_t`` the ``t``-th output
 of SplitMix64 seeded with ``hash_seed`` (:func:`bayesldp.mechanisms._splitmix.splitmix64`), for
 rows ``j = 0..k_hash-1``.  The family is part of the mechanism (``hash_seed``, ``m``,
-``k_hash``), so the channel is known exactly.
+``k_hash``), so the channel is known exactly.  A family under which two categories share a
+bucket in every row is refused (no report could tell them apart).
 
 CMS client: draw ``j`` uniform in ``0..k_hash-1``, encode ``h_j(x)`` as ``v in {-1, +1}^m``
 (``+1`` only at ``h_j(x)``), flip each entry independently w.p. ``1 / (1 + e^{eps/2})``, send
@@ -249,18 +250,16 @@ class _CountMeanSketch(Mechanism):
     _entry_epsilon: float  # budget of one randomised entry
 
     def _check_separates(self) -> None:
-        if self.k > 20_000:
-            return
-        columns = np.ascontiguousarray(self.hashes.T)
-        _, first, inverse = np.unique(columns, axis=0, return_index=True, return_inverse=True)
-        if first.size < self.k:
-            inverse = inverse.ravel()
-            dup = int(np.flatnonzero(first[inverse] != np.arange(self.k))[0])
+        """Refuse a family under which two categories share a bucket in every row."""
+        order = np.lexsort(self.hashes)  # categories sorted by their column of bucket indices
+        columns = self.hashes[:, order]
+        same = np.flatnonzero((columns[:, 1:] == columns[:, :-1]).all(axis=0))
+        if same.size:
+            a, b = sorted((int(order[same[0]]), int(order[same[0] + 1])))
             raise InvalidInputError(
                 f"m, k_hash: with m = {self.m}, k_hash = {self.k_hash} and hash_seed = "
-                f"{self.hash_seed} categories {int(first[inverse[dup]])} and {dup} share a bucket "
-                "in every hash row, so no report can tell them apart; increase m or k_hash, or "
-                "change hash_seed"
+                f"{self.hash_seed} categories {a} and {b} share a bucket in every hash row, so no "
+                "report can tell them apart; increase m or k_hash, or change hash_seed"
             )
 
     def params(self) -> dict[str, Any]:
