@@ -36,7 +36,7 @@ def test_factorised_epsilon_equals_the_full_channel(cls, k, m, k_hash, monkeypat
 
 
 def test_hash_family_is_the_documented_one():
-    # SplitMix64's reference outputs for seed 1234567 (Vigna's splitmix64.c test vector)
+    # the standard SplitMix64 test vector: the first five outputs for seed 1234567
     assert [splitmix64(1234567, t) for t in range(1, 6)] == [
         6457827717110365317, 3203168211198807973, 9817491932198370423, 4593380528125082431,
         16408922859458223821,
