@@ -28,6 +28,8 @@ _LAZY = {
     "HashReports": "bayesldp.mechanisms.hashing",
     "SampledReports": "bayesldp.mechanisms.sampling",
     "SeedReports": "bayesldp.mechanisms.xxhash_lh",
+    "CMSReports": "bayesldp.mechanisms.sketch",
+    "HCMSReports": "bayesldp.mechanisms.sketch",
     "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",
     "bounds": "bayesldp.bounds",

@@ -3,9 +3,10 @@
 One module per family: ``grr`` (GRR / direct encoding / k-RR), ``unary`` (SUE, OUE), ``hashing``
 (BLH, OLH), ``xxhash_lh`` (BLHXX, OLHXX: local hashing with pure-ldp's and multi-freq-ldpy's xxhash
 family), ``histogram`` (SHE, THE), ``hadamard`` (Hadamard response), ``rrrr`` (the subset
-mechanism of AdOBEst-LDP) and ``sampling`` (node sampling, a wrapper); ``base`` holds the protocol
-they share and :mod:`~bayesldp.mechanisms.registry` the one list of them that the rest of the
-package reads.  Names are imported lazily, so importing this package loads no mechanism.
+mechanism of AdOBEst-LDP), ``subset`` (subset selection), ``sketch`` (Apple's count-mean sketches
+CMS and HCMS) and ``sampling`` (node sampling, a wrapper); ``base`` holds the protocol they share
+and :mod:`~bayesldp.mechanisms.registry` the one list of them that the rest of the package reads.
+Names are imported lazily, so importing this package loads no mechanism.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ _LAZY: dict[str, str] = {
     "NodeSampling": "bayesldp.mechanisms.sampling",
     "SampledReports": "bayesldp.mechanisms.sampling",
     "SeedReports": "bayesldp.mechanisms.xxhash_lh",
+    "CMSReports": "bayesldp.mechanisms.sketch",
+    "HCMSReports": "bayesldp.mechanisms.sketch",
     "XXHashLocalHashing": "bayesldp.mechanisms.xxhash_lh",
     "all_parameters": _REGISTRY,
     "canonical_name": _REGISTRY,

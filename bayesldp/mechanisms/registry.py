@@ -30,6 +30,8 @@ MODULES: dict[str, str] = {
     "HadamardResponse": "bayesldp.mechanisms.hadamard",
     "RRRR": "bayesldp.mechanisms.rrrr",
     "SubsetSelection": "bayesldp.mechanisms.subset",
+    "CMS": "bayesldp.mechanisms.sketch",
+    "HCMS": "bayesldp.mechanisms.sketch",
 }
 #: other names users know (case-insensitive, like the canonical ones)
 ALIASES: dict[str, str] = {

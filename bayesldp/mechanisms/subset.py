@@ -31,40 +31,63 @@ from numba import njit
 
 from bayesldp._validation import RNGLike, as_generator, check_int, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.mechanisms._splitmix import GOLDEN, bernoulli_threshold, mix64, stream_seed
 from bayesldp.mechanisms.base import Parameter, PureProtocol, int_columns
 from bayesldp.mechanisms.unary import support_tally
 from bayesldp.tally import Tally
 
 #: the channel over all C(K, d) subsets is built only up to this many columns
 MAX_CHANNEL_COLUMNS = 1_000_000
-#: uniforms drawn per block of perturbation (bounds the extra memory, ~8 MB)
-_BLOCK_KEYS = 1_000_000
 
 
 @njit(cache=True)
-def _floyd_subsets(x, uniforms, p, k, out, chosen):  # pragma: no cover - compiled
-    """Row ``i`` of ``out``: the true ``x[i]`` (if ``uniforms[i, d] < p``) and uniformly drawn
-    distinct others, by Floyd's algorithm over the ``K - 1`` others (index ``j`` is category
-    ``j`` below ``x``, ``j + 1`` from it on); ``chosen`` is a cleared scratch flag array."""
+def _floyd_subsets(x, seed, threshold, k, out, stamp):  # pragma: no cover - compiled
+    """Row ``i`` of ``out``: the true ``x[i]`` (when a SplitMix64 draw ``(u >> 11)`` is below
+    ``threshold = ceil(p 2^53)``) and uniformly drawn distinct others, by Floyd's algorithm over
+    the ``K - 1`` others (index ``j`` is category ``j`` below ``x``, ``j + 1`` from it on).
+
+    All draws come from the SplitMix64 stream seeded ``seed``.  Each uniform integer in
+    ``0..r-1`` takes a 32-bit half of an output by Lemire's method (ACM TOMACS 29(1), 2019:
+    multiply by ``r``, reject the ``2^32 mod r`` lowest products, so it is exactly uniform).
+    ``stamp`` (int64, ``K - 1`` zeros) marks index ``t`` as taken by user ``i`` with
+    ``stamp[t] = i + 1``, so nothing is cleared between users."""
     n, d = out.shape
     others = k - 1
+    state = seed
+    spare = np.uint64(0)
+    have = False
+    low32 = np.uint64(0xFFFFFFFF)
+    two32 = np.uint64(0x100000000)
     for i in range(n):
-        keep = uniforms[i, d] < p
+        state += GOLDEN
+        keep = (mix64(state) >> np.uint64(11)) < threshold
         m = d - 1 if keep else d
+        xi = x[i]
+        mark = i + 1
         for step in range(m):
             j = others - m + step
-            t = int(uniforms[i, step] * (j + 1))
-            if t > j:
+            r = np.uint64(j + 1)
+            while True:
+                if have:
+                    word = spare
+                    have = False
+                else:
+                    state += GOLDEN
+                    z = mix64(state)
+                    word = z & low32
+                    spare = z >> np.uint64(32)
+                    have = True
+                prod = word * r
+                low = prod & low32
+                if low >= r or low >= (two32 - r) % r:
+                    break
+            t = np.int64(prod >> np.uint64(32))
+            if stamp[t] == mark:
                 t = j
-            if chosen[t]:
-                t = j
-            chosen[t] = True
-            out[i, step] = t if t < x[i] else t + 1
-        for step in range(m):
-            v = out[i, step]
-            chosen[v if v < x[i] else v - 1] = False
+            stamp[t] = mark
+            out[i, step] = t + (t >= xi)
         if keep:
-            out[i, d - 1] = x[i]
+            out[i, d - 1] = xi
 
 
 def _ss_probabilities(k: int, d: int, epsilon: float) -> tuple[float, float]:
@@ -138,21 +161,19 @@ class SubsetSelection(PureProtocol):
         Per user: with probability ``p`` the subset is the true value plus ``d - 1`` of the
         other ``K - 1`` categories, else ``d`` of the others, drawn uniformly without replacement
         by Floyd's algorithm (Bentley and Floyd, CACM 30(9), 1987: ``m`` distinct values from
-        ``N`` with ``m`` uniforms) in a compiled loop, O(d) per user.  Uniforms come from
-        ``rng`` in blocks of about ``1e6``, so the same seed gives the same subsets and the
-        extra memory is bounded whatever ``n`` is.
+        ``N`` with ``m`` uniform integers) in a compiled loop, O(d) per user.  The draws come
+        from a SplitMix64 stream inside the loop (Bernoulli(``p``) as ``(u >> 11) < ceil(p
+        2^53)``, integers exactly uniform by Lemire's method on 32-bit halves), seeded by one
+        draw of ``rng``: the same seed gives the same subsets and no memory beyond the output
+        is used.
         """
         x = check_values(x, self.k)
+        if self.k > 2**32:
+            raise NotSupportedError(f"k: perturb draws categories below 2^32, got k = {self.k}")
         gen = as_generator(rng)
-        n, d = x.shape[0], self.d
-        out = np.empty((n, d), dtype=np.int64)
-        rows = max(1, _BLOCK_KEYS // (d + 1))
-        scratch = np.zeros(self.k - 1, dtype=np.bool_)
-        for start in range(0, n, rows):
-            xs = x[start : start + rows]
-            uniforms = gen.random((xs.shape[0], d + 1))
-            _floyd_subsets(xs, uniforms, self.p, self.k, out[start : start + xs.shape[0]],
-                           scratch)  # fmt: skip
+        out = np.empty((x.shape[0], self.d), dtype=np.int64)
+        stamp = np.zeros(self.k - 1, dtype=np.int64)
+        _floyd_subsets(x, stream_seed(gen), bernoulli_threshold(self.p), self.k, out, stamp)
         return out
 
     # ------------------------------------------------------------------ aggregator

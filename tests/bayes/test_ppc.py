@@ -35,6 +35,8 @@ def _expected_stat(mech):
         channel = mech.channel
         assert channel.shape == (mech.k, mech.k)
         return channel
+    if hasattr(mech, "support_matrix"):  # CMS, HCMS: support counts, M[x', x] = Pr[x in S | x']
+        return mech.support_matrix()
     assert mech.name == "SHE"  # the sum of the noisy one-hot vectors
     return np.eye(mech.k)
 

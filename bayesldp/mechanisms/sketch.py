@@ -1,0 +1,706 @@
+"""Apple's count-mean sketch (CMS) and Hadamard count-mean sketch (HCMS).
+
+Apple Differential Privacy Team, "Learning with Privacy at Scale", Apple Machine Learning
+Journal 1(8), 2017 (algorithms A_client-CMS / A_server-CMS and A_client-HCMS / A_server-HCMS).
+
+Notation.  ``K`` (the package's ``k``) is the number of categories; Apple's ``k`` hash functions
+are ``k_hash`` here and the sketch width is ``m``.  Hash family (fixed, seeded, documented):
+
+.. math:: h_j(x) = ((a_j x + b_j) \\bmod P) \\bmod m, \\qquad P = 2^{31} - 1,
+
+with ``a_j = 1 + s_{2j+1} mod (P - 1)`` and ``b_j = s_{2j+2} mod P``, ``s_t`` the ``t``-th output
+of SplitMix64 seeded with ``hash_seed`` (:func:`bayesldp.mechanisms._splitmix.splitmix64`), for
+rows ``j = 0..k_hash-1``.  The family is part of the mechanism (``hash_seed``, ``m``,
+``k_hash``), so the channel is known exactly.  A family under which two categories share a
+bucket in every row is refused (no report could tell them apart).
+
+CMS client: draw ``j`` uniform in ``0..k_hash-1``, encode ``h_j(x)`` as ``v in {-1, +1}^m``
+(``+1`` only at ``h_j(x)``), flip each entry independently w.p. ``1 / (1 + e^{eps/2})``, send
+``(j, v)``.  HCMS client (``m`` a power of two): draw ``j`` and ``l`` uniform, take the Hadamard
+entry ``w = H[l, h_j(x)] = (-1)^{popcount(l & h_j(x))}``, flip it w.p. ``1 / (1 + e^eps)``, send
+``(j, l, b)``.
+
+Likelihood.  Given ``j`` (and ``l``) the report's probability depends on ``x`` only through one
+entry: for CMS ``Pr(j, v | x) = (1/k_hash) prod_u Pr(v_u | e_u(x))`` whose ratio between inputs is
+set by ``v[h_j(x)]`` alone, for HCMS whether ``H[l, h_j(x)] = b``.  So each report's likelihood
+row takes two values, in proportion ``1 : e^eps`` off / on its support
+
+.. math:: S(j, v) = \\{x : v_{h_j(x)} = +1\\}, \\qquad S(j, l, b) = \\{x : H[l, h_j(x)] = b\\},
+
+a support-form tally like unary encoding's, which every estimator and posterior reads.
+
+Oracles.  The statistic is the support count ``s(x) = #{i : x in S_i}``;
+``E[s/n] = M^T theta`` with ``M[x', x] = Pr[x in S | X = x'] = q0 + (p0 - q0) C[x', x]``,
+``C[x', x]`` the share of rows ``j`` with ``h_j(x') = h_j(x)``, ``p0 = 1 - flip`` and
+``q0 = flip`` (CMS) or ``1/2`` (HCMS).  :meth:`unbiased_frequencies` is the channel inverse
+``M^{-T} s / n``: exactly unbiased for this fixed family.  Apple's debiased sketch estimate
+(:meth:`sketch_frequencies`),
+
+.. math:: \\hat f(x) = \\frac{m}{m-1}\\Big(\\frac{1}{k_{hash}} \\sum_j M_{j, h_j(x)} / n
+          - \\frac1m\\Big),
+
+is unbiased only on average over randomly drawn hash functions; for one fixed family its
+expectation is ``m/(m-1) (C theta - 1/m)`` (:meth:`sketch_expectation`): every category collects
+the mass of the categories it collides with, less the average ``1/m``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_counts,
+    check_int,
+    check_memory,
+    check_values,
+)
+from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.mechanisms._splitmix import GOLDEN, bernoulli_threshold, mix64, splitmix64
+from bayesldp.mechanisms._splitmix import stream_seed as _stream_seed
+from bayesldp.mechanisms.base import (
+    Mechanism,
+    Parameter,
+    int_columns,
+    realised_epsilon_of_channel,
+)
+from bayesldp.mechanisms.unary import support_tally
+from bayesldp.tally import Tally
+
+_PRIME = 2**31 - 1
+#: the full channel is built (and used for the realised epsilon) up to this many entries
+MAX_CHANNEL_ENTRIES = 4_000_000
+#: the K x K oracle matrices are built up to this many categories
+MAX_ORACLE_K = 5_000
+
+
+def sketch_hashes(k: int, m: int, k_hash: int, hash_seed: int) -> np.ndarray:
+    """The hash table ``H[j, x] = h_j(x)``, int64 ``(k_hash, k)`` (see the module docstring)."""
+    a = np.array([1 + splitmix64(hash_seed, 2 * j + 1) % (_PRIME - 1) for j in range(k_hash)])
+    b = np.array([splitmix64(hash_seed, 2 * j + 2) % _PRIME for j in range(k_hash)])
+    x = np.arange(k, dtype=np.int64)
+    # a < 2^31 and x < 2^31: a x + b < 2^62 + 2^31, exact in int64
+    return (a.astype(np.int64)[:, None] * x[None, :] + b.astype(np.int64)[:, None]) % _PRIME % m
+
+
+def _default_width(k: int) -> int:
+    return max(4, 1 << math.ceil(math.log2(2 * k)))
+
+
+@dataclass(frozen=True, eq=False)
+class CMSReports:
+    """Count-mean-sketch reports: the hash row ``row[i]`` and the ``m`` noisy entries
+    ``bits[i]`` (int8, -1 or +1) of each user."""
+
+    row: np.ndarray
+    bits: np.ndarray
+
+    def __len__(self) -> int:
+        return int(np.shape(self.row)[0])
+
+
+@dataclass(frozen=True, eq=False)
+class HCMSReports:
+    """Hadamard count-mean-sketch reports: hash row ``row[i]``, Hadamard coefficient
+    ``index[i]`` in ``0..m-1`` and the noisy entry ``bit[i]`` (int8, -1 or +1)."""
+
+    row: np.ndarray
+    index: np.ndarray
+    bit: np.ndarray
+
+    def __len__(self) -> int:
+        return int(np.shape(self.row)[0])
+
+
+def _field(value: Any, name: str, n: int | None, lo: int, hi: int) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise InvalidInputError(f"reports.{name}: expected a 1-d array, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise InvalidTypeError(f"reports.{name}: expected integers, got dtype {arr.dtype}")
+    if arr.size == 0:
+        raise InvalidInputError(f"reports.{name}: is empty; at least one report is needed")
+    if n is not None and arr.size != n:
+        raise InvalidInputError(f"reports.{name}: has {arr.size} entries, reports.row has {n}")
+    if arr.min() < lo or arr.max() > hi:
+        bad = arr.min() if arr.min() < lo else arr.max()
+        raise InvalidInputError(f"reports.{name}: must lie in {lo}..{hi}, got {bad}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _signs(arr: np.ndarray, name: str) -> np.ndarray:
+    if arr.dtype.kind not in "iu":
+        raise InvalidTypeError(f"reports.{name}: expected integers -1 or +1, got {arr.dtype}")
+    bad = (arr != 1) & (arr != -1)
+    if bad.any():
+        raise InvalidInputError(
+            f"reports.{name}: entries must be -1 or +1, got {arr[bad].ravel()[0]}"
+        )
+    return arr
+
+
+@njit(cache=True)
+def _cms_bits(x, rows, hashes, seed, threshold, out):  # pragma: no cover - compiled
+    """``out[i]``: -1 everywhere but +1 at ``hashes[rows[i], x[i]]``, each entry flipped when
+    its SplitMix64 draw ``(u >> 11) < threshold``."""
+    n, m = out.shape
+    state = seed
+    for i in range(n):
+        for u in range(m):
+            state += GOLDEN
+            out[i, u] = 1 if (mix64(state) >> np.uint64(11)) < threshold else -1
+        h = hashes[rows[i], x[i]]
+        out[i, h] = -out[i, h]
+
+
+@njit(cache=True)
+def _cms_simulated_support(x, rows, hashes, m, seed, threshold, out):  # pragma: no cover
+    """The supports ``out[i, c] = [v_i[h_j(c)] = +1]`` of CMS reports without the ``m``-entry
+    vectors: only the entries at the buckets row ``j = rows[i]`` uses are drawn (each once per
+    user, flipped when its SplitMix64 draw ``(u >> 11) < threshold``), O(K) per user."""
+    n, k = out.shape
+    stamp = np.zeros(m, dtype=np.int64)
+    value = np.zeros(m, dtype=np.bool_)
+    state = seed
+    for i in range(n):
+        r = rows[i]
+        own = hashes[r, x[i]]
+        for c in range(k):
+            b = hashes[r, c]
+            if stamp[b] != i + 1:
+                stamp[b] = i + 1
+                state += GOLDEN
+                flipped = (mix64(state) >> np.uint64(11)) < threshold
+                value[b] = flipped != (b == own)
+            out[i, c] = value[b]
+
+
+@njit(cache=True)
+def _cms_support(rows, bits, hashes, out):  # pragma: no cover - compiled
+    n, k = out.shape
+    for i in range(n):
+        r = rows[i]
+        for x in range(k):
+            out[i, x] = bits[i, hashes[r, x]] > 0
+
+
+@njit(cache=True)
+def _hcms_support(rows, index, bit, hashes, out):  # pragma: no cover - compiled
+    n, k = out.shape
+    for i in range(n):
+        r, ell, b = rows[i], index[i], bit[i]
+        for x in range(k):
+            v = ell & hashes[r, x]
+            parity = 0
+            while v:
+                v &= v - 1
+                parity ^= 1
+            out[i, x] = (1 - 2 * parity) == b
+
+
+def _parity(v: np.ndarray) -> np.ndarray:
+    return (np.bitwise_count(v) & np.uint8(1)).astype(np.int8)
+
+
+class _CountMeanSketch(Mechanism):
+    """What CMS and HCMS share: the hash family, the support-form tally and the oracles."""
+
+    PARAMETERS = (
+        Parameter("m", int, "sketch width, buckets per hash row (default: power of two >= 2K)"),
+        Parameter("k_hash", int, "number of hash functions, Apple's k (default 16)"),
+        Parameter("hash_seed", int, "seed of the SplitMix64 hash family (default 0)"),
+    )
+    RECOMMEND = False
+
+    def __init__(
+        self,
+        k: int,
+        epsilon: float,
+        m: int | None = None,
+        k_hash: int | None = None,
+        hash_seed: int | None = None,
+    ) -> None:
+        super().__init__(k, epsilon)
+        if self.k >= _PRIME:
+            raise InvalidInputError(f"k: the sketch hashes need k < 2^31 - 1, got {self.k}")
+        self.m = check_int(_default_width(self.k) if m is None else m, "m", 2)
+        self.k_hash = check_int(16 if k_hash is None else k_hash, "k_hash", 1)
+        self.hash_seed = check_int(0 if hash_seed is None else hash_seed, "hash_seed", 0)
+        if self.hash_seed >= 2**64:
+            raise InvalidInputError(f"hash_seed: must be below 2^64, got {self.hash_seed}")
+        if self.k_hash > 1 << 20:
+            raise InvalidInputError(f"k_hash: at most 2^20 hash functions, got {self.k_hash}")
+        check_memory(8.0 * self.k_hash * self.k, f"{type(self).__name__} hash table",
+                     "use fewer hash functions")  # fmt: skip
+        self.hashes = sketch_hashes(self.k, self.m, self.k_hash, self.hash_seed)
+        self._check_separates()
+        # per-entry flip probability and its complement, without cancellation
+        t = math.exp(-self._entry_epsilon)
+        self.flip = t / (1.0 + t)
+        self.keep = 1.0 / (1.0 + t)
+        self._matrices: tuple[np.ndarray, np.ndarray] | None = None
+
+    _entry_epsilon: float  # budget of one randomised entry
+
+    def _check_separates(self) -> None:
+        """Refuse a family under which two categories share a bucket in every row."""
+        order = np.lexsort(self.hashes)  # categories sorted by their column of bucket indices
+        columns = self.hashes[:, order]
+        same = np.flatnonzero((columns[:, 1:] == columns[:, :-1]).all(axis=0))
+        if same.size:
+            a, b = sorted((int(order[same[0]]), int(order[same[0] + 1])))
+            raise InvalidInputError(
+                f"m, k_hash: with m = {self.m}, k_hash = {self.k_hash} and hash_seed = "
+                f"{self.hash_seed} categories {a} and {b} share a bucket in every hash row, so no "
+                "report can tell them apart; increase m or k_hash, or change hash_seed"
+            )
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "epsilon": self.epsilon,
+            "m": self.m,
+            "k_hash": self.k_hash,
+            "hash_seed": self.hash_seed,
+        }
+
+    @property
+    def levels(self) -> tuple[float, float]:
+        """Likelihood row values off / on a report's support, up to a common factor."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ oracle matrices
+    @property
+    def _q0(self) -> float:
+        """``Pr[x in S | X = x']`` when ``h_j(x) != h_j(x')``."""
+        raise NotImplementedError
+
+    def collision_matrix(self) -> np.ndarray:
+        """``C[x, x']``: the share of hash rows ``j`` with ``h_j(x) = h_j(x')``, ``(K, K)``."""
+        return self._oracle_matrices()[0]
+
+    def support_matrix(self) -> np.ndarray:
+        """``M[x', x] = Pr[x in S(Y) | X = x'] = q0 + (p0 - q0) C[x', x]``, ``(K, K)``."""
+        return self._oracle_matrices()[1]
+
+    def _oracle_matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._matrices is None:
+            if self.k > MAX_ORACLE_K:
+                raise NotSupportedError(
+                    f"{type(self).__name__}: the oracle's K x K matrices are built for K <= "
+                    f"{MAX_ORACLE_K}, got K = {self.k}; use estimate(..., 'mle') or 'em'"
+                )
+            coll = np.zeros((self.k, self.k))
+            for row in self.hashes:
+                coll += row[:, None] == row[None, :]
+            coll /= self.k_hash
+            self._matrices = (coll, self._q0 + (self.keep - self._q0) * coll)
+        return self._matrices
+
+    def _support_cov(self, theta: Any) -> np.ndarray:
+        """Per-user covariance of the support indicators ``1[x in S]`` over the population
+        ``theta``: ``W - M^T diag(theta) M`` with ``W[x, x''] = sum_x' theta_x'
+        Pr[x, x'' in S | X = x']`` (closed form per hash row, see the tests' brute force)."""
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != (self.k,) or not np.all(np.isfinite(theta)) or theta.min() < 0:
+            raise InvalidInputError(
+                f"theta: expected {self.k} non-negative finite frequencies, got shape {theta.shape}"
+            )
+        _, big_m = self._oracle_matrices()
+        total = float(theta.sum())
+        w = np.zeros((self.k, self.k))
+        for row in self.hashes:
+            same = row[:, None] == row[None, :]
+            t = np.bincount(row, weights=theta, minlength=self.m)[row]  # mass sharing x's bucket
+            w += self._pair_probabilities(same, t, total)
+        w /= self.k_hash
+        return w - big_m.T @ (theta[:, None] * big_m)
+
+    def _pair_probabilities(self, same: np.ndarray, t: np.ndarray, total: float) -> np.ndarray:
+        raise NotImplementedError
+
+    def unbiased_frequencies(self, tally: Tally) -> np.ndarray:
+        """The channel-inverse estimate ``M^{-T} s / n`` (exactly unbiased for this family)."""
+        self.check_tally(tally)
+        return np.linalg.solve(self._checked_m().T, tally.stat / tally.n)
+
+    def _checked_m(self) -> np.ndarray:
+        big_m = self.support_matrix()
+        if np.linalg.cond(big_m) > 1e12:
+            raise NotSupportedError(
+                f"{self!r}: the support matrix M is singular (the hash rows do not identify every "
+                "category); use more hash functions or a wider sketch"
+            )
+        return big_m
+
+    def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
+        """``diag(M^{-T} Sigma M^{-1}) / n``, ``Sigma`` the support indicators' covariance."""
+        inv = np.linalg.inv(self._checked_m())
+        cov = self._support_cov(theta)
+        return np.einsum("ij,jk,ki->i", inv.T, cov, inv) / n
+
+    # ------------------------------------------------------------------ Apple's estimate
+    @property
+    def _sketch_scale(self) -> float:
+        """``a`` in Apple's estimate ``m/(m-1) (a (2 s/n - 1) + b - 1/m)``."""
+        raise NotImplementedError
+
+    @property
+    def _sketch_offset(self) -> float:
+        raise NotImplementedError
+
+    def sketch_frequencies(self, tally: Tally) -> np.ndarray:
+        """Apple's debiased sketch estimate of the frequencies (A_server, divided by ``n``).
+
+        ``f(x) = m/(m-1) ((1/k_hash) sum_j M[j, h_j(x)] / n - 1/m)``, computed from the support
+        counts (the sketch entry a category reads is an affine function of them).  Unbiased
+        over random hash functions, biased by collisions for this fixed family: its
+        expectation is :meth:`sketch_expectation`.
+        """
+        self.check_tally(tally)
+        phi = 2.0 * tally.stat / tally.n - 1.0
+        c = 1.0 / (self.keep - self.flip)
+        return self.m / (self.m - 1) * (self._sketch_scale * c * phi + self._sketch_offset
+                                        - 1.0 / self.m)  # fmt: skip
+
+    def sketch_expectation(self, theta: Any) -> np.ndarray:
+        """``E[sketch_frequencies] = m/(m-1) (C theta - sum(theta)/m)`` for this hash family."""
+        theta = np.asarray(theta, dtype=float)
+        coll = self.collision_matrix()
+        return self.m / (self.m - 1) * (coll @ theta - theta.sum() / self.m)
+
+    def sketch_variance(self, theta: Any, n: int) -> np.ndarray:
+        """Exact variance of :meth:`sketch_frequencies` for a fixed population ``theta``."""
+        cov = np.diag(self._support_cov(theta))
+        c = 1.0 / (self.keep - self.flip)
+        return (self.m / (self.m - 1) * self._sketch_scale * c * 2.0) ** 2 * cov / n
+
+    # ------------------------------------------------------------------ privacy
+    def realised_epsilon(self) -> float:
+        """Exact epsilon from the channel.
+
+        From the full channel when it has at most ``MAX_CHANNEL_ENTRIES`` entries; otherwise
+        from its factorisation (see the subclasses), which gives the same value.
+        """
+        if self._channel_entries() <= MAX_CHANNEL_ENTRIES:
+            return realised_epsilon_of_channel(self.channel)
+        entry = realised_epsilon_of_channel(np.array([[self.keep, self.flip],
+                                                      [self.flip, self.keep]]))  # fmt: skip
+        spread = any(np.unique(row).size > 1 for row in self.hashes)
+        return self._entries_per_pair * entry if spread else 0.0
+
+    _entries_per_pair: int
+
+    def _channel_entries(self) -> int:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ aggregator
+    def membership(self, reports: Any) -> np.ndarray:
+        """Bool ``(n, K)``: category ``x`` is in report ``i``'s support."""
+        raise NotImplementedError
+
+    def tally(self, reports: Any) -> Tally:
+        """Support-form tally with levels ``(1, e^eps)``; ``stat`` the support counts."""
+        return support_tally(self.membership(reports), self)
+
+    def supports(self, reports: Any, x: int) -> np.ndarray:
+        """Boolean per report: is ``x`` in the report's support?"""
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral) or not 0 <= x < self.k:
+            raise InvalidInputError(f"x: expected a category in 0..{self.k - 1}, got {x!r}")
+        return self.membership(reports)[:, int(x)]
+
+    def audit_event(self, reports: Any, x0: int, x1: int) -> np.ndarray:
+        """The report supports ``x0`` and not ``x1``."""
+        support = self.membership(reports)
+        return support[:, x0] & ~support[:, x1]
+
+
+class CMS(_CountMeanSketch):
+    """Apple's count-mean sketch: ``(j, v)`` with ``v`` the one-hot ``h_j(x)`` in ``{-1,+1}^m``,
+    each entry flipped w.p. ``1/(1 + e^{eps/2})``.
+
+    Parameters
+    ----------
+    k : int
+        Number of categories K >= 2.
+    epsilon : float
+        Privacy budget; each entry gets ``eps/2`` (a change of ``x`` changes two entries).
+    m : int, optional
+        Sketch width (default: the smallest power of two ``>= 2K``, at least 4).
+    k_hash : int, optional
+        Number of hash functions (Apple's ``k``; default 16).
+    hash_seed : int, optional
+        Seed of the hash family (default 0).
+
+    Reports are :class:`CMSReports` ``(row, bits)``.  The likelihood row of ``(j, v)`` is
+    ``e^{eps/2}`` times a common factor where ``v[h_j(x)] = +1`` and ``e^{-eps/2}`` times it
+    elsewhere.  Exact epsilon: inputs with ``h_j(x) = a != b = h_j(x')`` give the ratio
+    ``(keep/flip)^2 = e^eps`` at ``v_a = +1, v_b = -1``.
+    """
+
+    name = "CMS"
+    _entries_per_pair = 2
+
+    @property
+    def _entry_epsilon(self) -> float:  # type: ignore[override]
+        return self.epsilon / 2.0
+
+    @property
+    def levels(self) -> tuple[float, float]:
+        r = self.keep / self.flip
+        return (1.0, r * r)
+
+    @property
+    def _q0(self) -> float:
+        return self.flip
+
+    def _pair_probabilities(self, same: np.ndarray, t: np.ndarray, total: float) -> np.ndarray:
+        q0, d = self.flip, self.keep - self.flip
+        marginal = q0 * total + d * t
+        apart = q0 * q0 * total + q0 * d * (t[:, None] + t[None, :])
+        return np.where(same, marginal[:, None], apart)
+
+    @property
+    def _sketch_scale(self) -> float:
+        return 0.5
+
+    @property
+    def _sketch_offset(self) -> float:
+        return 0.5
+
+    # ------------------------------------------------------------------ client
+    def perturb(self, x: Any, rng: RNGLike = None) -> CMSReports:
+        """Each user's ``(j, v)``: ``j`` from ``rng``; the ``m`` flips from a SplitMix64 stream
+        seeded by one draw of ``rng``, in a compiled loop (same seed, same bits)."""
+        x = check_values(x, self.k)
+        gen = as_generator(rng)
+        check_memory(float(x.size) * (self.m + 16), f"CMS.perturb of {x.size:,} users",
+                     "perturb fewer users at a time")  # fmt: skip
+        rows = gen.integers(0, self.k_hash, x.size)
+        bits = np.empty((x.size, self.m), dtype=np.int8)
+        _cms_bits(x, rows, self.hashes, _stream_seed(gen), bernoulli_threshold(self.flip), bits)
+        return CMSReports(rows, bits)
+
+    def simulate_tally(self, true_counts: Any, rng: RNGLike = None) -> Tally:
+        """The tally of ``sum(true_counts)`` users, ``true_counts[x]`` of whom hold ``x``.
+
+        Statistically identical to ``tally(perturb(x))`` but draws only the entries the tally
+        reads (the buckets of the user's hash row that some category uses), O(K) per user
+        instead of O(m).
+        """
+        counts = check_counts(true_counts, "true_counts", length=self.k)
+        if counts.sum() == 0:
+            raise InvalidInputError("true_counts: all zero; at least one user is needed")
+        check_memory(float(counts.sum()) * (24 + self.k), f"CMS.simulate_tally of "
+                     f"{counts.sum():,} users", "simulate fewer users, or tally batches of users "
+                     "and add the tallies")  # fmt: skip
+        gen = as_generator(rng)
+        x = np.repeat(np.arange(self.k), counts)
+        rows = gen.integers(0, self.k_hash, x.size)
+        out = np.empty((x.size, self.k), dtype=np.bool_)
+        _cms_simulated_support(x, rows, self.hashes, self.m, _stream_seed(gen),
+                               bernoulli_threshold(self.flip), out)  # fmt: skip
+        return support_tally(out, self)
+
+    def check_reports(self, reports: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Validate :class:`CMSReports`: rows in ``0..k_hash-1``, ``(n, m)`` entries of +-1."""
+        if not isinstance(reports, CMSReports):
+            raise InvalidTypeError(
+                f"reports: expected CMSReports(row, bits), got {type(reports).__name__}"
+            )
+        rows = _field(reports.row, "row", None, 0, self.k_hash - 1)
+        bits = np.asarray(reports.bits)
+        if bits.ndim != 2 or bits.shape != (rows.size, self.m):
+            raise InvalidInputError(
+                f"reports.bits: expected shape ({rows.size}, {self.m}) (m = {self.m} entries per "
+                f"report), got {bits.shape}"
+            )
+        return rows, _signs(bits, "bits")
+
+    def membership(self, reports: Any) -> np.ndarray:
+        rows, bits = self.check_reports(reports)
+        check_memory(float(rows.size) * self.k, f"a CMS tally of {rows.size:,} reports",
+                     "tally fewer reports at a time and add the tallies")  # fmt: skip
+        out = np.empty((rows.size, self.k), dtype=np.bool_)
+        _cms_support(rows, bits.astype(np.int8, copy=False), self.hashes, out)
+        return out
+
+    # ------------------------------------------------------------------ report tables
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> CMSReports:
+        """Columns ``row`` (hash row 0..k_hash-1) and ``b0``, ..., ``b{m-1}`` (-1 or +1)."""
+        names = ["row", *(f"b{u}" for u in range(self.m))]
+        row, *bits = int_columns(frame, names, source)
+        return CMSReports(row, np.column_stack(bits).astype(np.int8))
+
+    def reports_to_frame(self, reports: Any) -> Any:
+        import pandas as pd
+
+        rows, bits = self.check_reports(reports)
+        columns = {"row": rows, **{f"b{u}": bits[:, u] for u in range(self.m)}}
+        return pd.DataFrame(columns)
+
+    def report_size(self) -> str:
+        return f"{self.m} bits and a hash index ({math.ceil(math.log2(self.k_hash)) or 1} bits)"
+
+    # ------------------------------------------------------------------ channel
+    def _channel_entries(self) -> int:
+        return self.k * self.k_hash * 2**self.m if self.m <= 30 else 2**62
+
+    @property
+    def channel(self) -> np.ndarray:
+        """``P[x, (j, v)]`` over all ``k_hash 2^m`` reports (column ``j 2^m + sum_u [v_u = +1]
+        2^u``), for at most ``MAX_CHANNEL_ENTRIES`` entries."""
+        if self._channel_entries() > MAX_CHANNEL_ENTRIES:
+            raise NotSupportedError(
+                f"CMS: the channel has K k_hash 2^m = {self.k} x {self.k_hash} x 2^{self.m} "
+                f"entries; it is only built up to {MAX_CHANNEL_ENTRIES}"
+            )
+        patterns = (np.arange(2**self.m)[:, None] >> np.arange(self.m)) & 1  # (2^m, m)
+        log_keep, log_flip = math.log(self.keep), math.log(self.flip)
+        out = np.empty((self.k, self.k_hash, 2**self.m))
+        for j, row in enumerate(self.hashes):
+            encoded = np.arange(self.m)[None, :] == row[:, None]  # (K, m): +1 entries
+            agree = (encoded[:, None, :] == patterns[None, :, :].astype(bool)).sum(axis=2)
+            out[:, j, :] = np.exp(agree * log_keep + (self.m - agree) * log_flip)
+        return out.reshape(self.k, -1) / self.k_hash
+
+
+class HCMS(_CountMeanSketch):
+    """Apple's Hadamard count-mean sketch: ``(j, l, b)``, ``b`` the Hadamard entry
+    ``H[l, h_j(x)]`` flipped w.p. ``1/(1 + e^eps)``.
+
+    Parameters
+    ----------
+    k : int
+        Number of categories K >= 2.
+    epsilon : float
+        Privacy budget.
+    m : int, optional
+        Sketch width, a power of two (default: the smallest power of two ``>= 2K``, at least 4).
+    k_hash : int, optional
+        Number of hash functions (Apple's ``k``; default 16).
+    hash_seed : int, optional
+        Seed of the hash family (default 0).
+
+    Reports are :class:`HCMSReports` ``(row, index, bit)``; ``H[l, c] = (-1)^{popcount(l & c)}``
+    (Sylvester).  Channel: ``P[x, (j, l, b)] = (keep if H[l, h_j(x)] = b else flip) /
+    (k_hash m)``, finite with ``2 k_hash m`` columns; exactly eps-LDP.
+    """
+
+    name = "HCMS"
+    _entries_per_pair = 1
+
+    def __init__(
+        self,
+        k: int,
+        epsilon: float,
+        m: int | None = None,
+        k_hash: int | None = None,
+        hash_seed: int | None = None,
+    ) -> None:
+        if m is not None and not isinstance(m, bool) and isinstance(m, numbers.Integral):
+            if m < 2 or m & (m - 1):
+                raise InvalidInputError(f"m: HCMS needs a power of two >= 2, got {m}")
+        super().__init__(k, epsilon, m, k_hash, hash_seed)
+
+    @property
+    def _entry_epsilon(self) -> float:  # type: ignore[override]
+        return self.epsilon
+
+    @property
+    def levels(self) -> tuple[float, float]:
+        return (1.0, self.keep / self.flip)
+
+    @property
+    def _q0(self) -> float:
+        return 0.5
+
+    def _pair_probabilities(self, same: np.ndarray, t: np.ndarray, total: float) -> np.ndarray:
+        keep = self.keep
+        marginal = 0.5 * total + (keep - 0.5) * t
+        tt = t[:, None] + t[None, :]
+        apart = 0.5 * keep * tt + 0.25 * (total - tt)
+        return np.where(same, marginal[:, None], apart)
+
+    @property
+    def _sketch_scale(self) -> float:
+        return 1.0
+
+    @property
+    def _sketch_offset(self) -> float:
+        return 0.0
+
+    # ------------------------------------------------------------------ client
+    def perturb(self, x: Any, rng: RNGLike = None) -> HCMSReports:
+        """Each user's ``(j, l, b)``: ``j``, ``l`` and the flip drawn from ``rng``, vectorised."""
+        x = check_values(x, self.k)
+        gen = as_generator(rng)
+        rows = gen.integers(0, self.k_hash, x.size)
+        index = gen.integers(0, self.m, x.size)
+        flip = gen.random(x.size) < self.flip
+        parity = _parity((index & self.hashes[rows, x]).astype(np.uint64))
+        bit = (1 - 2 * (parity ^ flip)).astype(np.int8)
+        return HCMSReports(rows, index, bit)
+
+    def check_reports(self, reports: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Validate :class:`HCMSReports`."""
+        if not isinstance(reports, HCMSReports):
+            raise InvalidTypeError(
+                f"reports: expected HCMSReports(row, index, bit), got {type(reports).__name__}"
+            )
+        rows = _field(reports.row, "row", None, 0, self.k_hash - 1)
+        index = _field(reports.index, "index", rows.size, 0, self.m - 1)
+        bit = _field(reports.bit, "bit", rows.size, -1, 1)
+        return rows, index, _signs(bit, "bit")
+
+    def membership(self, reports: Any) -> np.ndarray:
+        rows, index, bit = self.check_reports(reports)
+        check_memory(float(rows.size) * self.k, f"an HCMS tally of {rows.size:,} reports",
+                     "tally fewer reports at a time and add the tallies")  # fmt: skip
+        out = np.empty((rows.size, self.k), dtype=np.bool_)
+        _hcms_support(rows, index, bit.astype(np.int64), self.hashes, out)
+        return out
+
+    # ------------------------------------------------------------------ report tables
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> HCMSReports:
+        """Columns ``row`` (hash row 0..k_hash-1), ``index`` (0..m-1) and ``bit`` (-1 or +1)."""
+        row, index, bit = int_columns(frame, ["row", "index", "bit"], source)
+        return HCMSReports(row, index, bit)
+
+    def reports_to_frame(self, reports: Any) -> Any:
+        import pandas as pd
+
+        rows, index, bit = self.check_reports(reports)
+        return pd.DataFrame({"row": rows, "index": index, "bit": bit})
+
+    def report_size(self) -> str:
+        bits = math.ceil(math.log2(self.k_hash)) + int(math.log2(self.m)) + 1
+        return f"{bits} bits (hash index, Hadamard index, one bit)"
+
+    # ------------------------------------------------------------------ channel
+    def _channel_entries(self) -> int:
+        return self.k * self.k_hash * self.m * 2
+
+    @property
+    def channel(self) -> np.ndarray:
+        """``P[x, (j, l, b)]``, column ``2 (j m + l) + [b = +1]``, for at most
+        ``MAX_CHANNEL_ENTRIES`` entries."""
+        if self._channel_entries() > MAX_CHANNEL_ENTRIES:
+            raise NotSupportedError(
+                f"HCMS: the channel has 2 K k_hash m = {self._channel_entries()} entries; it is "
+                f"only built up to {MAX_CHANNEL_ENTRIES}"
+            )
+        l_index = np.arange(self.m, dtype=np.uint64)
+        parity = _parity(l_index[None, None, :] & self.hashes.T[:, :, None].astype(np.uint64))
+        plus = parity == 0  # (K, k_hash, m): H[l, h_j(x)] = +1
+        out = np.empty((self.k, self.k_hash, self.m, 2))
+        out[..., 1] = np.where(plus, self.keep, self.flip)
+        out[..., 0] = np.where(plus, self.flip, self.keep)
+        return out.reshape(self.k, -1) / (self.k_hash * self.m)
