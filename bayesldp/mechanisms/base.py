@@ -114,6 +114,14 @@ class Mechanism(ABC):
     def tally(self, reports: Any) -> Tally:
         """Aggregate reports into a :class:`~bayesldp.Tally`."""
 
+    def category_values(self, x: Any) -> Any:
+        """The inputs :meth:`perturb` takes for users in categories ``x`` (ints ``0..k-1``).
+
+        ``x`` itself here; numerical mechanisms return the centres of the input bins.  The
+        audit and the registry-wide checks perturb ``category_values(x)``.
+        """
+        return x
+
     def simulate_tally(self, true_counts: Any, rng: RNGLike = None) -> Tally:
         """The tally of ``sum(true_counts)`` users, ``true_counts[x]`` of whom hold ``x``.
 

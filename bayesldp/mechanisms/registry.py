@@ -30,6 +30,7 @@ MODULES: dict[str, str] = {
     "HadamardResponse": "bayesldp.mechanisms.hadamard",
     "RRRR": "bayesldp.mechanisms.rrrr",
     "SubsetSelection": "bayesldp.mechanisms.subset",
+    "SquareWave": "bayesldp.mechanisms.numerical.square_wave",
 }
 #: other names users know (case-insensitive, like the canonical ones)
 ALIASES: dict[str, str] = {
@@ -37,6 +38,7 @@ ALIASES: dict[str, str] = {
     "DE": "GRR",
     "KRR": "GRR",
     "SS": "SubsetSelection",
+    "SW": "SquareWave",
 }
 
 
