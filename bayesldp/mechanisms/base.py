@@ -114,11 +114,11 @@ class Mechanism(ABC):
     def tally(self, reports: Any) -> Tally:
         """Aggregate reports into a :class:`~bayesldp.Tally`."""
 
-    def category_values(self, x: Any) -> Any:
+    def category_values(self, x: Any, rng: RNGLike = None) -> Any:
         """The inputs :meth:`perturb` takes for users in categories ``x`` (ints ``0..k-1``).
 
-        ``x`` itself here; numerical mechanisms return the centres of the input bins.  The
-        audit and the registry-wide checks perturb ``category_values(x)``.
+        ``x`` itself here (``rng`` unused); numerical mechanisms return values in the input
+        bins ``x``.  The audit and the registry-wide checks perturb ``category_values(x)``.
         """
         return x
 

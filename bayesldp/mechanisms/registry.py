@@ -31,6 +31,9 @@ MODULES: dict[str, str] = {
     "RRRR": "bayesldp.mechanisms.rrrr",
     "SubsetSelection": "bayesldp.mechanisms.subset",
     "SquareWave": "bayesldp.mechanisms.numerical.square_wave",
+    "Piecewise": "bayesldp.mechanisms.numerical.piecewise",
+    "LaplaceNumeric": "bayesldp.mechanisms.numerical.laplace",
+    "Gaussian": "bayesldp.mechanisms.numerical.gaussian",
 }
 #: other names users know (case-insensitive, like the canonical ones)
 ALIASES: dict[str, str] = {
@@ -39,6 +42,8 @@ ALIASES: dict[str, str] = {
     "KRR": "GRR",
     "SS": "SubsetSelection",
     "SW": "SquareWave",
+    "PM": "Piecewise",
+    "Laplace": "LaplaceNumeric",
 }
 
 

@@ -33,7 +33,7 @@ def test_parameters_are_declared_by_the_classes():
     assert {p.name for p in bayesldp.OLH.PARAMETERS} == {"g"}
     assert set(all_parameters()) == {
         *("g", "threshold", "subset", "eps1", "d"),
-        *("lo", "hi", "output_bins"),  # the numerical mechanisms
+        *("lo", "hi", "output_bins", "delta"),  # the numerical mechanisms
     }
     assert make_mechanism("OLH", 10, 1.0, g=3).g == 3
     assert make_mechanism("OLH", 10, 1.0, g=None).g == bayesldp.OLH(10, 1.0).g  # None: default

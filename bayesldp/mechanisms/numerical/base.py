@@ -13,6 +13,7 @@ distribution over the input bins.
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from typing import Any, ClassVar
 
@@ -31,6 +32,7 @@ from bayesldp.mechanisms.numerical.discretise import (
     check_domain,
     check_real_values,
     equal_bins,
+    location_channel,
     window_channel,
 )
 from bayesldp.tally import Tally
@@ -66,6 +68,7 @@ class NumericalMechanism(FiniteChannelMechanism):
     """
 
     RECOMMEND: ClassVar[bool] = False
+    MIN_OUTPUT_BINS: ClassVar[int] = 2
     PARAMETERS: ClassVar[tuple[Parameter, ...]] = (LO, HI, OUTPUT_BINS)
 
     def __init__(
@@ -81,7 +84,7 @@ class NumericalMechanism(FiniteChannelMechanism):
         self._setup()
         if output_bins is None:
             output_bins = self._default_output_bins()
-        self.output_bins = check_int(output_bins, "output_bins", 2)
+        self.output_bins = check_int(output_bins, "output_bins", self.MIN_OUTPUT_BINS)
 
     # ------------------------------------------------------------------ subclass hooks
     def _setup(self) -> None:
@@ -179,9 +182,19 @@ class NumericalMechanism(FiniteChannelMechanism):
         values = check_real_values(x, self.lo, self.hi, clip=bool(clip), name="x")
         return self._perturb_values(values, as_generator(rng))
 
-    def category_values(self, x: Any) -> np.ndarray:
-        """The centres of the input bins ``x`` (ints ``0..k-1``): values :meth:`perturb` takes."""
-        return self.bin_centres[check_values(x, self.k)]
+    def category_values(self, x: Any, rng: RNGLike = None) -> np.ndarray:
+        """Values in the input bins ``x`` (ints ``0..k-1``) that :meth:`perturb` takes.
+
+        The bins' centres when ``rng`` is None; else one uniform draw within each value's bin,
+        the discretised channel's model of a bin (reports of such values follow
+        :attr:`channel` exactly).
+        """
+        x = check_values(x, self.k)
+        if rng is None:
+            return self.bin_centres[x]
+        edges = self.bin_edges
+        u = as_generator(rng).random(x.shape[0])
+        return np.minimum(edges[x] + u * (edges[x + 1] - edges[x]), edges[x + 1])
 
     # ------------------------------------------------------------------ aggregator side
     def check_reports(self, reports: Any) -> np.ndarray:
@@ -410,3 +423,49 @@ class WindowMechanism(NumericalMechanism):
             p=self.p,
             q=self.q,
         )
+
+
+class AdditiveNoiseMechanism(NumericalMechanism):
+    """``y = v + noise`` with symmetric noise of scale :attr:`scale` and unbounded reports.
+
+    Output bins: two half-lines ``(-inf, lo - pad)`` and ``[hi + pad, inf)`` around equal inner
+    bins over ``[lo - pad, hi + pad]``; ``pad`` is :attr:`PAD_SCALES` noise scales.  By default
+    the inner bins are as wide as the input bins but no narrower than ``scale / 16`` (binning
+    finer than the noise adds cells, not information).
+    """
+
+    MIN_OUTPUT_BINS = 3  # two tails and an inner bin
+    #: padding of the inner output range, in noise scales
+    PAD_SCALES: float = 6.0
+
+    scale: float
+
+    @property
+    def pad(self) -> float:
+        """How far the inner output bins reach beyond ``[lo, hi]``."""
+        return self.PAD_SCALES * self.scale
+
+    def _default_output_bins(self) -> int:
+        step = max(self.width / self.k, self.scale / 16.0)
+        return 2 + max(1, math.ceil((self.width + 2.0 * self.pad) / step - 1e-9))
+
+    @property
+    def output_edges(self) -> np.ndarray:
+        """``-inf``, ``output_bins - 1`` equal edges over ``[lo - pad, hi + pad]``, ``inf``."""
+        inner = (
+            self.lo
+            - self.pad
+            + (self.width + 2.0 * self.pad)
+            * (np.arange(self.output_bins - 1) / (self.output_bins - 2))
+        )
+        return np.concatenate([[-np.inf], inner, [np.inf]])
+
+    def _tail(self, x: np.ndarray) -> np.ndarray:
+        """``G1(-x)`` for ``x >= 0``: the antiderivative of the noise CDF (see discretise)."""
+        raise NotImplementedError
+
+    def _channel_matrix(self) -> np.ndarray:
+        return location_channel(self.bin_edges, self.output_edges, self._tail)
+
+    def density(self, y: Any, v: Any) -> np.ndarray:
+        return np.exp(self.log_density(y, v))
