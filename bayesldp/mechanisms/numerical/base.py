@@ -333,6 +333,24 @@ class NumericalMechanism(FiniteChannelMechanism):
         m = self._oracle_matrix()
         return np.einsum("ij,jk,ik->i", m, cov, m) / n
 
+    # ------------------------------------------------------------------ mean
+    def report_mean_line(self) -> tuple[float, float]:
+        """``(a, b)`` with ``E[y | v] = a + b v``: every mechanism here is affine in ``v``."""
+        return 0.0, 1.0
+
+    def unbiased_mean(self, reports: Any) -> tuple[float, float]:
+        """Unbiased mean of the values from real reports, and its estimated variance.
+
+        ``z_i = (y_i - a) / b`` (:meth:`report_mean_line`) has ``E[z_i] = v_i``; the estimate
+        is the mean of ``z`` and the variance ``s_z^2 / n`` (the sample variance of ``z``,
+        conservative for a fixed population: it includes the spread of the values).
+        """
+        y = self.check_reports(reports)
+        a, b = self.report_mean_line()
+        z = (y - a) / b
+        var = float(z.var(ddof=1)) / z.size if z.size > 1 else float("inf")
+        return float(z.mean()), var
+
     # ------------------------------------------------------------------ audit
     def audit_event(self, reports: Any, x0: int, x1: int) -> np.ndarray:
         """Reports where ``f(y | c0) / f(y | c1)`` is largest, ``c0, c1`` the bins' centres."""
@@ -394,6 +412,13 @@ class WindowMechanism(NumericalMechanism):
     def density(self, y: Any, v: Any) -> np.ndarray:
         """``p`` inside the window of ``v``, ``q`` elsewhere on the output range, else 0."""
         return np.exp(self.log_density(y, v))
+
+    def report_mean_line(self) -> tuple[float, float]:
+        """``E[y | v] = q (y_hi^2 - y_lo^2) / 2 + (p - q) w (l(v) + w / 2)``: affine in ``v``."""
+        p, q, w = self.p, self.q, self._w
+        a = 0.5 * q * (self._yhi - self._ylo) * (self._yhi + self._ylo)
+        a += (p - q) * w * (self._alpha + 0.5 * w)
+        return a, (p - q) * w * self._slope
 
     def _perturb_values(self, v: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         """Inverse CDF of the three pieces ``q | p | q`` at one uniform draw per value."""
