@@ -34,6 +34,7 @@ _LAZY = {
     "audit": "bayesldp.audit",
     "bounds": "bayesldp.bounds",
     "encode": "bayesldp.categories",
+    "numerical": "bayesldp.numerical",
     "estimate": "bayesldp.estimators",
     "Estimate": "bayesldp.estimators",
     "fit": "bayesldp.bayes",

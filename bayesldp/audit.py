@@ -71,8 +71,8 @@ def audit(
     gen = as_generator(rng)
     best, best_hits = -math.inf, (0, 0)
     for a, b in ((x0, x1), (x1, x0)):
-        rep_a = mechanism.perturb(np.full(trials, a), gen)
-        rep_b = mechanism.perturb(np.full(trials, b), gen)
+        rep_a = mechanism.perturb(mechanism.category_values(np.full(trials, a)), gen)
+        rep_b = mechanism.perturb(mechanism.category_values(np.full(trials, b)), gen)
         hits_a = int(np.count_nonzero(mechanism.audit_event(rep_a, a, b)))
         hits_b = int(np.count_nonzero(mechanism.audit_event(rep_b, a, b)))
         low_a, _ = clopper_pearson(hits_a, trials, alpha / 2)

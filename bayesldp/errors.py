@@ -30,3 +30,7 @@ class NotSupportedError(BayesLDPError, NotImplementedError):
 
 class ConvergenceWarning(UserWarning):
     """A posterior's diagnostics are poor (r_hat, effective sample size, divergences)."""
+
+
+class ClippingWarning(UserWarning):
+    """Values outside a numerical mechanism's domain were clipped, as the caller asked."""

@@ -82,6 +82,53 @@ def plot_estimates_vs_truth(
     return ax
 
 
+def plot_density(
+    posterior,
+    mechanism,
+    ax=None,
+    prob: float = 0.9,
+    estimates: dict[str, Any] | None = None,
+    values=None,
+    title: str = "",
+):
+    """The density of numerical data over the mechanism's bins, with the posterior band.
+
+    ``posterior``: draws of ``theta`` (an InferenceData of :func:`bayesldp.fit`, or an array
+    ``(..., k)``); drawn as the posterior mean density per bin (a step line) and the
+    equal-tailed ``prob`` band of the draws, bin by bin.  ``estimates`` maps names to
+    :class:`~bayesldp.Estimate` objects (or frequency vectors) drawn as further step lines;
+    ``values`` (the true values, when known, as in a simulation) adds their histogram over the
+    same bins.  The density of bin ``i`` is ``theta_i / width_i``
+    (:func:`bayesldp.numerical.bin_density`).
+    """
+    from bayesldp.numerical import bin_density
+
+    plt = _pyplot()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.0, 4.0))
+    edges = mechanism.bin_edges
+    draws = bin_density(posterior, mechanism)
+    lower, upper = np.quantile(draws, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
+
+    def steps(y):
+        return np.append(y, y[-1])
+
+    ax.fill_between(edges, steps(lower), steps(upper), step="post", alpha=0.3,
+                    label=f"posterior {prob:.0%} band")  # fmt: skip
+    ax.step(edges, steps(draws.mean(axis=0)), where="post", label="posterior mean")
+    for name, est in (estimates or {}).items():
+        ax.step(edges, steps(bin_density(est, mechanism)[0]), where="post", ls="--", label=name)
+    if values is not None:
+        hist, _ = np.histogram(np.asarray(values, dtype=float), bins=edges, density=True)
+        ax.step(edges, steps(hist), where="post", color="black", lw=1, label="truth")
+    ax.set_xlim(edges[0], edges[-1])
+    ax.set_xlabel("value")
+    ax.set_ylabel("density")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return ax
+
+
 def category_figsize(k: int, labels=None, width: float = 9.0, height: float = 4.0):
     """A figure size for a plot over K categories: wider for many, taller for long labels."""
     width = max(width, 0.16 * k)

@@ -114,6 +114,14 @@ class Mechanism(ABC):
     def tally(self, reports: Any) -> Tally:
         """Aggregate reports into a :class:`~bayesldp.Tally`."""
 
+    def category_values(self, x: Any, rng: RNGLike = None) -> Any:
+        """The inputs :meth:`perturb` takes for users in categories ``x`` (ints ``0..k-1``).
+
+        ``x`` itself here (``rng`` unused); numerical mechanisms return values in the input
+        bins ``x``.  The audit and the registry-wide checks perturb ``category_values(x)``.
+        """
+        return x
+
     def simulate_tally(self, true_counts: Any, rng: RNGLike = None) -> Tally:
         """The tally of ``sum(true_counts)`` users, ``true_counts[x]`` of whom hold ``x``.
 

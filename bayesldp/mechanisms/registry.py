@@ -32,6 +32,10 @@ MODULES: dict[str, str] = {
     "SubsetSelection": "bayesldp.mechanisms.subset",
     "CMS": "bayesldp.mechanisms.sketch",
     "HCMS": "bayesldp.mechanisms.sketch",
+    "SquareWave": "bayesldp.mechanisms.numerical.square_wave",
+    "Piecewise": "bayesldp.mechanisms.numerical.piecewise",
+    "LaplaceNumeric": "bayesldp.mechanisms.numerical.laplace",
+    "Gaussian": "bayesldp.mechanisms.numerical.gaussian",
 }
 #: other names users know (case-insensitive, like the canonical ones)
 ALIASES: dict[str, str] = {
@@ -39,6 +43,9 @@ ALIASES: dict[str, str] = {
     "DE": "GRR",
     "KRR": "GRR",
     "SS": "SubsetSelection",
+    "SW": "SquareWave",
+    "PM": "Piecewise",
+    "Laplace": "LaplaceNumeric",
 }
 
 

@@ -32,14 +32,9 @@ def test_lookup_is_case_insensitive_with_aliases():
 def test_parameters_are_declared_by_the_classes():
     assert {p.name for p in bayesldp.OLH.PARAMETERS} == {"g"}
     assert set(all_parameters()) == {
-        "g",
-        "threshold",
-        "subset",
-        "eps1",
-        "d",
-        "m",
-        "k_hash",
-        "hash_seed",
+        *("g", "threshold", "subset", "eps1", "d"),
+        *("m", "k_hash", "hash_seed"),  # the count-mean sketches
+        *("lo", "hi", "output_bins", "delta"),  # the numerical mechanisms
     }
     assert make_mechanism("OLH", 10, 1.0, g=3).g == 3
     assert make_mechanism("OLH", 10, 1.0, g=None).g == bayesldp.OLH(10, 1.0).g  # None: default
@@ -54,7 +49,7 @@ def test_parameters_are_declared_by_the_classes():
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_reports_round_trip_through_a_file(name, suffix, tmp_path):
     mech = make_mechanism(name, 6, 2.0, **REQUIRED.get(name, {}))
-    reports = mech.perturb(np.arange(300) % 6, rng=1)
+    reports = mech.perturb(mech.category_values(np.arange(300) % 6), rng=1)
     frame = mech.reports_to_frame(reports)
     path = tmp_path / f"reports{suffix}"
     if suffix == ".csv":

@@ -361,7 +361,8 @@ def test_every_mechanism_audits_and_estimates(tmp_path, capsys, name):
     common = ["--k", "5", "--epsilon", "1", *options]
     assert main(["audit", name, *common, "--trials", "2000"]) == 0
     mech = make_mechanism(name, 5, 1.0, **kwargs)
-    reports = mech.perturb(np.random.default_rng(0).integers(0, 5, 300), rng=1)
+    values = mech.category_values(np.random.default_rng(0).integers(0, 5, 300))
+    reports = mech.perturb(values, rng=1)
     path = tmp_path / "reports.csv"
     mech.reports_to_frame(reports).to_csv(path, index=False)
     assert main(["estimate", str(path), "--mechanism", name, *common]) == 0
