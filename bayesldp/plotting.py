@@ -235,6 +235,8 @@ def plot_error_vs_panels(
         pairs = {(mech, method): styles[method] for method in methods}
         plot_error_vs(summary, x, metric, ax, mechanism=mech, legend=False, styles=pairs)
         ax.set_title(mech, fontsize=10)
+        if ax.get_subplotspec().colspan.start > 0:
+            ax.set_ylabel("")  # the shared y axis is named on the first panel of its row
     for ax in axes.ravel()[len(mechanisms) :]:
         ax.set_visible(False)
     handles = [
