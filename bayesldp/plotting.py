@@ -38,7 +38,12 @@ def category_axis(ax, labels=None, k: int | None = None) -> None:
 
     if labels is None:
         if k is None:
-            raise ValueError("category_axis: give the labels or the number of categories k")
+            from bayesldp.errors import InvalidInputError
+
+            raise InvalidInputError(
+                "category_axis: labels=None and k=None; give the K labels, or k (the number of "
+                "categories) to number them 0..K-1"
+            )
         size = 8 if k <= 20 else max(5, 8 - (k - 20) // 15)
         if k <= 40:
             ax.set_xticks(range(k), [str(x) for x in range(k)], fontsize=size)

@@ -180,3 +180,14 @@ def test_error_lines_are_told_apart():
     assert styles[0] == styles[1] == styles[2] and len(set(styles[0])) == 5
     assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 5
     plt.close("all")
+
+
+def test_category_axis_needs_labels_or_k():
+    import matplotlib.pyplot as plt
+
+    from bayesldp.errors import InvalidInputError
+
+    _, ax = plt.subplots()
+    with pytest.raises(InvalidInputError, match="labels=None and k=None"):
+        plotting.category_axis(ax)
+    plt.close("all")
