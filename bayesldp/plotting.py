@@ -24,19 +24,33 @@ LABEL_WRAP = 24
 
 
 def category_axis(ax, labels=None, k: int | None = None) -> None:
-    """Name the categories on the x axis of ``ax`` (ticks at 0..K-1), readably.
+    """Tick every category on the x axis of ``ax`` (ticks at 0..K-1), readably.
 
-    ``labels=None`` leaves matplotlib's numbered ticks.  Otherwise every category gets its tick
-    and its label: labels longer than :data:`LABEL_WRAP` characters wrap onto several lines;
+    ``labels=None`` numbers the categories 0..K-1, one tick each (matplotlib's own locator
+    would tick every other one); give ``k`` then.  Otherwise every category gets its tick and
+    its label: labels longer than :data:`LABEL_WRAP` characters wrap onto several lines;
     labels longer than three characters (or more than 12 categories) are rotated 45 degrees
-    (90 beyond 30 categories), anchored at their tick; the font shrinks as K grows.  Call
-    ``fig.tight_layout()`` afterwards so that the labels fit in the figure.  A ``$`` is shown
-    as itself (escaped from matplotlib's mathtext).
+    (90 beyond 30 categories), anchored at their tick; the font shrinks as K grows.  Numbers
+    stay horizontal up to 40 categories.  Call ``fig.tight_layout()`` afterwards so that the
+    labels fit in the figure.  A ``$`` is shown as itself (escaped from matplotlib's mathtext).
     """
-    if labels is None:
-        return
     import textwrap
 
+    if labels is None:
+        if k is None:
+            from bayesldp.errors import InvalidInputError
+
+            raise InvalidInputError(
+                "category_axis: labels=None and k=None; give the K labels, or k (the number of "
+                "categories) to number them 0..K-1"
+            )
+        size = 8 if k <= 20 else max(5, 8 - (k - 20) // 15)
+        if k <= 40:
+            ax.set_xticks(range(k), [str(x) for x in range(k)], fontsize=size)
+        else:
+            ax.set_xticks(range(k), [str(x) for x in range(k)], fontsize=size, rotation=90)
+        ax.set_xlim(-0.6, k - 0.4)
+        return
     labels = [str(label) for label in labels]
     k = len(labels) if k is None else k
     wrapped = [  # "$" escaped: "$3,000-$4,999" is text, not matplotlib's mathtext
@@ -52,6 +66,24 @@ def category_axis(ax, labels=None, k: int | None = None) -> None:
         ax.set_xticks(range(k), wrapped, fontsize=size, rotation=rotation, ha="right",
                       rotation_mode="anchor")  # fmt: skip
     ax.set_xlim(-0.6, k - 0.4)
+
+
+#: marker of the i-th line or series of a figure (cycled): lines that coincide stay
+#: distinguishable by their markers, and a figure printed in grey still reads
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "*")
+#: line styles cycled with the markers
+LINESTYLES = ("-", "--", "-.", ":")
+
+
+def legend_outside(ax, fontsize: float = 8, **kwargs):
+    """The legend of ``ax`` to the right of its axes, where it covers no data.
+
+    ``fig.tight_layout()`` (or ``bbox_inches="tight"`` when saving) makes room for it.
+    """
+    return ax.legend(
+        loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=fontsize,
+        **kwargs,
+    )  # fmt: skip
 
 
 def plot_estimates_vs_truth(
@@ -72,13 +104,14 @@ def plot_estimates_vs_truth(
     for i, (label, (point, lower, upper)) in enumerate(estimates.items()):
         offset = (i - (len(estimates) - 1) / 2) * width
         yerr = np.vstack([point - lower, upper - point])
-        ax.errorbar(x + offset, point, yerr=yerr, fmt="o", ms=3, capsize=2, label=label)
-    ax.scatter(x, truth, marker="_", s=200, color="black", label="truth", zorder=5)
+        ax.errorbar(x + offset, point, yerr=yerr, fmt=MARKERS[i % len(MARKERS)], ms=4, capsize=2,
+                    label=label)  # fmt: skip
+    ax.hlines(truth, x - 0.45, x + 0.45, color="black", lw=1.5, label="truth", zorder=5)
     category_axis(ax, labels, k)
     ax.set_xlabel("category")
     ax.set_ylabel("frequency")
     ax.set_title(title)
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     return ax
 
 
@@ -125,12 +158,15 @@ def plot_density(
     ax.set_xlabel("value")
     ax.set_ylabel("density")
     ax.set_title(title)
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     return ax
 
 
-def category_figsize(k: int, labels=None, width: float = 9.0, height: float = 4.0):
-    """A figure size for a plot over K categories: wider for many, taller for long labels."""
+def category_figsize(k: int, labels=None, width: float = 10.0, height: float = 4.0):
+    """A figure size for a plot over K categories: wider for many, taller for long labels.
+
+    The default width leaves room for a legend to the right of the axes.
+    """
     width = max(width, 0.16 * k)
     if labels is not None:
         longest = min(max(len(str(label)) for label in labels), 2 * LABEL_WRAP)
@@ -158,23 +194,54 @@ def plot_error_by_method(summary: list[dict[str, Any]], metric: str = "tv", ax=N
         ax.bar(pos, vals, width, yerr=errs, label=method, capsize=2)
     ax.set_xticks(np.arange(len(groups)), groups, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(metric.upper())
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     return ax
 
 
-def plot_error_vs(summary: list[dict[str, Any]], x: str = "epsilon", metric: str = "tv", ax=None):
+def _styles(names) -> dict:
+    """One (color, marker, line style) per name, all different (up to 40 names)."""
+    return {
+        name: {
+            "color": f"C{i % 10}",
+            "marker": MARKERS[i % len(MARKERS)],
+            "ls": LINESTYLES[(i // len(MARKERS)) % len(LINESTYLES)],
+        }
+        for i, name in enumerate(names)
+    }
+
+
+def plot_error_vs(
+    summary: list[dict[str, Any]],
+    x: str = "epsilon",
+    metric: str = "tv",
+    ax=None,
+    mechanism: str | None = None,
+    legend: bool = True,
+    styles: dict | None = None,
+):
     """Error (mean ± sd over repeats) against ``x`` ("epsilon" or "n"), one line per method.
 
     ``summary`` rows carry ``x``, ``metric``, ``f"{metric}_sd"``, ``mechanism`` and ``method``
     (the rows of :func:`bayesldp.workflows.study_report.summarise`, with an ``n`` column for
-    studies over n).
-    Log-log axes: the error of every consistent estimator falls as a power of n and eps.
+    studies over n).  ``mechanism`` keeps that mechanism's rows only (the lines are then named
+    by method); otherwise every (mechanism, method) pair is a line.  ``styles`` maps a
+    ``(mechanism, method)`` pair to the keyword arguments of its line (color, marker, ls).
+    Log-log axes: the error of every consistent estimator falls as a power of n and eps.  Each
+    line has its own color, marker and line style, and the lines are moved sideways by a few
+    percent of x (dodged) so that coinciding lines and their error bars stay visible; ticks are
+    at the x values of the data, written plainly.  The legend is outside the axes.
     """
     plt = _pyplot()
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
-    lines = dict.fromkeys((e["mechanism"], e["method"]) for e in summary)
-    for mech, method in lines:
+        _, ax = plt.subplots(figsize=(8, 4))
+    if mechanism is not None:
+        summary = [e for e in summary if e["mechanism"] == mechanism]
+    lines = list(dict.fromkeys((e["mechanism"], e["method"]) for e in summary))
+    styles = _styles(lines) if styles is None else styles
+    xs_all = sorted({float(e[x]) for e in summary})
+    spread = np.log(xs_all[-1] / xs_all[0]) if len(xs_all) > 1 else 1.0
+    step = 0.012 * spread  # dodge, in log x
+    for i, (mech, method) in enumerate(lines):
         rows = sorted(
             (e for e in summary if (e["mechanism"], e["method"]) == (mech, method)),
             key=lambda e: e[x],
@@ -182,13 +249,61 @@ def plot_error_vs(summary: list[dict[str, Any]], x: str = "epsilon", metric: str
         xs = np.array([e[x] for e in rows], dtype=float)
         ys = np.array([e[metric] for e in rows])
         sd = np.array([e[f"{metric}_sd"] for e in rows])
-        ax.errorbar(xs, ys, yerr=sd, marker="o", ms=3, capsize=2, label=f"{mech}: {method}")
+        dodge = np.exp((i - (len(lines) - 1) / 2) * step)
+        label = method if mechanism is not None else f"{mech}: {method}"
+        ax.errorbar(xs * dodge, ys, yerr=sd, ms=5, capsize=2, lw=1.3, label=label,
+                    **styles[(mech, method)])  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
+    import matplotlib.ticker
+
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_xticks(xs_all, [f"{v:g}" for v in xs_all])
     ax.set_xlabel("ε" if x == "epsilon" else x)
     ax.set_ylabel(metric.upper())
-    ax.legend(fontsize=6, ncol=2)
+    if legend:
+        legend_outside(ax, ncol=1 if len(lines) <= 12 else 2)
     return ax
+
+
+def plot_error_vs_panels(
+    summary: list[dict[str, Any]], x: str = "epsilon", metric: str = "tv", fig=None
+):
+    """:func:`plot_error_vs` with one panel per mechanism (shared y), one legend of methods.
+
+    Returns the axes.  Each method has the same style in every panel; the legend sits to the
+    right of the last panel, outside the data.
+    """
+    plt = _pyplot()
+    mechanisms = list(dict.fromkeys(e["mechanism"] for e in summary))
+    methods = list(dict.fromkeys(e["method"] for e in summary))
+    ncols = min(3, len(mechanisms))
+    nrows = -(-len(mechanisms) // ncols)
+    if fig is None:
+        fig = plt.figure(figsize=(3.6 * ncols + 2.4, 3.2 * nrows + 0.6), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    styles = _styles(methods)
+    for ax, mech in zip(axes.ravel(), mechanisms, strict=False):
+        pairs = {(mech, method): styles[method] for method in methods}
+        plot_error_vs(summary, x, metric, ax, mechanism=mech, legend=False, styles=pairs)
+        ax.set_title(mech, fontsize=10)
+        if ax.get_subplotspec().colspan.start > 0:
+            ax.set_ylabel("")  # the shared y axis is named on the first panel of its row
+    for ax in axes.ravel()[len(mechanisms) :]:
+        ax.set_visible(False)
+    handles = [
+        plt.Line2D(
+            [],
+            [],
+            color=styles[m]["color"],
+            marker=styles[m]["marker"],
+            ls=styles[m]["ls"],
+            label=m,
+        )
+        for m in methods
+    ]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=9, title="method")
+    return axes
 
 
 def plot_survey_trajectory(
@@ -226,7 +341,7 @@ def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]
     """The standard figures of a study report; returns the file names written."""
     plt = _pyplot()
     names = []
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
     plot_error_by_method(summary, "tv", ax)
     ax.set_title("Error per method: TV (mean ± sd over repeats)")
     fig.tight_layout()
@@ -234,10 +349,10 @@ def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]
     plt.close(fig)
     names.append("error_by_method.png")
     if len({e["epsilon"] for e in summary}) > 1:
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        plot_error_vs(summary, "epsilon", "tv", ax)
-        ax.set_title("Error against ε per method (mean ± sd over repeats)")
-        fig.tight_layout()
+        fig = plt.figure(layout="constrained")
+        axes = plot_error_vs_panels(summary, "epsilon", "tv", fig)
+        fig.set_size_inches(3.6 * axes.shape[1] + 2.4, 3.2 * axes.shape[0] + 0.6)
+        fig.suptitle("TV against ε (mean ± sd over repeats)")
         fig.savefig(out / "error_vs_epsilon.png", dpi=110)
         plt.close(fig)
         names.append("error_vs_epsilon.png")

@@ -88,3 +88,30 @@ def test_notebook_executes(path: Path, kernel_dir: Path) -> None:
         if output.output_type == "error"
     ]
     assert not errors, errors
+
+
+def _code(path: Path) -> str:
+    nb = nbformat.read(path, as_version=4)
+    return "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_notebook_checks_its_model_and_names_its_categories(path: Path) -> None:
+    """Issue 15: every notebook runs a posterior predictive check and names its categories.
+
+    The check is ``bayesldp.sample_posterior_predictive`` drawn with ArviZ (``az.plot_ppc`` or
+    ``az.plot_bpv``); the names reach the fit through ``fit(..., labels=...)`` (or a model's
+    coordinates) or the data through ``bayesldp.encode``.
+    """
+    code = _code(path)
+    assert "sample_posterior_predictive(" in code, f"{path.name}: no posterior predictive check"
+    assert "az.plot_bpv(" in code or "az.plot_ppc(" in code, f"{path.name}: check not drawn"
+    assert "labels=" in code or "bayesldp.encode(" in code, f"{path.name}: unnamed categories"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_notebook_figures_use_no_symlog_axis(path: Path) -> None:
+    """Issue 15 item 8: notebook 03's symlog axis hid that the 90% intervals of the largest
+    category (truth near 1) all missed it; a frequency near 1 and ones near 0 go on separate
+    linear axes instead."""
+    assert "symlog" not in _code(path), f"{path.name}: a symlog axis"

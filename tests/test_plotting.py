@@ -97,3 +97,97 @@ def test_estimates_figure_names_the_categories():
     assert len(ax.get_xticklabels()) == 40 and ax.get_xticklabels()[0].get_rotation() == 90
     assert plotting.category_figsize(40, ["level 1"])[0] > 6.0
     plt.close("all")
+
+
+def _summary(mechanisms=("GRR", "OUE"), methods=("oracle", "norm_sub", "mle", "em", "post")):
+    """Rows like study_report.summarise's: coinciding errors, as GRR's estimators often give."""
+    return [
+        {"mechanism": mech, "method": m, "epsilon": e, "tv": 0.05 / e, "tv_sd": 0.01}
+        for mech in mechanisms
+        for m in methods
+        for e in (0.5, 1.0, 2.0)
+    ]
+
+
+def _bbox(artist):
+    return artist.get_window_extent(artist.figure.canvas.get_renderer())
+
+
+def _legend_clear_of_axes(legend, ax) -> bool:
+    """The legend's box lies outside the axes' box (it can cover no data)."""
+    a, b = _bbox(legend), _bbox(ax)
+    return a.x0 >= b.x1 or a.x1 <= b.x0 or a.y0 >= b.y1 or a.y1 <= b.y0
+
+
+def test_legends_cover_no_data():
+    """Issue 15 item 8: legends inside the axes covered the first category's intervals."""
+    import matplotlib.pyplot as plt
+
+    truth = np.array([0.4, 0.3, 0.2, 0.1])
+    estimates = {m: (truth, truth - 0.05, truth + 0.05) for m in ("a", "b", "c", "d", "e")}
+    ax = plotting.plot_estimates_vs_truth(truth, estimates, labels=["w", "x", "y", "z"])
+    ax.figure.tight_layout()
+    assert _legend_clear_of_axes(ax.get_legend(), ax)
+    for draw in (plotting.plot_error_by_method, plotting.plot_error_vs):
+        ax = draw(_summary(), metric="tv")
+        ax.figure.tight_layout()
+        assert _legend_clear_of_axes(ax.get_legend(), ax), draw.__name__
+    fig = plt.figure(layout="constrained")
+    axes = plotting.plot_error_vs_panels(_summary(), "epsilon", "tv", fig)
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    assert all(_legend_clear_of_axes(legend, a) for a in axes.ravel())
+    plt.close("all")
+
+
+def test_every_category_is_ticked_without_labels():
+    """Issue 15 item 8: the OUE estimates plot ticked every other category (0, 2, 4, ...)."""
+    import matplotlib.pyplot as plt
+
+    for k in (10, 12, 60):
+        truth = np.full(k, 1 / k)
+        ax = plotting.plot_estimates_vs_truth(truth, {"m": (truth, truth, truth)})
+        assert list(ax.get_xticks()) == list(range(k))
+        assert [t.get_text() for t in ax.get_xticklabels()] == [str(x) for x in range(k)]
+    plt.close("all")
+
+
+def test_error_lines_are_told_apart():
+    """Issue 15 item 8: error_vs_epsilon's lines overlapped in one style with a tiny legend.
+
+    Every line has its own (color, marker, line style), coinciding lines are dodged sideways,
+    the x ticks are the data's epsilons, and the panel figure has one panel per mechanism with
+    a method keeping its style in every panel.
+    """
+    import matplotlib.pyplot as plt
+
+    ax = plotting.plot_error_vs(_summary(), "epsilon", "tv")
+    lines = [c.lines[0] for c in ax.containers]
+    assert len(lines) == 10
+    keys = {(ln.get_color(), ln.get_marker(), ln.get_linestyle()) for ln in lines}
+    assert len(keys) == 10
+    starts = sorted(ln.get_xdata()[0] for ln in lines)
+    assert starts[0] < 0.5 < starts[-1] and len(set(starts)) == 10  # dodged around eps = 0.5
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.5", "1", "2"]
+    assert ax.get_legend().get_texts()[0].get_fontsize() >= 8
+    fig = plt.figure(layout="constrained")
+    axes = plotting.plot_error_vs_panels(_summary(("GRR", "OUE", "OLH")), "epsilon", "tv", fig)
+    assert [a.get_title() for a in axes.ravel()] == ["GRR", "OUE", "OLH"]
+    styles = [
+        [(c.lines[0].get_color(), c.lines[0].get_marker()) for c in a.containers]
+        for a in axes.ravel()
+    ]
+    assert styles[0] == styles[1] == styles[2] and len(set(styles[0])) == 5
+    assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 5
+    plt.close("all")
+
+
+def test_category_axis_needs_labels_or_k():
+    import matplotlib.pyplot as plt
+
+    from bayesldp.errors import InvalidInputError
+
+    _, ax = plt.subplots()
+    with pytest.raises(InvalidInputError, match="labels=None and k=None"):
+        plotting.category_axis(ax)
+    plt.close("all")

@@ -136,7 +136,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     mech = make_mechanism(args.mechanism, args.k, args.epsilon, **_mechanism_params(args))
     print(f"{mech!r}")
-    print(f"  realised epsilon (exact, from the channel or density): {mech.realised_epsilon():.12g}")
+    print(
+        f"  realised epsilon (exact, from the channel or density): {mech.realised_epsilon():.12g}"
+    )
     result = audit(mech, trials=args.trials, alpha=args.alpha, rng=args.seed)
     verdict = "no violation found" if result.passed else "VIOLATION: lower bound exceeds epsilon"
     bound = result.epsilon_lower_bound

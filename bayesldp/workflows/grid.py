@@ -447,6 +447,8 @@ def _plot_tv(results: xarray.Dataset, x_dim: str, panel_dim: str, x_label: str, 
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    from bayesldp.plotting import MARKERS
+
     tv = results["tv"].mean("repeat")
     ks, xs, panels = (results[d].values for d in ("k", x_dim, panel_dim))
     methods = list(results["scheme"].values)
@@ -463,8 +465,8 @@ def _plot_tv(results: xarray.Dataset, x_dim: str, panel_dim: str, x_label: str, 
                     xs,
                     tv.sel({"k": k, panel_dim: value, "scheme": m}).values,
                     "-" if not m.startswith(("semi", "non")) else "--",
-                    marker="o",
-                    ms=3,
+                    marker=MARKERS[im % len(MARKERS)],
+                    ms=4,
                     lw=2.5 if m == "non-adaptive" else 1,
                     label=m,
                     color="black" if m == "non-adaptive" else palette(im % 20),
@@ -474,10 +476,11 @@ def _plot_tv(results: xarray.Dataset, x_dim: str, panel_dim: str, x_label: str, 
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_xticks(xs, [f"{v:g}" for v in xs])
             ax.set_xlabel(x_label)
-            ax.set_ylabel("TV (mean over repeats)")
+            if j == 0:
+                ax.set_ylabel("TV (mean over repeats)")
             ax.set_title(f"K = {k}, {panel_name} = {value:g}")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center right", fontsize=7)
+    fig.legend(handles, labels, loc="center right", fontsize=9, title="scheme")
     fig.suptitle(f"AdOBEst-LDP: TV against {x_dim} (n = {results.attrs['n']})")
     fig.tight_layout(rect=(0, 0, 0.86, 0.96))
     fig.savefig(path, dpi=110)
