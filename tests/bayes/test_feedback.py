@@ -80,6 +80,17 @@ def test_sgld_bar(capsys):
     assert "sgld" in err and "300/300" in err  # tune + draws * thin(10)
 
 
+def test_exact_mixture_bar(capsys):
+    tally = bayesldp.GRR(3, 1.0).tally_from_report_counts([6, 3, 2])
+    quiet = bayesldp.fit(tally, method="exact", draws=50, chains=2, random_seed=0)
+    assert capsys.readouterr().err == ""
+    shown = bayesldp.fit(tally, method="exact", draws=50, chains=2, random_seed=0,
+                         progressbar=True)  # fmt: skip
+    err = capsys.readouterr().err
+    assert "exact mixture" in err and "100%" in err
+    assert np.array_equal(quiet.posterior["theta"].values, shown.posterior["theta"].values)
+
+
 # ------------------------------------------------------------------------- compile notice
 _MODULE = """
 import numba
