@@ -127,14 +127,19 @@ def fit(
         the same list gives the same draws, whatever its length (it need not have ``chains``
         entries), and the seed recorded in ``posterior.attrs["random_seed"]`` replays the fit.
     progressbar : bool or None
-        Show the backend's progress bar (one tqdm bar per chain on standard error for "hmc";
-        one for "sgld").  None: on in an interactive session (standard error is a terminal, or
-        IPython / Jupyter), off otherwise (scripts piped to files, tests, CI).
+        Show the backend's progress bar (tqdm, on standard error): one per chain for "hmc",
+        one for "sgld", one over the mixture's expansion for "exact".  None: on in an
+        interactive session (standard error is a terminal, or IPython / Jupyter), off
+        otherwise (scripts piped to files, tests, CI).  Before numba compiles the sampler's
+        kernels (the first fit after an install; then they load from numba's disk cache) one
+        line says so on standard error, whatever ``progressbar`` is.
     cores : int or None
         Chains sampled at once, as PyMC's ``cores=`` ("hmc": threads, the compiled kernels
         release the GIL; "nuts" with PyMC's sampler: processes).  None: ``min(chains,
         os.cpu_count())``; more than the machine's CPUs is capped with a ``UserWarning``.  The
-        draws do not depend on ``cores`` (same seed, same bits).
+        draws do not depend on ``cores`` (same seed, same bits).  Ctrl-C (KeyboardInterrupt)
+        stops every chain at its next iteration and propagates: ``fit`` returns nothing, so
+        nothing half-written is left (PyMC instead may return the draws so far).
     labels : sequence, optional
         ``K`` distinct category labels for the ``category`` coordinate (default ``0..K-1``).
     compute_convergence_checks : bool

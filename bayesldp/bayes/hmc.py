@@ -121,7 +121,7 @@ class _Target:
         else:
             self.adaptive = None
             self.alpha = prior
-            self.prior_a = self.prior_c = np.empty(0)
+            self.prior_a = self.prior_c = None  # numba then compiles no adaptive-prior code
             self.shift = self.n + float(prior.sum())
             self.const = math.lgamma(float(prior.sum())) - sum(math.lgamma(a) for a in prior)
 
@@ -229,7 +229,7 @@ class _JointTarget:
         centre = log_theta[self.idx[:-1]] - log_theta[ref] - self.weights * math.log(_PILOT_ALPHA)
         par = np.concatenate([[prior.log_a_mean, prior.log_a_sd], centre])
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
-                      self.lik.scale_const, np.empty(0), np.empty(0), self.weights, self.idx,
+                      self.lik.scale_const, None, None, self.weights, self.idx,
                       par)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
 
@@ -392,6 +392,19 @@ def _prior_terms(s_total, pa, pc):  # pragma: no cover - compiled
     return top + math.log(tot), mean / tot
 
 
+def _marginal_prior(s_total, pa, pc):  # pragma: no cover - replaced by the overload
+    """:func:`_prior_terms` for the adaptive prior; never compiled for a fixed prior (``pa``
+    None)."""
+    raise NotImplementedError
+
+
+@overload(_marginal_prior)
+def _marginal_prior_overload(s_total, pa, pc):
+    if isinstance(pa, nb.types.NoneType):
+        return lambda s_total, pa, pc: (0.0, 0.0)  # unreachable: pa is None
+    return lambda s_total, pa, pc: _prior_terms(s_total, pa, pc)
+
+
 @nb.njit(cache=True)
 def _digamma(x):  # pragma: no cover - compiled
     """psi(x) for x > 0: recurrence up to x >= 6, then the asymptotic series."""
@@ -522,7 +535,7 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
         s += math.exp(z[i] - top)
     log_norm = top + math.log(s)
     theta[d] = math.exp(-log_norm)
-    adaptive = pa.shape[0] > 0
+    adaptive = pa is not None
     lp = const
     s_total = -log_norm
     if not adaptive:
@@ -536,7 +549,7 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     lp += lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta, 0.0, r,
                       lth, w, g)  # fmt: skip
     if adaptive:
-        prior_lp, abar = _prior_terms(s_total, pa, pc)
+        prior_lp, abar = _marginal_prior(s_total, pa, pc)
         lp += prior_lp
         shift_a = shift + (d + 1) * abar
         for i in range(d):
@@ -1006,7 +1019,7 @@ def _pending_kernels(target: _Target, max_depth: int, joint: bool) -> list[tuple
     d = target.k if joint else target.d
     data = target.data()
     if joint:  # the joint scheme's slots hold arrays (see _JointTarget)
-        data = (*data[:12], np.empty(0), np.empty(0, dtype=np.int64), np.empty(0))
+        data = (*data[:10], None, None, np.empty(0), np.empty(0, dtype=np.int64), np.empty(0))
     z, grad, work = np.zeros(d), np.zeros(d), target.work()
     mat, ws = np.eye(d), np.empty((_N_SLOTS, d))
     lik = target.lik
@@ -1061,8 +1074,9 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
          max_treedepth: int, target_accept: float, metric: str, started: float,
          random_seed: int | None, scheme: str = "marginal", cores: int = 1,
          progressbar: bool = False) -> SamplerOutput:  # fmt: skip
-    _feedback.compile_notice(_pending_kernels(target, max_treedepth,
-                                              scheme == "joint" and target.adaptive is not None))
+    _feedback.compile_notice(
+        _pending_kernels(target, max_treedepth, scheme == "joint" and target.adaptive is not None)
+    )
     alpha = target.alpha
     mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
     joint = scheme == "joint" and target.adaptive is not None
