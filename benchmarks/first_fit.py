@@ -16,7 +16,11 @@ in every cold run and in no warm run).
 
 Usage::
 
-    python benchmarks/first_fit.py --repeats 3 --write benchmarks/results/first_fit.md
+    python benchmarks/first_fit.py --repeats 3 --baseline ../main \
+        --write benchmarks/results/first_fit.md
+
+``--baseline`` runs another checkout (the code before a change) interleaved with this one, so
+that both meet the same load; the compile notice is new, so a baseline shows it 0 times.
 """
 
 from __future__ import annotations
@@ -52,9 +56,9 @@ print("RESULT", t1 - t0, t2 - t1, idata.posterior.attrs["ess_bulk_min"])
 """
 
 
-def run_child(cache_dir: str) -> dict[str, float | bool]:
-    """One whole-process fit with the given numba cache directory."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
+def run_child(cache_dir: str, root: Path = ROOT) -> dict[str, float | bool]:
+    """One whole-process fit with the given numba cache directory and source tree."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": str(root)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
@@ -87,23 +91,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="cold/warm pairs (default 3)")
     parser.add_argument("--write", type=Path, help="write the markdown table to this file")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout of bayesldp (e.g. the main branch) run the same way, interleaved",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     load_before = os.getloadavg()
-    runs: dict[str, list[dict]] = {"cold": [], "warm": []}
+    trees = {"": ROOT}
+    if args.baseline is not None:
+        trees[f"baseline ({args.baseline})"] = args.baseline.resolve()
+    runs: dict[str, list[dict]] = {}
     for _ in range(args.repeats):
-        cache = tempfile.mkdtemp(prefix="bayesldp-numba-")
-        try:
-            runs["cold"].append(run_child(cache))
-            runs["warm"].append(run_child(cache))
-        finally:
-            shutil.rmtree(cache, ignore_errors=True)
-        print(json.dumps({k: v[-1] for k, v in runs.items()}), flush=True)
+        for label, root in trees.items():
+            cache = tempfile.mkdtemp(prefix="bayesldp-numba-")
+            try:
+                for kind in ("cold", "warm"):
+                    name = f"{kind} {label}".strip()
+                    runs.setdefault(name, []).append(run_child(cache, root))
+                    print(name, json.dumps(runs[name][-1]), flush=True)
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
     load_after = os.getloadavg()
     lines = [
         "# First fit: cold (empty numba cache) and warm, whole process",
         "",
-        f"Written by `benchmarks/first_fit.py --repeats {args.repeats}` on "
+        f"Written by `benchmarks/first_fit.py --repeats {args.repeats}"
+        + (" --baseline ...`" if args.baseline else "`")
+        + " on "
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; machine: "
         f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, Python "
         f"{platform.python_version()}; load average (1, 5, 15 min) before "
