@@ -78,6 +78,8 @@ def resolve_progressbar(progressbar: object) -> bool:
 class _NoBar:
     """The silent stand-in of a tqdm bar."""
 
+    n = 0
+
     def update(self, n: int = 1) -> None:
         pass
 

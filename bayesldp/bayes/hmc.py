@@ -101,6 +101,7 @@ _LOG_08 = math.log(0.8)
 _PILOT_ALPHA = 0.01  # the pilot's Dirichlet concentration
 _S_LIMIT = 50.0  # |log a| beyond this has prior mass 0 (the grid spans log_a_mean +- 8 sd)
 _OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
+_BAR_STEP = 20  # iterations between progress-bar updates
 
 
 # ---------------------------------------------------------------------------- target density
@@ -939,9 +940,9 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float]:  # fmt: skip
     """Warm-up and sampling of one chain.
 
-    ``bar`` (a tqdm bar or None) advances once per iteration, between calls of the compiled
-    transition; when ``stop`` is set (another chain failed or the user pressed Ctrl-C) the chain
-    returns at the next iteration with :class:`_Stopped`.  Returns the kept draws of ``z``
+    ``bar`` (a tqdm bar or None) advances every ``_BAR_STEP`` iterations, between calls of the
+    compiled transition; when ``stop`` is set (another chain failed or the user pressed Ctrl-C)
+    the chain returns at the next iteration with :class:`_Stopped`.  Returns the kept draws of ``z``
     (draws, d), float statistics (draws, 4) = (lp, energy, acceptance, step size), integer
     statistics (draws, 3) = (tree depth, steps, diverged), the number of warm-up divergences
     and the final step size.
@@ -979,7 +980,8 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
             st_sc, st_depth, work,
         )  # fmt: skip
         if bar is not None:
-            bar.update(1)
+            if (it + 1) % _BAR_STEP == 0 or it + 1 == tune or it + 1 == tune + draws:
+                bar.update(it + 1 - bar.n)
             if it + 1 == tune:
                 bar.set_postfix_str("sampling", refresh=False)
             elif div and it >= tune:
@@ -1108,7 +1110,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     def one_chain(c: int) -> None:
         out_z[c], sc[c], ints[c], n_div, eps = _chain(
             target, data, z0[c], children[c], tune, draws, target_accept, max_treedepth,
-            laplace, metric == "diag", bars[c], stop,
+            laplace, metric == "diag", bars[c] if progressbar else None, stop,
         )  # fmt: skip
         tune_divergences[c] = int(n_div)
         step_sizes[c] = float(eps)
