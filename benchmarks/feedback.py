@@ -75,6 +75,25 @@ def kernel_share(tally) -> float:
     return inside[0] / sampler
 
 
+def bar_bookkeeping(chains: int = 4, tune: int = 1000, draws: int = 1000) -> float:
+    """Seconds that the bars of one fit cost by themselves: the sampler's bar calls for every
+    iteration of ``chains`` chains (bars on /dev/null), without any sampling: a number the
+    machine's load hardly moves, unlike the difference of two noisy fit times."""
+    from bayesldp.bayes import _feedback, hmc
+
+    with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
+        start = time.perf_counter()
+        for c in range(chains):
+            bar = _feedback.progress_bar(tune + draws, f"chain {c}", True, position=c)
+            for it in range(tune + draws):
+                if (it + 1) % hmc._BAR_STEP == 0 or it + 1 == tune or it + 1 == tune + draws:
+                    bar.update(it + 1 - bar.n)
+                if it + 1 == tune:
+                    bar.set_postfix_str("sampling", refresh=False)
+            bar.close()
+        return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -97,6 +116,7 @@ def main() -> None:
                 reference = theta
             identical &= bool(np.array_equal(theta, reference))
     share = kernel_share(tally)
+    bookkeeping = float(np.median([bar_bookkeeping() for _ in range(5)]))
     load_after = os.getloadavg()
     med = {c: float(np.median(v)) for c, v in times.items()}
     smed = {c: float(np.median(v)) for c, v in sampler.items()}
@@ -128,7 +148,10 @@ def main() -> None:
     lines += [
         "",
         f"- progress bars: {100 * bar_1:+.1f}% sampler time with cores=1, {100 * bar_2:+.1f}% "
-        "with cores=2 (median against median);",
+        "with cores=2 (median against median: within the noise of this machine); the bars' "
+        f"own calls for one fit (4 bars, 8000 iterations, no sampling) take "
+        f"{1000 * bookkeeping:.1f} ms, {100 * bookkeeping / smed[(1, False)]:.2f}% of the "
+        "cores=1 sampler median;",
         f"- cores=2 against cores=1 (no bars): sampler {smed[(1, False)] / smed[(2, False)]:.2f}x"
         f" faster, whole fit {med[(1, False)] / med[(2, False)]:.2f}x;",
         f"- draws bit-identical across all configurations: {identical};",
