@@ -16,7 +16,7 @@ DISTRIBUTION = {
 #: modules that come with a declared distribution (pytensor with pymc)
 PROVIDED = {"pytensor": "pymc"}
 #: imported only behind a check that it is installed, never required
-OPTIONAL = {"tqdm"}
+OPTIONAL: set[str] = set()
 #: imported by a benchmark from a reference repository's mirror given on its command line
 #: (benchmarks/em_mr_parity.py --reference), never installed
 FROM_MIRROR = {"ldp_reduction"}

@@ -3,17 +3,25 @@
 * ``r_hat_max`` above 1.01 (rank-normalised split R-hat, Vehtari et al. 2021): the chains
   disagree;
 * ``ess_bulk_min`` below 100 per chain: too few effective draws for stable summaries;
-* ``divergences`` above 0 (Hamiltonian samplers): the sampler met curvature it could not follow.
+* ``divergences`` above 0 (Hamiltonian samplers): the sampler met curvature it could not follow;
+* ``pareto_k`` above 0.7 (importance-sampling corrections, Vehtari et al. 2024, "Pareto smoothed
+  importance sampling", JMLR 25(72)): the importance weights' tail is too heavy for the estimate
+  to be trusted.  A backend reports it as ``SamplerOutput.info["pareto_k"]``; the check is also
+  :func:`check_pareto_k` for direct use.
 
 Each failed check is a :class:`~bayesldp.errors.ConvergenceWarning` (a ``UserWarning``) naming
-the number and what to do; the numbers are in the posterior's attrs whether or not they warn.
+the number and what to do (as PyMC words them); the numbers are in the attrs of ``posterior`` and
+of ``sample_stats`` whether or not they warn.
 Independent draws (``method="exact"``) are not checked.  The checks cover ``theta`` and, under
 the adaptive prior, its concentration ``a``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,6 +30,9 @@ from bayesldp.errors import ConvergenceWarning
 
 R_HAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
+PARETO_K_MAX = 0.7
+#: the reference PyMC's warnings cite (rank-normalised R-hat and ESS)
+_REFERENCE = "Vehtari et al. 2021, https://arxiv.org/abs/1903.08008"
 
 
 def diagnose(idata: Any, method: str, *, warn: bool = True) -> dict[str, float]:
@@ -34,7 +45,7 @@ def diagnose(idata: Any, method: str, *, warn: bool = True) -> dict[str, float]:
     posterior = idata.posterior
     chains = posterior.sizes["chain"]
     found: dict[str, float] = {}
-    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"), _numpy_arviz():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant draws: NaN r_hat
         names = [v for v in ("theta", "a") if v in posterior]  # a: the adaptive prior's
         if chains >= 2 and posterior.sizes["draw"] >= 4:
@@ -46,11 +57,70 @@ def diagnose(idata: Any, method: str, *, warn: bool = True) -> dict[str, float]:
     stats = getattr(idata, "sample_stats", None)
     if stats is not None and "diverging" in stats:
         found["divergences"] = int(np.asarray(stats["diverging"]).sum())
+    pareto_k = _backend_pareto_k(posterior.attrs.get("backend_info"))
+    if pareto_k is not None:
+        found["pareto_k"] = pareto_k
     posterior.attrs.update(found)
+    if stats is not None:
+        stats.attrs.update(found)
     if warn:
         for message in _messages(found, chains, method):
             warnings.warn(message, ConvergenceWarning, stacklevel=3)
     return found
+
+
+@contextlib.contextmanager
+def _numpy_arviz() -> Iterator[None]:
+    """ArviZ's variance with numpy, not its numba kernel: that kernel is not cached on disk, so
+    it cost about 0.6 s of compilation in every new process (r_hat and ESS agree to rounding)."""
+    try:
+        from arviz.utils import Numba
+    except ImportError:  # pragma: no cover - depends on the ArviZ version
+        yield
+        return
+    flag = Numba.numba_flag
+    Numba.numba_flag = False
+    try:
+        yield
+    finally:
+        Numba.numba_flag = flag
+
+
+def _backend_pareto_k(info: object) -> float | None:
+    """``pareto_k`` of a backend's info (a JSON string in the attrs), if it reports one."""
+    if not isinstance(info, str):
+        return None
+    try:
+        value = json.loads(info).get("pareto_k")
+    except (ValueError, AttributeError):
+        return None
+    return None if value is None else float(value)
+
+
+def pareto_k_message(k: float, method: str) -> str | None:
+    """The warning text for a Pareto k above :data:`PARETO_K_MAX`, or None when it is fine."""
+    if k <= PARETO_K_MAX:  # NaN warns
+        return None
+    return (
+        f"method={method!r}: the Pareto k of the importance weights is {k:.2f}, above "
+        f"{PARETO_K_MAX}: the importance-sampling correction is unreliable (its variance may be "
+        "infinite); use method='hmc' (or 'nuts'), or more importance draws if k is below 1 "
+        "(Vehtari et al. 2024, https://arxiv.org/abs/1507.02646)"
+    )
+
+
+def check_pareto_k(k: float, method: str, *, warn: bool = True, stacklevel: int = 2) -> bool:
+    """Whether Pareto k is acceptable (at most 0.7); if not and ``warn``, a ConvergenceWarning.
+
+    For methods that correct an approximation by Pareto-smoothed importance sampling:
+    ``k <= 0.7`` means the smoothed weights' estimate converges at a practical rate (Vehtari et
+    al. 2024, section 3); ``k > 0.7`` (or NaN) warns with the number and what to do.
+    ``stacklevel`` counts from the caller of this function.
+    """
+    message = pareto_k_message(float(k), method)
+    if message is not None and warn:
+        warnings.warn(message, ConvergenceWarning, stacklevel=stacklevel + 1)
+    return message is None
 
 
 def _messages(found: dict[str, float], chains: int, method: str) -> list[str]:
@@ -59,13 +129,15 @@ def _messages(found: dict[str, float], chains: int, method: str) -> list[str]:
     if rhat is not None and not rhat <= R_HAT_MAX:
         out.append(
             f"method={method!r}: the largest r_hat is {rhat:.3f}, above {R_HAT_MAX}: the chains "
-            "do not agree; draw more (draws=, tune=) or reparametrise the prior"
+            "do not agree, the draws are not yet from the posterior; draw more (draws=, tune=) "
+            f"or reparametrise the prior ({_REFERENCE})"
         )
     ess = found.get("ess_bulk_min")
     if ess is not None and not ess >= ESS_PER_CHAIN_MIN * chains:
         out.append(
             f"method={method!r}: the smallest bulk ESS is {ess:.0f} ({ess / chains:.0f} per chain, "
-            f"below {ESS_PER_CHAIN_MIN}): too few effective draws; draw more (draws=, tune=)"
+            f"below {ESS_PER_CHAIN_MIN}): too few effective draws for reliable r_hat and "
+            f"summaries; draw more (draws=, tune=) ({_REFERENCE})"
         )
     divergences = found.get("divergences", 0)
     if divergences:
@@ -74,4 +146,9 @@ def _messages(found: dict[str, float], chains: int, method: str) -> list[str]:
             "posterior has regions the sampler cannot follow; raise target_accept (e.g. 0.95) "
             "or use a larger prior concentration"
         )
+    pareto_k = found.get("pareto_k")
+    if pareto_k is not None:
+        message = pareto_k_message(pareto_k, method)
+        if message is not None:
+            out.append(message)
     return out

@@ -78,6 +78,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from bayesldp._validation import RNGLike, as_generator, check_int
+from bayesldp.bayes import _feedback
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, as_dirichlet, dirichlet_draws
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
@@ -210,6 +211,8 @@ def exact_posterior(
     alpha: Any = None,
     max_components: int = DEFAULT_MAX_COMPONENTS,
     strategy: str = "auto",
+    *,
+    progressbar: bool = False,
 ) -> ExactPosterior:
     """The exact posterior of ``theta`` given a tally, as a mixture of Dirichlets.
 
@@ -223,6 +226,8 @@ def exact_posterior(
         Refuse (:class:`TooManyComponentsError`) when the mixture may have more components.
     strategy : {"auto", "residual", "latent"}
         The expansion (module docstring); all give the same posterior.
+    progressbar : bool
+        A tqdm bar on standard error over the expansion's factor products (the long loop).
 
     Returns
     -------
@@ -247,7 +252,7 @@ def exact_posterior(
     if strategy not in STRATEGIES:
         raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
 
-    plan, exponents, log_coef = _expand(tally, max_components, strategy)
+    plan, exponents, log_coef = _expand(tally, max_components, strategy, progressbar)
     log_beta_ratio = (
         gammaln(prior.alpha + exponents).sum(axis=1)
         - gammaln(prior.alpha.sum() + exponents.sum(axis=1))
@@ -288,7 +293,8 @@ def sample(
     random_seed : int or None
         Seed of the numpy Generator (same seed, same draws).
     progressbar : bool
-        Ignored (nothing iterative to report).
+        A tqdm bar over the mixture's expansion (the long loop; the draws are one vectorised
+        step).
     **options
         ``max_components`` (int) and ``strategy`` ("auto", "residual", "latent").
 
@@ -300,7 +306,6 @@ def sample(
         exact posterior mean and covariance (for ``K <= 100``), the number of components, the
         strategy and the log marginal likelihood.
     """
-    del progressbar
     unknown = sorted(set(options) - {"max_components", "strategy"})
     if unknown:
         raise InvalidInputError(
@@ -315,8 +320,10 @@ def sample(
         raise InvalidInputError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     gen = as_generator(random_seed)
     if isinstance(alpha, AdaptiveDirichlet):
-        return _sample_adaptive(tally, alpha, chains, draws, gen, max_components, strategy, start)
-    post = exact_posterior(tally, alpha, max_components=max_components, strategy=strategy)
+        return _sample_adaptive(tally, alpha, chains, draws, gen, max_components, strategy, start,
+                                progressbar)  # fmt: skip
+    post = exact_posterior(tally, alpha, max_components=max_components, strategy=strategy,
+                           progressbar=progressbar)  # fmt: skip
     built = time.perf_counter()
     theta, index = post._sample(chains * draws, gen)
     with np.errstate(invalid="ignore"):
@@ -367,12 +374,12 @@ def _node_blocks(n_nodes: int, n_components: int) -> list[np.ndarray]:
 
 def _sample_adaptive(tally: Tally, prior: AdaptiveDirichlet, chains: int, draws: int,
                      gen: np.random.Generator, max_components: int, strategy: str,
-                     start: float) -> SamplerOutput:  # fmt: skip
+                     start: float, progressbar: bool = False) -> SamplerOutput:  # fmt: skip
     """Exact draws under the adaptive prior: the mixture's exponents do not depend on the
     prior, so the evidence ``p(tally | a_j)`` of every grid node is one reweighting of them;
     ``a`` is drawn from ``p(a_j | tally) ∝ w_j p(tally | a_j)``, then a component given ``a``,
     then ``theta ~ Dirichlet(a + m)``."""
-    plan, exponents, log_coef = _expand(tally, max_components, strategy)
+    plan, exponents, log_coef = _expand(tally, max_components, strategy, progressbar)
     k = tally.k
     evidence = np.concatenate([
         logsumexp(log_coef + _log_beta_ratios(exponents, prior.a[block], k), axis=1)
@@ -419,7 +426,7 @@ def _sample_adaptive(tally: Tally, prior: AdaptiveDirichlet, chains: int, draws:
 # the expansion
 # ---------------------------------------------------------------------------------------------
 def _expand(
-    tally: Tally, max_components: int, strategy: str
+    tally: Tally, max_components: int, strategy: str, progressbar: bool = False
 ) -> tuple[_Plan, np.ndarray, np.ndarray]:
     """The cheapest plan that fits, and its expansion: exponents (M, K) and log coefficients."""
     budget = _PAIR_BUDGET_FACTOR * max_components
@@ -445,7 +452,11 @@ def _expand(
         )
     # cheapest: term products to form, plus the per-component work of weights, moments, draws
     plan = min(fitting, key=lambda p: p.cost + 10 * p.bound)
-    exponents, log_coef = plan.expand()
+    bar = _feedback.progress_bar(plan.n_products, "exact mixture", progressbar)
+    try:
+        exponents, log_coef = plan.expand(bar)
+    finally:
+        bar.close()
     return plan, exponents, log_coef
 
 
@@ -526,8 +537,16 @@ class _Plan:
             before = after
         return steps, cost
 
-    def expand(self) -> tuple[np.ndarray, np.ndarray]:
-        """Exponent vectors (M, K) and log coefficients (M,) of ``prod_u (a_u + r_u.theta)^c_u``."""
+    @property
+    def n_products(self) -> int:
+        """Products :meth:`expand` forms: one per whole factor, ``c_u`` per linear one."""
+        return sum(1 if how == "whole" else int(self.counts[u]) for u, how in self.steps)
+
+    def expand(self, bar: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Exponent vectors (M, K) and log coefficients (M,) of ``prod_u (a_u + r_u.theta)^c_u``.
+
+        ``bar`` (a tqdm bar or None) advances by one per product formed.
+        """
         packer = _Packer(self.caps)
         codes = packer.zero()
         log_coef = np.zeros(1)
@@ -535,12 +554,14 @@ class _Plan:
             if how == "whole":
                 f_codes, f_log = self._factor(u, packer)
                 codes, log_coef = _multiply(codes, log_coef, f_codes, f_log)
+                if bar is not None:
+                    bar.update(1)
             else:
-                codes, log_coef = self._linear_steps(u, packer, codes, log_coef)
+                codes, log_coef = self._linear_steps(u, packer, codes, log_coef, bar)
         return packer.unpack(codes), log_coef
 
     def _linear_steps(
-        self, u: int, packer: _Packer, codes: np.ndarray, log_coef: np.ndarray
+        self, u: int, packer: _Packer, codes: np.ndarray, log_coef: np.ndarray, bar: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
         a, r = float(self.const[u]), self.resid[u]
         idx = np.flatnonzero(r > 0)
@@ -553,6 +574,8 @@ class _Plan:
             f_log = np.append(math.log(a), f_log)
         for _ in range(int(self.counts[u])):
             codes, log_coef = _multiply(codes, log_coef, f_codes, f_log)
+            if bar is not None:
+                bar.update(1)
         return codes, log_coef
 
     def _factor(self, u: int, packer: _Packer) -> tuple[np.ndarray, np.ndarray]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import numbers
 import warnings
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayesldp._validation import as_generator, check_bool, check_int
+from bayesldp.bayes import _feedback
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.diagnostics import diagnose
@@ -88,6 +90,7 @@ def fit(
     random_seed: Any = None,
     progressbar: bool | None = None,
     *,
+    cores: int | None = None,
     labels: Sequence[Any] | None = None,
     compute_convergence_checks: bool = True,
     idata_kwargs: Mapping[str, Any] | None = None,
@@ -124,7 +127,19 @@ def fit(
         the same list gives the same draws, whatever its length (it need not have ``chains``
         entries), and the seed recorded in ``posterior.attrs["random_seed"]`` replays the fit.
     progressbar : bool or None
-        Show the backend's progress bar; None means False.
+        Show the backend's progress bar (tqdm, on standard error): one per chain for "hmc",
+        one for "sgld", one over the mixture's expansion for "exact".  None: on in an
+        interactive session (standard error is a terminal, or IPython / Jupyter), off
+        otherwise (scripts piped to files, tests, CI).  Before numba compiles the sampler's
+        kernels (the first fit after an install; then they load from numba's disk cache) one
+        line says so on standard error, whatever ``progressbar`` is.
+    cores : int or None
+        Chains sampled at once, as PyMC's ``cores=`` ("hmc": threads, the compiled kernels
+        release the GIL; "nuts" with PyMC's sampler: processes).  None: ``min(chains,
+        os.cpu_count())``; more than the machine's CPUs is capped with a ``UserWarning``.  The
+        draws do not depend on ``cores`` (same seed, same bits).  Ctrl-C (KeyboardInterrupt)
+        stops every chain at its next iteration and propagates: ``fit`` returns nothing, so
+        nothing half-written is left (PyMC instead may return the draws so far).
     labels : sequence, optional
         ``K`` distinct category labels for the ``category`` coordinate (default ``0..K-1``).
     compute_convergence_checks : bool
@@ -180,10 +195,9 @@ def fit(
     seed = _resolve_seed(random_seed)
     storage = _resolve_idata_kwargs(idata_kwargs)
     coords = _category_coords(labels, tally.k)
-    if progressbar is None:
-        progressbar = False
-    elif not isinstance(progressbar, bool | np.bool_):
-        raise InvalidTypeError(f"progressbar: expected True, False or None, got {progressbar!r}")
+    progressbar = _feedback.resolve_progressbar(progressbar)
+    cores_given = cores is not None
+    cores = _feedback.resolve_cores(cores, chains)
 
     if isinstance(prior_obj, AdaptiveDirichlet) and resolved not in ADAPTIVE_METHODS:
         raise NotSupportedError(
@@ -191,6 +205,10 @@ def fit(
             f"one of {list(ADAPTIVE_METHODS)}"
         )
     backend = _load_backend(method, resolved)
+    if "cores" in inspect.signature(backend.sample).parameters:
+        options["cores"] = cores
+    elif cores_given and resolved == "nuts":  # PyMC's own option (processes)
+        options["cores"] = cores
     try:
         out = backend.sample(
             tally,

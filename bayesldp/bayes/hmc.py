@@ -33,9 +33,14 @@ arXiv:1701.02434, appendix A):
   a stack like a binary counter, so a sub-tree stops at its first U-turn exactly as the recursive
   version would.  An energy error above 1000 is a divergence.
 * Speed: one transition (tree building, leapfrog steps, log-density and gradient) is one call of
-  a numba-compiled kernel (``cache=True``: compiled once per installation, about 10 s, then
-  loaded from disk); warm-up bookkeeping is Python.  Chains run one after the other, each with
-  its own child Generator (``Generator.spawn``) and a splitmix64 stream for the uniforms.
+  a numba-compiled kernel (``cache=True``: compiled once per installation, a few seconds, with a
+  one-line notice, then loaded from disk; only the specialisation a fit needs is compiled: the
+  joint scheme's and the adaptive prior's densities only for them); warm-up bookkeeping and the
+  step-size heuristic are Python around compiled calls.  Chains run on ``cores`` threads (the
+  kernels release the GIL; about three quarters of a chain's time is inside them on GRR,
+  K = 20), each with its own child Generator (``Generator.spawn``, drawn before any chain
+  starts) and a splitmix64 stream for the uniforms, so the draws do not depend on ``cores``.
+  A tqdm bar per chain advances between transitions.
 
 Adaptive prior (:class:`~bayesldp.bayes.AdaptiveDirichlet`, ``theta | a ~ Dirichlet(a 1_K)``).
 Two schemes, option ``adaptive_scheme``:
@@ -70,15 +75,19 @@ for bit, on the same machine.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
 import numba as nb
 import numpy as np
+from numba.extending import overload
 from scipy.special import gammaln
 
 from bayesldp import likelihood as lk
 from bayesldp._validation import as_generator, check_choice, check_int, check_open_unit
+from bayesldp.bayes import _feedback
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.prior import AdaptiveDirichlet
 from bayesldp.errors import InvalidInputError
@@ -92,6 +101,7 @@ _LOG_08 = math.log(0.8)
 _PILOT_ALPHA = 0.01  # the pilot's Dirichlet concentration
 _S_LIMIT = 50.0  # |log a| beyond this has prior mass 0 (the grid spans log_a_mean +- 8 sd)
 _OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
+_BAR_STEP = 20  # iterations between progress-bar updates
 
 
 # ---------------------------------------------------------------------------- target density
@@ -117,7 +127,7 @@ class _Target:
         else:
             self.adaptive = None
             self.alpha = prior
-            self.prior_a = self.prior_c = np.empty(0)
+            self.prior_a = self.prior_c = None  # numba then compiles no adaptive-prior code
             self.shift = self.n + float(prior.sum())
             self.const = math.lgamma(float(prior.sum())) - sum(math.lgamma(a) for a in prior)
 
@@ -190,8 +200,10 @@ class _Target:
         return hess[: self.d, : self.d]
 
 
-#: the joint-sampling slots of the kernels' data tuple, empty: weights, categories, parameters
-_NO_JOINT = (np.empty(0), np.empty(0, dtype=np.int64), np.empty(0))
+#: the joint-sampling slots of the kernels' data tuple (weights, categories, parameters) when
+#: not sampling jointly: None, so numba compiles the joint density only for the joint scheme
+#: (:func:`_joint_density`), about 2 s less compilation on a first fit
+_NO_JOINT = (None, None, None)
 
 
 class _JointTarget:
@@ -223,7 +235,7 @@ class _JointTarget:
         centre = log_theta[self.idx[:-1]] - log_theta[ref] - self.weights * math.log(_PILOT_ALPHA)
         par = np.concatenate([[prior.log_a_mean, prior.log_a_sd], centre])
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
-                      self.lik.scale_const, np.empty(0), np.empty(0), self.weights, self.idx,
+                      self.lik.scale_const, None, None, self.weights, self.idx,
                       par)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
 
@@ -386,6 +398,19 @@ def _prior_terms(s_total, pa, pc):  # pragma: no cover - compiled
     return top + math.log(tot), mean / tot
 
 
+def _marginal_prior(s_total, pa, pc):  # pragma: no cover - replaced by the overload
+    """:func:`_prior_terms` for the adaptive prior; never compiled for a fixed prior (``pa``
+    None)."""
+    raise NotImplementedError
+
+
+@overload(_marginal_prior)
+def _marginal_prior_overload(s_total, pa, pc):
+    if isinstance(pa, nb.types.NoneType):
+        return lambda s_total, pa, pc: (0.0, 0.0)  # unreachable: pa is None
+    return lambda s_total, pa, pc: _prior_terms(s_total, pa, pc)
+
+
 @nb.njit(cache=True)
 def _digamma(x):  # pragma: no cover - compiled
     """psi(x) for x > 0: recurrence up to x >= 6, then the asymptotic series."""
@@ -480,6 +505,19 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
     return lp
 
 
+def _joint_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
+    """:func:`_logp_grad_joint` where the data tuple holds the joint scheme's arrays; never
+    compiled (nor called) where those slots are None."""
+    raise NotImplementedError
+
+
+@overload(_joint_density)
+def _joint_density_overload(z, data, work, grad):
+    if isinstance(data.types[12], nb.types.NoneType):
+        return lambda z, data, work, grad: math.nan  # unreachable: data[12] is None
+    return lambda z, data, work, grad: _logp_grad_joint(z, data, work, grad)
+
+
 @nb.njit(cache=True)
 def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     """Log-density at ``z`` (returned) and its gradient (into ``grad``), one likelihood pass.
@@ -488,8 +526,8 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     ``log sum_j exp(pc_j + pa_j S)``, ``S = sum_x log theta_x``, whose gradient is the fixed
     prior's with every ``alpha_x`` equal to ``abar = E[a | S]``.
     """
-    if data[12].shape[0] > 0:  # the adaptive prior sampled jointly with s = log a
-        return _logp_grad_joint(z, data, work, grad)
+    if data[12] is not None:  # the adaptive prior sampled jointly with s = log a
+        return _joint_density(z, data, work, grad)
     dense, indptr, indices, delta, complement, offset, counts, alpha = data[:8]
     shift, const, pa, pc = data[8:12]
     theta, g, r, lth, w = work
@@ -503,7 +541,7 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
         s += math.exp(z[i] - top)
     log_norm = top + math.log(s)
     theta[d] = math.exp(-log_norm)
-    adaptive = pa.shape[0] > 0
+    adaptive = pa is not None
     lp = const
     s_total = -log_norm
     if not adaptive:
@@ -517,7 +555,7 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     lp += lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta, 0.0, r,
                       lth, w, g)  # fmt: skip
     if adaptive:
-        prior_lp, abar = _prior_terms(s_total, pa, pc)
+        prior_lp, abar = _marginal_prior(s_total, pa, pc)
         lp += prior_lp
         shift_a = shift + (d + 1) * abar
         for i in range(d):
@@ -562,7 +600,7 @@ def _logaddexp(a, b):  # pragma: no cover - compiled
     return b + math.log1p(math.exp(a - b))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _leapfrog(z, p, v, grad, eps, inv_metric, data, work):  # pragma: no cover - compiled
     half = 0.5 * eps
     d = z.shape[0]
@@ -585,7 +623,7 @@ _N_SLOTS = 16
 _ST_PSUM, _ST_BP, _ST_BV, _ST_EP, _ST_EV, _ST_Z, _ST_G = range(7)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _transition(z, grad, lp, eps, inv_metric, mom_factor, max_depth, noise, rstate, data,
                 ws, st_vec, st_sc, st_depth, work):  # pragma: no cover - compiled  # fmt: skip
     """One multinomial NUTS transition; ``z`` and ``grad`` are overwritten with the new state.
@@ -732,24 +770,25 @@ def _transition(z, grad, lp, eps, inv_metric, mom_factor, max_depth, noise, rsta
     return s_lp, s_en, depth, n_steps, diverging, metro / max(n_steps, 1)
 
 
-@nb.njit(cache=True)
 def _init_step_size(z, grad, lp, eps, inv_metric, mom_factor, noise, data, ws, work):
     """Stan's heuristic: double or halve ``eps`` until one step's acceptance crosses 0.8.
 
-    ``noise`` (m, d) standard normals bound the number of trials.
-    """  # pragma: no cover - compiled
+    ``noise`` (m, d) standard normals bound the number of trials.  Python around the compiled
+    leapfrog step (a few calls per metric window; compiling this loop too cost about 2 s more on
+    a first fit).
+    """
     cz, cp, cv, cg = ws[_CZ], ws[_CP], ws[_CV], ws[_CG]
     direction = 0
     for t in range(noise.shape[0]):
         _matvec(mom_factor, noise[t], cp)
         _matvec(inv_metric, cp, cv)
         h0 = 0.5 * _dot(cp, cv) - lp
-        _copy(cz, z)
-        _copy(cg, grad)
+        cz[:] = z
+        cg[:] = grad
         new_lp = _leapfrog(cz, cp, cv, cg, eps, inv_metric, data, work)
         log_accept = h0 - (0.5 * _dot(cp, cv) - new_lp)
         if log_accept != log_accept:
-            log_accept = -np.inf
+            log_accept = -math.inf
         if direction == 0:
             direction = 1 if log_accept > _LOG_08 else -1
         elif direction == 1 and not log_accept > _LOG_08:
@@ -796,6 +835,7 @@ def sample(
     chains: int,
     random_seed: int | None,
     progressbar: bool = False,
+    cores: int = 1,
     **options: Any,
 ) -> SamplerOutput:
     """Draw from the Dirichlet-prior posterior of ``theta`` given a tally with NUTS.
@@ -808,12 +848,18 @@ def sample(
     alpha : array of float, shape (K,), or AdaptiveDirichlet
         Dirichlet prior concentrations (all > 0), or the adaptive prior.
     draws, chains : int
-        Draws kept per chain (after warm-up) and number of chains (run one after another).
+        Draws kept per chain (after warm-up) and number of chains.
     random_seed : int or None
         Seed of the numpy Generator (``as_generator``) that draws the starting points; each
-        chain then runs on its own child Generator (``Generator.spawn``).
+        chain then runs on its own child Generator (``Generator.spawn``), so the draws are the
+        same, bit for bit, whatever ``cores`` is.
     progressbar : bool
-        Accepted for the backend contract; this sampler prints nothing.
+        One tqdm bar per chain on standard error (warm-up and draws), advanced between calls
+        of the compiled transition.
+    cores : int
+        Chains run at once, on threads (the compiled transition releases the GIL); 1 runs them
+        one after another.  ``fit`` resolves PyMC's ``cores=None`` to ``min(chains, CPUs)``.
+        Ctrl-C stops every chain at its next iteration and propagates the KeyboardInterrupt.
     **options
         ``tune`` (int, default 1000): warm-up iterations per chain, discarded.
         ``target_accept`` (float in (0, 1), default 0.8): dual-averaging target of the mean
@@ -848,7 +894,8 @@ def sample(
     target = _Target(tally, alpha)
     with np.errstate(all="ignore"):
         return _run(target, rng, draws, chains, tune, max_treedepth, target_accept, metric,
-                    started, random_seed, scheme)  # fmt: skip
+                    started, random_seed, scheme, check_int(cores, "cores"),
+                    bool(progressbar))  # fmt: skip
 
 
 def _momentum_factor(inv_metric: np.ndarray) -> np.ndarray:
@@ -888,12 +935,17 @@ class _DualAveraging:
 
 def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator, tune: int,
            draws: int, target_accept: float, max_depth: int, laplace: np.ndarray,
-           diag: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float]:  # fmt: skip
+           diag: bool, bar: Any = None,
+           stop: threading.Event | None = None,
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float]:  # fmt: skip
     """Warm-up and sampling of one chain.
 
-    Returns the kept draws of ``z`` (draws, d), float statistics (draws, 4) = (lp, energy,
-    acceptance, step size), integer statistics (draws, 3) = (tree depth, steps, diverged), the
-    number of warm-up divergences and the final step size.
+    ``bar`` (a tqdm bar or None) advances every ``_BAR_STEP`` iterations, between calls of the
+    compiled transition; when ``stop`` is set (another chain failed or the user pressed Ctrl-C)
+    the chain returns at the next iteration with :class:`_Stopped`.  Returns the kept draws of ``z``
+    (draws, d), float statistics (draws, 4) = (lp, energy, acceptance, step size), integer
+    statistics (draws, 3) = (tree depth, steps, diverged), the number of warm-up divergences
+    and the final step size.
     """
     d = target.d
     z = np.array(z, dtype=float)
@@ -919,11 +971,22 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
     out_z = np.empty((draws, d))
     out_sc = np.empty((draws, 4))
     out_int = np.empty((draws, 3), dtype=np.int64)
+    kept_div = 0
     for it in range(tune + draws):
+        if stop is not None and stop.is_set():
+            raise _Stopped
         lp, energy, depth, n_steps, div, accept = _transition(
             z, grad, lp, eps, inv_metric, factor, max_depth, noise[it], rstate, data, ws, st_vec,
             st_sc, st_depth, work,
         )  # fmt: skip
+        if bar is not None:
+            if (it + 1) % _BAR_STEP == 0 or it + 1 == tune or it + 1 == tune + draws:
+                bar.update(it + 1 - bar.n)
+            if it + 1 == tune:
+                bar.set_postfix_str("sampling", refresh=False)
+            elif div and it >= tune:
+                kept_div += 1
+                bar.set_postfix_str(f"sampling, {kept_div} divergences", refresh=False)
         if it >= tune:
             i = it - tune
             out_z[i] = z
@@ -957,9 +1020,70 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
     return out_z, out_sc, out_int, divergences, eps
 
 
+def _pending_kernels(target: _Target, max_depth: int, joint: bool) -> list[tuple[Any, tuple]]:
+    """The compiled kernels a run calls from Python, each with arguments of the types it will
+    be called with (for :func:`bayesldp.bayes._feedback.compile_notice`)."""
+    d = target.k if joint else target.d
+    data = target.data()
+    if joint:  # the joint scheme's slots hold arrays (see _JointTarget)
+        data = (*data[:10], None, None, np.empty(0), np.empty(0, dtype=np.int64), np.empty(0))
+    z, grad, work = np.zeros(d), np.zeros(d), target.work()
+    mat, ws = np.eye(d), np.empty((_N_SLOTS, d))
+    lik = target.lik
+    rows = np.empty(lik.n_rows)
+    return [
+        (lk.gradient, (*lik.arrays, lik.counts, np.zeros(target.k), 0.0, rows, rows, rows,
+                       np.zeros(target.k))),
+        (_leapfrog, (z, grad, z, grad, 1.0, mat, data, work)),
+        (_matvec, (mat, z, z)),
+        (_dot, (z, z)),
+        (_transition, (z, grad, 0.0, 1.0, mat, mat, max_depth, np.zeros(d),
+                       np.zeros(1, dtype=np.uint64), data, ws,
+                       np.empty((max_depth + 1, 7, d)), np.empty((max_depth + 1, 3)),
+                       np.empty(max_depth + 1, dtype=np.int64), work)),
+    ]  # fmt: skip
+
+
+class _Stopped(Exception):
+    """Raised inside a chain when its ``stop`` event is set."""
+
+
+def _run_chains(one_chain: Any, chains: int, cores: int, stop: threading.Event) -> None:
+    """Run ``one_chain(c)`` for every chain, on ``cores`` threads (the compiled transition
+    releases the GIL).
+
+    Ctrl-C (KeyboardInterrupt) or an error in one chain sets ``stop``; every chain returns at its
+    next iteration, and the exception propagates: nothing is returned, nothing half-written.
+    """
+    if cores <= 1 or chains <= 1:
+        for c in range(chains):
+            one_chain(c)
+        return
+    pool = ThreadPoolExecutor(max_workers=cores, thread_name_prefix="bayesldp-chain")
+    futures = [pool.submit(one_chain, c) for c in range(chains)]
+    try:
+        pending = set(futures)
+        while pending:  # wait with a timeout: Ctrl-C reaches the main thread between waits
+            done, pending = wait(pending, timeout=0.1, return_when=FIRST_EXCEPTION)
+            for future in done:
+                if future.exception() is not None:
+                    raise future.exception()
+    except BaseException:
+        stop.set()
+        for future in futures:
+            future.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
 def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tune: int,
          max_treedepth: int, target_accept: float, metric: str, started: float,
-         random_seed: int | None, scheme: str = "marginal") -> SamplerOutput:  # fmt: skip
+         random_seed: int | None, scheme: str = "marginal", cores: int = 1,
+         progressbar: bool = False) -> SamplerOutput:  # fmt: skip
+    _feedback.compile_notice(
+        _pending_kernels(target, max_treedepth, scheme == "joint" and target.adaptive is not None)
+    )
     alpha = target.alpha
     mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
     joint = scheme == "joint" and target.adaptive is not None
@@ -977,14 +1101,25 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     out_z = np.empty((chains, draws, d))
     sc = np.empty((chains, draws, 4))
     ints = np.empty((chains, draws, 3), dtype=np.int64)
-    tune_divergences, step_sizes = [], []
-    for c, child in enumerate(rng.spawn(chains)):
+    tune_divergences, step_sizes = [0] * chains, [0.0] * chains
+    children = rng.spawn(chains)  # drawn here, in order: the draws do not depend on `cores`
+    stop = threading.Event()
+    bars = [_feedback.progress_bar(tune + draws, f"chain {c}", progressbar, position=c)
+            for c in range(chains)]  # fmt: skip
+
+    def one_chain(c: int) -> None:
         out_z[c], sc[c], ints[c], n_div, eps = _chain(
-            target, data, z0[c], child, tune, draws, target_accept, max_treedepth, laplace,
-            metric == "diag",
+            target, data, z0[c], children[c], tune, draws, target_accept, max_treedepth,
+            laplace, metric == "diag", bars[c] if progressbar else None, stop,
         )  # fmt: skip
-        tune_divergences.append(int(n_div))
-        step_sizes.append(float(eps))
+        tune_divergences[c] = int(n_div)
+        step_sizes[c] = float(eps)
+
+    try:
+        _run_chains(one_chain, chains, cores, stop)
+    finally:
+        for bar in bars:
+            bar.close()
     extra = {}
     if joint:
         theta, a = target.theta_a(out_z.reshape(-1, d))
@@ -1011,6 +1146,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         "max_treedepth": max_treedepth,
         "metric": metric,
         "random_seed": random_seed,
+        "cores": cores,
         "tune_divergences": tune_divergences,
         "step_size": step_sizes,
         "wall_time": time.perf_counter() - started,

@@ -78,7 +78,6 @@ the frozen CIR rate is clipped to ``[-700, 50] / gamma`` and ``lp`` uses ``log(m
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import time
 from dataclasses import dataclass
@@ -94,6 +93,7 @@ from bayesldp._validation import (
     check_int,
     check_positive,
 )
+from bayesldp.bayes import _feedback
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.prior import AdaptiveDirichlet
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
@@ -612,14 +612,10 @@ def _adapted_weights(rows: Likelihood, alpha: np.ndarray, draws: np.ndarray) -> 
 
 
 class _Progress:
-    """A tqdm bar when asked for and tqdm is installed; silent otherwise."""
+    """One tqdm bar for all chains (they advance together) when asked for; silent otherwise."""
 
     def __init__(self, total: int, enabled: bool) -> None:
-        self.bar = None
-        if enabled and importlib.util.find_spec("tqdm") is not None:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, desc="sgld", unit="step")
+        self.bar = _feedback.progress_bar(total, "sgld", True) if enabled else None
 
     def run(self, rows, alpha, state, n_steps, **kwargs) -> tuple[SGLDState, Any, Any]:
         """``n_steps`` updates in chunks; the state, the recorded theta and a (if adaptive)."""
@@ -684,7 +680,8 @@ def sample(
     random_seed : int or None
         Seed; the same seed gives bit-identical draws.
     progressbar : bool
-        Show a tqdm bar if tqdm is installed (nothing otherwise).
+        Show a tqdm bar on standard error, advanced every 250 updates (between compiled
+        blocks).
     **options
         ``step_size`` (default 0.2 posterior variances; ``0.5 / n`` phi units with
         ``metric="identity"``); ``tune`` (default 1000); ``thin`` (default 10); ``minibatch``

@@ -1,0 +1,174 @@
+"""What a fit tells its user while it runs: progress bars, the compile notice, the cores.
+
+* :func:`resolve_progressbar`: ``progressbar=None`` means on in an interactive session (standard
+  error is a terminal, or an IPython / Jupyter kernel) and off otherwise (tests, CI, pipes).
+* :func:`progress_bar`: a tqdm bar (the notebook widget inside Jupyter when ipywidgets is
+  installed) or a no-op stand-in with the same ``update`` / ``set_postfix_str`` / ``close``.
+* :func:`needs_compilation` and :func:`compile_notice`: one line on standard error before numba
+  compiles a kernel that is neither compiled in this process nor in numba's on-disk cache, so
+  the first fit after an install does not sit silent for seconds.
+* :func:`resolve_cores`: PyMC's ``cores=``: None is ``min(chains, os.cpu_count())``; more cores
+  than the machine has are capped with a ``UserWarning``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+from bayesldp._validation import check_int
+from bayesldp.errors import InvalidTypeError
+
+__all__ = [
+    "COMPILE_MESSAGE",
+    "compile_notice",
+    "needs_compilation",
+    "progress_bar",
+    "resolve_cores",
+    "resolve_progressbar",
+]
+
+#: the line written to standard error before the first compilation
+COMPILE_MESSAGE = "bayesldp: compiling sampler kernels (first run only)..."
+
+_notice_lock = threading.Lock()
+
+
+def _in_ipython() -> bool:
+    """True inside an IPython shell or a Jupyter kernel."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        return ipython.get_ipython() is not None
+    except Exception:  # pragma: no cover - a broken IPython install
+        return False
+
+
+def _in_notebook() -> bool:
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def is_interactive() -> bool:
+    """Whether a person is likely watching: stderr is a terminal, or IPython / Jupyter runs."""
+    stream = sys.stderr
+    try:
+        tty = stream is not None and bool(stream.isatty())
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        tty = False
+    return tty or _in_ipython()
+
+
+def resolve_progressbar(progressbar: object) -> bool:
+    """``True`` / ``False`` as given; ``None``: :func:`is_interactive`."""
+    if progressbar is None:
+        return is_interactive()
+    if isinstance(progressbar, bool | np.bool_):
+        return bool(progressbar)
+    raise InvalidTypeError(f"progressbar: expected True, False or None, got {progressbar!r}")
+
+
+class _NoBar:
+    """The silent stand-in of a tqdm bar."""
+
+    n = 0
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(total: int, desc: str, enabled: bool, position: int | None = None) -> Any:
+    """A tqdm bar of ``total`` iterations on standard error, or a no-op when not ``enabled``.
+
+    Inside Jupyter the notebook widget is used when ipywidgets is installed.  Bars refresh at
+    most ten times a second (``mininterval=0.1``), so an ``update`` per iteration costs well
+    under a microsecond.
+    """
+    if not enabled:
+        return _NoBar()
+    if _in_notebook():
+        import importlib.util
+
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.notebook import tqdm as notebook_tqdm
+
+            return notebook_tqdm(total=total, desc=desc, leave=True)
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc=desc,
+        position=position,
+        leave=True,
+        file=sys.stderr,
+        mininterval=0.1,
+        dynamic_ncols=True,
+        unit="it",
+    )
+
+
+def needs_compilation(dispatcher: Any, args: tuple) -> bool:
+    """Whether calling the numba ``dispatcher`` with ``args`` will compile.
+
+    False when the argument types are already compiled in this process or stored in numba's
+    on-disk cache (``cache=True``) for this numba version, source file and machine; the check
+    reads the cache's index (numba's own key) without loading anything.  When numba's internals
+    cannot be read, True (the notice then says "compiling" while loading from cache: harmless).
+    """
+    try:
+        sig = tuple(dispatcher.typeof_pyval(a) for a in args)
+        if sig in dispatcher.overloads:
+            return False
+        cache = dispatcher._cache
+        if not hasattr(cache, "_index_key"):  # NullCache: no on-disk cache
+            return True
+        key = cache._index_key(sig, dispatcher.targetctx.codegen())
+        return key not in cache._cache_file._load_index()
+    except Exception:  # pragma: no cover - numba internals changed
+        return True
+
+
+def compile_notice(pending: list[tuple[Any, tuple]]) -> bool:
+    """Write :data:`COMPILE_MESSAGE` to stderr if any ``(dispatcher, args)`` will compile.
+
+    Returns whether the message was written.
+    """
+    with _notice_lock:
+        if any(needs_compilation(disp, args) for disp, args in pending):
+            print(COMPILE_MESSAGE, file=sys.stderr, flush=True)
+            return True
+    return False
+
+
+def resolve_cores(cores: object, chains: int) -> int:
+    """Worker count as PyMC's ``cores=``: None is ``min(chains, os.cpu_count())``.
+
+    An int above ``os.cpu_count()`` is capped with a ``UserWarning``; never more than
+    ``chains`` workers are used.
+    """
+    available = os.cpu_count() or 1
+    if cores is None:
+        return max(1, min(chains, available))
+    cores = check_int(cores, "cores")
+    if cores > available:
+        warnings.warn(
+            f"cores={cores} is more than this machine's {available} CPU cores; using "
+            f"{available} (pass cores=None for min(chains, os.cpu_count()))",
+            UserWarning,
+            stacklevel=3,
+        )
+        cores = available
+    return max(1, min(cores, chains))
