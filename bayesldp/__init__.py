@@ -28,6 +28,8 @@ _LAZY = {
     "HashReports": "bayesldp.mechanisms.hashing",
     "SampledReports": "bayesldp.mechanisms.sampling",
     "SeedReports": "bayesldp.mechanisms.xxhash_lh",
+    "RapporReports": "bayesldp.mechanisms.rappor",
+    "rappor_decode": "bayesldp.mechanisms.rappor",
     "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",
     "bounds": "bayesldp.bounds",

@@ -29,6 +29,8 @@ _LAZY: dict[str, str] = {
     "NodeSampling": "bayesldp.mechanisms.sampling",
     "SampledReports": "bayesldp.mechanisms.sampling",
     "SeedReports": "bayesldp.mechanisms.xxhash_lh",
+    "RapporReports": "bayesldp.mechanisms.rappor",
+    "rappor_decode": "bayesldp.mechanisms.rappor",
     "XXHashLocalHashing": "bayesldp.mechanisms.xxhash_lh",
     "all_parameters": _REGISTRY,
     "canonical_name": _REGISTRY,

@@ -30,6 +30,7 @@ MODULES: dict[str, str] = {
     "HadamardResponse": "bayesldp.mechanisms.hadamard",
     "RRRR": "bayesldp.mechanisms.rrrr",
     "SubsetSelection": "bayesldp.mechanisms.subset",
+    "RAPPOR": "bayesldp.mechanisms.rappor",
 }
 #: other names users know (case-insensitive, like the canonical ones)
 ALIASES: dict[str, str] = {

@@ -31,7 +31,10 @@ def test_lookup_is_case_insensitive_with_aliases():
 
 def test_parameters_are_declared_by_the_classes():
     assert {p.name for p in bayesldp.OLH.PARAMETERS} == {"g"}
-    assert set(all_parameters()) == {"g", "threshold", "subset", "eps1", "d"}
+    assert set(all_parameters()) == {
+        *("g", "threshold", "subset", "eps1", "d"),
+        *("candidates", "num_bits", "num_hashes", "cohorts", "f"),
+    }
     assert make_mechanism("OLH", 10, 1.0, g=3).g == 3
     assert make_mechanism("OLH", 10, 1.0, g=None).g == bayesldp.OLH(10, 1.0).g  # None: default
     with pytest.raises(InvalidInputError, match="GRR: does not take g; it takes no parameter"):
