@@ -3,7 +3,8 @@
 One module per family: ``grr`` (GRR / direct encoding / k-RR), ``unary`` (SUE, OUE), ``hashing``
 (BLH, OLH), ``xxhash_lh`` (BLHXX, OLHXX: local hashing with pure-ldp's and multi-freq-ldpy's xxhash
 family), ``histogram`` (SHE, THE), ``hadamard`` (Hadamard response), ``rrrr`` (the subset
-mechanism of AdOBEst-LDP) and ``sampling`` (node sampling, a wrapper); ``base`` holds the protocol
+mechanism of AdOBEst-LDP), ``subset`` (subset selection), ``rappor`` (RAPPOR with Bloom filters
+and cohorts) and ``sampling`` (node sampling, a wrapper); ``base`` holds the protocol
 they share and :mod:`~bayesldp.mechanisms.registry` the one list of them that the rest of the
 package reads.  Names are imported lazily, so importing this package loads no mechanism.
 """
