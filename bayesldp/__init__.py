@@ -30,6 +30,8 @@ _LAZY = {
     "SeedReports": "bayesldp.mechanisms.xxhash_lh",
     "CMSReports": "bayesldp.mechanisms.sketch",
     "HCMSReports": "bayesldp.mechanisms.sketch",
+    "RapporReports": "bayesldp.mechanisms.rappor",
+    "rappor_decode": "bayesldp.mechanisms.rappor",
     "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",
     "bounds": "bayesldp.bounds",

@@ -4,9 +4,11 @@ One module per family: ``grr`` (GRR / direct encoding / k-RR), ``unary`` (SUE, O
 (BLH, OLH), ``xxhash_lh`` (BLHXX, OLHXX: local hashing with pure-ldp's and multi-freq-ldpy's xxhash
 family), ``histogram`` (SHE, THE), ``hadamard`` (Hadamard response), ``rrrr`` (the subset
 mechanism of AdOBEst-LDP), ``subset`` (subset selection), ``sketch`` (Apple's count-mean sketches
-CMS and HCMS) and ``sampling`` (node sampling, a wrapper); ``base`` holds the protocol they share
-and :mod:`~bayesldp.mechanisms.registry` the one list of them that the rest of the package reads.
-Names are imported lazily, so importing this package loads no mechanism.
+CMS and HCMS), ``rappor`` (RAPPOR with Bloom filters and cohorts), ``numerical`` (square wave,
+piecewise, Laplace and Gaussian on real values) and ``sampling`` (node sampling, a wrapper);
+``base`` holds the protocol they share and :mod:`~bayesldp.mechanisms.registry` the one list of
+them that the rest of the package reads.  Names are imported lazily, so importing this package
+loads no mechanism.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ _LAZY: dict[str, str] = {
     "SeedReports": "bayesldp.mechanisms.xxhash_lh",
     "CMSReports": "bayesldp.mechanisms.sketch",
     "HCMSReports": "bayesldp.mechanisms.sketch",
+    "RapporReports": "bayesldp.mechanisms.rappor",
+    "rappor_decode": "bayesldp.mechanisms.rappor",
     "XXHashLocalHashing": "bayesldp.mechanisms.xxhash_lh",
     "all_parameters": _REGISTRY,
     "canonical_name": _REGISTRY,

@@ -36,6 +36,7 @@ MODULES: dict[str, str] = {
     "Piecewise": "bayesldp.mechanisms.numerical.piecewise",
     "LaplaceNumeric": "bayesldp.mechanisms.numerical.laplace",
     "Gaussian": "bayesldp.mechanisms.numerical.gaussian",
+    "RAPPOR": "bayesldp.mechanisms.rappor",
 }
 #: other names users know (case-insensitive, like the canonical ones)
 ALIASES: dict[str, str] = {

@@ -113,6 +113,11 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, required: bool = Tru
     parser.add_argument("--k", type=int, required=required, help="number of categories")
     parser.add_argument("--epsilon", type=float, required=required, help="privacy budget")
     for param in all_parameters().values():
+        if param.kind is bool:  # a flag: given means True, absent leaves the default
+            parser.add_argument(
+                f"--{param.name}", action="store_true", default=None, help=_option_help(param.name)
+            )
+            continue
         nargs = "*" if param.many else None  # "--subset" alone is the empty list
         parser.add_argument(
             f"--{param.name}", type=param.kind, nargs=nargs, help=_option_help(param.name)

@@ -41,7 +41,9 @@ def _expected_stat(mech):
         return channel
     if hasattr(mech, "support_matrix"):  # CMS, HCMS: support counts, M[x', x] = Pr[x in S | x']
         return mech.support_matrix()
-    assert mech.name == "SHE"  # the sum of the noisy one-hot vectors
+    # SHE: the sum of the noisy one-hot vectors; RAPPOR: its unbiased (debiased-bit regression)
+    # count estimate, linear in the reports: one user holding x adds e_x in expectation
+    assert mech.name in ("SHE", "RAPPOR")
     return np.eye(mech.k)
 
 

@@ -35,6 +35,7 @@ def test_parameters_are_declared_by_the_classes():
         *("g", "threshold", "subset", "eps1", "d"),
         *("m", "k_hash", "hash_seed"),  # the count-mean sketches
         *("lo", "hi", "output_bins", "delta"),  # the numerical mechanisms
+        *("candidates", "num_bits", "num_hashes", "cohorts", "f", "other"),
     }
     assert make_mechanism("OLH", 10, 1.0, g=3).g == 3
     assert make_mechanism("OLH", 10, 1.0, g=None).g == bayesldp.OLH(10, 1.0).g  # None: default
