@@ -26,8 +26,11 @@ For each population, mechanism, epsilon and repeat, reports are drawn once with 
   ``PM_EM.EMS`` ([1, 2, 1] smoothing at every step, same rule, 5,000 steps);
 * ``ref_em_mr``: their ``EMS_reduct`` (SW: with ``sw_reduct``'s threshold; PM:
   ``PM_E(ifReduct=True, remained=1/4)``);
-* bayesldp on the tally: ``ibu`` at their log-likelihood rule (``tol = 1e-3 e^eps``, 10,000
-  steps; no smoothing) and ``em_mr`` (defaults).
+* bayesldp on the tally: ``ems`` (``bayesldp.estimators.ems``: their EMS rule, same kernel,
+  smoothing condition, tolerance and cap; so the EMS seconds compare the same computation),
+  ``ibu`` at their log-likelihood rule (``tol = 1e-3 e^eps``, 10,000
+  steps; no smoothing) and ``em_mr`` (its default threshold and tolerance, computed by
+  :func:`em_mr_defaults` because ``em_mr`` itself takes O(k^4) to get them at k = 1024).
 
 Metrics: ``W1``: Wasserstein-1 distance on [-1, 1] between the estimated distribution over the
 1024 bins and the population's histogram (``sum |F_est - F_true| * 2/1024``); ``wd_authors``:
@@ -61,6 +64,7 @@ import pandas as pd
 from scipy.stats import wasserstein_distance
 
 import bayesldp
+from bayesldp.estimators.ems import ems
 
 BINS = 1024
 OUT = Path(__file__).parent / "results" / "numerical_parity.md"
@@ -208,9 +212,38 @@ def metrics(theta: np.ndarray, x: np.ndarray) -> dict:
                 mean_ae=abs(float(theta @ centres) - float(x.mean())))  # fmt: skip
 
 
-def run(ref_dir: Path, cells, repeats: int, seed: int) -> tuple[list[dict], dict]:
+def em_mr_defaults(mech, n: int) -> dict:
+    """``em_mr``'s default threshold and tolerance, computed in O(k^3).
+
+    ``em_mr`` computes ``c sqrt(Var*_x / n)`` through ``bounds.var_star_by_category``, which
+    calls the numerical mechanisms' ``oracle_variance`` once per category, each inverting the
+    1024 x 1024 channel (O(k^4): many minutes at k = 1024).  With ``M = P^{-T}`` the oracle
+    variance of bin ``x`` at a point mass on ``j`` is ``((M*M) P^T)[x, j] - ((M P^T)[x, j])^2
+    = ((M*M) P^T)[x, j] - [x = j]``, so ``Var*_x = max_{j != x} ((M*M) P^T)[x, j]``; the
+    threshold (``c = 1`` if ``e^eps < 5`` else 2) and ``tol = 1e-3 e^eps`` are then em_mr's own.
+    """
+    p = mech.channel
+    m = np.linalg.inv(p.T)
+    table = (m * m) @ p.T
+    np.fill_diagonal(table, -np.inf)
+    e = float(np.exp(mech.epsilon))
+    c = 1.0 if e < 5 else 2.0
+    return dict(threshold=c * np.sqrt(np.maximum(table.max(axis=1), 0.0) / n), tol=1e-3 * e)
+
+
+def ems_rule(mech_name: str, eps: float, n: int) -> dict:
+    """The options of bayesldp's ``ems`` that reproduce the reference's EMS for SW or PM."""
+    e = float(np.exp(eps))
+    if mech_name == "SW":  # SW.EMS: [1, 4, 1] while the gain > 0.003, 1e-3 e^eps, 10,000 steps
+        return dict(kernel=(1, 4, 1), smooth_gain=0.003, tol=1e-3 * e, max_iter=10000)
+    # PM_E -> PM_EM.EMS: [1, 2, 1] every step, 1e-4 e^eps (1e-3 e^eps under 100,000), 5,000
+    return dict(kernel=(1, 2, 1), tol=(1e-3 if n < 100_000 else 1e-4) * e, max_iter=5000)
+
+
+def run(ref_dir: Path, cells, repeats: int, seed: int) -> tuple[list[dict], dict, dict]:
     ref = Reference(ref_dir)
     facts: dict = {}
+    ems_gap: dict = {}
     warm = bayesldp.SquareWave(16, 1.0).tally(bayesldp.SquareWave(16, 1.0).perturb(
         np.full(200, 0.5), rng=0))  # fmt: skip
     for m in ("ibu", "em_mr"):  # compile numba's kernels before timing
@@ -242,22 +275,28 @@ def run(ref_dir: Path, cells, repeats: int, seed: int) -> tuple[list[dict], dict
             facts[(mech_name, eps)] = float(np.abs(transform - mech.channel.T).max())
             for name, method, opts in (
                 ("ibu", "ibu", dict(tol=1e-3 * e, max_iter=10000)),
-                ("em_mr", "em_mr", {}),
+                ("em_mr", "em_mr", em_mr_defaults(mech, x.size)),
             ):
                 t0 = time.perf_counter()
                 res = bayesldp.estimate(tally, method, **opts)
                 est[name] = (res.frequencies, time.perf_counter() - t0, res.iterations)
+            t0 = time.perf_counter()
+            res = ems(tally, **ems_rule(mech_name, eps, x.size))
+            est["ems"] = (res.frequencies, time.perf_counter() - t0, res.iterations)
+            ems_gap[(pop, mech_name, eps, r)] = float(
+                np.abs(res.frequencies - est["ref_ems"][0] / est["ref_ems"][0].sum()).max()
+            )
             for name, (theta, secs, steps) in est.items():
                 rows.append(dict(population=pop, n=x.size, mechanism=mech_name, epsilon=eps,
                                  repeat=r, estimator=name, seconds=secs, steps=steps,
                                  **metrics(theta, x)))  # fmt: skip
             print(f"{pop} {mech_name} eps={eps} repeat {r}: done", file=sys.stderr, flush=True)
-    return rows, facts
+    return rows, facts, ems_gap
 
 
-def table(rows: list[dict], facts: dict) -> str:
+def table(rows: list[dict], facts: dict, ems_gap: dict) -> str:
     df = pd.DataFrame(rows)
-    cols = ["ref_ems", "ref_em_mr", "ibu", "em_mr"]
+    cols = ["ref_ems", "ems", "ref_em_mr", "ibu", "em_mr"]
     keys = ["population", "n", "mechanism", "epsilon"]
     out = []
     for metric, fmt in (("w1", "{:.4f}"), ("wd_authors", "{:.2f}"), ("mean_ae", "{:.4f}"),
@@ -268,7 +307,7 @@ def table(rows: list[dict], facts: dict) -> str:
         if metric == "w1":
             extra = " em_mr / ref_em_mr | ibu / ref_ems |"
         elif metric == "seconds":
-            extra = " ref_ems / ibu | ref_em_mr / em_mr |"
+            extra = " ref_ems / ems | ref_ems / ibu | ref_em_mr / em_mr |"
         title = {"w1": "Wasserstein-1 on [-1, 1] (mean over repeats)",
                  "wd_authors": "The authors' WD (scipy on the two count vectors; mean)",
                  "mean_ae": "Absolute error of the mean (mean over repeats)",
@@ -292,6 +331,9 @@ def table(rows: list[dict], facts: dict) -> str:
         out.append("")
     out += ["Largest |reference transform - bayesldp channel| per (mechanism, eps): "
             + ", ".join(f"{m} {e:g}: {d:.2e}" for (m, e), d in sorted(facts.items()))]  # fmt: skip
+    out += ["", "Largest |bayesldp ems - reference EMS| over the bins, per cell (same reports): "
+            + ", ".join(f"{p} {m} {e:g} #{r}: {d:.1e}"
+                        for (p, m, e, r), d in ems_gap.items())]  # fmt: skip
     return "\n".join(out)
 
 
@@ -301,16 +343,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--seed", type=int, default=20261123)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cells", type=int, nargs="*", help="indices into CELLS (default: all)")
     args = ap.parse_args()
-    cells, repeats = (CELLS[:1], 1) if args.quick else (CELLS, args.repeats)
+    cells = CELLS if args.cells is None else tuple(CELLS[i] for i in args.cells)
+    cells, repeats = (CELLS[:1], 1) if args.quick else (cells, args.repeats)
     commit = subprocess.run(["git", f"--git-dir={args.reference}", "rev-parse", "HEAD"],
                             check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
     load0 = os.getloadavg()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         export_reference(args.reference, Path(tmp))
-        rows, facts = run(Path(tmp), cells, repeats, args.seed)
-    body = table(rows, facts)
+        rows, facts, ems_gap = run(Path(tmp), cells, repeats, args.seed)
+    body = table(rows, facts, ems_gap)
     load1 = os.getloadavg()
     header = "\n".join([
         "# Numerical EM and EM-MR against the seed 001 authors' code (SW, PM; 1024 x 1024 bins)",
@@ -322,7 +366,9 @@ def main() -> None:
         "docstring for the populations, rules and metrics; no Bayesian posterior column (fit "
         "on 1024 bins is not run here).",
         "",
-        f"- Command: `python benchmarks/numerical_parity.py --reference PATH --repeats {repeats}`",
+        "- Command: `python benchmarks/numerical_parity.py --reference PATH --repeats "
+        f"{repeats}" + ("" if args.cells is None else " --cells " + " ".join(map(str, args.cells)))
+        + "`",
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
         f"{time.perf_counter() - start:.0f} s; loadavg at start {load0[0]:.2f} "
         f"{load0[1]:.2f} {load0[2]:.2f}, at end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}",
