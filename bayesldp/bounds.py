@@ -52,7 +52,8 @@ def var_star_by_category(mechanism: Mechanism) -> np.ndarray:
     coordinate ``x`` depends on the population only through ``f_x``, so every entry equals the
     closed form ``q*(1 - q*) / (p* - q*)^2``.
 
-    Cost: one call of ``oracle_variance`` for pure protocols, ``K`` calls otherwise.
+    Cost: one call of ``oracle_variance`` for pure protocols, ``K`` calls otherwise (or the
+    mechanism's own ``point_mass_variances()`` table, where it has one).
     """
     from bayesldp.mechanisms.base import PureProtocol
 
@@ -64,11 +65,14 @@ def var_star_by_category(mechanism: Mechanism) -> np.ndarray:
         values = np.full(k, float(mech.var_star()))
     else:
         check_memory(8.0 * k * k, f"var_star of {mech!r}", "use fewer categories")
-        table = np.empty((k, k))
-        for j in range(k):
-            point = np.zeros(k)
-            point[j] = 1.0
-            table[j] = np.asarray(mech.oracle_variance(point, 1), dtype=float)
+        if hasattr(mech, "point_mass_variances"):  # all K points at once (numerical mechanisms)
+            table = np.array(mech.point_mass_variances(), dtype=float)
+        else:
+            table = np.empty((k, k))
+            for j in range(k):
+                point = np.zeros(k)
+                point[j] = 1.0
+                table[j] = np.asarray(mech.oracle_variance(point, 1), dtype=float)
         np.fill_diagonal(table, -np.inf)
         values = table.max(axis=0)
     if values.shape != (k,) or not np.all(np.isfinite(values)):
