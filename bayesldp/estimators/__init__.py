@@ -10,7 +10,8 @@
   ``"em"`` (EM run to the MLE, SQUAREM-accelerated), ``"ibu"`` (the iterative Bayesian update
   as multi-freq-ldpy and the seed 001 authors run it: plain EM from the uniform start, stopped
   early by their rule, which regularises), ``"em_mr"`` (EM with mixture reduction, seed 001,
-  the authors' schedule).
+  the authors' schedule), ``"ems"`` (EM with smoothing over ordered bins and the seed 001
+  authors' stopping rule, their estimator for numerical data: :mod:`~bayesldp.estimators.ems`).
 
 Node sampling (seed 003): the tally of :meth:`bayesldp.mechanisms.NodeSampling.round_tally`
 carries the round's sampling design, so ``"oracle"`` is the paper's unbiased ``g``, ``c_hat`` or
@@ -34,6 +35,7 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError
 # import the submodules (not their functions) so that ``bayesldp.estimators.mle`` etc. stay the
 # modules and are not shadowed by the functions of the same name
 from bayesldp.estimators import em as _em
+from bayesldp.estimators import ems as _ems
 from bayesldp.estimators import mle as _mle
 from bayesldp.estimators import oracle as _oracle
 from bayesldp.estimators.postprocess import POSTPROCESSORS
@@ -45,6 +47,7 @@ _LIKELIHOOD: dict[str, Callable[..., Estimate]] = {
     "em": _em.em,
     "ibu": _em.ibu,
     "em_mr": _em.em_mr,
+    "ems": _ems.ems,
 }
 
 #: Every method name accepted by :func:`estimate`.

@@ -21,7 +21,7 @@ def test_public_names():
     assert bayesldp.Estimate is Estimate
     assert METHODS == (
         "oracle", "base_pos", "norm", "norm_mul", "norm_cut", "norm_sub", "base_cut",
-        "projection", "mle", "em", "ibu", "em_mr",
+        "projection", "mle", "em", "ibu", "em_mr", "ems",
     )  # fmt: skip
 
 
