@@ -186,6 +186,26 @@ def _loglik_batch(dense, indptr, indices, delta, complement, offset, counts, the
 
 
 @njit(cache=True)
+def _pattern_gram(indptr, indices, w, k):
+    """``M^T diag(w) M`` (K, K) for the 0/1 matrix ``M`` stored as compressed rows:
+    ``sum_u w_u sum_{i, j in row u} e_i e_j^T``, O(sum_u nnz_u^2)."""
+    out = np.zeros((k, k))
+    for u in range(w.shape[0]):  # pairs a <= b only, then symmetrised
+        wu = w[u]
+        start, stop = indptr[u], indptr[u + 1]
+        for a in range(start, stop):
+            i = indices[a]
+            for b in range(a, stop):
+                out[i, indices[b]] += wu
+    for i in range(k):
+        for j in range(i + 1, k):
+            s = out[i, j] + out[j, i]
+            out[i, j] = s
+            out[j, i] = s
+    return out
+
+
+@njit(cache=True)
 def _row_pattern(support):
     """Number of True per row of a boolean matrix and the column of each row's first True."""
     n_rows, k = support.shape
@@ -330,6 +350,8 @@ class Likelihood:
 
     def gram(self, w: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
         """``C[:, idx].T @ diag(w) @ C[:, idx]`` (all columns when idx is None), O(U |idx|^2)."""
+        if idx is None and self.kind == "sparse":  # O(nnz^2 / U) per row, not O(K^2)
+            return self._sparse_gram(np.ascontiguousarray(w, dtype=float))
         idx = np.arange(self.k) if idx is None else idx
         m = idx.shape[0]
         out = np.zeros((m, m))
@@ -337,6 +359,16 @@ class Likelihood:
             block = self._centred_block(sl)[:, idx]
             out += (block * w[sl, None]).T @ block
         return out
+
+    def _sparse_gram(self, w: np.ndarray) -> np.ndarray:
+        """``C^T W C`` from the stored pattern: ``C = delta M`` or ``delta (1 - M)``
+        (``complement``), ``(1 - M)^T W (1 - M) = W_tot 1 1^T - 1 m^T - m 1^T + M^T W M``
+        with ``m = M^T w``."""
+        pattern = _pattern_gram(self.indptr, self.indices, w, self.k)
+        if self.complement:
+            m = np.diag(pattern).copy()
+            pattern = float(w.sum()) - m[:, None] - m[None, :] + pattern
+        return self.delta**2 * pattern
 
     def full_gram(self, w: np.ndarray) -> np.ndarray:
         """``L.T @ diag(w) @ L`` (K, K), from the centred rows.

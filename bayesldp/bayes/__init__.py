@@ -1,11 +1,12 @@
 """Bayesian posterior inference for LDP frequency estimation.
 
 ``fit(tally, prior, method=...)`` returns ArviZ InferenceData whichever method produced it
-("exact" Dirichlet mixture, "hmc", "nuts", "sgld"); ``save_fit`` / ``load_fit`` round-trip it
-through netCDF; ``loo`` / ``loo_compare`` cross-validate fits one report at a time;
-``sample_posterior_predictive`` adds the posterior predictive check ArviZ plots.  Priors
-are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`) or a symmetric Dirichlet with an
-unknown concentration (:class:`AdaptiveDirichlet`, ``prior="adaptive"``).
+("exact" Dirichlet mixture, "hmc", "nuts", "sgld", "laplace"; "auto" chooses by cost);
+``save_fit`` / ``load_fit`` round-trip it through netCDF; ``loo`` / ``loo_compare``
+cross-validate fits one report at a time; ``sample_posterior_predictive`` adds the posterior
+predictive check ArviZ plots.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`)
+or a symmetric Dirichlet with an unknown concentration (:class:`AdaptiveDirichlet`,
+``prior="adaptive"``).
 """
 
 from __future__ import annotations

@@ -319,7 +319,7 @@ class BackendSampler:
 
     Attributes
     ----------
-    method : {"hmc", "sgld", "nuts", "exact"}
+    method : {"hmc", "sgld", "nuts", "exact", "laplace"}
     draws, chains : int
     options : dict
         Backend options (e.g. ``{"tune": 500}``).
@@ -331,9 +331,9 @@ class BackendSampler:
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.method not in ("hmc", "sgld", "nuts", "exact"):
+        if self.method not in ("hmc", "sgld", "nuts", "exact", "laplace"):
             raise InvalidInputError(
-                f"method: expected 'hmc', 'sgld', 'nuts' or 'exact', got {self.method!r}"
+                f"method: expected 'hmc', 'sgld', 'nuts', 'exact' or 'laplace', got {self.method!r}"
             )
         check_int(self.draws, "draws", 1)
         check_int(self.chains, "chains", 1)

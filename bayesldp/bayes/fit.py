@@ -12,7 +12,13 @@ method     module                           what it returns
 "hmc"      :mod:`bayesldp.bayes.hmc`        bayesldp's own HMC (the default, "auto")
 "nuts"     :mod:`bayesldp.bayes.nuts`       PyMC / nutpie / numpyro / blackjax NUTS
 "sgld"     :mod:`bayesldp.bayes.sgld`       stochastic-gradient Langevin (seed 004)
+"laplace"  :mod:`bayesldp.bayes.laplace`    the likelihood's Laplace approximation in theta
+                                            with the exact prior, PSIS-checked (large n)
 =========  ===============================  ===============================================
+
+``"auto"`` (the default) chooses among "exact", "hmc" and "laplace" by the cost model of
+:mod:`bayesldp.bayes.cost` and records the choice (``method``) and why (``auto_reason``) in the
+posterior attrs.
 
 Backends are imported lazily (``importlib``), each exposing
 ``sample(tally, alpha, *, draws, chains, random_seed, progressbar, **options) -> SamplerOutput``.
@@ -54,11 +60,14 @@ BACKENDS: dict[str, str] = {
     "hmc": "bayesldp.bayes.hmc",
     "nuts": "bayesldp.bayes.nuts",
     "sgld": "bayesldp.bayes.sgld",
+    "laplace": "bayesldp.bayes.laplace",
 }
 #: methods that sample under the adaptive prior (AdaptiveDirichlet)
-ADAPTIVE_METHODS = ("exact", "hmc", "nuts", "sgld")
-#: aliases resolved before dispatch
+ADAPTIVE_METHODS = ("exact", "hmc", "nuts", "sgld", "laplace")
+#: aliases resolved before dispatch ("auto" by name alone; fit() then chooses by cost)
 ALIASES: dict[str, str] = {"auto": "hmc"}
+#: methods "auto" chooses among (bayesldp.bayes.cost.choose_method)
+AUTO_METHODS = ("exact", "hmc", "laplace")
 #: optional packages a backend may need -> the pip extra that installs them
 OPTIONAL_EXTRAS: dict[str, str] = {
     "nutpie": "nutpie",
@@ -115,8 +124,13 @@ def fit(
         ``"adaptive"`` / an :class:`~bayesldp.bayes.AdaptiveDirichlet`: ``Dirichlet(a 1_K)`` with
         ``a`` unknown (a normal prior on ``log a``), whose draws are the posterior variable
         ``a`` (every method).
-    method : {"auto", "exact", "hmc", "nuts", "sgld"}
-        The posterior method; ``"auto"`` is ``"hmc"``.
+    method : {"auto", "exact", "hmc", "nuts", "sgld", "laplace"}
+        The posterior method.  ``"auto"`` chooses by predicted cost
+        (:func:`bayesldp.bayes.cost.choose_method`): ``"exact"`` when the exact Dirichlet
+        mixture is small, else ``"hmc"`` unless it is predicted to take over 30 s and
+        ``"laplace"`` (for large n, whose cost per draw does not grow with n) 3 times less; the
+        choice and the reason are the posterior attrs ``method`` and ``auto_reason``.  A method
+        the cost model predicts to take over a minute warns (``UserWarning``) before it starts.
     draws, chains : int
         Posterior draws per chain (after any tuning) and number of chains, both >= 1.
     random_seed : int, sequence of int, numpy Generator, SeedSequence or None
@@ -199,6 +213,9 @@ def fit(
     cores_given = cores is not None
     cores = _feedback.resolve_cores(cores, chains)
 
+    resolved, auto_reason = _choose_method(
+        method, resolved, tally, draws, chains, options, isinstance(prior_obj, AdaptiveDirichlet)
+    )
     if isinstance(prior_obj, AdaptiveDirichlet) and resolved not in ADAPTIVE_METHODS:
         raise NotSupportedError(
             f"prior: the adaptive prior is not available with method={method!r} yet; use "
@@ -238,6 +255,10 @@ def fit(
         coords=coords,
         **storage,
     )
+    if auto_reason is not None:
+        idata.posterior.attrs["auto_reason"] = auto_reason
+    if "pareto_k" in out.info:  # the Laplace method's importance check
+        idata.posterior.attrs["pareto_k"] = float(out.info["pareto_k"])
     diagnose(
         idata, resolved, warn=check_bool(compute_convergence_checks, "compute_convergence_checks")
     )
@@ -352,6 +373,41 @@ def _resolve_method(method: object) -> str:
     if resolved not in BACKENDS:
         raise InvalidInputError(f"method: unknown method {method!r}; valid methods are {valid}")
     return resolved
+
+
+def _choose_method(
+    method: str,
+    resolved: str,
+    tally: Tally,
+    draws: int,
+    chains: int,
+    options: Mapping[str, Any],
+    adaptive: bool,
+) -> tuple[str, str | None]:
+    """``"auto"``: the method chosen by cost and the reason; any other method: itself, with a
+    ``UserWarning`` first when the cost model predicts more than a minute."""
+    from bayesldp.bayes import cost
+
+    if method == "auto":
+        chosen, reason, _ = cost.choose_method(tally, draws, chains, options, adaptive=adaptive)
+        return chosen, reason
+    if resolved in AUTO_METHODS and resolved != "exact":
+        seconds = cost.predict_seconds(tally, resolved, draws, chains, options)
+        if seconds > cost.SLOW_SECONDS:
+            better, _, predicted = cost.choose_method(tally, draws, chains, options,
+                                                      adaptive=adaptive)  # fmt: skip
+            hint = (
+                f"; method='{better}' is predicted to take {predicted[better]:.3g} s"
+                if better != resolved and predicted[better] < seconds
+                else "; fewer draws or chains take proportionally less"
+            )
+            warnings.warn(
+                f"method={method!r}: predicted to take about {seconds:.3g} s on this tally "
+                f"(K = {tally.k}, n = {tally.n:,}, {tally.n_rows:,} distinct rows){hint}",
+                UserWarning,
+                stacklevel=3,
+            )
+    return resolved, None
 
 
 def _load_backend(method: str, resolved: str) -> Any:
