@@ -61,15 +61,14 @@ import numpy as np
 from bayesldp._validation import as_generator, check_int
 from bayesldp.bayes import hmc
 from bayesldp.bayes._types import SamplerOutput
+from bayesldp.bayes.diagnostics import PARETO_K_MAX
 from bayesldp.bayes.prior import AdaptiveDirichlet
 from bayesldp.errors import InvalidInputError
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
 
-__all__ = ["PARETO_K_WARN", "SHIFT_WARN", "sample", "surrogate_tally"]
+__all__ = ["SHIFT_WARN", "sample", "surrogate_tally"]
 
-#: Pareto k above which importance sampling cannot repair the surrogate (Vehtari et al. 2024)
-PARETO_K_WARN = 0.7
 #: a difference of the PSIS-weighted and plain means above this many posterior sd warns
 SHIFT_WARN = 0.1
 #: ``beta_j`` is this many times the largest ``|e_j . theta - m_j|`` on the simplex
@@ -230,16 +229,8 @@ def sample(
         stats["log_weight"] = log_w.reshape(chains, draws)
         info.update(pareto_k=pareto_k, is_ess=ess, is_shift_sd=shift, importance_rows=used,
                     log_ratio_se=se, is_mean=mean_is.tolist())  # fmt: skip
-        if not pareto_k <= PARETO_K_WARN:
-            warnings.warn(
-                f"method='laplace': the Pareto k of the importance check is {pareto_k:.2f}, above "
-                f"{PARETO_K_WARN}: the Laplace approximation of the likelihood differs from the "
-                "exact one more than importance sampling can repair (too few reports for the "
-                "number of categories); use method='hmc'",
-                UserWarning,
-                stacklevel=3,
-            )
-        elif shift > SHIFT_WARN:
+        # a Pareto k above 0.7 warns in fit's convergence checks (diagnostics.check_pareto_k)
+        if pareto_k <= PARETO_K_MAX and shift > SHIFT_WARN:
             worst = int(np.argmax(np.abs(mean_is - flat.mean(axis=0)) / np.maximum(sd, 1e-300)))
             warnings.warn(
                 f"method='laplace': the importance-weighted posterior mean of category {worst} "

@@ -1,6 +1,7 @@
 """The large-n posterior (method="laplace") and the cost-based choice of method="auto"."""
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -9,8 +10,8 @@ from scipy.special import logsumexp
 
 import bayesldp
 from bayesldp import Tally
-from bayesldp.bayes import cost, fit, laplace
-from bayesldp.errors import InvalidInputError
+from bayesldp.bayes import cost, diagnostics, fit, laplace
+from bayesldp.errors import ConvergenceWarning, InvalidInputError
 from bayesldp.likelihood import Likelihood
 
 
@@ -106,7 +107,7 @@ def test_laplace_fit_has_the_groups_and_attrs_of_every_fit(laplace_fit, oue_tall
     info = json.loads(attrs["backend_info"])
     assert info["backend"] == "bayesldp.laplace"
     assert info["surrogate_rows"] == 10 and info["importance_rows"] == oue_tally.n_rows
-    assert info["pareto_k"] < laplace.PARETO_K_WARN  # n = 20,000 for K = 6: near Gaussian
+    assert info["pareto_k"] < diagnostics.PARETO_K_MAX  # n = 20,000 for K = 6: near Gaussian
     assert attrs["pareto_k"] == info["pareto_k"]
     log_w = laplace_fit.sample_stats["log_weight"].values
     assert log_w.shape == (2, 500)
@@ -162,11 +163,16 @@ def test_too_few_reports_warn_with_the_shift_of_the_weighted_mean():
     np.testing.assert_allclose(weights @ theta, info["is_mean"], rtol=1e-10)
 
 
-def test_a_pareto_k_above_the_threshold_warns(oue_tally, monkeypatch):
-    monkeypatch.setattr(laplace, "PARETO_K_WARN", -10.0)  # every k is above it
-    with pytest.warns(UserWarning, match=r"Pareto k of the importance check is -?\d\.\d\d"):
-        fit(oue_tally, method="laplace", draws=100, chains=1, tune=100, random_seed=1,
-            compute_convergence_checks=False)  # fmt: skip
+def test_a_pareto_k_above_the_threshold_warns_once(oue_tally, monkeypatch):
+    """fit's convergence checks warn (ConvergenceWarning) with the number; the backend does not
+    warn a second time."""
+    monkeypatch.setattr(diagnostics, "PARETO_K_MAX", -10.0)  # every k is above it
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(oue_tally, method="laplace", draws=300, chains=2, tune=300, random_seed=1)
+    pareto = [w for w in caught if "Pareto k" in str(w.message)]
+    assert len(pareto) == 1 and issubclass(pareto[0].category, ConvergenceWarning)
+    assert re.search(r"Pareto k of the importance weights is -?\d\.\d\d", str(pareto[0].message))
 
 
 def test_adaptive_prior(oue_tally):
