@@ -86,6 +86,7 @@ def run_grid(
     progress: bool | Callable[[int, int, str], None] | None = None,
     command: str | None = None,
     scheduler: str | None = "serial",
+    only: Mapping[str, Any] | None = None,
 ) -> xarray.Dataset:
     """Run the AdOBEst-LDP experiment grid of a spec and write its tables and plots.
 
@@ -115,6 +116,12 @@ def run_grid(
         ``"serial"`` (default: in this process); ``None``: a ``dask.distributed`` LocalCluster
         (one worker process per core); a scheduler address (``"tcp://host:8786"``); or
         ``"threads"`` (dask's threaded scheduler).  The cells are the tasks.
+    only : dict, optional
+        Run only the cells whose coordinates are in these lists, e.g. ``{"k": [10], "scheme":
+        ["fisher 0.8", "non-adaptive"]}`` (keys ``k``, ``rho``, ``epsilon``, ``scheme``,
+        ``repeat``).  Cells finished earlier in ``out_dir`` are read back whether selected or
+        not; the others are NaN.  A grid can so be run in parts (one K now, another later or
+        elsewhere) into one output directory: the cells, and hence the results, are the same.
 
     Returns
     -------
@@ -149,12 +156,14 @@ def run_grid(
             for rep in range(repeats):
                 theta = _population(grid["seed"], ik, ir, rep, k, rho, sizes[ik])[0]
                 thetas[ik, ir, rep, :k] = theta
+    wanted = _selected(only, ks, rhos, epss, [label for label, _ in methods], repeats)
     cells = list(np.ndindex(*shape))
     todo = []
     for cell in cells:
         saved = _read_cell(cells_dir, cell, fingerprint)
         if saved is None:
-            todo.append(cell)
+            if all(cell[axis] in wanted[axis] for axis in range(5)):
+                todo.append(cell)
         else:
             for name in fields:
                 values[name][cell] = saved[name]
@@ -163,14 +172,15 @@ def run_grid(
         ik, ir, ie, im, rep = cell
         return f"K={ks[ik]} rho={rhos[ir]:g} rep={rep} eps={epss[ie]:g} {methods[im][0]}"
 
-    done = len(cells) - len(todo)
+    done = int(np.isfinite(values["tv"]).sum())
+    total = done + len(todo)
     for cell, result in _run_cells(spec, sizes, todo, scheduler):
         _write_cell(cells_dir, cell, fingerprint, result)
         for name in fields:
             values[name][cell] = result[name]
         done += 1
         if report is not None:
-            report(done, len(cells), label(cell))
+            report(done, total, label(cell))
 
     coords = {
         "k": np.asarray(ks),
@@ -200,6 +210,33 @@ def run_grid(
     (out / "tables.md").write_text(text + "\n## Tables\n\n" + write_tables(results), "utf-8")
     _plot(results, out)
     return results
+
+
+def _selected(only: Mapping[str, Any] | None, ks: list, rhos: list, epss: list,
+              schemes: list, repeats: int) -> list[set[int]]:  # fmt: skip
+    """Indices along (k, rho, epsilon, scheme, repeat) that ``only`` selects."""
+    axes = {"k": list(ks), "rho": rhos, "epsilon": epss, "scheme": schemes,
+            "repeat": list(range(repeats))}  # fmt: skip
+    chosen = [set(range(len(values))) for values in axes.values()]
+    if only is None:
+        return chosen
+    if not isinstance(only, Mapping):
+        raise InvalidTypeError(f"only: expected a dict of coordinate lists, got {only!r}")
+    for key, wanted in only.items():
+        if key not in axes:
+            raise InvalidInputError(f"only: unknown key {key!r} (valid: {', '.join(axes)})")
+        if isinstance(wanted, str | bytes) or not hasattr(wanted, "__iter__"):
+            wanted = [wanted]
+        index = []
+        for value in wanted:
+            hits = [i for i, v in enumerate(axes[key]) if v == value]
+            if not hits:
+                raise InvalidInputError(
+                    f"only[{key!r}]: {value!r} is not in the grid (valid: {axes[key]})"
+                )
+            index += hits
+        chosen[list(axes).index(key)] = set(index)
+    return chosen
 
 
 def _population(seed: int, ik: int, ir: int, rep: int, k: int, rho: float, n: int) -> tuple:
@@ -378,6 +415,8 @@ def write_summary(results: xarray.Dataset) -> str:
             for b, rho in enumerate(results["rho"].values):
                 for c, eps in enumerate(results["epsilon"].values):
                     cube = values[a, b, c]
+                    if not np.isfinite(cube[base_i]).all():
+                        continue  # not run (run_grid(..., only=...))
                     mean = cube.mean(axis=-1)
                     ratio = mean / mean[base_i]
                     row = [
@@ -399,7 +438,7 @@ def write_summary(results: xarray.Dataset) -> str:
                         row.append(f"{np.median(r):.2f} ({r.min():.2f}-{r.max():.2f})")
                     else:
                         row.append("-")
-                    best = int(np.argmin(mean))
+                    best = int(np.nanargmin(mean))
                     row.append(f"{methods[best]} ({ratio[best]:.2f})")
                     f_size = size[a, b, c][fisher].mean() if fisher else float("nan")
                     row.append(f"{f_size:.2f}" if fisher else "-")
@@ -416,6 +455,8 @@ def write_tables(results: xarray.Dataset) -> str:
     non = "non-adaptive" in results["scheme"].values
     for k in results["k"].values:
         for rho in results["rho"].values:
+            if not np.isfinite(tv.sel({"k": k, "rho": rho}).values).any():
+                continue  # not run (run_grid(..., only=...))
             n_k = int(results["n_users"].sel(k=k))
             lines.append(f"### K = {k}, rho = {rho:g} (n = {n_k}, {n_rep} repeats)")
             lines.append("")
@@ -489,6 +530,9 @@ def _plot_tv(results: xarray.Dataset, x_dim: str, panel_dim: str, x_label: str, 
                     label=m,
                     color="black" if m == "non-adaptive" else palette(im % 20),
                 )
+            if not np.isfinite(tv.sel({"k": k, panel_dim: value}).values).any():
+                ax.set_title(f"K = {k}, {panel_name} = {value:g}: not run")
+                continue
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
@@ -496,7 +540,8 @@ def _plot_tv(results: xarray.Dataset, x_dim: str, panel_dim: str, x_label: str, 
             ax.set_xlabel(x_label)
             ax.set_ylabel("TV (mean over repeats)")
             ax.set_title(f"K = {k}, {panel_name} = {value:g}")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles, labels = max((ax.get_legend_handles_labels() for ax in axes.flat),
+                          key=lambda hl: len(hl[0]))  # fmt: skip
     fig.legend(handles, labels, loc="center right", fontsize=7)
     fig.suptitle(f"AdOBEst-LDP: TV against {x_dim} (n = {users_text(results)})")
     fig.tight_layout(rect=(0, 0, 0.86, 0.96))
