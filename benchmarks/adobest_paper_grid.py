@@ -157,7 +157,9 @@ def paper_spec(repeats: int, quick: bool, name: str, **grid: Any) -> dict[str, A
     return validate_grid(raw, "adobest_paper_grid")
 
 
-def run_on_cluster(spec: dict, out: Path, workers: int, reference: bool) -> tuple[Any, float, int]:
+def run_on_cluster(
+    spec: dict, out: Path, workers: int, reference: bool, only: dict | None = None
+) -> tuple[Any, float, int]:
     """Run one grid on a fresh LocalCluster; (results, wall seconds, cells computed here)."""
     from distributed import Client, LocalCluster
 
@@ -183,7 +185,12 @@ def run_on_cluster(spec: dict, out: Path, workers: int, reference: bool) -> tupl
                       file=sys.stderr, flush=True)  # fmt: skip
 
         results = run_grid(
-            spec, out, paper=True, progress=progress, scheduler=cluster.scheduler_address
+            spec,
+            out,
+            paper=True,
+            progress=progress,
+            scheduler=cluster.scheduler_address,
+            only=only,
         )
         return results, time.perf_counter() - started, computed[0]
     finally:
@@ -357,8 +364,25 @@ def _pooled(exact: Any, ref: Any, methods: list[str], metric: str) -> dict:
     return out
 
 
+def _kept_text(g_ref: float, g_ex: float) -> str:
+    """How much of the reference code's gain (1 - ratio) remains under the exact budget."""
+    if g_ref <= 0:
+        word = "lower" if g_ex > 0 else "higher"
+        return (
+            f"no gain with the reference eps2 ({-100 * g_ref:.0f}% higher TV); under the exact "
+            f"budget {100 * abs(g_ex):.0f}% {word} TV"
+        )
+    return (
+        f"{100 * g_ex / g_ref:.0f}% of the reference code's gain ({100 * g_ref:.0f}% lower TV) "
+        f"remains ({100 * abs(g_ex):.0f}% {'lower' if g_ex >= 0 else 'higher'} TV than "
+        "non-adaptive)"
+    )
+
+
 def write_report(args: argparse.Namespace, info: dict) -> str:
-    exact, ref = info["exact"], info["ref"]
+    exact_all, ref = info["exact"], info["ref"]
+    n_ref = ref.sizes["repeat"]
+    exact = exact_all.isel(repeat=slice(0, n_ref))  # paired: the same populations and users
     methods = [str(m) for m in ref["scheme"].values]
     fracs = sorted({float(m.split()[1]) for m in methods if m.split()[0] in ADAPTIVE})
     mi = machine_info()
@@ -368,25 +392,30 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         f"- command: `{info['command']}`",
         f"- date: {info['date']} UTC; wall time of this invocation {info['wall']:.0f} s "
         f"(exact-budget grid {info['wall_exact']:.0f} s computing {info['new_exact']} of its "
-        f"{exact['seconds'].size} cells, reference-eps2 grid {info['wall_ref']:.0f} s computing "
+        f"{exact_all['seconds'].size} cells, reference-eps2 grid {info['wall_ref']:.0f} s "
+        "computing "
         f"{info['new_ref']} of its {ref['seconds'].size} cells, the other cells read back from "
         f"`--work`; one-survey timings {info['wall_timing']:.0f} s)",
         f"- machine: {mi['arch']}, {mi['cpu']}, {mi['cores']} cores shared with other jobs; "
         f"loadavg at the start {info['load_start']}, at the end {mi['load']}; Python "
         f"{mi['python']}, numpy {mi['numpy']}, commit {mi['commit']}",
         f"- sizes: the reference code's (`T = 500*K` in experiments_for_SGDL.m): n = "
-        f"{users_text(exact)} users per survey; {exact.sizes['repeat']} repeats (the code: 50 "
-        f"runs); K in {list(exact['k'].values)}, rho in {list(exact['rho'].values)}, eps in "
-        f"{list(exact['epsilon'].values)}; the paper's SGLD schedule (20 updates per user, "
+        f"{users_text(exact_all)} users per survey; {exact_all.sizes['repeat']} repeats (the "
+        f"code: 50 runs); K in {[int(v) for v in exact_all['k'].values]}, rho in "
+        f"{[float(v) for v in exact_all['rho'].values]}, eps in "
+        f"{[float(v) for v in exact_all['epsilon'].values]}; the paper's SGLD schedule (20 "
+        "updates per user, "
         "minibatch 50, step 0.5/n, final 2000 updates with 1000 burn-in)",
         f"- run on Dask: a LocalCluster of {args.workers} worker processes (1 thread each) per "
         "grid, through `bayesldp.workflows.grid.run_grid(..., scheduler=address)`",
-        f"- exact-budget grid: the package as it is, all {exact.sizes['scheme']} methods "
-        f"({int(np.isfinite(exact['seconds'].values).sum())} surveys, "
-        f"{np.nansum(exact['seconds'].values):.0f} s of survey time)",
+        f"- exact-budget grid: the package as it is, all {exact_all.sizes['scheme']} methods "
+        f"({int(np.isfinite(exact_all['seconds'].values).sum())} surveys, "
+        f"{np.nansum(exact_all['seconds'].values):.0f} s of survey time)",
         f"- **reference-eps2 grid (NOT eps-LDP)**: only the cells the questions need: "
         f"{', '.join(methods)} ({int(np.isfinite(ref['seconds'].values).sum())} surveys, "
-        f"{np.nansum(ref['seconds'].values):.0f} s of survey time); the semi-adaptive rules "
+        f"{np.nansum(ref['seconds'].values):.0f} s of survey time), {n_ref} repeats; sections "
+        f"2-3 pair them with the same {n_ref} repeats (populations, users) of the exact-budget "
+        "grid; the semi-adaptive rules "
         "are the same under both formulas and are not re-run; the non-adaptive cells came out "
         f"{'bit-identical' if info['non_adaptive_identical'] else 'DIFFERENT (a bug)'} to the "
         "exact-budget grid's",
@@ -422,8 +451,7 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
             "users); below 1 is a gain.  Over all 18 settings and "
             f"{len([m for m in methods if m.split()[0] in ADAPTIVE])} methods, geometric mean "
             f"ratio: **{pooled['ref']:.2f} with the reference eps2, {pooled['exact']:.2f} under "
-            f"the exact budget**, i.e. {100 * g_ex / g_ref:.0f}% of the reference code's gain "
-            f"({100 * g_ref:.0f}% lower TV) remains ({100 * g_ex:.0f}% lower TV).  Share of "
+            f"the exact budget**: {_kept_text(g_ref, g_ex)}.  Share of "
             "the gain kept, per setting: (1 - median ratio, exact) / (1 - median ratio, "
             "reference), where the reference gain is at least 5%.  (method, "
             f"repeat) pairs below the baseline's TV: {pooled['ref_wins'][0]}/"
@@ -439,7 +467,7 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         ]
     fisher = [m for m in methods if m.startswith("fisher")]
     size_ref = ref["mean_subset_size"].sel(scheme=fisher)
-    size_ex = exact["mean_subset_size"].sel(scheme=[m for m in fisher if m in exact["scheme"]])
+    size_ex = exact_all["mean_subset_size"].sel(scheme=fisher)
     lines += [
         "",
         "## 3. Does U1 (Fisher) adapt?",
@@ -501,7 +529,7 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         "",
         "## 5. The exact-budget grid (all methods), as `run_grid` summarises it",
         "",
-        write_summary(exact),
+        write_summary(exact_all),
     ]
     return "\n".join(lines) + "\n"
 
@@ -510,6 +538,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--reference-repeats", type=int, default=None,
+                        help="repeats of the reference-eps2 grid (default: --repeats; paired "
+                        "with the exact grid's first repeats)")  # fmt: skip
+    parser.add_argument("--k", default="10,20", help="domain sizes to run (of 10, 20)")
     parser.add_argument("--reference-fractions", default="0.8,0.9",
                         help="eps1 / eps of U2-U6 re-run with the reference eps2")  # fmt: skip
     parser.add_argument("--reference-code", type=Path, default=None,
@@ -547,41 +579,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"K={row['k']} eps1/eps={row['frac']} eps={row['eps']}: reference eps2 realises "
               f"{row['ref']:.3f} (|S|={row['ref_at']}), package {row['ours']:.4f}")  # fmt: skip
 
+    ks = [int(v) for v in args.k.split(",")] if not args.quick else [3, 4]
     spec = paper_spec(args.repeats, args.quick, "adobest_paper_grid")
-    print(f"exact-budget grid: {len(method_labels(spec['grid']))} methods", file=sys.stderr)
-    exact, wall_exact, new_exact = run_on_cluster(spec, work / "exact", args.workers, False)
+    print(f"exact-budget grid: {len(method_labels(spec['grid']))} methods, K {ks}", file=sys.stderr)
+    exact, wall_exact, new_exact = run_on_cluster(spec, work / "exact", args.workers, False,
+                                                  {"k": ks})  # fmt: skip
+    exact = exact.sel(k=ks)
 
+    ref_repeats = args.reference_repeats or args.repeats
+    print(f"reference-eps2 grid: {ref_repeats} repeats", file=sys.stderr)
+    # one spec for every reference cell (so that cells run in parts, or later, add up); run
+    # U1 at both fractions with the non-adaptive check first, then U2-U6 per fraction
     ref_spec = paper_spec(
         args.repeats, args.quick, "adobest_paper_grid_REFERENCE_EPS2_NOT_LDP",
-        utilities=["fisher"], eps1_fraction=[0.8, 0.9], semi_adaptive_alpha=[],
+        utilities=["fisher", *ADAPTIVE], eps1_fraction=[0.8, 0.9], semi_adaptive_alpha=[],
     )  # fmt: skip
-    # fisher at both fractions with non-adaptive (a check); U2-U6 at --reference-fractions
-    ref_fisher, wall_a, new_a = run_on_cluster(ref_spec, work / "reference_fisher", args.workers,
-                                               True)  # fmt: skip
-    parts = [ref_fisher]
-    wall_b, new_b = 0.0, 0
-    for frac in fracs:
-        spec_b = paper_spec(
-            args.repeats, args.quick, "adobest_paper_grid_REFERENCE_EPS2_NOT_LDP",
-            utilities=list(ADAPTIVE), eps1_fraction=[frac], semi_adaptive_alpha=[],
-            non_adaptive=False,
-        )  # fmt: skip
-        part, wall, new = run_on_cluster(spec_b, work / f"reference_u2u6_{frac:g}", args.workers,
-                                         True)  # fmt: skip
-        parts.append(part)
-        wall_b += wall
-        new_b += new
-    import xarray as xr
-
-    ref = xr.concat([p[["tv", "tv_mle", "mean_subset_size", "seconds"]] for p in parts],
-                    dim="scheme")  # fmt: skip
+    groups = [["fisher 0.8", "fisher 0.9", "non-adaptive"]]
+    groups += [[f"{u} {frac:g}" for u in ADAPTIVE] for frac in fracs]
+    wall_ref, new_ref = 0.0, 0
+    for schemes in groups:
+        only = {"k": ks, "scheme": schemes, "repeat": list(range(ref_repeats))}
+        ref_all, wall, new = run_on_cluster(ref_spec, work / "reference", args.workers, True, only)
+        wall_ref += wall
+        new_ref += new
+    chosen = [m for group in groups for m in group]
+    ref = ref_all[["tv", "tv_mle", "mean_subset_size", "seconds"]].sel(
+        k=ks, scheme=chosen, repeat=list(range(ref_repeats))
+    )
     same = all(
         np.array_equal(
-            ref_fisher[name].sel(scheme="non-adaptive").values,
-            exact[name].sel(scheme="non-adaptive").values,
+            ref[name].sel(scheme="non-adaptive").values,
+            exact[name].sel(scheme="non-adaptive").values[..., :ref_repeats],
         )
         for name in ("tv", "tv_mle", "mean_subset_size")
     )
+    wall_a, wall_b, new_a, new_b = wall_ref, 0.0, new_ref, 0
 
     t0 = time.perf_counter()
     timing = one_survey_timing(args, work)
