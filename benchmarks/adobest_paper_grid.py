@@ -242,10 +242,15 @@ def time_octave(code: Path, k: int, n: int, eps: float, frac: float, utility: st
                                  eps=eps, frac=frac, loss=LOSS_TYPE[utility], g=tmpd / "G.txt",
                                  eps2=" ".join(f"{v!r}" for v in eps2))
         )  # fmt: skip
+        import resource
+
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         proc = subprocess.run([octave, "--no-gui", "--quiet", "--no-window-system", str(driver)],
                               capture_output=True, text=True, check=False)  # fmt: skip
         wall = time.perf_counter() - started
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
         diff = float("nan")
         if (tmpd / "G.txt").is_file():
             g = np.loadtxt(tmpd / "G.txt", delimiter=",").reshape(k, k, k)
@@ -259,6 +264,7 @@ def time_octave(code: Path, k: int, n: int, eps: float, frac: float, utility: st
         return {"error": f"octave exited {proc.returncode}: {proc.stderr.strip()[-300:]}"}
     out = json.loads(lines[-1])
     out["process_seconds"] = wall
+    out["process_cpu_seconds"] = cpu
     out["channel_max_abs_diff"] = diff
     out["version"] = subprocess.run([octave, "--version"], capture_output=True, text=True,
                                     check=False).stdout.splitlines()[0]  # fmt: skip
@@ -269,7 +275,8 @@ def time_ours(k: int, n: int, eps: float, frac: float, utility: str, theta: np.n
               x: np.ndarray, reference: bool) -> dict:  # fmt: skip
     from bayesldp.adaptive import AdaptiveSurvey
 
-    def once(xs: np.ndarray) -> tuple[float, float, float, float]:
+    def once(xs: np.ndarray) -> tuple[float, float, float, float, float]:
+        cpu = time.process_time()
         started = time.perf_counter()
         survey = AdaptiveSurvey(k, eps, utility=utility, eps1_fraction=frac, n_expected=xs.size,
                                 random_seed=1)  # fmt: skip
@@ -278,18 +285,22 @@ def time_ours(k: int, n: int, eps: float, frac: float, utility: str, theta: np.n
         est = survey.posterior(chains=1).posterior["theta"].values.mean(axis=(0, 1))
         end = time.perf_counter()
         size = float(survey.history["subset_size"].values.mean())
-        return end - started, middle - started, float(0.5 * np.abs(est - theta).sum()), size
+        tv = float(0.5 * np.abs(est - theta).sum())
+        return end - started, middle - started, tv, size, time.process_time() - cpu
 
     import bayesldp.adaptive.selection as selection
 
     original = _patch_reference_eps2() if reference else None
     try:
         once(x[:200])  # compile / load the numba kernels
-        seconds, simulate, tv, size = min(once(x) for _ in range(3))
+        runs = [once(x) for _ in range(3)]
+        seconds, simulate, tv, size, _ = min(runs)
+        cpu = min(r[4] for r in runs)
     finally:
         if original is not None:
             selection.rrrr_eps2 = original
-    return {"seconds": seconds, "simulate": simulate, "tv": tv, "mean_subset_size": size}
+    return {"seconds": seconds, "simulate": simulate, "tv": tv, "mean_subset_size": size,
+            "cpu_seconds": cpu}  # fmt: skip
 
 
 def one_survey_timing(args: argparse.Namespace, work: Path) -> dict:
@@ -298,7 +309,7 @@ def one_survey_timing(args: argparse.Namespace, work: Path) -> dict:
     k, eps, frac, utility, rho = args.timing.split(",")
     k, eps, frac, rho = int(k), float(eps), float(frac), float(rho)
     n = 500 * k if not args.quick else 50 * k
-    cache = work / f"timing_{k}_{n}_{eps:g}_{frac:g}_{utility}_{rho:g}.json"
+    cache = work / f"timing_cpu_{k}_{n}_{eps:g}_{frac:g}_{utility}_{rho:g}.json"
     if cache.is_file():
         return json.loads(cache.read_text())
     theta, x = one_survey_inputs(k, n, rho, seed=4)
@@ -322,8 +333,13 @@ def one_survey_timing(args: argparse.Namespace, work: Path) -> dict:
 
 
 # ---------------------------------------------------------------- the report
-def _ratio_rows(exact: Any, ref: Any, methods: list[str], metric: str) -> list[str]:
-    """One row per (K, rho, eps): mean-TV ratios to non-adaptive under both formulas."""
+def _complete(res: Any) -> Any:
+    """(k, rho, epsilon) settings whose every cell (scheme, repeat) has finished."""
+    return np.isfinite(res["tv"]).all(("scheme", "repeat"))
+
+
+def _ratio_rows(exact: Any, ref: Any, methods: list[str], metric: str, both: Any) -> list[str]:
+    """One row per (K, rho, eps) run under both formulas: mean-TV ratios to non-adaptive."""
     rows = []
     base = exact[metric].sel(scheme="non-adaptive")
     fisher = [m for m in methods if m.startswith("fisher")]
@@ -332,6 +348,8 @@ def _ratio_rows(exact: Any, ref: Any, methods: list[str], metric: str) -> list[s
         for rho in exact["rho"].values:
             for eps in exact["epsilon"].values:
                 where = {"k": k, "rho": rho, "epsilon": eps}
+                if not bool(both.sel(where)):
+                    continue
                 b = float(base.sel(where).mean())
                 r_ref = [float(ref[metric].sel({**where, "scheme": m}).mean()) / b for m in adapt]
                 r_ex = [float(exact[metric].sel({**where, "scheme": m}).mean()) / b for m in adapt]
@@ -349,17 +367,20 @@ def _ratio_rows(exact: Any, ref: Any, methods: list[str], metric: str) -> list[s
     return rows
 
 
-def _pooled(exact: Any, ref: Any, methods: list[str], metric: str) -> dict:
-    """Geometric mean over settings and U2-U6 methods of the mean-TV ratio to non-adaptive."""
+def _pooled(exact: Any, ref: Any, methods: list[str], metric: str, both: Any) -> dict:
+    """Geometric mean over the settings run under both formulas and U2-U6 methods of the
+    mean-TV ratio to non-adaptive."""
     adapt = [m for m in methods if m.split()[0] in ADAPTIVE]
-    base = exact[metric].sel(scheme="non-adaptive").mean("repeat")
+    base_cells = exact[metric].sel(scheme="non-adaptive").where(both)
+    base = base_cells.mean("repeat")
     out = {}
     for label, res in (("ref", ref), ("exact", exact)):
-        ratio = res[metric].sel(scheme=adapt).mean("repeat") / base
-        out[label] = float(np.exp(np.log(ratio.values).mean()))
+        cells = res[metric].sel(scheme=adapt).where(both)
+        ratio = cells.mean("repeat") / base
+        out[label] = float(np.exp(np.nanmean(np.log(ratio.values))))
         out[label + "_wins"] = (
-            int((res[metric].sel(scheme=adapt) < exact[metric].sel(scheme="non-adaptive")).sum()),
-            int(res[metric].sel(scheme=adapt).size),
+            int((cells < base_cells).sum()),
+            int(np.isfinite(cells.values).sum()),
         )
     return out
 
@@ -383,6 +404,24 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
     exact_all, ref = info["exact"], info["ref"]
     n_ref = ref.sizes["repeat"]
     exact = exact_all.isel(repeat=slice(0, n_ref))  # paired: the same populations and users
+    both = _complete(exact) & _complete(ref)
+    done_exact = _complete(exact_all)
+    n_both = int(both.sum())
+
+    def settings(mask: Any) -> str:
+        parts = []
+        for k in mask["k"].values:
+            m = mask.sel(k=k)
+            if bool(m.all()):
+                parts.append(f"K = {k}: all {m.size} (rho, eps)")
+            elif bool(m.any()):
+                pairs = [f"({float(r):g}, {float(e):g})" for r in m["rho"].values
+                         for e in m["epsilon"].values if bool(m.sel(rho=r, epsilon=e))]  # fmt: skip
+                parts.append(f"K = {k}: (rho, eps) in {', '.join(pairs)}")
+            else:
+                parts.append(f"K = {k}: none")
+        return "; ".join(parts)
+
     methods = [str(m) for m in ref["scheme"].values]
     fracs = sorted({float(m.split()[1]) for m in methods if m.split()[0] in ADAPTIVE})
     mi = machine_info()
@@ -420,6 +459,9 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         f"{'bit-identical' if info['non_adaptive_identical'] else 'DIFFERENT (a bug)'} to the "
         "exact-budget grid's",
         "",
+        f"- settings complete (every method and repeat): exact-budget grid "
+        f"{settings(done_exact)}; both grids (sections 2-3) {settings(both)}",
+        "",
         "## 1. The reference code's eps2 is over budget",
         "",
         "Realised epsilon = max over |S| = 0..K-1 of max_y log(max_x P[x,y] / min_x P[x,y]) of "
@@ -440,7 +482,7 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         )
     for metric, title in (("tv", "SGLD posterior mean (the paper's metric)"),
                           ("tv_mle", "MLE from the same reports")):  # fmt: skip
-        pooled = _pooled(exact, ref, methods, metric)
+        pooled = _pooled(exact, ref, methods, metric, both)
         g_ref, g_ex = 1 - pooled["ref"], 1 - pooled["exact"]
         lines += [
             "",
@@ -448,7 +490,7 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
             "",
             f"U2-U6 with eps1 / eps in {fracs}: ratio = mean TV over repeats / mean TV of the "
             "non-adaptive baseline (plain GRR at the budget asked; the same populations and "
-            "users); below 1 is a gain.  Over all 18 settings and "
+            f"users); below 1 is a gain.  Over the {n_both} settings run under both and "
             f"{len([m for m in methods if m.split()[0] in ADAPTIVE])} methods, geometric mean "
             f"ratio: **{pooled['ref']:.2f} with the reference eps2, {pooled['exact']:.2f} under "
             f"the exact budget**: {_kept_text(g_ref, g_ex)}.  Share of "
@@ -463,20 +505,22 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
             "| U1 ratio, reference eps2 | U1 mean \\|S\\|, reference eps2 "
             "| U1 mean \\|S\\|, exact |",
             "|---|---|---|---|---|---|---|---|---|---|",
-            *_ratio_rows(exact, ref, methods, metric),
+            *_ratio_rows(exact, ref, methods, metric, both),
         ]
     fisher = [m for m in methods if m.startswith("fisher")]
-    size_ref = ref["mean_subset_size"].sel(scheme=fisher)
-    size_ex = exact_all["mean_subset_size"].sel(scheme=fisher)
+    size_ref = ref["mean_subset_size"].sel(scheme=fisher).where(both)
+    size_ex = exact_all["mean_subset_size"].sel(scheme=fisher).where(done_exact)
     lines += [
         "",
         "## 3. Does U1 (Fisher) adapt?",
         "",
         f"Mean |S| of U1 over all its surveys: **{float(size_ref.mean()):.2f} with the reference "
         f"eps2** (per-survey means from {float(size_ref.min()):.2f} to "
-        f"{float(size_ref.max()):.2f}; {int((size_ref > 0).sum())}/{size_ref.size} surveys with "
+        f"{float(size_ref.max()):.2f}; {int((size_ref > 0).sum())}/"
+        f"{int(np.isfinite(size_ref.values).sum())} surveys with "
         f"some S non-empty), **{float(size_ex.mean()):.2f} under the exact budget** "
-        f"({int((size_ex > 0).sum())}/{size_ex.size} surveys with some S non-empty).",
+        f"({int((size_ex > 0).sum())}/{int(np.isfinite(size_ex.values).sum())} surveys with "
+        "some S non-empty).",
         "",
     ]
     t = info["timing"]
@@ -490,18 +534,21 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         "eps2, from a local copy of the MATLAB files with `eye()` wrapped in `full()`.  bayesldp: "
         "`AdaptiveSurvey(...).simulate(x)` + `posterior()`, numba kernels compiled beforehand, "
         f"best of 3.  Measured {t['date']} UTC, back to back, loadavg {t['load_start']} before, "
-        f"{t['load_end']} after.",
+        f"{t['load_end']} after: on a loaded machine the wall times include waiting for a core, "
+        "so the CPU times (user + system of the Octave process, `time.process_time` of ours) "
+        "are the fairer comparison.",
         "",
-        "| implementation | eps2 | seconds | TV | mean \\|S\\| |",
-        "|---|---|---|---|---|",
+        "| implementation | eps2 | wall seconds | CPU seconds | TV | mean \\|S\\| |",
+        "|---|---|---|---|---|---|",
     ]
     octave = t["octave"]
     if "error" in octave:
-        lines.append(f"| reference code, Octave | reference | not run: {octave['error']} | | |")
+        lines.append(f"| reference code, Octave | reference | not run: {octave['error']} | | | |")
     else:
         lines.append(
             f"| reference code, {octave['version']} | reference (NOT eps-LDP) | "
             f"{octave['seconds']:.1f} (process {octave['process_seconds']:.1f}) | "
+            f"{octave['process_cpu_seconds']:.1f} | "
             f"{octave['tv']:.4f} | {octave['mean_subset_size']:.2f} |"
         )
     for key, label in (("ours_ref", "reference (NOT eps-LDP), patched in"),
@@ -509,12 +556,14 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         o = t[key]
         lines.append(
             f"| bayesldp | {label} | {o['seconds']:.2f} (simulate {o['simulate']:.2f}) | "
-            f"{o['tv']:.4f} | {o['mean_subset_size']:.2f} |"
+            f"{o['cpu_seconds']:.2f} | {o['tv']:.4f} | {o['mean_subset_size']:.2f} |"
         )
     if "error" not in octave:
         lines += [
             "",
-            f"Octave / bayesldp (same eps2): {octave['seconds'] / t['ours_ref']['seconds']:.0f}x."
+            f"Octave / bayesldp (same eps2): {octave['seconds'] / t['ours_ref']['seconds']:.0f}x "
+            f"in wall time, {octave['process_cpu_seconds'] / t['ours_ref']['cpu_seconds']:.0f}x "
+            "in CPU time."
             f"  The reference code's channels (`make_G(K, |S|, eps1, eps2)` for |S| = 1..K, "
             "with the reference eps2 as this script computes it) equal bayesldp's "
             f"`rrrr_channel` (transposed) to {octave.get('channel_max_abs_diff', float('nan')):.1e}"
@@ -529,7 +578,7 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         "",
         "## 5. The exact-budget grid (all methods), as `run_grid` summarises it",
         "",
-        write_summary(exact_all),
+        write_summary(exact_all[["tv", "tv_mle", "mean_subset_size", "seconds"]].where(done_exact)),
     ]
     return "\n".join(lines) + "\n"
 
@@ -557,6 +606,9 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "adobest_paper_grid.md"
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run no cell: report the settings whose cells in --work are all "
+                        "finished (a grid stopped for lack of time)")  # fmt: skip
     parser.add_argument(
         "--timing-only",
         action="store_true",
@@ -582,8 +634,16 @@ def main(argv: list[str] | None = None) -> int:
     ks = [int(v) for v in args.k.split(",")] if not args.quick else [3, 4]
     spec = paper_spec(args.repeats, args.quick, "adobest_paper_grid")
     print(f"exact-budget grid: {len(method_labels(spec['grid']))} methods, K {ks}", file=sys.stderr)
-    exact, wall_exact, new_exact = run_on_cluster(spec, work / "exact", args.workers, False,
-                                                  {"k": ks})  # fmt: skip
+    if args.report_only:
+        nothing = {"k": []}  # run no cell: read back the finished ones
+        exact, wall_exact, new_exact = (
+            run_grid(spec, work / "exact", paper=True, only=nothing),
+            0,
+            0,
+        )
+    else:
+        exact, wall_exact, new_exact = run_on_cluster(spec, work / "exact", args.workers, False,
+                                                      {"k": ks})  # fmt: skip
     exact = exact.sel(k=ks)
 
     ref_repeats = args.reference_repeats or args.repeats
@@ -599,6 +659,9 @@ def main(argv: list[str] | None = None) -> int:
     wall_ref, new_ref = 0.0, 0
     for schemes in groups:
         only = {"k": ks, "scheme": schemes, "repeat": list(range(ref_repeats))}
+        if args.report_only:
+            ref_all = run_grid(ref_spec, work / "reference", paper=True, only={"k": []})
+            continue
         ref_all, wall, new = run_on_cluster(ref_spec, work / "reference", args.workers, True, only)
         wall_ref += wall
         new_ref += new
@@ -606,10 +669,13 @@ def main(argv: list[str] | None = None) -> int:
     ref = ref_all[["tv", "tv_mle", "mean_subset_size", "seconds"]].sel(
         k=ks, scheme=chosen, repeat=list(range(ref_repeats))
     )
+    paired = exact.isel(repeat=slice(0, ref_repeats))
+    run = _complete(ref) & _complete(paired)  # the settings finished in both
     same = all(
         np.array_equal(
-            ref[name].sel(scheme="non-adaptive").values,
-            exact[name].sel(scheme="non-adaptive").values[..., :ref_repeats],
+            ref[name].sel(scheme="non-adaptive").where(run).values,
+            paired[name].sel(scheme="non-adaptive").where(run).values,
+            equal_nan=True,
         )
         for name in ("tv", "tv_mle", "mean_subset_size")
     )
