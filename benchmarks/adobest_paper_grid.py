@@ -508,11 +508,15 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
             *_ratio_rows(exact, ref, methods, metric, both),
         ]
     fisher = [m for m in methods if m.startswith("fisher")]
-    size_ref = ref["mean_subset_size"].sel(scheme=fisher).where(both)
+    u1_cells = ref["tv"].sel(scheme=[*fisher, "non-adaptive"])
+    u1_done = np.isfinite(u1_cells).all(("scheme", "repeat")) & _complete(exact)
+    size_ref = ref["mean_subset_size"].sel(scheme=fisher).where(u1_done)
     size_ex = exact_all["mean_subset_size"].sel(scheme=fisher).where(done_exact)
     lines += [
         "",
         "## 3. Does U1 (Fisher) adapt?",
+        "",
+        f"Settings with U1 finished under both formulas: {settings(u1_done)}.",
         "",
         f"Mean |S| of U1 over all its surveys: **{float(size_ref.mean()):.2f} with the reference "
         f"eps2** (per-survey means from {float(size_ref.min()):.2f} to "
@@ -521,6 +525,13 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         f"some S non-empty), **{float(size_ex.mean()):.2f} under the exact budget** "
         f"({int((size_ex > 0).sum())}/{int(np.isfinite(size_ex.values).sum())} surveys with "
         "some S non-empty).",
+        "By K, with the reference eps2: "
+        + ", ".join(
+            f"K = {k}: {float(size_ref.sel(k=k).mean()):.2f}"
+            for k in size_ref["k"].values
+            if np.isfinite(size_ref.sel(k=k).values).any()
+        )
+        + ".",
         "",
     ]
     t = info["timing"]
