@@ -393,6 +393,11 @@ def _kept_text(g_ref: float, g_ex: float) -> str:
             f"no gain with the reference eps2 ({-100 * g_ref:.0f}% higher TV); under the exact "
             f"budget {100 * abs(g_ex):.0f}% {word} TV"
         )
+    if g_ex <= 0:
+        return (
+            f"none of the reference code's gain ({100 * g_ref:.0f}% lower TV) remains: "
+            f"{-100 * g_ex:.0f}% higher TV than non-adaptive"
+        )
     return (
         f"{100 * g_ex / g_ref:.0f}% of the reference code's gain ({100 * g_ref:.0f}% lower TV) "
         f"remains ({100 * abs(g_ex):.0f}% {'lower' if g_ex >= 0 else 'higher'} TV than "
