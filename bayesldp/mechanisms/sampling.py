@@ -412,6 +412,10 @@ class NodeSampling:
         return n * q * (1 - q) / (pi_value * (p - q) ** 2)
 
     # ------------------------------------------------------------------ auditing
+    def category_values(self, x: Any, rng: Any = None) -> Any:
+        """What a node holding category ``x`` perturbs: the base mechanism's values."""
+        return self.mechanism.category_values(x, rng)
+
     def audit_event(self, sampled: SampledReports, x0: int, x1: int) -> np.ndarray:
         """Boolean per node: it reported and its report is the base mechanism's event."""
         sampled = self._check_sampled(sampled)

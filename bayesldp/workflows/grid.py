@@ -40,11 +40,12 @@ import numpy as np
 from bayesldp.adaptive.survey import AdaptiveSurvey
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec import load_spec
+from bayesldp.workflows.spec.grid import users_per_survey
 
 if TYPE_CHECKING:
     import xarray
 
-__all__ = ["method_labels", "run_grid", "write_summary", "write_tables"]
+__all__ = ["method_labels", "run_grid", "users_text", "write_summary", "write_tables"]
 
 
 def method_labels(grid: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -85,6 +86,7 @@ def run_grid(
     progress: bool | Callable[[int, int, str], None] | None = None,
     command: str | None = None,
     scheduler: str | None = "serial",
+    only: Mapping[str, Any] | None = None,
 ) -> xarray.Dataset:
     """Run the AdOBEst-LDP experiment grid of a spec and write its tables and plots.
 
@@ -103,8 +105,9 @@ def run_grid(
         Directory for ``results.nc``, ``tables.md``, ``tv_vs_epsilon.png``, ``tv_vs_rho.png``
         and ``cells/`` (created if needed).
     paper : bool
-        Use the ``[paper]`` size (the paper's n = 500,000 users and 50 repeats) instead of
-        ``[grid].n`` / ``[grid].repeats``.
+        Use the ``[paper]`` size (by default the reference code's: ``n = 500 K`` users, i.e.
+        5,000 for K = 10 and 10,000 for K = 20, and 50 repeats) instead of ``[grid]``'s
+        ``n`` or ``n_per_category`` and ``repeats``.
     progress : bool or callable, optional
         True prints one line per survey to stderr; a callable gets ``(done, total, label)``.
     command : str, optional
@@ -113,6 +116,12 @@ def run_grid(
         ``"serial"`` (default: in this process); ``None``: a ``dask.distributed`` LocalCluster
         (one worker process per core); a scheduler address (``"tcp://host:8786"``); or
         ``"threads"`` (dask's threaded scheduler).  The cells are the tasks.
+    only : dict, optional
+        Run only the cells whose coordinates are in these lists, e.g. ``{"k": [10], "scheme":
+        ["fisher 0.8", "non-adaptive"]}`` (keys ``k``, ``rho``, ``epsilon``, ``scheme``,
+        ``repeat``).  Cells finished earlier in ``out_dir`` are read back whether selected or
+        not; the others are NaN.  A grid can so be run in parts (one K now, another later or
+        elsewhere) into one output directory: the cells, and hence the results, are the same.
 
     Returns
     -------
@@ -120,21 +129,23 @@ def run_grid(
         ``tv`` (SGLD posterior mean), ``tv_mle`` (MLE from the same reports) and
         ``mean_subset_size`` with dims ``(k, rho, epsilon, scheme, repeat)``, plus
         ``theta`` (the populations, dims ``(k, rho, repeat, category)``, NaN-padded for the
-        smaller K) and ``seconds`` per survey; the spec in the attrs.
+        smaller K), ``seconds`` per survey and ``n_users`` (users per survey, dim ``k``); the
+        spec in the attrs (and ``n`` when every K has the same number of users).
     """
     import xarray as xr
 
     spec = spec_path if isinstance(spec_path, Mapping) else load_spec(spec_path, kind="grid")
     grid = spec["grid"]
-    n = spec["paper"]["n"] if paper else grid["n"]
-    repeats = spec["paper"]["repeats"] if paper else grid["repeats"]
+    size_table = spec["paper"] if paper else grid
+    repeats = size_table["repeats"]
     ks, rhos, epss = grid["k"], [float(r) for r in grid["rho"]], [float(e) for e in grid["epsilon"]]
+    sizes = [users_per_survey(size_table, k) for k in ks]
     methods = method_labels(grid)
     report = _progress(progress)
     out = Path(out_dir)
     cells_dir = out / "cells"
     cells_dir.mkdir(parents=True, exist_ok=True)
-    fingerprint = _fingerprint(spec, n, repeats)
+    fingerprint = _fingerprint(spec, sizes, repeats)
 
     shape = (len(ks), len(rhos), len(epss), len(methods), repeats)
     fields = ("tv", "tv_mle", "mean_subset_size", "seconds")
@@ -143,13 +154,16 @@ def run_grid(
     for ik, k in enumerate(ks):
         for ir, rho in enumerate(rhos):
             for rep in range(repeats):
-                thetas[ik, ir, rep, :k] = _population(grid["seed"], ik, ir, rep, k, rho, n)[0]
+                theta = _population(grid["seed"], ik, ir, rep, k, rho, sizes[ik])[0]
+                thetas[ik, ir, rep, :k] = theta
+    wanted = _selected(only, ks, rhos, epss, [label for label, _ in methods], repeats)
     cells = list(np.ndindex(*shape))
     todo = []
     for cell in cells:
         saved = _read_cell(cells_dir, cell, fingerprint)
         if saved is None:
-            todo.append(cell)
+            if all(cell[axis] in wanted[axis] for axis in range(5)):
+                todo.append(cell)
         else:
             for name in fields:
                 values[name][cell] = saved[name]
@@ -158,14 +172,15 @@ def run_grid(
         ik, ir, ie, im, rep = cell
         return f"K={ks[ik]} rho={rhos[ir]:g} rep={rep} eps={epss[ie]:g} {methods[im][0]}"
 
-    done = len(cells) - len(todo)
-    for cell, result in _run_cells(spec, n, todo, scheduler):
+    done = int(np.isfinite(values["tv"]).sum())
+    total = done + len(todo)
+    for cell, result in _run_cells(spec, sizes, todo, scheduler):
         _write_cell(cells_dir, cell, fingerprint, result)
         for name in fields:
             values[name][cell] = result[name]
         done += 1
         if report is not None:
-            report(done, len(cells), label(cell))
+            report(done, total, label(cell))
 
     coords = {
         "k": np.asarray(ks),
@@ -179,11 +194,12 @@ def run_grid(
         {
             **{name: (dims, values[name]) for name in fields},
             "theta": (("k", "rho", "repeat", "category"), thetas),
+            "n_users": (("k",), np.asarray(sizes, dtype=np.int64)),
         },
         coords={**coords, "category": np.arange(max(ks))},
         attrs={
             "spec": json.dumps(spec, sort_keys=True),
-            "n": n,
+            **({"n": sizes[0]} if len(set(sizes)) == 1 else {}),
             "repeats": repeats,
             "paper_size": int(paper),
             "metric": "TV = 1/2 |theta_hat - theta|_1, theta_hat the mean of the final SGLD run",
@@ -194,6 +210,33 @@ def run_grid(
     (out / "tables.md").write_text(text + "\n## Tables\n\n" + write_tables(results), "utf-8")
     _plot(results, out)
     return results
+
+
+def _selected(only: Mapping[str, Any] | None, ks: list, rhos: list, epss: list,
+              schemes: list, repeats: int) -> list[set[int]]:  # fmt: skip
+    """Indices along (k, rho, epsilon, scheme, repeat) that ``only`` selects."""
+    axes = {"k": list(ks), "rho": rhos, "epsilon": epss, "scheme": schemes,
+            "repeat": list(range(repeats))}  # fmt: skip
+    chosen = [set(range(len(values))) for values in axes.values()]
+    if only is None:
+        return chosen
+    if not isinstance(only, Mapping):
+        raise InvalidTypeError(f"only: expected a dict of coordinate lists, got {only!r}")
+    for key, wanted in only.items():
+        if key not in axes:
+            raise InvalidInputError(f"only: unknown key {key!r} (valid: {', '.join(axes)})")
+        if isinstance(wanted, str | bytes) or not hasattr(wanted, "__iter__"):
+            wanted = [wanted]
+        index = []
+        for value in wanted:
+            hits = [i for i, v in enumerate(axes[key]) if v == value]
+            if not hits:
+                raise InvalidInputError(
+                    f"only[{key!r}]: {value!r} is not in the grid (valid: {axes[key]})"
+                )
+            index += hits
+        chosen[list(axes).index(key)] = set(index)
+    return chosen
 
 
 def _population(seed: int, ik: int, ir: int, rep: int, k: int, rho: float, n: int) -> tuple:
@@ -239,18 +282,21 @@ def run_cell(spec: Mapping[str, Any], n: int, cell: tuple[int, ...]) -> dict[str
     }
 
 
-def _run_cells(spec: Mapping[str, Any], n: int, cells: list, scheduler: str | None) -> Any:
-    """``(cell, result)`` pairs as the cells finish, here or on Dask."""
+def _run_cells(
+    spec: Mapping[str, Any], sizes: list[int], cells: list, scheduler: str | None
+) -> Any:
+    """``(cell, result)`` pairs as the cells finish, here or on Dask (``sizes[ik]`` users for
+    the ``ik``-th K)."""
     if scheduler == "serial":
         for cell in cells:
-            yield cell, run_cell(spec, n, cell)
+            yield cell, run_cell(spec, sizes[cell[0]], cell)
         return
     if not cells:
         return
     import dask
 
     if scheduler == "threads":
-        tasks = [dask.delayed(run_cell, pure=True)(spec, n, cell) for cell in cells]
+        tasks = [dask.delayed(run_cell, pure=True)(spec, sizes[cell[0]], cell) for cell in cells]
         yield from zip(cells, dask.compute(*tasks, scheduler="threads"), strict=True)
         return
     from distributed import Client, LocalCluster, as_completed
@@ -266,7 +312,9 @@ def _run_cells(spec: Mapping[str, Any], n: int, cells: list, scheduler: str | No
             f"scheduler: no Dask scheduler answered at {scheduler} ({exc})"
         ) from None
     try:
-        futures = {client.submit(run_cell, spec, n, cell, pure=False): cell for cell in cells}
+        futures = {
+            client.submit(run_cell, spec, sizes[cell[0]], cell, pure=False): cell for cell in cells
+        }
         for future in as_completed(futures):
             yield futures[future], future.result()
     finally:
@@ -275,11 +323,11 @@ def _run_cells(spec: Mapping[str, Any], n: int, cells: list, scheduler: str | No
             cluster.close()
 
 
-def _fingerprint(spec: Mapping[str, Any], n: int, repeats: int) -> str:
+def _fingerprint(spec: Mapping[str, Any], sizes: list[int], repeats: int) -> str:
     """What a saved cell must have been computed with to be reused."""
     import hashlib
 
-    text = json.dumps({"spec": spec, "n": n, "repeats": repeats}, sort_keys=True)
+    text = json.dumps({"spec": spec, "n": sizes, "repeats": repeats}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -305,6 +353,14 @@ def _write_cell(cells_dir: Path, cell: tuple[int, ...], fingerprint: str, result
     os.replace(tmp, path)
 
 
+def users_text(results: xarray.Dataset) -> str:
+    """Users per survey of a grid's results: ``"10,000"`` or ``"5,000 (K=10), 10,000 (K=20)"``."""
+    sizes = [int(v) for v in results["n_users"].values]
+    if len(set(sizes)) == 1:
+        return f"{sizes[0]:,}"
+    return ", ".join(f"{n:,} (K={k})" for k, n in zip(results["k"].values, sizes, strict=True))
+
+
 def write_header(results: xarray.Dataset, command: str | None) -> str:
     """Title, command, date, machine and sizes of a grid run (the top of ``tables.md``)."""
     import datetime
@@ -315,7 +371,7 @@ def write_header(results: xarray.Dataset, command: str | None) -> str:
     spec = json.loads(results.attrs["spec"])
     surveys = int(np.isfinite(results["seconds"].values).sum())
     seconds = float(np.nansum(results["seconds"].values))
-    size = "the paper's size" if results.attrs["paper_size"] else "default size"
+    size = "the [paper] size" if results.attrs["paper_size"] else "default size"
     lines = [
         f"# AdOBEst-LDP experiment grid (seed 004), {spec['grid']['name']}: {size}",
         "",
@@ -323,7 +379,7 @@ def write_header(results: xarray.Dataset, command: str | None) -> str:
         f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         f"- machine: {info['arch']}, {info['cpu']}, {info['cores']} cores; load at the end "
         f"{info['load']}; Python {info['python']}, numpy {info['numpy']}, commit {info['commit']}",
-        f"- n = {results.attrs['n']:,} users per survey, {results.attrs['repeats']} repeats, "
+        f"- n = {users_text(results)} users per survey, {results.attrs['repeats']} repeats, "
         f"K in {list(spec['grid']['k'])}, rho in {list(spec['grid']['rho'])}, eps in "
         f"{list(spec['grid']['epsilon'])}; {surveys} surveys, {seconds:.0f} s of survey time",
         f"- metric: {results.attrs['metric']}; TV of MLE: of the maximum-likelihood estimate "
@@ -359,6 +415,8 @@ def write_summary(results: xarray.Dataset) -> str:
             for b, rho in enumerate(results["rho"].values):
                 for c, eps in enumerate(results["epsilon"].values):
                     cube = values[a, b, c]
+                    if not np.isfinite(cube[base_i]).all():
+                        continue  # not run (run_grid(..., only=...))
                     mean = cube.mean(axis=-1)
                     ratio = mean / mean[base_i]
                     row = [
@@ -380,7 +438,7 @@ def write_summary(results: xarray.Dataset) -> str:
                         row.append(f"{np.median(r):.2f} ({r.min():.2f}-{r.max():.2f})")
                     else:
                         row.append("-")
-                    best = int(np.argmin(mean))
+                    best = int(np.nanargmin(mean))
                     row.append(f"{methods[best]} ({ratio[best]:.2f})")
                     f_size = size[a, b, c][fisher].mean() if fisher else float("nan")
                     row.append(f"{f_size:.2f}" if fisher else "-")
@@ -397,7 +455,10 @@ def write_tables(results: xarray.Dataset) -> str:
     non = "non-adaptive" in results["scheme"].values
     for k in results["k"].values:
         for rho in results["rho"].values:
-            lines.append(f"### K = {k}, rho = {rho:g} (n = {results.attrs['n']}, {n_rep} repeats)")
+            if not np.isfinite(tv.sel({"k": k, "rho": rho}).values).any():
+                continue  # not run (run_grid(..., only=...))
+            n_k = int(results["n_users"].sel(k=k))
+            lines.append(f"### K = {k}, rho = {rho:g} (n = {n_k}, {n_rep} repeats)")
             lines.append("")
             head = "| method | " + " | ".join(f"TV eps={e:g}" for e in epss)
             head += " | " + " | ".join(f"TV of MLE eps={e:g}" for e in epss)
@@ -471,6 +532,9 @@ def _plot_tv(results: xarray.Dataset, x_dim: str, panel_dim: str, x_label: str, 
                     label=m,
                     color="black" if m == "non-adaptive" else palette(im % 20),
                 )
+            if not np.isfinite(tv.sel({"k": k, panel_dim: value}).values).any():
+                ax.set_title(f"K = {k}, {panel_name} = {value:g}: not run")
+                continue
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
@@ -479,9 +543,10 @@ def _plot_tv(results: xarray.Dataset, x_dim: str, panel_dim: str, x_label: str, 
             if j == 0:
                 ax.set_ylabel("TV (mean over repeats)")
             ax.set_title(f"K = {k}, {panel_name} = {value:g}")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles, labels = max((ax.get_legend_handles_labels() for ax in axes.flat),
+                          key=lambda hl: len(hl[0]))  # fmt: skip
     fig.legend(handles, labels, loc="center right", fontsize=9, title="scheme")
-    fig.suptitle(f"AdOBEst-LDP: TV against {x_dim} (n = {results.attrs['n']})")
+    fig.suptitle(f"AdOBEst-LDP: TV against {x_dim} (n = {users_text(results)})")
     fig.tight_layout(rect=(0, 0, 0.86, 0.96))
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -494,7 +559,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec")
     parser.add_argument("out_dir")
-    parser.add_argument("--paper", action="store_true", help="the paper's size (n, repeats)")
+    parser.add_argument(
+        "--paper",
+        action="store_true",
+        help="the [paper] size (default: the reference code's n = 500 K, 50 repeats)",
+    )
     parser.add_argument(
         "--scheduler",
         default="serial",

@@ -2,10 +2,17 @@
 
 Tables::
 
-    [grid]      name, seed, n, repeats, k, epsilon, rho, eps1_fraction, utilities,
-                semi_adaptive_alpha, non_adaptive
+    [grid]      name, seed, n | n_per_category, repeats, k, epsilon, rho, eps1_fraction,
+                utilities, semi_adaptive_alpha, non_adaptive
     [survey]    prior, batch_size, sgld_steps_per_user, minibatch, final_steps, burn_in
-    [paper]     n, repeats    (used by run_grid(..., paper=True): the paper's 500,000 x 50)
+    [paper]     n | n_per_category, repeats    (used by run_grid(..., paper=True))
+
+The number of users per survey is either the same for every ``K`` (``n``) or proportional to
+it (``n_per_category``: ``n = n_per_category * K``, as in the reference code of seed 004,
+``T = 500*K`` in ``experiments_for_SGDL.m``); a table gives exactly one of the two.  ``[paper]``
+defaults to the reference code's size: ``n_per_category = 500`` (5,000 users for K = 10,
+10,000 for K = 20) and 50 repeats.  :func:`users_per_survey` turns a table into the number of
+users for one ``K``.
 
 ``bayesldp run`` runs it with :func:`bayesldp.workflows.grid.run_grid`.
 """
@@ -29,7 +36,8 @@ GRID = {
     "name": Field(str, required=True, doc="name used in the report"),
     "description": Field(str, default=""),
     "seed": Field(int, default=0, doc="master seed"),
-    "n": Field(int, required=True, doc="users per survey"),
+    "n": Field(int, doc="users per survey, the same for every K (or n_per_category)"),
+    "n_per_category": Field(int, doc="users per survey = n_per_category * K (or n)"),
     "repeats": Field(int, default=3, doc="independent populations per setting"),
     "k": Field(list, required=True, items=int, doc="domain sizes"),
     "epsilon": Field(list, required=True, items=(int, float), doc="privacy levels"),
@@ -48,9 +56,12 @@ SURVEY = {
     "burn_in": Field(int, default=1000),
 }
 PAPER = {
-    "n": Field(int, default=500_000),
+    "n": Field(int, doc="users per survey (default: n_per_category = 500, i.e. 500 K)"),
+    "n_per_category": Field(int, doc="users per survey = n_per_category * K"),
     "repeats": Field(int, default=50),
 }
+#: the reference code's size (seed 004, experiments_for_SGDL.m: T = 500*K, 50 runs)
+PAPER_N_PER_CATEGORY = 500
 TABLES = {"grid": GRID, "survey": SURVEY, "paper": PAPER}
 
 
@@ -58,8 +69,11 @@ def validate_grid(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any
     """Check a parsed grid spec; return it with defaults filled in (one-line SpecErrors)."""
     spec = check_tables(raw, TABLES, source, required=("grid",))
     grid, survey = spec["grid"], spec["survey"]
-    for table, key in (("grid", "n"), ("grid", "repeats"), ("paper", "n"), ("paper", "repeats")):
-        check_value(check_int, spec[table][key], f"{source}: [{table}].{key}", 1)
+    _check_size(spec["grid"], f"{source}: [grid]", required=True)
+    if _check_size(spec["paper"], f"{source}: [paper]", required=False) is None:
+        spec["paper"]["n_per_category"] = PAPER_N_PER_CATEGORY
+    for table in ("grid", "paper"):
+        check_value(check_int, spec[table]["repeats"], f"{source}: [{table}].repeats", 1)
     check_value(check_int, grid["seed"], f"{source}: [grid].seed", 0)
     check_each(check_int, grid["k"], f"{source}: [grid].k", 2)
     for key in ("epsilon", "rho"):
@@ -81,3 +95,32 @@ def validate_grid(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any
             f"{survey['final_steps'] - 1}, got {survey['burn_in']}"
         )
     return spec
+
+
+def _check_size(table: dict[str, Any], where: str, required: bool) -> str | None:
+    """Check that ``table`` gives at most one of ``n``, ``n_per_category`` (exactly one when
+    ``required``), each an integer >= 1; return the key given or None."""
+    given = [key for key in ("n", "n_per_category") if table[key] is not None]
+    if len(given) > 1:
+        raise SpecError(
+            f"{where}: give either n (users per survey) or n_per_category (n = "
+            f"n_per_category * K), not both (got n = {table['n']}, n_per_category = "
+            f"{table['n_per_category']})"
+        )
+    if not given:
+        if required:
+            raise SpecError(
+                f"{where}.n: missing (required: n, users per survey, or n_per_category, "
+                "n = n_per_category * K)"
+            )
+        return None
+    check_value(check_int, table[given[0]], f"{where}.{given[0]}", 1)
+    return given[0]
+
+
+def users_per_survey(table: Mapping[str, Any], k: int) -> int:
+    """Users per survey for domain size ``k`` from a validated ``[grid]`` or ``[paper]`` table:
+    ``n``, or ``n_per_category * k`` (the reference code's ``T = 500*K`` with 500)."""
+    if table.get("n_per_category") is not None:
+        return int(table["n_per_category"]) * int(k)
+    return int(table["n"])
