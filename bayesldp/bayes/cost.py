@@ -143,6 +143,13 @@ def predict_seconds(
     return math.nan
 
 
+def _backend_options(name: str) -> tuple[str, ...]:
+    """The options method ``name`` takes (its backend module's ``OPTIONS``)."""
+    import importlib
+
+    return importlib.import_module(f"bayesldp.bayes.{name}").OPTIONS
+
+
 def choose_method(
     tally: Tally, draws: int = 1000, chains: int = 4, options: Any = None, *, adaptive: bool = False
 ) -> tuple[str, str, dict[str, float]]:
@@ -156,6 +163,9 @@ def choose_method(
     options = dict(options or {})
     predicted = {name: predict_seconds(tally, name, draws, chains, options)
                  for name in ("exact", "hmc", "laplace")}  # fmt: skip
+    for name in predicted:  # a method that does not take the options given is not a candidate
+        if not set(options) <= set(_backend_options(name)):
+            predicted[name] = math.inf
     sizes = f"K = {tally.k}, n = {tally.n:,}, {tally.n_rows:,} distinct rows"
     if not adaptive and math.isfinite(predicted["exact"]):
         plan = _exact_plan(tally)

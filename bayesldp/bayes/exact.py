@@ -84,6 +84,8 @@ from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, as_dirichlet, dir
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.tally import Tally
 
+#: the options ``fit(method="exact", ...)`` passes here (``method="auto"`` reads them too)
+OPTIONS = ("max_components", "strategy")
 DEFAULT_MAX_COMPONENTS = 2_000_000
 STRATEGIES = ("auto", "residual", "latent")
 _PAIR_BUDGET_FACTOR = 50
@@ -306,7 +308,7 @@ def sample(
         exact posterior mean and covariance (for ``K <= 100``), the number of components, the
         strategy and the log marginal likelihood.
     """
-    unknown = sorted(set(options) - {"max_components", "strategy"})
+    unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise InvalidInputError(
             f"options: method='exact' does not take {unknown[0]!r}; "

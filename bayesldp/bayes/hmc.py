@@ -100,7 +100,8 @@ _MAX_ENERGY_ERROR = 1000.0
 _LOG_08 = math.log(0.8)
 _PILOT_ALPHA = 0.01  # the pilot's Dirichlet concentration
 _S_LIMIT = 50.0  # |log a| beyond this has prior mass 0 (the grid spans log_a_mean +- 8 sd)
-_OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
+#: the options ``fit(method="hmc", ...)`` passes here (``method="auto"`` reads them too)
+OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
 _BAR_STEP = 20  # iterations between progress-bar updates
 
 
@@ -878,10 +879,10 @@ def sample(
         scheme, ``extra["a"]`` (chains, draws).
     """
     started = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
-    unknown = sorted(set(options) - set(_OPTIONS))
+    unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise InvalidInputError(
-            f"options: {unknown[0]!r} is not an option of method 'hmc'; valid: {list(_OPTIONS)}"
+            f"options: {unknown[0]!r} is not an option of method 'hmc'; valid: {list(OPTIONS)}"
         )
     tune = check_int(options.get("tune", 1000), "tune", 0)
     max_treedepth = check_int(options.get("max_treedepth", 10), "max_treedepth", 1)

@@ -78,7 +78,8 @@ _MIN_COUNT = 1e7
 #: the importance check reads every row up to this many distinct rows, else a sample of this many
 IMPORTANCE_ROWS = 5_000
 _HMC_OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
-_OPTIONS = (*_HMC_OPTIONS, "importance_rows")
+#: the options ``fit(method="laplace", ...)`` passes here (``method="auto"`` reads them too)
+OPTIONS = (*_HMC_OPTIONS, "importance_rows")
 
 
 def _cost_per_loglik(lik: Likelihood) -> float:
@@ -185,10 +186,10 @@ def sample(
         ``log_ratio_se``, ``importance_rows`` and the timings.
     """
     started = time.perf_counter()
-    unknown = sorted(set(options) - set(_OPTIONS))
+    unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise InvalidInputError(
-            f"options: {unknown[0]!r} is not an option of method 'laplace'; valid: {list(_OPTIONS)}"
+            f"options: {unknown[0]!r} is not an option of method 'laplace'; valid: {list(OPTIONS)}"
         )
     hmc_options = {key: options[key] for key in _HMC_OPTIONS if key in options}
     n_rows_imp = check_int(options.get("importance_rows", IMPORTANCE_ROWS), "importance_rows", 0)

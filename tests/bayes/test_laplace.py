@@ -193,6 +193,19 @@ def test_auto_takes_exact_for_a_small_mixture():
     assert attrs["auto_reason"] == reason
 
 
+def test_auto_passes_over_a_method_that_does_not_take_the_options_given():
+    """A study or notebook that passes ``tune=`` with method "auto" gets a sampler that takes
+    it, not the exact mixture (which refused ``tune`` with an error)."""
+    mech = bayesldp.GRR(3, 1.0)
+    tally = mech.tally(mech.perturb(np.array([0] * 12 + [1] * 5 + [2] * 3), rng=1))
+    assert cost.choose_method(tally, draws=100, chains=2, options={"tune": 50})[0] == "hmc"
+    exact_only = {"max_components": 10_000}
+    assert cost.choose_method(tally, draws=100, chains=2, options=exact_only)[0] == "exact"
+    idata = fit(tally, draws=100, chains=2, random_seed=0, tune=100,
+                compute_convergence_checks=False)  # fmt: skip
+    assert idata.posterior.attrs["method"] == "hmc"
+
+
 def test_auto_takes_hmc_for_few_rows_and_laplace_for_many():
     grr = _tally("GRR", 20, 100_000)
     method, reason, predicted = cost.choose_method(grr)
