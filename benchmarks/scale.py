@@ -16,6 +16,9 @@ Three measurements, on report files this script writes once into ``--data`` (reu
    columns: the client's peak resident memory while it tallies them on a two-worker LocalCluster,
    measured in a child process (``resource.getrusage(RUSAGE_SELF).ru_maxrss``: the client only,
    not the workers), beside the size of the tally it ends with.
+
+A floor for the worker scaling: the same per-file work (read, tally) in plain processes of a
+``concurrent.futures`` pool, one process for every file and then two with half each.
 3. The incremental store's guarantees (same file twice, SIGKILL during an append) are tests,
    not timings: ``tests/test_tally_store.py``.
 
@@ -123,6 +126,35 @@ def time_bayesldp(directory: Path, rows: int, workers: int, repeats: int) -> lis
     return times
 
 
+# ----------------------------------------------------------------------------- floor
+def _tally_files(paths: list[Path]) -> int:
+    """One process's share of the floor: tally its files one after another (no Dask)."""
+    import bayesldp
+    from bayesldp.workflows.report_files import tally_file
+
+    mech = bayesldp.GRR(K, EPSILON)
+    return sum(tally_file(mech, path, threads=False).n for path in paths)
+
+
+def time_floor(directory: Path, rows: int, repeats: int) -> dict[int, list[float]]:
+    """The same per-file work in plain processes (``concurrent.futures``, no scheduler): one
+    process for every file, then two processes with half each; what two cores give here."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    files = sorted(directory.glob("*.parquet"))
+    times: dict[int, list[float]] = {1: [], 2: []}
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(_tally_files, [files[:1], files[1:2]]))  # warm both processes
+        for _ in range(repeats):
+            for workers in (1, 2):
+                start = time.perf_counter()
+                total = sum(pool.map(_tally_files, [files[i::workers] for i in range(workers)]))
+                times[workers].append(time.perf_counter() - start)
+                if total != rows:
+                    raise RuntimeError(f"floor tallied {total} reports, expected {rows}")
+    return times
+
+
 # ----------------------------------------------------------------------------- peers
 def time_peers(directory: Path, rows: int, sample: int) -> dict[str, dict[str, float]]:
     """Seconds per row of reading one file with pandas, and per report of each peer's loop."""
@@ -184,7 +216,7 @@ with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
 
 
 # ----------------------------------------------------------------------------- report
-def render(args, info, grr, peers, memory, seconds) -> str:
+def render(args, info, grr, floor, peers, memory, seconds) -> str:
     one, two = statistics.median(grr[1]), statistics.median(grr[2])
     best_peer = min(peers.values(), key=lambda p: p["total"])
     lines = [
@@ -217,10 +249,15 @@ def render(args, info, grr, peers, memory, seconds) -> str:
             f"{peer['loop'] * 1e9:.0f} ns/report) | {peer['total']:.0f} | "
             f"{args.grr_rows / peer['total']:,.0f} | | |"
         )
+    floor_ratio = statistics.median(floor[1]) / statistics.median(floor[2])
     lines += [f"\n{note}" for note in MISSING_PEERS]
     lines += [
         "",
-        f"Two workers against one: **{one / two:.2f}x** (target 1.6x). Each run's times: "
+        f"Two workers against one: **{one / two:.2f}x** (target 1.6x). The floor, the same "
+        f"per-file work in plain processes without Dask (one process for all files, then two "
+        f"with half each; median of {args.repeats}): {statistics.median(floor[1]):.2f} s and "
+        f"{statistics.median(floor[2]):.2f} s, **{floor_ratio:.2f}x**: what two cores of this "
+        "machine give this work. Each run's times: "
         + "; ".join(
             f"{w} worker(s): {', '.join(f'{t:.2f}' for t in ts)} s" for w, ts in sorted(grr.items())
         ),
@@ -273,9 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     grr_dir = write_grr(args.data, args.grr_rows, args.files)
     oue_dir = write_oue(args.data, args.oue_reports, args.files)
     grr = {w: time_bayesldp(grr_dir, args.grr_rows, w, args.repeats) for w in (1, 2)}
+    floor = time_floor(grr_dir, args.grr_rows, args.repeats)
     peers = time_peers(grr_dir, args.grr_rows, args.peer_sample)
     memory = oue_client_memory(oue_dir, args.oue_reports)
-    text = render(args, info, grr, peers, memory, time.perf_counter() - start)
+    text = render(args, info, grr, floor, peers, memory, time.perf_counter() - start)
     print(text)
     if args.out != "-":
         Path(args.out).write_text(text, encoding="utf-8")
