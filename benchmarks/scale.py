@@ -5,8 +5,9 @@ Three measurements, on report files this script writes once into ``--data`` (reu
 1. **GRR, ``--grr-rows`` reports (default 1e8) in ``--files`` Parquet files** (K = 100,
    epsilon = 1, one ``report`` column, uint8).  bayesldp tallies the directory with
    :func:`bayesldp.workflows.dask_tally.tally_reports` on a ``dask.distributed`` LocalCluster of
-   one single-threaded worker process and of two (the cluster is started before the clock and
-   warmed on one file; median of ``--repeats`` runs, each tally checked to hold every report).
+   one single-threaded worker process and of two (both started and warmed before the clock, runs
+   alternating between them; median of ``--repeats`` runs, each tally checked to hold every
+   report).
    The peer is multi-freq-ldpy 0.2.5's aggregator, ``GRR_Aggregator_MI``, whose count is a
    Python loop over the reports: it is timed on the first ``--peer-sample`` reports of the first
    file (read by pandas, as the file's reading is timed too) and extrapolated linearly to all
@@ -103,26 +104,32 @@ def _split(total: int, parts: int) -> list[int]:
 
 
 # ----------------------------------------------------------------------------- bayesldp
-def time_bayesldp(directory: Path, rows: int, workers: int, repeats: int) -> list[float]:
-    """Seconds per tally of the directory on a LocalCluster of ``workers`` processes."""
+def time_bayesldp(directory: Path, rows: int, repeats: int) -> dict[int, list[float]]:
+    """Seconds per tally of the directory on LocalClusters of one and of two worker processes,
+    both started (and warmed) before the clock, runs alternating between them so that a change
+    in the machine's load falls on both alike."""
     from distributed import LocalCluster
 
     import bayesldp
     from bayesldp.workflows.dask_tally import report_files, tally_reports
 
     mech = bayesldp.GRR(K, EPSILON)
-    with LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        address = cluster.scheduler_address
-        tally_reports(report_files(directory)[:workers], mech, scheduler=address)  # warm-up
-        times = []
+    options = {"threads_per_worker": 1, "processes": True, "dashboard_address": None}
+    times: dict[int, list[float]] = {1: [], 2: []}
+    with (
+        LocalCluster(n_workers=1, **options) as one,
+        LocalCluster(n_workers=2, **options) as two,
+    ):
+        addresses = {1: one.scheduler_address, 2: two.scheduler_address}
+        for workers, address in addresses.items():  # warm-up: imports and kernels
+            tally_reports(report_files(directory)[:workers], mech, scheduler=address)
         for _ in range(repeats):
-            start = time.perf_counter()
-            tally = tally_reports(directory, mech, scheduler=address)
-            times.append(time.perf_counter() - start)
-            if tally.n != rows:
-                raise RuntimeError(f"tally holds {tally.n} reports, expected {rows}")
+            for workers, address in addresses.items():
+                start = time.perf_counter()
+                tally = tally_reports(directory, mech, scheduler=address)
+                times[workers].append(time.perf_counter() - start)
+                if tally.n != rows:
+                    raise RuntimeError(f"tally holds {tally.n} reports, expected {rows}")
     return times
 
 
@@ -230,9 +237,9 @@ def render(args, info, grr, floor, peers, memory, seconds) -> str:
         "Parquet files",
         "",
         f"bayesldp: `tally_reports(directory, GRR)` on a LocalCluster, median of {args.repeats} "
-        "runs (cluster started and warmed before the clock). Peers: their aggregation loop timed "
-        f"on {args.peer_sample:,} reports of the first file and pandas' read of that file, "
-        "extrapolated to every row.",
+        "runs (both clusters started and warmed before the clock, runs alternating). Peers: "
+        f"their aggregation loop timed on {args.peer_sample:,} reports of the first file and "
+        "pandas' read of that file, extrapolated to every row.",
         "",
         "| tally of all rows | seconds | reports/s | vs 1 worker | faster peer / this |",
         "|---|---:|---:|---:|---:|",
@@ -297,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grr-rows", type=int, default=100_000_000)
     parser.add_argument("--oue-reports", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--peer-sample", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="1e6 GRR rows, 1e5 OUE reports")
     parser.add_argument("--out", default=str(RESULTS), help="results file, or - to print only")
@@ -309,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     grr_dir = write_grr(args.data, args.grr_rows, args.files)
     oue_dir = write_oue(args.data, args.oue_reports, args.files)
-    grr = {w: time_bayesldp(grr_dir, args.grr_rows, w, args.repeats) for w in (1, 2)}
+    grr = time_bayesldp(grr_dir, args.grr_rows, args.repeats)
     floor = time_floor(grr_dir, args.grr_rows, args.repeats)
     peers = time_peers(grr_dir, args.grr_rows, args.peer_sample)
     memory = oue_client_memory(oue_dir, args.oue_reports)
