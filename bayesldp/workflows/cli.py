@@ -202,8 +202,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 def _read_tally(args: argparse.Namespace):
     """``(mechanism, tally)`` of ``estimate``'s REPORTS: a tally store (its own mechanism), one
-    file (read here), or a directory, glob or several files (tallied on Dask, one task per
-    file; ``--scheduler`` picks where)."""
+    file (read here), or a directory, glob or several files (tallied on Dask, a batch of files
+    per worker; ``--scheduler`` picks where)."""
     from bayesldp.mechanisms import make_mechanism
     from bayesldp.workflows.dask_tally import report_files, tally_reports
     from bayesldp.workflows.report_files import tally_file
@@ -477,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument(
         "reports",
         help="a CSV or Parquet file of reports (layouts below); a directory or a quoted glob of "
-        "such files (tallied on Dask, one task per file); or a tally store (bayesldp append), "
+        "such files (tallied on Dask, a batch of files per worker); or a tally store (bayesldp append), "
         "which knows its mechanism",
     )
     est.add_argument("--mechanism", help=mechanisms + " (required unless REPORTS is a store)")
