@@ -477,8 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument(
         "reports",
         help="a CSV or Parquet file of reports (layouts below); a directory or a quoted glob of "
-        "such files (tallied on Dask, a batch of files per worker); or a tally store (bayesldp append), "
-        "which knows its mechanism",
+        "such files (tallied on Dask, a batch of files per worker); or a tally store "
+        "(bayesldp append), which knows its mechanism",
     )
     est.add_argument("--mechanism", help=mechanisms + " (required unless REPORTS is a store)")
     _add_mechanism_options(est, required=False)
