@@ -74,17 +74,24 @@ def check_probability(value: object, name: str, *, low_open: bool = True) -> flo
     return v
 
 
-def check_values(x: object, k: int, name: str = "x") -> np.ndarray:
-    """Validate true values: a non-empty 1-d array of integers in 0..k-1 (returned as int64)."""
+def one_d_array(
+    x: object, name: str, *, of: str = "", unit: str = "report", scalar: bool = False
+) -> np.ndarray:
+    """``x`` as a non-empty 1-d array, or an error naming ``name`` ("expected a 1-d array{of}",
+    "at least one {unit} is needed"); a scalar is one entry when ``scalar``."""
     arr = np.asarray(x)
-    if arr.ndim == 0:
+    if scalar and arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim != 1:
-        raise InvalidInputError(
-            f"{name}: expected a 1-d array of categories, got shape {arr.shape}"
-        )
+        raise InvalidInputError(f"{name}: expected a 1-d array{of}, got shape {arr.shape}")
     if arr.size == 0:
-        raise InvalidInputError(f"{name}: is empty; at least one user is needed")
+        raise InvalidInputError(f"{name}: is empty; at least one {unit} is needed")
+    return arr
+
+
+def check_values(x: object, k: int, name: str = "x") -> np.ndarray:
+    """Validate true values: a non-empty 1-d array of integers in 0..k-1 (returned as int64)."""
+    arr = one_d_array(x, name, of=" of categories", unit="user", scalar=True)
     if arr.dtype.kind in "USO":  # strings, or a pandas Categorical's values
         raise InvalidTypeError(
             f"{name}: expected integer categories 0..{k - 1}, got dtype {arr.dtype}; encode "

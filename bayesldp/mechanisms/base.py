@@ -23,6 +23,7 @@ from bayesldp._validation import (
     check_epsilon,
     check_k,
     check_memory,
+    one_d_array,
 )
 from bayesldp.errors import IncompatibleTallyError, InvalidInputError, NotSupportedError
 from bayesldp.tally import Tally
@@ -227,11 +228,7 @@ class FiniteChannelMechanism(Mechanism):
     def check_reports(self, reports: Any, cast: bool = True) -> np.ndarray:
         """Validate integer reports in ``0..n_outputs-1``; int64 unless ``cast=False`` (then in
         their own integer dtype)."""
-        arr = np.asarray(reports)
-        if arr.ndim != 1:
-            raise InvalidInputError(f"reports: expected a 1-d array, got shape {arr.shape}")
-        if arr.size == 0:
-            raise InvalidInputError("reports: is empty; at least one report is needed")
+        arr = one_d_array(reports, "reports")
         if arr.dtype.kind not in "iu":
             raise InvalidInputError(f"reports: expected integer reports, got dtype {arr.dtype}")
         m = self.n_outputs

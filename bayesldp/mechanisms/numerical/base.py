@@ -19,7 +19,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_int, check_memory, check_values
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_int,
+    check_memory,
+    check_values,
+    one_d_array,
+)
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import (
     FiniteChannelMechanism,
@@ -199,11 +206,7 @@ class NumericalMechanism(FiniteChannelMechanism):
     # ------------------------------------------------------------------ aggregator side
     def check_reports(self, reports: Any) -> np.ndarray:
         """Validate real reports: finite numbers within :attr:`output_range`."""
-        arr = np.asarray(reports)
-        if arr.ndim != 1:
-            raise InvalidInputError(f"reports: expected a 1-d array, got shape {arr.shape}")
-        if arr.size == 0:
-            raise InvalidInputError("reports: is empty; at least one report is needed")
+        arr = one_d_array(reports, "reports")
         if arr.dtype.kind not in "iuf":
             raise InvalidTypeError(f"reports: expected real numbers, got dtype {arr.dtype}")
         arr = arr.astype(float)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._validation import one_d_array
 from bayesldp.errors import ClippingWarning, InvalidInputError, InvalidTypeError
 
 
@@ -60,15 +61,7 @@ def check_real_values(
     nearest end and a :class:`~bayesldp.errors.ClippingWarning` states how many.  NaN and
     infinite values are always an error naming how many there are.
     """
-    arr = np.asarray(values)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1:
-        raise InvalidInputError(
-            f"{name}: expected a 1-d array of real values, got shape {arr.shape}"
-        )
-    if arr.size == 0:
-        raise InvalidInputError(f"{name}: is empty; at least one value is needed")
+    arr = one_d_array(values, name, of=" of real values", unit="value", scalar=True)
     if arr.dtype.kind not in "iuf":
         raise InvalidTypeError(f"{name}: expected real numbers, got dtype {arr.dtype}")
     arr = arr.astype(float)
