@@ -21,6 +21,10 @@ Usage::
 
 ``--baseline`` runs another checkout (the code before a change) interleaved with this one, so
 that both meet the same load; the compile notice is new, so a baseline shows it 0 times.
+
+``--fresh-venv`` adds, per repeat, a new virtual environment with this checkout ``pip install``-ed
+into it (not imported from the source tree), then its cold and warm runs: the first ``fit`` a new
+user meets after installing (the install itself is not timed).
 """
 
 from __future__ import annotations
@@ -56,18 +60,27 @@ print("RESULT", t1 - t0, t2 - t1, idata.posterior.attrs["ess_bulk_min"])
 """
 
 
-def run_child(cache_dir: str, root: Path = ROOT) -> dict[str, float | bool]:
-    """One whole-process fit with the given numba cache directory and source tree."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": str(root)}
+def run_child(
+    cache_dir: str, root: Path | None = ROOT, python: str = sys.executable
+) -> dict[str, float | bool]:
+    """One whole-process fit with the given numba cache directory.
+
+    ``root`` is the source tree to import bayesldp from; ``None`` imports the package installed
+    in ``python``'s environment (the child then runs in the cache directory, away from any tree).
+    """
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
+    env.pop("PYTHONPATH", None)
+    if root is not None:
+        env["PYTHONPATH"] = str(root)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD],
+        [python, "-c", CHILD],
         env=env,
         capture_output=True,
         text=True,
         check=True,
-        cwd=root,  # with -c, the working directory comes first on sys.path
+        cwd=cache_dir if root is None else root,  # with -c, the cwd comes first on sys.path
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -86,6 +99,15 @@ def run_child(cache_dir: str, root: Path = ROOT) -> dict[str, float | bool]:
     }
 
 
+def fresh_venv(where: str) -> str:
+    """A new virtual environment with this checkout pip-installed; returns its python."""
+    venv = Path(where) / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", str(ROOT)], check=True, cwd=where)
+    return python
+
+
 def median(values: list[float]) -> float:
     values = sorted(values)
     mid = len(values) // 2
@@ -100,6 +122,11 @@ def main() -> None:
         "--baseline",
         type=Path,
         help="another checkout of bayesldp (e.g. the main branch) run the same way, interleaved",
+    )
+    parser.add_argument(
+        "--fresh-venv",
+        action="store_true",
+        help="also time cold and warm runs in a new venv with this checkout installed, per repeat",
     )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -118,12 +145,24 @@ def main() -> None:
                     print(name, json.dumps(runs[name][-1]), flush=True)
             finally:
                 shutil.rmtree(cache, ignore_errors=True)
+        if args.fresh_venv:
+            where = tempfile.mkdtemp(prefix="bayesldp-venv-")
+            try:
+                python = fresh_venv(where)
+                cache = tempfile.mkdtemp(dir=where, prefix="numba-")
+                for kind in ("cold", "warm"):
+                    name = f"{kind}, fresh venv"
+                    runs.setdefault(name, []).append(run_child(cache, None, python))
+                    print(name, json.dumps(runs[name][-1]), flush=True)
+            finally:
+                shutil.rmtree(where, ignore_errors=True)
     load_after = os.getloadavg()
     lines = [
         "# First fit: cold (empty numba cache) and warm, whole process",
         "",
         f"Written by `benchmarks/first_fit.py --repeats {args.repeats}"
-        + (" --baseline ...`" if args.baseline else "`")
+        + (" --baseline ..." if args.baseline else "")
+        + (" --fresh-venv`" if args.fresh_venv else "`")
         + " on "
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; machine: "
         f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, Python "
@@ -134,7 +173,8 @@ def main() -> None:
         "",
         f"Problem: GRR, K = {K}, n = {N:,}, eps = {EPSILON}, default `bayesldp.fit(tally)` "
         "(hmc, 4 chains x 1000 draws, 1000 tuning steps). Cold: `NUMBA_CACHE_DIR` a new empty "
-        "directory; warm: the same directory after the cold run.",
+        "directory; warm: the same directory after the cold run. Fresh venv: a new virtual "
+        "environment with this checkout pip-installed (install not timed), then the same pair.",
         "",
         "| run | wall s (median) | CPU s (median) | in fit s (median) | wall s, each run "
         "| compile notice shown |",

@@ -13,7 +13,12 @@ Usage::
 
     python benchmarks/posterior.py                   # all samplers, print the table
     python benchmarks/posterior.py --cold --write benchmarks/results/posterior.md
-    python benchmarks/posterior.py --samplers hmc pymc
+    python benchmarks/posterior.py --samplers hmc pymc --repeats 5
+
+``--repeats N`` runs the samplers N times, interleaved (one round of every sampler, then the
+next), and reports the median whole-process seconds and each run's seconds.  A second table
+times bare imports in fresh processes, also interleaved: the floor under any call that returns
+ArviZ InferenceData.
 """
 
 from __future__ import annotations
@@ -107,6 +112,42 @@ def run(name: str, env: dict[str, str] | None = None) -> dict[str, object]:
     }
 
 
+IMPORTS = {
+    "python -c pass": "pass",
+    "import numpy, numba": "import numpy, numba",
+    "import numpy, numba, arviz": "import numpy, numba, arviz",
+}
+
+
+def time_imports(repeats: int) -> dict[str, list[float]]:
+    """Whole-process seconds of bare imports, ``repeats`` interleaved rounds."""
+    times: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    for _ in range(repeats):
+        for name, code in IMPORTS.items():
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            times[name].append(time.perf_counter() - started)
+    return times
+
+
+def median(values: list[float]) -> float:
+    return float(np.median(values))
+
+
+def merge_runs(runs: list[dict[str, object]]) -> dict[str, object]:
+    """One row from repeated runs: the median seconds, the draw statistics of the median run."""
+    ok = [r for r in runs if "error" not in r]
+    if not ok:
+        return runs[0]
+    seconds = [r["seconds"] for r in ok]
+    mid = sorted(ok, key=lambda r: r["seconds"])[(len(ok) - 1) // 2]
+    row = dict(mid)
+    row["seconds"] = median(seconds)
+    row["each"] = seconds
+    row["ess_per_s"] = row["ess_bulk_min"] / row["seconds"]
+    return row
+
+
 def machine() -> dict[str, str]:
     model = "unknown"
     try:
@@ -122,20 +163,33 @@ def table(results: list[dict[str, object]]) -> str:
     base = next((r for r in results if r["name"] == "pymc" and "error" not in r), None)
     lines = [
         "| sampler | whole process (s) | min ESS_bulk | max r_hat | divergences | ESS/s "
-        "| speed-up vs PyMC | ESS/s vs PyMC |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| speed-up vs PyMC | ESS/s vs PyMC | each run (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         label = r.get("label", r["name"])
         if "error" in r:
-            lines.append(f"| {label} | failed: {r['error']} | | | | | | |")
+            lines.append(f"| {label} | failed: {r['error']} | | | | | | | |")
             continue
         speed = f"{base['seconds'] / r['seconds']:.1f}x" if base else "-"
         eff = f"{r['ess_per_s'] / base['ess_per_s']:.1f}x" if base else "-"
         lines.append(
             f"| {label} | {r['seconds']:.1f} | {r['ess_bulk_min']:.0f} | {r['rhat_max']:.3f} "
-            f"| {r['divergences']} | {r['ess_per_s']:.0f} | {speed} | {eff} |"
+            f"| {r['divergences']} | {r['ess_per_s']:.0f} | {speed} | {eff} "
+            f"| {', '.join(f'{x:.2f}' for x in r.get('each', [r['seconds']]))} |"
         )
+    return "\n".join(lines)
+
+
+def import_table(times: dict[str, list[float]], pymc_seconds: float | None) -> str:
+    lines = [
+        "| process | whole process (s, median) | PyMC default NUTS / this | each run (s) |",
+        "|---|---:|---:|---|",
+    ]
+    for name, each in times.items():
+        ratio = f"{pymc_seconds / median(each):.1f}x" if pymc_seconds else "-"
+        runs = ", ".join(f"{x:.2f}" for x in each)
+        lines.append(f'| `python -c "{IMPORTS[name]}"` | {median(each):.2f} | {ratio} | {runs} |')
     return "\n".join(lines)
 
 
@@ -145,6 +199,9 @@ def main() -> None:
     parser.add_argument(
         "--cold", action="store_true", help="also run hmc with an empty numba cache"
     )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="interleaved rounds of every sampler (default 1)"
+    )
     parser.add_argument("--write", help="write the markdown report to this path")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -153,20 +210,29 @@ def main() -> None:
         worker(args.worker, args.out)
         return
 
+    runs: dict[str, list[dict[str, object]]] = {name: [] for name in args.samplers}
+    for _ in range(args.repeats):
+        for name in args.samplers:
+            res = run(name)
+            runs[name].append(res)
+            print(json.dumps({k: v for k, v in res.items() if k != "posterior_mean"}), flush=True)
     results = []
     for name in args.samplers:
-        res = run(name)
+        res = merge_runs(runs[name])
         res["label"] = SAMPLERS[name]
         results.append(res)
-        print(json.dumps({k: v for k, v in res.items() if k != "posterior_mean"}), flush=True)
+    imports = time_imports(args.repeats)
     if args.cold and "hmc" in args.samplers:
         with tempfile.TemporaryDirectory() as cache:
             res = run("hmc", env={"NUMBA_CACHE_DIR": cache})
         res["label"] = SAMPLERS["hmc"] + ", empty numba cache (first use)"
         results.append(res)
         print(json.dumps({k: v for k, v in res.items() if k != "posterior_mean"}), flush=True)
+    pymc = next((r for r in results if r["name"] == "pymc" and "error" not in r), None)
     text = table(results)
+    text_imports = import_table(imports, pymc["seconds"] if pymc else None)
     print(text)
+    print(text_imports)
     if args.write:
         info = machine()
         load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
@@ -177,7 +243,8 @@ GRR, K = {K}, n = {N:,}, eps = {EPSILON:g}, theta ~ Dirichlet(1) (seed {SEED}), 
 {CHAINS} chains x {DRAWS} draws after {TUNE} tuning steps; every sampler in a fresh subprocess
 (imports and compilation included; on-disk compilation caches as a previous run left them,
 except the "empty numba cache" row).  min ESS_bulk over the {K} categories (ArviZ), divergences
-after warm-up.
+after warm-up.  {args.repeats} interleaved round(s) of every sampler: median whole-process
+seconds (the other columns from the median run).
 
 - machine: {info["arch"]}, {info["cpu"]}, {info["cores"]} cores
 - date: {datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")}
@@ -189,6 +256,11 @@ after warm-up.
   about 97 s (9 divergences), nutpie about 39 s, numpyro about 18 s, ESS about 1000 each.
 
 {text}
+
+Bare imports in fresh processes ({args.repeats} interleaved rounds): the floor under any call
+that returns ArviZ InferenceData, whatever its sampler costs.
+
+{text_imports}
 """
         Path(args.write).parent.mkdir(parents=True, exist_ok=True)
         Path(args.write).write_text(report)
