@@ -8,7 +8,8 @@ count each row's ones):
   (:class:`bayesldp.bayes.exact._Plan`), computed only when the tally is small;
 * ``"hmc"``: a gradient of ``sum_u c_u log(L_u . theta)`` reads every stored entry of the rows
   (``U K`` dense, ``nnz + U`` in support form, ``U`` for GRR) and takes ``U`` logarithms; a
-  leapfrog step adds the dense metric's ``2 d^2``, ``d = K - 1``; NUTS makes about
+  leapfrog step adds the metric's ``2 d^2``, ``d = K - 1`` (``2 d`` for the diagonal metric of
+  log-gamma coordinates, a fixed prior's default from K = 200 on); NUTS makes about
   ``STEPS_PER_DRAW`` leapfrog steps per iteration, ``chains * (tune + draws)`` iterations, after
   a Newton search for the mode (``NEWTON_STEPS`` gradients and Gram matrices);
 * ``"laplace"``: ``EXPANSIONS`` gradients and Gram matrices of the tally (the Gram matrix costs
@@ -92,9 +93,25 @@ def _iterations(draws: int, chains: int, options: dict[str, Any]) -> int:
     return chains * (tune + draws)
 
 
-def _nuts_seconds(gradient: float, k: int, iterations: int, options: dict[str, Any]) -> float:
+def _dense_metric(k: int, options: dict[str, Any], adaptive: bool) -> bool:
+    """Whether the HMC adapts a dense metric (ALR coordinates, :func:`bayesldp.bayes.hmc.sample`):
+    a fixed prior from ``K = 200`` on moves in log-gamma coordinates with a diagonal one (the
+    prior's concentrations, which also decide, are not known here: ``alpha >= 1`` assumed)."""
+    from bayesldp.bayes.hmc import _LOG_GAMMA_MIN_K
+
+    metric = options.get("metric")
+    if metric is not None:
+        return metric == "dense"
+    coordinates = options.get("coordinates", "auto")
+    if coordinates == "auto":
+        return adaptive or k < _LOG_GAMMA_MIN_K
+    return coordinates != "log_gamma"
+
+
+def _nuts_seconds(gradient: float, k: int, iterations: int, options: dict[str, Any],
+                  adaptive: bool = False) -> float:  # fmt: skip
     d = k - 1
-    metric = 2.0 * d * (d if options.get("metric", "dense") == "dense" else 1) * SEC_PER_ELEMENT
+    metric = 2.0 * d * (d if _dense_metric(k, options, adaptive) else 1) * SEC_PER_ELEMENT
     leapfrog = gradient + metric + SEC_PER_LEAPFROG
     return iterations * (SEC_PER_ITERATION + STEPS_PER_DRAW * leapfrog)
 
@@ -114,7 +131,13 @@ def _exact_plan(tally: Tally) -> tuple[int, float] | None:
 
 
 def predict_seconds(
-    tally: Tally, method: str, draws: int = 1000, chains: int = 4, options: Any = None
+    tally: Tally,
+    method: str,
+    draws: int = 1000,
+    chains: int = 4,
+    options: Any = None,
+    *,
+    adaptive: bool = False,
 ) -> float:
     """Predicted seconds of ``fit(tally, method=method, draws=draws, chains=chains)``.
 
@@ -129,7 +152,8 @@ def predict_seconds(
         return math.inf if plan is None else 1e-7 * (plan[1] + 10 * plan[0]) + 1e-6 * draws
     if method == "hmc":
         mode = NEWTON_STEPS * (2 * shape.gradient_seconds() + shape.gram)
-        return mode + _nuts_seconds(shape.gradient_seconds(), shape.k, iterations, options)
+        gradient = shape.gradient_seconds()
+        return mode + _nuts_seconds(gradient, shape.k, iterations, options, adaptive)
     if method == "laplace":
         k = shape.k
         expand = EXPANSIONS * (3 * shape.gradient_seconds() + shape.gram + 1e-8 * k**3)
@@ -139,7 +163,7 @@ def predict_seconds(
         rows = options.get("importance_rows", IMPORTANCE_ROWS)
         rows = min(shape.rows, rows if isinstance(rows, int) else IMPORTANCE_ROWS)
         check = chains * draws * rows * k * SEC_PER_FLOP_BLAS * 4
-        return expand + _nuts_seconds(surrogate, k, iterations, options) + check
+        return expand + _nuts_seconds(surrogate, k, iterations, options, adaptive) + check
     return math.nan
 
 
@@ -161,7 +185,7 @@ def choose_method(
     ``LAPLACE_GAIN`` times faster; else "laplace".
     """
     options = dict(options or {})
-    predicted = {name: predict_seconds(tally, name, draws, chains, options)
+    predicted = {name: predict_seconds(tally, name, draws, chains, options, adaptive=adaptive)
                  for name in ("exact", "hmc", "laplace")}  # fmt: skip
     for name in predicted:  # a method that does not take the options given is not a candidate
         if not set(options) <= set(_backend_options(name)):

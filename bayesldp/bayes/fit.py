@@ -392,7 +392,7 @@ def _choose_method(
         chosen, reason, _ = cost.choose_method(tally, draws, chains, options, adaptive=adaptive)
         return chosen, reason
     if resolved in AUTO_METHODS and resolved != "exact":
-        seconds = cost.predict_seconds(tally, resolved, draws, chains, options)
+        seconds = cost.predict_seconds(tally, resolved, draws, chains, options, adaptive=adaptive)
         if seconds > cost.SLOW_SECONDS:
             better, _, predicted = cost.choose_method(tally, draws, chains, options,
                                                       adaptive=adaptive)  # fmt: skip

@@ -101,7 +101,9 @@ _LOG_08 = math.log(0.8)
 _PILOT_ALPHA = 0.01  # the pilot's Dirichlet concentration
 _S_LIMIT = 50.0  # |log a| beyond this has prior mass 0 (the grid spans log_a_mean +- 8 sd)
 #: the options ``fit(method="hmc", ...)`` passes here (``method="auto"`` reads them too)
-OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme")
+OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme", "coordinates")
+#: ``coordinates="auto"`` samples a fixed prior on log-gamma coordinates from this K on
+_LOG_GAMMA_MIN_K = 200
 _BAR_STEP = 20  # iterations between progress-bar updates
 
 
@@ -136,7 +138,7 @@ class _Target:
         """What the compiled kernels read: the likelihood's arrays, counts and the prior."""
         return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift,
                 self.const + self.lik.scale_const, self.prior_a, self.prior_c,
-                *_NO_JOINT)  # fmt: skip
+                *_NO_JOINT, *_NO_GAMMA)  # fmt: skip
 
     def work(self) -> tuple:
         """Scratch arrays of the compiled log-density: theta, g (K,) and three of length U."""
@@ -205,6 +207,9 @@ class _Target:
 #: not sampling jointly: None, so numba compiles the joint density only for the joint scheme
 #: (:func:`_joint_density`), about 2 s less compilation on a first fit
 _NO_JOINT = (None, None, None)
+#: the log-gamma slot of the kernels' data tuple (data[15]) when not sampling log-gamma
+#: coordinates: None, so numba compiles that density only where it is used
+_NO_GAMMA = (None,)
 
 
 class _JointTarget:
@@ -237,7 +242,7 @@ class _JointTarget:
         par = np.concatenate([[prior.log_a_mean, prior.log_a_sd], centre])
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
                       self.lik.scale_const, None, None, self.weights, self.idx,
-                      par)  # fmt: skip
+                      par, *_NO_GAMMA)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
 
     def data(self) -> tuple:
@@ -282,6 +287,62 @@ class _JointTarget:
             return np.eye(self.d)
         prec = np.clip(prec, 1e-2, None)
         return (vec / prec) @ vec.T
+
+
+class _GammaTarget:
+    """The fixed Dirichlet prior's posterior on log-gamma coordinates ``x`` in R^K.
+
+    ``g_x = e^{x_x}`` independent Gamma(``alpha_x``, 1) and ``theta = g / sum(g)`` give
+    ``theta ~ Dirichlet(alpha)`` and ``sum(g) ~ Gamma(A)`` independent of it; the likelihood
+    depends on ``theta`` alone, so the ``theta`` of draws of
+
+    .. math:: \\log p(x) = \\sum_u c_u \\log(L_u \\cdot \\theta) + \\sum_x (\\alpha_x x_x - e^{x_x})
+              - \\log\\Gamma(\\alpha_x)
+
+    are exact posterior draws (:func:`_logp_grad_gamma`).  A category the data say little about
+    is an independent log-Gamma coordinate here, where in ALR coordinates every ``z_x`` shares
+    the reference's ``-log theta_{K-1}`` (correlation about 1/2 between all pairs: a diagonal
+    metric cannot follow it, and a dense one costs O(K^2) per leapfrog step).  Sampled with a
+    diagonal metric: O(K) per step besides the likelihood.
+    """
+
+    def __init__(self, marginal: _Target, z_mode: np.ndarray) -> None:
+        self.lik, self.n, self.k = marginal.lik, marginal.n, marginal.k
+        self.d = self.k
+        self.alpha = marginal.alpha
+        self.adaptive = None
+        const = self.lik.scale_const - float(gammaln(self.alpha).sum())
+        self._data = (*self.lik.arrays, self.lik.counts, self.alpha, float(self.n), const,
+                      None, None, *_NO_JOINT, np.empty(0))  # fmt: skip
+        theta, log_theta = marginal.theta(z_mode[None, :])
+        theta, log_theta = theta[0], log_theta[0]
+        self.start = log_theta + math.log(float(self.alpha.sum()))  # sum(g) at its prior mean
+        _, g = self.lik.grad(theta)
+        info = theta**2 * (self.lik.fisher_diag(theta) - g) + theta * (1 - theta) * (self.n - g)
+        self.laplace = (1.0 / (np.exp(self.start) + np.maximum(info, 0.0)))[None, :]
+
+    def data(self) -> tuple:
+        return self._data
+
+    def work(self) -> tuple:
+        rows = self.lik.n_rows
+        return (np.empty(self.k), np.empty(self.k), np.empty(rows), np.empty(rows),
+                np.empty(rows))  # fmt: skip
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Log-density (C,) and gradient (C, K) at ``x`` of shape (C, K)."""
+        work = self.work()
+        lp = np.empty(x.shape[0])
+        grad = np.empty(x.shape)
+        for c in range(x.shape[0]):
+            lp[c] = _logp_grad(np.ascontiguousarray(x[c], dtype=float), self._data, work, grad[c])
+        return lp, grad
+
+    def theta(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``theta = softmax(x)`` and ``log theta`` for ``x`` of shape (..., K)."""
+        xs = x - x.max(axis=-1, keepdims=True)
+        log_theta = xs - np.log(np.exp(xs).sum(axis=-1, keepdims=True))
+        return np.exp(log_theta), log_theta
 
 
 def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
@@ -520,6 +581,47 @@ def _joint_density_overload(z, data, work, grad):
 
 
 @nb.njit(cache=True)
+def _logp_grad_gamma(x, data, work, grad):  # pragma: no cover - compiled
+    """Log-density and gradient on log-gamma coordinates (:class:`_GammaTarget`):
+    ``loglik(softmax(x)) + sum_x (alpha_x x_x - e^{x_x}) + const``, gradient
+    ``theta_x (g_x - n) + alpha_x - e^{x_x}`` with ``g = L^T (c / L theta)``."""
+    dense, indptr, indices, delta, complement, offset, counts, alpha = data[:8]
+    n, const = data[8], data[9]
+    theta, g, r, lth, w = work
+    k = x.shape[0]
+    top = x[0]
+    for i in range(k):
+        if x[i] > top:
+            top = x[i]
+    tot = 0.0
+    for i in range(k):
+        tot += math.exp(x[i] - top)
+    log_norm = top + math.log(tot)
+    lp = const
+    for i in range(k):
+        theta[i] = math.exp(x[i] - log_norm)
+        lp += alpha[i] * x[i] - math.exp(x[i])
+    lp += lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta, 0.0, r,
+                      lth, w, g)  # fmt: skip
+    for i in range(k):
+        grad[i] = theta[i] * (g[i] - n) + alpha[i] - math.exp(x[i])
+    return lp
+
+
+def _gamma_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
+    """:func:`_logp_grad_gamma` where data[15] marks log-gamma coordinates; never compiled
+    (nor called) where that slot is None."""
+    raise NotImplementedError
+
+
+@overload(_gamma_density)
+def _gamma_density_overload(z, data, work, grad):
+    if isinstance(data.types[15], nb.types.NoneType):
+        return lambda z, data, work, grad: math.nan  # unreachable: data[15] is None
+    return lambda z, data, work, grad: _logp_grad_gamma(z, data, work, grad)
+
+
+@nb.njit(cache=True)
 def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     """Log-density at ``z`` (returned) and its gradient (into ``grad``), one likelihood pass.
 
@@ -529,6 +631,8 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     """
     if data[12] is not None:  # the adaptive prior sampled jointly with s = log a
         return _joint_density(z, data, work, grad)
+    if data[15] is not None:  # the fixed prior on log-gamma coordinates
+        return _gamma_density(z, data, work, grad)
     dense, indptr, indices, delta, complement, offset, counts, alpha = data[:8]
     shift, const, pa, pc = data[8:12]
     theta, g, r, lth, w = work
@@ -569,7 +673,12 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
 
 @nb.njit(cache=True)
 def _matvec(m, x, out):  # pragma: no cover - compiled
+    """``out = m @ x``; a (1, d) ``m`` with ``d > 1`` is a diagonal matrix's diagonal."""
     d = x.shape[0]
+    if m.shape[0] == 1 and d > 1:
+        for i in range(d):
+            out[i] = m[0, i] * x[i]
+        return
     for i in range(d):
         acc = 0.0
         for j in range(d):
@@ -866,7 +975,16 @@ def sample(
         ``target_accept`` (float in (0, 1), default 0.8): dual-averaging target of the mean
         Metropolis acceptance along trajectories.
         ``max_treedepth`` (int, default 10): at most ``2**max_treedepth - 1`` leapfrog steps.
-        ``metric`` ("dense" or "diag", default "dense"): the adapted inverse metric.
+        ``metric`` ("dense" or "diag"; default "dense" on ALR coordinates, "diag" on
+        log-gamma ones): the adapted inverse metric.
+        ``coordinates`` ("auto", "alr" or "log_gamma", default "auto"): what NUTS moves in.
+        "alr": additive log-ratios (module docstring); "log_gamma": ``x`` in R^K with
+        ``theta = softmax(x)`` and independent log-Gamma(``alpha_x``) priors
+        (:class:`_GammaTarget`), fixed Dirichlet prior only, diagonal metric, O(K) per step
+        besides the likelihood.  "auto" takes "log_gamma" for a fixed prior with every
+        ``alpha_x >= 1`` from K = 200 on (unless ``metric="dense"``) and "alr" otherwise
+        (below 1 the log-Gamma density's steep upper side and long lower tail make the odd
+        divergent transition: 1 in 6,000 draws of a prior-only posterior at alpha = 0.5).
         ``adaptive_scheme`` ("joint" or "marginal", default "joint"): how the adaptive prior
         is sampled (module docstring); ignored under a fixed Dirichlet prior.
 
@@ -887,20 +1005,48 @@ def sample(
     tune = check_int(options.get("tune", 1000), "tune", 0)
     max_treedepth = check_int(options.get("max_treedepth", 10), "max_treedepth", 1)
     target_accept = check_open_unit(options.get("target_accept", 0.8), "target_accept")
-    metric = check_choice(options.get("metric", "dense"), "metric", ("dense", "diag"))
+    metric = options.get("metric")
+    if metric is not None:
+        metric = check_choice(metric, "metric", ("dense", "diag"))
     scheme = check_choice(options.get("adaptive_scheme", "joint"), "adaptive_scheme",
                           ("joint", "marginal"))  # fmt: skip
+    coordinates = _coordinates(options.get("coordinates", "auto"), alpha, tally.k, metric)
+    metric = metric or ("diag" if coordinates == "log_gamma" else "dense")
     rng = as_generator(random_seed)
 
     target = _Target(tally, alpha)
     with np.errstate(all="ignore"):
         return _run(target, rng, draws, chains, tune, max_treedepth, target_accept, metric,
                     started, random_seed, scheme, check_int(cores, "cores"),
-                    bool(progressbar))  # fmt: skip
+                    bool(progressbar), coordinates)  # fmt: skip
+
+
+def _coordinates(value: Any, alpha: Any, k: int, metric: str | None) -> str:
+    """The coordinates NUTS moves in (option ``coordinates``, see :func:`sample`)."""
+    value = check_choice(value, "coordinates", ("auto", "alr", "log_gamma"))
+    fixed = not isinstance(alpha, AdaptiveDirichlet)
+    if value == "auto":  # alpha < 1: the log-Gamma(alpha) wall above e^x ~ 1 makes the odd
+        # divergence with a long left tail of scale 1/alpha (1 in 6,000 draws at alpha = 0.5)
+        big = k >= _LOG_GAMMA_MIN_K and metric != "dense"
+        return "log_gamma" if fixed and big and float(np.min(alpha)) >= 1.0 else "alr"
+    if value == "log_gamma" and not fixed:
+        raise InvalidInputError(
+            "coordinates: 'log_gamma' samples a fixed Dirichlet prior only; the adaptive prior "
+            "is sampled on ALR coordinates (coordinates='alr' or 'auto')"
+        )
+    if value == "log_gamma" and metric == "dense":
+        raise InvalidInputError(
+            "metric: 'dense' is not available with coordinates='log_gamma' (a diagonal metric, "
+            "O(K) per step); use metric='diag' or coordinates='alr'"
+        )
+    return value
 
 
 def _momentum_factor(inv_metric: np.ndarray) -> np.ndarray:
-    """``F = chol(inv_metric)^{-T}``: ``F @ N(0, I)`` has covariance ``inv_metric^{-1}``."""
+    """``F = chol(inv_metric)^{-T}``: ``F @ N(0, I)`` has covariance ``inv_metric^{-1}``
+    (a diagonal metric, given as its (1, d) diagonal: ``F = inv_metric^{-1/2}``, same shape)."""
+    if inv_metric.shape[0] == 1 and inv_metric.shape[1] > 1:
+        return np.ascontiguousarray(1.0 / np.sqrt(inv_metric))
     chol = np.linalg.cholesky(inv_metric)
     return np.ascontiguousarray(np.linalg.inv(chol).T)
 
@@ -966,8 +1112,9 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
     adapt = _DualAveraging(eps, target_accept)
     windows = _windows(tune)
     window = 0
-    w_count, w_mean, w_m2 = 0, np.zeros(d), np.zeros((d, d))
-    shrink = d + 3.0
+    m2_shape = (1, d) if diag else (d, d)  # a diagonal metric is kept as its (1, d) diagonal
+    w_count, w_mean, w_m2 = 0, np.zeros(d), np.zeros(m2_shape)
+    shrink = 5.0 if diag else d + 3.0  # Stan's diagonal regularisation; dense: d + 3 draws
     divergences = 0
     out_z = np.empty((draws, d))
     out_sc = np.empty((draws, 4))
@@ -1000,34 +1147,37 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
             w_count += 1
             delta = z - w_mean
             w_mean += delta / w_count
-            w_m2 += np.outer(delta, z - w_mean)
+            w_m2 += (delta * (z - w_mean))[None, :] if diag else np.outer(delta, z - w_mean)
             if it + 1 == windows[window][1]:
                 # end of a metric window: new metric (shrunk towards the Laplace covariance),
                 # new initial step size, dual averaging restarted
                 cov = w_m2 / max(w_count - 1, 1)
                 inv_metric = (w_count * cov + shrink * laplace) / (w_count + shrink)
-                if diag:
-                    inv_metric = np.diag(np.diag(inv_metric))
-                inv_metric = np.ascontiguousarray(0.5 * (inv_metric + inv_metric.T))
+                if not diag:
+                    inv_metric = 0.5 * (inv_metric + inv_metric.T)
+                inv_metric = np.ascontiguousarray(inv_metric)
                 factor = _momentum_factor(inv_metric)
                 trials = rng.standard_normal((100, d))
                 eps = _init_step_size(z, grad, lp, eps, inv_metric, factor, trials, data, ws,
                                       work)  # fmt: skip
                 adapt.restart(eps)
-                w_count, w_mean, w_m2 = 0, np.zeros(d), np.zeros((d, d))
+                w_count, w_mean, w_m2 = 0, np.zeros(d), np.zeros(m2_shape)
                 window += 1
         if it + 1 == tune:
             eps = adapt.final()
     return out_z, out_sc, out_int, divergences, eps
 
 
-def _pending_kernels(target: _Target, max_depth: int, joint: bool) -> list[tuple[Any, tuple]]:
+def _pending_kernels(target: _Target, max_depth: int, joint: bool,
+                     gamma: bool = False) -> list[tuple[Any, tuple]]:  # fmt: skip
     """The compiled kernels a run calls from Python, each with arguments of the types it will
     be called with (for :func:`bayesldp.bayes._feedback.compile_notice`)."""
-    d = target.k if joint else target.d
+    d = target.k if joint or gamma else target.d
     data = target.data()
     if joint:  # the joint scheme's slots hold arrays (see _JointTarget)
-        data = (*data[:10], None, None, np.empty(0), np.empty(0, dtype=np.int64), np.empty(0))
+        data = (*data[:10], None, None, np.empty(0), np.empty(0, dtype=np.int64), np.empty(0), None)
+    elif gamma:  # the log-gamma marker (see _GammaTarget)
+        data = (*data[:10], None, None, *_NO_JOINT, np.empty(0))
     z, grad, work = np.zeros(d), np.zeros(d), target.work()
     mat, ws = np.eye(d), np.empty((_N_SLOTS, d))
     lik = target.lik
@@ -1081,21 +1231,26 @@ def _run_chains(one_chain: Any, chains: int, cores: int, stop: threading.Event) 
 def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tune: int,
          max_treedepth: int, target_accept: float, metric: str, started: float,
          random_seed: int | None, scheme: str = "marginal", cores: int = 1,
-         progressbar: bool = False) -> SamplerOutput:  # fmt: skip
-    _feedback.compile_notice(
-        _pending_kernels(target, max_treedepth, scheme == "joint" and target.adaptive is not None)
-    )
+         progressbar: bool = False, coordinates: str = "alr") -> SamplerOutput:  # fmt: skip
+    joint = scheme == "joint" and target.adaptive is not None
+    gamma = coordinates == "log_gamma"
+    _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma))
     alpha = target.alpha
     mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
-    joint = scheme == "joint" and target.adaptive is not None
     if joint:  # from the marginal mode, a pilot; then (u, log a) jointly
         target = _JointTarget(target, mode)
         mode = target.start
         laplace = target.laplace(mode)
+    elif gamma:  # from the ALR mode to log-gamma coordinates, a diagonal start
+        target = _GammaTarget(target, mode)
+        mode, laplace = target.start, target.laplace
     d = target.d
-    if metric == "diag":
-        laplace = np.diag(np.diag(laplace))
-    z0 = mode + rng.standard_normal((chains, d)) @ np.linalg.cholesky(laplace).T
+    if metric == "diag" and laplace.shape[0] == d and d > 1:
+        laplace = np.ascontiguousarray(np.diag(laplace)[None, :])
+    if metric == "diag" and d > 1:
+        z0 = mode + rng.standard_normal((chains, d)) * np.sqrt(laplace[0])
+    else:
+        z0 = mode + rng.standard_normal((chains, d)) @ np.linalg.cholesky(laplace).T
     logp0, _ = target(z0)
     z0[~np.isfinite(logp0)] = mode  # a start in a zero-likelihood region: use the mode
     data = target.data()
@@ -1138,8 +1293,11 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     }
     info = {
         "backend": "bayesldp.hmc",
-        "sampler": "NUTS (multinomial, generalised no-U-turn) on ALR coordinates, numba"
+        "sampler": "NUTS (multinomial, generalised no-U-turn) on "
+        + ("log-gamma" if gamma else "ALR")
+        + " coordinates, numba"
         + (", adaptive prior: (u, log a) jointly, tails rescaled by a" if joint else ""),
+        "coordinates": coordinates,
         "tune": tune,
         "draws": draws,
         "chains": chains,
