@@ -86,6 +86,7 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
+from bayesldp import likelihood as lk
 from bayesldp._validation import (
     as_generator,
     check_alpha,
@@ -155,6 +156,21 @@ def _check_total_concentration(alpha: np.ndarray) -> np.ndarray:
             "0 in float64 below that; use method='hmc', which samples log-ratios"
         )
     return alpha
+
+
+def _pending_kernels(rows: Likelihood) -> list[tuple[Any, tuple]]:
+    """The compiled likelihood kernels SGLD calls (gradients, log-likelihoods, the Fisher
+    diagonal's products), with arguments of the types it calls them with (for
+    :func:`bayesldp.bayes._feedback.compile_notice`)."""
+    theta, k_vec, u_vec = np.full(rows.k, 1.0 / rows.k), np.empty(rows.k), np.empty(rows.n_rows)
+    pending = [
+        (lk.gradient, (*rows.arrays, rows.counts, theta, 0.0, u_vec, u_vec, u_vec, k_vec)),
+        (lk._loglik_batch, (*rows.arrays, rows.counts, theta[None, :], np.empty(1))),
+    ]
+    if rows.dense is None:  # support form: the Fisher diagonal's compiled products
+        pending += [(lk.evaluate, (*rows.arrays, theta, u_vec, u_vec)),
+                    (lk.rmatvec, (*rows.arrays[:5], u_vec, k_vec))]  # fmt: skip
+    return pending
 
 
 def _sample_rows(lik: Likelihood, gen: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
@@ -735,6 +751,7 @@ def sample(
 
     gen = as_generator(random_seed)
     rows = Likelihood(tally)
+    _feedback.compile_notice(_pending_kernels(rows))
     if prior is not None:  # tuning quantities at a = 1; the chains then move a by Gibbs steps
         alpha = np.ones(k)
     centre = _point_estimate(rows, alpha, 200 if minibatch is None else 30)

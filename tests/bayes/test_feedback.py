@@ -163,6 +163,22 @@ def test_no_notice_once_the_sampler_is_compiled(capsys):
     assert _feedback.COMPILE_MESSAGE not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("form", ["grr", "support"])
+def test_sgld_lists_the_kernels_it_compiles(form, capsys):
+    """SGLD's first compilation says so too: once its fit has run, none of the kernels it
+    lists for the notice needs compiling (the list matches what it calls)."""
+    from bayesldp.bayes import sgld
+    from bayesldp.likelihood import Likelihood
+
+    mech = bayesldp.GRR(4, 1.0) if form == "grr" else bayesldp.OUE(4, 1.0)
+    tally = mech.simulate_tally(np.array([30, 20, 10, 5]), rng=0)
+    bayesldp.fit(tally, method="sgld", draws=20, chains=1, tune=20, random_seed=0,
+                 compute_convergence_checks=False, progressbar=False)  # fmt: skip
+    capsys.readouterr()
+    pending = sgld._pending_kernels(Likelihood(tally))
+    assert not any(_feedback.needs_compilation(d, a) for d, a in pending)
+
+
 @pytest.mark.slow
 def test_cold_process_prints_the_notice_once(tmp_path):
     """A fresh process with an empty numba cache: the notice, once; the next process: none."""
