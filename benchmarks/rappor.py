@@ -238,6 +238,17 @@ def main() -> None:
         + "."
     )
     ratios = variance_ratios(args.n)
+    oracle = [np.mean(np.array(table[(e, "basic RAPPOR (SUE)", "oracle")])[:, 0])
+              / np.mean(np.array(table[(e, "OLH", "oracle")])[:, 0]) for e in EPSILONS]  # fmt: skip
+    lines.append(
+        "- The same with the unbiased oracle on both sides (measured here; exact, from the table "
+        "below): "
+        + ", ".join(
+            f"eps {e:g}: {r:.2f} ({ratios[(e, 'SUE')]:.2f})"
+            for e, r in zip(EPSILONS, oracle, strict=True)
+        )
+        + "."
+    )
     names = [*(f"RAPPOR m={m}" for m in COHORTS), "basic RAPPOR (SUE)", "BLH"]
     lines += [
         "",
