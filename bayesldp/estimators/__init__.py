@@ -11,7 +11,9 @@
   as multi-freq-ldpy and the seed 001 authors run it: plain EM from the uniform start, stopped
   early by their rule, which regularises), ``"em_mr"`` (EM with mixture reduction, seed 001,
   the authors' schedule), ``"ems"`` (EM with smoothing over ordered bins and the seed 001
-  authors' stopping rule, their estimator for numerical data: :mod:`~bayesldp.estimators.ems`).
+  authors' stopping rule, their estimator for numerical data: :mod:`~bayesldp.estimators.ems`),
+  ``"ems_mr"`` (EMS with the seed 001 authors' mixture reduction over contiguous windows of
+  ordered bins, their EM-MR for numerical data).
 
 Node sampling (seed 003): the tally of :meth:`bayesldp.mechanisms.NodeSampling.round_tally`
 carries the round's sampling design, so ``"oracle"`` is the paper's unbiased ``g``, ``c_hat`` or
@@ -48,6 +50,7 @@ _LIKELIHOOD: dict[str, Callable[..., Estimate]] = {
     "ibu": _em.ibu,
     "em_mr": _em.em_mr,
     "ems": _ems.ems,
+    "ems_mr": _ems.ems_mr,
 }
 
 #: Every method name accepted by :func:`estimate`.

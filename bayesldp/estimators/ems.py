@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import check_int, check_positive
+from bayesldp._validation import check_int, check_memory, check_positive
 from bayesldp.errors import InvalidInputError
 from bayesldp.estimators.result import Estimate
 from bayesldp.likelihood import Likelihood
@@ -131,4 +131,171 @@ def ems(
         loglik_trace=np.asarray(trace),
         converged=converged,
         details={"kernel": kern.tolist(), "tol": float(tol), "smoothed": smoothed},
+    )
+
+
+def _ems_mr_defaults(tally: Tally) -> tuple[float, float, int]:
+    """The authors' threshold, tolerance and step cap for SW (``sw_reduct``) or PM (``PM_E``)."""
+    from bayesldp.mechanisms.numerical.piecewise import Piecewise
+
+    mech = tally.mechanism
+    eps = getattr(mech, "epsilon", None)
+    if eps is None:
+        raise InvalidInputError(
+            "threshold, tol: the tally's mechanism has no epsilon; give threshold and tol"
+        )
+    e, n = math.exp(float(eps)), tally.n
+    if n < 3:
+        raise InvalidInputError(
+            f"threshold: the authors' default 0.4 e^(-eps/2) / (ln N - 1) needs N >= 3 reports, "
+            f"the tally has {n}; give threshold"
+        )
+    threshold = 0.4 / math.sqrt(e) / (math.log(n) - 1.0)
+    if not isinstance(mech, Piecewise):  # SW's rule, also used for Laplace and Gaussian
+        return threshold, 1e-3 * e, 10_000
+    if eps <= 0.5 and n < 100_000:
+        threshold /= e - 1.0
+    elif eps >= 1 and n > 100_000:
+        threshold /= math.sqrt(e)
+    if eps < 0.2 and n > 100_000:
+        threshold *= 2.0
+    return threshold, (1e-3 if n < 100_000 else 1e-4) * e, 5_000
+
+
+def _window_sums(
+    theta: np.ndarray, removed: np.ndarray, length: int
+) -> tuple[np.ndarray, int, int]:
+    """Masses of the windows ``[i, i + length)`` that hold no merged bin and start within
+    ``length + 150`` bins of either end (others: 1); the first and last such start."""
+    k = theta.size
+    starts = np.arange(k - length)
+    csum = np.concatenate([[0.0], np.cumsum(theta)])
+    cremoved = np.concatenate([[0], np.cumsum(removed)])
+    free = cremoved[starts + length] == cremoved[starts]
+    near_end = (starts < length + 150) | (starts > k - length - 150)
+    ok = free & near_end
+    value = np.where(ok, csum[starts + length] - csum[starts], 1.0)
+    valid = np.flatnonzero(ok)
+    first, last = (int(valid[0]), int(valid[-1])) if valid.size else (0, 0)
+    return value, first, last
+
+
+def ems_mr(
+    tally: Tally,
+    *,
+    threshold: float | None = None,
+    tol: Any = None,
+    max_iter: int | None = None,
+    remained: float = 0.25,
+) -> Estimate:
+    """EMS with mixture reduction over ordered bins, as the seed 001 authors run it (EM-MR).
+
+    The authors' ``EMS_reduct`` (yyt20080808/LDP-EM-MR, ``PM_EM_reduction.py``, called by
+    ``sw_reduct`` and ``PM_E(ifReduct=True, remained=1/4)``): rounds of EMS (EM map, ``[1, 2, 1]``
+    smoothing at every step, their stopping rule with tolerance ``tol``), between which a
+    window of ``length`` contiguous bins near either end of the domain (starting within
+    ``length + 150`` bins of it; ``length = k / 2`` at first) whose mass is below
+    ``threshold / 2^r`` (``r`` the merges so far) is merged: its bins after the first are set to
+    0, the bin ``length / 2 + 1`` past its start gets the window's mass divided by 1.1 (more than
+    100,000 reports) or 3, the channel's column ``length / 2`` past its start becomes the
+    window's mean column, and ``length`` halves; a round without a merge shortens ``length`` by
+    64.  Each round doubles ``tol`` and halves the step cap; the rounds stop after
+    ``floor(remained^{-1/2}) + 2`` counted rounds (a round without a merge counts 0 before the
+    first merge and 1/2 after), when ``length < 64``, and EM stops running once the bins left
+    unmerged are at most ``remained k``.  Each merged window's weights are replaced by their
+    mean at the end, and the result renormalised (the authors' is not, after a last merge).
+    When the smallest window's mass is within ``superF / 2^{round - 1}`` of the last valid
+    window's (and the first valid one holds more than twice the last's) the last is merged,
+    else when within it of the first valid window's, the first; ``superF`` is 0.03, or
+    ``threshold / 2`` above 100,000 reports.
+
+    Parameters
+    ----------
+    tally : Tally
+        Reports of a mechanism whose categories are ordered bins (a numerical mechanism); its
+        likelihood rows are materialised densely (the merges replace columns).
+    threshold, tol, max_iter : optional
+        Merge threshold, log-likelihood tolerance and EMS step cap.  Defaults, as the authors:
+        ``0.4 e^{-eps/2} / (ln N - 1)``, ``1e-3 e^eps`` and 10,000 (``SquareWave``, also used for
+        Laplace and Gaussian); for ``Piecewise`` ``PM_E``'s adjustments of the threshold,
+        ``1e-4 e^eps`` from 100,000 reports and 5,000 steps.
+    remained : float in (0, 1]
+        Stop EM once at most ``remained k`` bins are unmerged (theirs: 1/4).
+
+    Returns
+    -------
+    Estimate
+        ``details``: ``merged`` (start, length) of each merged window, ``steps`` per round,
+        ``threshold``, ``tol``.
+    """
+    tally = check_tally(tally)
+    check_memory(8.0 * tally.n_rows * tally.k, f"ems_mr's dense rows ({tally.n_rows:,} x "
+                 f"{tally.k})", "use em_mr, which reads the rows in place")  # fmt: skip
+    given = (threshold, tol, max_iter)
+    d_threshold, d_tol, d_cap = _ems_mr_defaults(tally) if None in given else (None, None, None)
+    threshold = check_positive(d_threshold if threshold is None else threshold, "threshold")
+    tol = tol0 = check_positive(d_tol if tol is None else tol, "tol")
+    cap = float(check_int(d_cap if max_iter is None else max_iter, "max_iter"))
+    if not 0.0 < remained <= 1.0:
+        raise InvalidInputError(f"remained: must lie in (0, 1], got {remained!r}")
+    rows = np.array(tally.rows, dtype=float)  # modified: merged windows' mean columns
+    counts = np.asarray(tally.counts, dtype=float)
+    n, k = counts.sum(), tally.k
+    kern = np.array([1.0, 2.0, 1.0])
+    theta, old = np.full(k, 1.0 / k), np.zeros(k)
+    removed = np.zeros(k, dtype=bool)
+    active, merges, length, rnd = k, [], k // 2, 0.0
+    super_f = threshold / 2 if n > 100_000 else 0.03
+    steps_per_round = []
+    while True:
+        rnd += 1
+        steps, old_ll = 0, 0.0
+        while np.abs(old - theta).sum() > 1.0 / n and steps < cap and k * remained < active:
+            old = theta
+            theta = old * (rows.T @ (counts / (rows @ old)))
+            theta = smooth(theta / theta.sum(), kern)
+            ll = float(counts @ np.log(rows @ theta))
+            if steps > 1 and abs(ll - old_ll) < tol:
+                break
+            old_ll = ll
+            steps += 1
+        steps_per_round.append(steps)
+        if rnd >= int(math.sqrt(1.0 / remained)) + 2 or length < 64:
+            break
+        tol, cap = 2.0 * tol, cap / 2.0
+        value, first, last = _window_sums(theta, removed, length)
+        start = int(np.argmin(value))
+        slack = super_f / 2 ** (rnd - 1)
+        if abs(value[start] - value[last]) < slack and value[first] > 2 * value[last]:
+            start = last
+        elif abs(value[start] - value[first]) < slack:
+            start = first
+        if value[start] < threshold / 2 ** len(merges):
+            mass = value[start]
+            theta = theta.copy()
+            theta[start + 1 : start + 1 + length] = 0.0
+            removed[start + 1 : start + 1 + length] = True
+            active -= length
+            theta[start + length // 2 + 1] = mass / (1.1 if n > 100_000 else 3.0)
+            column = rows[:, start : start + length].mean(axis=1)
+            merges.append((start, length))
+            length //= 2
+            rows[:, start + length] = column
+        else:
+            length -= 64
+            rnd -= 1.0 if not removed.any() else 0.5
+    for start, width in merges:
+        theta[start : start + width] = theta[start : start + width].mean()
+    return Estimate(
+        theta / theta.sum(),
+        None,
+        "ems_mr",
+        on_simplex=True,
+        iterations=int(sum(steps_per_round)),
+        details={
+            "merged": merges,
+            "steps": steps_per_round,
+            "threshold": float(threshold),
+            "tol": tol0,
+        },
     )

@@ -70,3 +70,113 @@ def test_ems_rejects_a_bad_kernel():
         ems(tally, kernel=(1, 2))
     with pytest.raises(InvalidInputError, match="kernel"):
         ems(tally, kernel=(1, 2, 3))
+
+
+# ---------------------------------------------------------------------------- EM-MR (ems_mr)
+def _dense_ems_mr(channel, hist, threshold, tol, cap, remained=0.25):
+    """The authors' EMS_reduct rule written out with loops over windows and the full channel
+    (zero-count outputs included), as a check of ems_mr's vectorised windows and tally rows."""
+    t = channel.T.copy()
+    k = t.shape[1]
+    n = hist.sum()
+    s = np.zeros((k, k))
+    for i in range(k):
+        for d in (-1, 0, 1):
+            if 0 <= i + d < k:
+                s[i, i + d] = 2.0 if d == 0 else 1.0
+    s /= s.sum(axis=1, keepdims=True)
+    theta, old = np.full(k, 1 / k), np.zeros(k)
+    removed = [0] * k
+    active, length, rnd, count, merges = k, k // 2, 0.0, 0, []
+    super_f = threshold / 2 if n > 100_000 else 0.03
+    while True:
+        rnd += 1
+        r, old_ll = 0, 0.0
+        while np.abs(old - theta).sum() > 1 / n and r < cap and k * remained < active:
+            old = theta.copy()
+            p = (t.T / (t @ old)) @ hist * old
+            theta = s @ (p / p.sum())
+            theta = theta / theta.sum()
+            ll = hist @ np.log(t @ theta)
+            if r > 1 and abs(ll - old_ll) < tol:
+                break
+            old_ll = ll
+            r += 1
+        if rnd >= int(math.sqrt(1 / remained)) + 2 or length < 64:
+            break
+        tol, cap = 2 * tol, cap / 2
+        value, first, last, seen = [1.0] * (k - length), 0, 0, False
+        for i in range(k - length):
+            clash = any(removed[j + i] for j in range(length))
+            if not clash and (i < length + 150 or i > k - length - 150):
+                value[i] = sum(theta[i : i + length])
+                last = i
+                if not seen:
+                    seen, first = True, i
+        start = value.index(min(value))
+        if (
+            abs(value[start] - value[last]) < super_f / 2 ** (rnd - 1)
+            and value[first] > 2 * value[last]
+        ):
+            start = last
+        elif abs(value[start] - value[first]) < super_f / 2 ** (rnd - 1):
+            start = first
+        if value[start] < threshold / 2**count:
+            count += 1
+            for i in range(length):
+                theta[i + start + 1] = 0
+                removed[i + start + 1] = 1
+            active -= length
+            theta[start + length // 2 + 1] = value[start] / (1.1 if n > 100_000 else 3)
+            column = t[:, start : start + length].sum(axis=1) / length
+            merges.append((start, length))
+            length //= 2
+            t[:, start + length] = column
+        else:
+            length -= 64
+            rnd -= 1 if sum(removed) == 0 else 0.5
+    for start, width in merges:
+        theta[start : start + width] = sum(theta[start : start + width]) / width
+    return theta / theta.sum(), merges
+
+
+@pytest.mark.parametrize(("cls", "eps"), [("SquareWave", 1.0), ("Piecewise", 2.0)])
+def test_ems_mr_equals_the_written_out_rule(cls, eps):
+    """A population on the lower third of [-1, 1] (the upper end empty, so windows merge)."""
+    mech = getattr(bayesldp, cls)(256, eps, lo=-1.0, hi=1.0)
+    x = np.clip(np.random.default_rng(3).normal(-0.6, 0.15, 4000), -1, 1)
+    reports = mech.perturb(x, rng=4)
+    hist = np.bincount(mech.output_bin(reports), minlength=mech.n_outputs).astype(float)
+    est = bayesldp.estimate(mech.tally(reports), "ems_mr")
+    d = est.details
+    want, merges = _dense_ems_mr(mech.channel, hist, d["threshold"], d["tol"],
+                                 10_000 if cls == "SquareWave" else 5_000)  # fmt: skip
+    assert merges and est.details["merged"] == merges
+    np.testing.assert_allclose(est.frequencies, want, rtol=0, atol=1e-10)
+    assert est.frequencies.sum() == pytest.approx(1.0, abs=1e-12)
+    for start, width in merges:  # each merged window is flat
+        assert np.ptp(est.frequencies[start : start + width]) == 0
+
+
+def test_ems_mr_defaults_are_the_authors_thresholds():
+    x = np.random.default_rng(0).uniform(-1, 1, 5000)
+    sw = bayesldp.SquareWave(64, 1.0, lo=-1.0, hi=1.0)
+    d = bayesldp.estimate(sw.tally(sw.perturb(x, rng=1)), "ems_mr").details
+    assert d["threshold"] == pytest.approx(0.4 / math.exp(0.5) / (math.log(5000) - 1))
+    assert d["tol"] == pytest.approx(1e-3 * math.e)
+    pm = bayesldp.Piecewise(64, 0.5, lo=-1.0, hi=1.0)  # eps <= 0.5, n < 1e5: / (e^eps - 1)
+    d = bayesldp.estimate(pm.tally(pm.perturb(x, rng=1)), "ems_mr").details
+    want = 0.4 / math.exp(0.25) / (math.log(5000) - 1) / (math.exp(0.5) - 1)
+    assert d["threshold"] == pytest.approx(want)
+
+
+def test_ems_mr_bad_input():
+    mech = bayesldp.SquareWave(16, 1.0)
+    tally = mech.tally(mech.perturb(np.full(100, 0.5), rng=0))
+    with pytest.raises(InvalidInputError, match="remained"):
+        bayesldp.estimate(tally, "ems_mr", remained=0.0)
+    with pytest.raises(InvalidInputError, match="threshold"):
+        bayesldp.estimate(tally, "ems_mr", threshold=-1.0)
+    tiny = mech.tally(mech.perturb(np.full(2, 0.5), rng=0))
+    with pytest.raises(InvalidInputError, match="N >= 3"):
+        bayesldp.estimate(tiny, "ems_mr")

@@ -13,7 +13,17 @@ from bayesldp.errors import (
 from bayesldp.estimators import METHODS, Estimate, estimate
 from bayesldp.estimators.oracle import oracle
 
-SIMPLEX_METHODS = {"norm_mul", "norm_cut", "norm_sub", "projection", "mle", "em", "ibu", "em_mr"}
+SIMPLEX_METHODS = {
+    "norm_mul",
+    "norm_cut",
+    "norm_sub",
+    "projection",
+    "mle",
+    "em",
+    "ibu",
+    "em_mr",
+    "ems_mr",
+}
 
 
 def test_public_names():
@@ -21,7 +31,7 @@ def test_public_names():
     assert bayesldp.Estimate is Estimate
     assert METHODS == (
         "oracle", "base_pos", "norm", "norm_mul", "norm_cut", "norm_sub", "base_cut",
-        "projection", "mle", "em", "ibu", "em_mr", "ems",
+        "projection", "mle", "em", "ibu", "em_mr", "ems", "ems_mr",
     )  # fmt: skip
 
 
