@@ -108,7 +108,34 @@ _BAR_STEP = 20  # iterations between progress-bar updates
 
 
 # ---------------------------------------------------------------------------- target density
-class _Target:
+class _CompiledTarget:
+    """A posterior whose log-density and gradient are the compiled kernel :func:`_logp_grad` on
+    the data tuple ``data()`` (subclasses set ``lik``, ``k`` and ``_data`` or ``data``)."""
+
+    lik: Likelihood
+    k: int
+    _data: tuple
+
+    def data(self) -> tuple:
+        return self._data
+
+    def work(self) -> tuple:
+        """Scratch arrays of the compiled log-density: theta, g (K,) and three of length U."""
+        rows = self.lik.n_rows
+        return (np.empty(self.k), np.empty(self.k), np.empty(rows), np.empty(rows),
+                np.empty(rows))  # fmt: skip
+
+    def __call__(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Log-density (C,) and gradient (C, K) at ``q`` of shape (C, K)."""
+        work = self.work()
+        lp = np.empty(q.shape[0])
+        grad = np.empty(q.shape)
+        for c in range(q.shape[0]):
+            lp[c] = _logp_grad(np.ascontiguousarray(q[c], dtype=float), self.data(), work, grad[c])
+        return lp, grad
+
+
+class _Target(_CompiledTarget):
     """Log-density of the ALR coordinates ``z`` and its gradient, batched over chains.
 
     Every product with the tally's rows is one of :class:`bayesldp.likelihood.Likelihood`, so a
@@ -139,12 +166,6 @@ class _Target:
         return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift,
                 self.const + self.lik.scale_const, self.prior_a, self.prior_c,
                 *_NO_JOINT, *_NO_GAMMA)  # fmt: skip
-
-    def work(self) -> tuple:
-        """Scratch arrays of the compiled log-density: theta, g (K,) and three of length U."""
-        rows = self.lik.n_rows
-        return (np.empty(self.k), np.empty(self.k), np.empty(rows), np.empty(rows),
-                np.empty(rows))  # fmt: skip
 
     def theta(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``theta = softmax([z, 0])`` and ``log theta`` for ``z`` of shape (..., d)."""
@@ -212,7 +233,7 @@ _NO_JOINT = (None, None, None)
 _NO_GAMMA = (None,)
 
 
-class _JointTarget:
+class _JointTarget(_CompiledTarget):
     """The adaptive prior's posterior on ``q = (u, s)``, ``s = log a``: ``theta`` and ``a``
     jointly, in the coordinates of :func:`_logp_grad_joint`.
 
@@ -245,23 +266,6 @@ class _JointTarget:
                       par, *_NO_GAMMA)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
 
-    def data(self) -> tuple:
-        return self._data
-
-    def work(self) -> tuple:
-        rows = self.lik.n_rows
-        return (np.empty(self.k), np.empty(self.k), np.empty(rows), np.empty(rows),
-                np.empty(rows))  # fmt: skip
-
-    def __call__(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Log-density (C,) and gradient (C, K) at ``q`` of shape (C, K)."""
-        work = self.work()
-        lp = np.empty(q.shape[0])
-        grad = np.empty(q.shape)
-        for c in range(q.shape[0]):
-            lp[c] = _logp_grad(np.ascontiguousarray(q[c], dtype=float), self._data, work, grad[c])
-        return lp, grad
-
     def theta_a(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``theta`` (N, K) and ``a`` (N,) at ``q`` of shape (N, K) (the kernel's softmax)."""
         work = self.work()
@@ -289,7 +293,7 @@ class _JointTarget:
         return (vec / prec) @ vec.T
 
 
-class _GammaTarget:
+class _GammaTarget(_CompiledTarget):
     """The fixed Dirichlet prior's posterior on log-gamma coordinates ``x`` in R^K.
 
     ``g_x = e^{x_x}`` independent Gamma(``alpha_x``, 1) and ``theta = g / sum(g)`` give
@@ -320,23 +324,6 @@ class _GammaTarget:
         _, g = self.lik.grad(theta)
         info = theta**2 * (self.lik.fisher_diag(theta) - g) + theta * (1 - theta) * (self.n - g)
         self.laplace = (1.0 / (np.exp(self.start) + np.maximum(info, 0.0)))[None, :]
-
-    def data(self) -> tuple:
-        return self._data
-
-    def work(self) -> tuple:
-        rows = self.lik.n_rows
-        return (np.empty(self.k), np.empty(self.k), np.empty(rows), np.empty(rows),
-                np.empty(rows))  # fmt: skip
-
-    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Log-density (C,) and gradient (C, K) at ``x`` of shape (C, K)."""
-        work = self.work()
-        lp = np.empty(x.shape[0])
-        grad = np.empty(x.shape)
-        for c in range(x.shape[0]):
-            lp[c] = _logp_grad(np.ascontiguousarray(x[c], dtype=float), self._data, work, grad[c])
-        return lp, grad
 
     def theta(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``theta = softmax(x)`` and ``log theta`` for ``x`` of shape (..., K)."""
