@@ -807,7 +807,11 @@ def rappor_decode(
     LASSO is a small coordinate descent (scikit-learn is not a library dependency) at the
     penalty ``lambda_ratio * max_j D_j^T t`` (glmnet's default ``lambda.min.ratio``, 1e-4, the end
     of its path); the least squares uses the design ``X[(c, j), v] = B_c(v)_j`` (a candidate's
-    count in a cohort, ``N_v / m`` on average) with ``sigma^2 = RSS / (m k - p)``.
+    count in a cohort, ``N_v / m`` on average) with ``sigma^2 = RSS / (m k - p)``.  The design
+    need not have full column rank (more candidates than ``m k`` bits, the usual case of a large
+    candidate set): the LASSO selects among them; only the unbiased oracle needs full rank.
+    ``bayesldp.estimate(tally, "rappor_decode")`` runs this on a :class:`RapporTally`
+    (:func:`decode_tally`).
 
     Parameters
     ----------
