@@ -15,6 +15,9 @@
   ``"ems_mr"`` (EMS with the seed 001 authors' mixture reduction over contiguous windows of
   ordered bins, their EM-MR for numerical data).
 
+Mechanism-specific: ``"rappor_decode"``, RAPPOR's own decoding (LASSO selection, then least
+squares with standard errors) of a RAPPOR tally (:func:`bayesldp.mechanisms.rappor.decode_tally`).
+
 Node sampling (seed 003): the tally of :meth:`bayesldp.mechanisms.NodeSampling.round_tally`
 carries the round's sampling design, so ``"oracle"`` is the paper's unbiased ``g``, ``c_hat`` or
 ``T`` (chosen there) with its exact standard errors, and the post-processings start from it.
@@ -53,8 +56,12 @@ _LIKELIHOOD: dict[str, Callable[..., Estimate]] = {
     "ems_mr": _ems.ems_mr,
 }
 
-#: Every method name accepted by :func:`estimate`.
+#: Every method name that :func:`estimate` applies to any tally of a single mechanism.
 METHODS = ("oracle", *POSTPROCESSORS, *_LIKELIHOOD)
+
+#: Methods of one mechanism's own tallies, also accepted by :func:`estimate`:
+#: ``"rappor_decode"`` (a :class:`~bayesldp.mechanisms.rappor.RapporTally`).
+MECHANISM_METHODS = ("rappor_decode",)
 
 
 def _keyword_options(func: Callable[..., Any]) -> list[str]:
@@ -83,10 +90,13 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
     method : str
         One of ``"oracle"``, ``"base_pos"``, ``"norm"``, ``"norm_mul"``, ``"norm_cut"``,
         ``"norm_sub"`` (default; the best all-round post-processing in Wang et al. 2020),
-        ``"base_cut"``, ``"projection"``, ``"mle"``, ``"em"``, ``"ibu"``, ``"em_mr"``.
+        ``"base_cut"``, ``"projection"``, ``"mle"``, ``"em"``, ``"ibu"``, ``"em_mr"``,
+        ``"ems"``; for a RAPPOR tally also ``"rappor_decode"``.
     **options
         Method options: ``alpha`` for ``base_cut`` (default 0.05); see :func:`mle`,
-        :func:`em`, :func:`ibu`, :func:`em_mr` for theirs.
+        :func:`em`, :func:`ibu`, :func:`em_mr` for theirs, and
+        :func:`bayesldp.mechanisms.rappor.decode_tally` for ``rappor_decode``'s
+        (``lambda_ratio``, ``alpha``).
 
     Returns
     -------
@@ -112,14 +122,20 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
     tally = _oracle.check_tally(joint_tally(tally) if isinstance(tally, list | tuple) else tally)
     if not isinstance(method, str):
         raise InvalidTypeError(f"method: expected a method name (str), got {type(method).__name__}")
-    if method not in METHODS:
+    if method not in METHODS and method not in MECHANISM_METHODS:
         raise InvalidInputError(
-            f"method: unknown method {method!r}; valid methods: {', '.join(METHODS)}"
+            f"method: unknown method {method!r}; valid methods: {', '.join(METHODS)}; for a "
+            f"RAPPOR tally also {', '.join(MECHANISM_METHODS)}"
         )
     if method in _LIKELIHOOD:
         func = _LIKELIHOOD[method]
         _check_options(method, options, _keyword_options(func))
         return func(tally, **options)
+    if method == "rappor_decode":
+        from bayesldp.mechanisms.rappor import decode_tally
+
+        _check_options(method, options, _keyword_options(decode_tally))
+        return decode_tally(tally, **options)
     if method == "oracle":
         _check_options(method, options, [])
         return _oracle.oracle(tally)
@@ -136,4 +152,4 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
     return Estimate(freq, None, method, on_simplex=is_on_simplex(freq))
 
 
-__all__ = ["METHODS", "Estimate", "estimate"]
+__all__ = ["MECHANISM_METHODS", "METHODS", "Estimate", "estimate"]

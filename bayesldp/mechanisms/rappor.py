@@ -56,7 +56,10 @@ for the candidates sharing them): ``tests/mechanisms/test_rappor.py`` and
 Estimators.  Every likelihood estimator and posterior of the package reads the tally.  The
 unbiased oracle debiases each bit count and regresses the result on the Bloom design (below);
 :func:`rappor_decode` is RAPPOR's own decoding (non-negative LASSO selection, then least squares
-with standard errors), which reads the per-cohort bit counts :meth:`RAPPOR.bit_counts`.
+with standard errors), which reads the per-cohort bit counts :meth:`RAPPOR.bit_counts`.  A
+tally from :meth:`RAPPOR.tally` is a :class:`RapporTally`, which carries those bit counts beside
+the likelihood rows (they cannot be recovered from the rows), so the same decoding is
+``bayesldp.estimate(tally, "rappor_decode")`` (:func:`decode_tally`).
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ from scipy import stats
 from bayesldp._validation import RNGLike, as_generator, check_bool, check_int, check_memory
 from bayesldp._validation import check_values as _check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.estimators.result import Estimate, is_on_simplex
 from bayesldp.mechanisms.base import Mechanism, Parameter
 from bayesldp.tally import Tally
 
@@ -414,10 +418,11 @@ class RAPPOR(Mechanism):
             out[:, n_cand] = self._other_log[bits.sum(axis=1)]
         return out
 
-    def tally(self, reports: Any) -> Tally:
+    def tally(self, reports: Any) -> RapporTally:
         """Dense tally: one row per distinct report ``(cohort, bits)``, the exact likelihood
         row ``Pr[c, S | v]`` over the ``K`` categories (scaled to a maximum of 1); ``stat`` is
-        the oracle's count estimate ``A t`` (see :meth:`unbiased_frequencies`)."""
+        the oracle's count estimate ``A t`` (see :meth:`unbiased_frequencies`).  It is a
+        :class:`RapporTally`: it also carries :meth:`bit_counts`, for ``"rappor_decode"``."""
         cohort, bits = self.check_reports(reports)
         packed = np.packbits(bits, axis=1)
         key = np.concatenate([cohort.astype(">u8").view(np.uint8).reshape(-1, 8), packed], axis=1)
@@ -430,12 +435,21 @@ class RAPPOR(Mechanism):
         log_rows = self.log_rows(cohort[first], bits[first])
         rows = np.exp(log_rows - log_rows.max(axis=1, keepdims=True))
         stat = self._oracle_matrix() @ self._bit_statistic(cohort, bits)
-        return Tally(counts, rows=rows, stat=stat, mechanism=self, dedupe=False)
+        return RapporTally(
+            counts,
+            rows=rows,
+            stat=stat,
+            mechanism=self,
+            dedupe=False,
+            bit_counts=self._bit_counts(cohort, bits),
+        )
 
     def bit_counts(self, reports: Any) -> np.ndarray:
         """Per-cohort aggregates in google/rappor's counts layout, int64 ``(m, 1 + num_bits)``:
         column 0 the reports in the cohort, column ``1 + j`` how many set bit ``j``."""
-        cohort, bits = self.check_reports(reports)
+        return self._bit_counts(*self.check_reports(reports))
+
+    def _bit_counts(self, cohort: np.ndarray, bits: np.ndarray) -> np.ndarray:
         out = np.zeros((self.cohorts, 1 + self.num_bits), dtype=np.int64)
         out[:, 0] = np.bincount(cohort, minlength=self.cohorts)
         np.add.at(out[:, 1:], cohort, bits.astype(np.int64))
@@ -556,16 +570,23 @@ class RAPPOR(Mechanism):
         return np.exp(log_p).T
 
     # ------------------------------------------------------------------ oracle
+    def _design_matrix(self) -> np.ndarray:
+        """The design ``D[(c, j), v] = E[1{cohort c} B_j | v]`` (``m k x K``), any rank."""
+        m, kb = self.cohorts, self.num_bits
+        check_memory(8.0 * m * kb * self.k, "the RAPPOR design", "use fewer cohorts or bits")
+        design = np.empty((m * kb, self.k))
+        n_cand = len(self.candidates)
+        design[:, :n_cand] = np.transpose(self.bloom, (0, 2, 1)).reshape(m * kb, n_cand) / m
+        if self.other:
+            design[:, n_cand] = (1.0 - (1.0 - 1.0 / kb) ** self.num_hashes) / m
+        return design
+
     def _design(self) -> tuple[np.ndarray, np.ndarray]:
         """``(D, A)``: the design ``D[(c, j), v] = E[1{cohort c} B_j | v]`` (``m k x K``) and
         ``A = (D^T D)^{-1} D^T``."""
         if self._design_cache is None:
             m, kb = self.cohorts, self.num_bits
-            design = np.empty((m * kb, self.k))
-            n_cand = len(self.candidates)
-            design[:, :n_cand] = np.transpose(self.bloom, (0, 2, 1)).reshape(m * kb, n_cand) / m
-            if self.other:
-                design[:, n_cand] = (1.0 - (1.0 - 1.0 / kb) ** self.num_hashes) / m
+            design = self._design_matrix()
             check_memory(8.0 * design.size * 3, "the RAPPOR oracle's design",
                          "use fewer cohorts or bits")  # fmt: skip
             u, sv, vt = np.linalg.svd(design, full_matrices=False)
@@ -641,6 +662,87 @@ class RAPPOR(Mechanism):
         return (total - theta * n) / n**2
 
 
+class RapporTally(Tally):
+    """A RAPPOR tally that also carries the per-cohort bit counts.
+
+    The likelihood rows of a RAPPOR tally do not determine which cohort and bits each report
+    had, so RAPPOR's own decoding (:func:`rappor_decode`, ``estimate(tally, "rappor_decode")``)
+    needs the aggregates :meth:`RAPPOR.bit_counts` beside them: ``bit_counts`` (int64,
+    ``(m, 1 + num_bits)``, google/rappor's counts layout).  Adding two tallies of the same
+    mechanism adds them; anything else (a merge with another mechanism's tally, a tally read
+    back from a tally store) is a plain :class:`~bayesldp.Tally`, which every likelihood
+    estimator and the oracle read as before and ``"rappor_decode"`` refuses with a clear error.
+    Equality also compares the bit counts.
+    """
+
+    def __init__(self, counts: Any, *, bit_counts: Any, **kwargs: Any) -> None:
+        super().__init__(counts, **kwargs)
+        mech = self.mechanism
+        if not isinstance(mech, RAPPOR):
+            raise InvalidTypeError(
+                f"mechanism: a RapporTally needs a bayesldp.RAPPOR, got {type(mech).__name__}"
+            )
+        bit_counts = np.asarray(bit_counts)
+        shape = (mech.cohorts, 1 + mech.num_bits)
+        if bit_counts.shape != shape or bit_counts.dtype.kind not in "iu":
+            raise InvalidInputError(
+                f"bit_counts: expected integer counts of shape {shape} (per cohort: reports, "
+                f"then the {mech.num_bits} bit sums), got {bit_counts.dtype} {bit_counts.shape}"
+            )
+        if int(bit_counts[:, 0].sum()) != self.n:
+            raise InvalidInputError(
+                f"bit_counts: the cohorts hold {int(bit_counts[:, 0].sum())} reports but the "
+                f"tally {self.n}"
+            )
+        self.bit_counts = bit_counts.astype(np.int64)
+
+    @classmethod
+    def _wrap(cls, tally: Tally, bit_counts: np.ndarray) -> RapporTally:
+        out = object.__new__(cls)
+        for name in Tally.__slots__:
+            setattr(out, name, getattr(tally, name))
+        out.bit_counts = bit_counts
+        return out
+
+    def __add__(self, other: object) -> Tally:
+        merged = Tally.__add__(self, other)
+        if (
+            isinstance(merged, Tally)
+            and merged is not self
+            and isinstance(other, RapporTally)
+            and merged.mechanism is not None
+            and merged.mechanism == self.mechanism
+        ):
+            return RapporTally._wrap(merged, self.bit_counts + other.bit_counts)
+        return merged
+
+    __radd__ = __add__
+
+    def deduplicated(self) -> Tally:
+        """This tally with identical rows merged (the bit counts kept)."""
+        if self._deduped:
+            return self
+        return RapporTally._wrap(Tally.deduplicated(self), self.bit_counts)
+
+    def __eq__(self, other: object) -> bool:
+        same = Tally.__eq__(self, other)
+        if same is not True or not isinstance(other, RapporTally):
+            return same
+        return bool(np.array_equal(self.bit_counts, other.bit_counts))
+
+    __hash__ = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = Tally.__getstate__(self)
+        state["bit_counts"] = self.bit_counts
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        self.bit_counts = state.pop("bit_counts")
+        Tally.__setstate__(self, state)
+
+
 @dataclass(frozen=True)
 class RapporDecoding:
     """RAPPOR's decoding of a collection (see :func:`rappor_decode`).
@@ -705,7 +807,11 @@ def rappor_decode(
     LASSO is a small coordinate descent (scikit-learn is not a library dependency) at the
     penalty ``lambda_ratio * max_j D_j^T t`` (glmnet's default ``lambda.min.ratio``, 1e-4, the end
     of its path); the least squares uses the design ``X[(c, j), v] = B_c(v)_j`` (a candidate's
-    count in a cohort, ``N_v / m`` on average) with ``sigma^2 = RSS / (m k - p)``.
+    count in a cohort, ``N_v / m`` on average) with ``sigma^2 = RSS / (m k - p)``.  The design
+    need not have full column rank (more candidates than ``m k`` bits, the usual case of a large
+    candidate set): the LASSO selects among them; only the unbiased oracle needs full rank.
+    ``bayesldp.estimate(tally, "rappor_decode")`` runs this on a :class:`RapporTally`
+    (:func:`decode_tally`).
 
     Parameters
     ----------
@@ -740,8 +846,19 @@ def rappor_decode(
         raise InvalidInputError(f"lambda_ratio: must lie in (0, 1), got {lambda_ratio}")
     if not 0.0 < alpha < 1.0:
         raise InvalidInputError(f"alpha: must lie in (0, 1), got {alpha}")
+    return _decode(mechanism, counts, lambda_ratio, alpha)
+
+
+def _decode(
+    mechanism: RAPPOR, counts: np.ndarray, lambda_ratio: float, alpha: float
+) -> RapporDecoding:
+    """:func:`rappor_decode` on checked counts."""
+    m = mechanism.cohorts
+    n_c = counts[:, 0].astype(float)
+    n = float(n_c.sum())
     t = ((counts[:, 1:] - n_c[:, None] * mechanism.r0) / (mechanism.r1 - mechanism.r0)).reshape(-1)
-    design = mechanism._design()[0] * m  # per-cohort Bloom bits (other: its bit rate)
+    # per-cohort Bloom bits (other: its bit rate); the LASSO needs no full rank
+    design = mechanism._design_matrix() * m
     lam_max = float(np.max(design.T @ t))
     beta = (
         _nonneg_lasso(design, t, lambda_ratio * lam_max) if lam_max > 0 else np.zeros(mechanism.k)
@@ -766,3 +883,64 @@ def rappor_decode(
         pval = stats.t.sf(tstat, dof)
         significant[selected] = pval < alpha / mechanism.k
     return RapporDecoding(freq, se, selected, significant, mechanism.labels)
+
+
+def decode_tally(tally: Tally, *, lambda_ratio: float = 1e-4, alpha: float = 0.05) -> Estimate:
+    """RAPPOR's own decoding of a RAPPOR tally: ``bayesldp.estimate(tally, "rappor_decode")``.
+
+    :func:`rappor_decode` (non-negative LASSO selection, then least squares; google/rappor
+    ``analysis/R/decode.R``) on the per-cohort bit counts the :class:`RapporTally` carries.
+
+    Parameters
+    ----------
+    tally : RapporTally
+        From :meth:`RAPPOR.tally`, or a sum of such tallies of one mechanism.
+    lambda_ratio, alpha : float
+        As in :func:`rappor_decode`.
+
+    Returns
+    -------
+    Estimate
+        ``frequencies`` the least-squares frequencies (0 for unselected candidates; not
+        constrained to the simplex), ``std_errors`` their least-squares standard errors (0 for
+        unselected candidates), ``details``: ``selected`` and ``significant`` (bool arrays,
+        see :class:`RapporDecoding`), ``labels``, ``lambda_ratio``, ``alpha``.
+
+    Raises
+    ------
+    NotSupportedError
+        When the tally is not a RAPPOR tally carrying bit counts (another mechanism's, a merge
+        of mechanisms, or a RAPPOR tally read back from a tally store, which keeps only the
+        likelihood rows).
+    """
+    if not isinstance(tally, Tally):
+        raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
+    if not isinstance(tally, RapporTally):
+        mech = tally.mechanism
+        what = (
+            "a RAPPOR tally without its per-cohort bit counts (a plain Tally: merged with "
+            "another mechanism's tally or read back from a tally store)"
+            if isinstance(mech, RAPPOR)
+            else f"a tally of {tally.family!r}"
+        )
+        raise NotSupportedError(
+            f"method 'rappor_decode': tally is {what}; it needs the RapporTally of "
+            "RAPPOR.tally(reports) (or a sum of them), which carries the bit counts; or call "
+            "rappor_decode(mechanism, mechanism.bit_counts(reports))"
+        )
+    decoded = rappor_decode(
+        tally.mechanism, tally.bit_counts, lambda_ratio=lambda_ratio, alpha=alpha
+    )
+    return Estimate(
+        decoded.frequencies,
+        decoded.std_errors,
+        "rappor_decode",
+        on_simplex=is_on_simplex(decoded.frequencies),
+        details={
+            "selected": decoded.selected,
+            "significant": decoded.significant,
+            "labels": decoded.labels,
+            "lambda_ratio": lambda_ratio,
+            "alpha": alpha,
+        },
+    )

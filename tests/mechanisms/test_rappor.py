@@ -11,7 +11,14 @@ import pytest
 import bayesldp
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import realised_epsilon_of_channel
-from bayesldp.mechanisms.rappor import RAPPOR, RapporReports, bloom_bits, rappor_decode
+from bayesldp.mechanisms.rappor import (
+    RAPPOR,
+    RapporReports,
+    RapporTally,
+    bloom_bits,
+    rappor_decode,
+)
+from bayesldp.tally import Tally
 
 
 @pytest.mark.parametrize("k", [2, 3, 10, 100])
@@ -181,6 +188,100 @@ def test_rappor_decode_selects_the_present_candidates_with_standard_errors():
     assert counts[3, 1 + 5] == reports.bits[reports.cohort == 3, 5].sum()
 
 
+def _decoding_setup():
+    cands = [f"v{i}" for i in range(1, 21)]
+    mech = RAPPOR(20, 4.0, candidates=cands, num_bits=32, num_hashes=2, cohorts=16)
+    counts = np.zeros(20, dtype=int)
+    counts[:5] = [8000, 5000, 3000, 2400, 1600]
+    x = np.repeat(np.arange(20), counts)
+    return mech, mech.perturb(x, rng=5)
+
+
+def test_rappor_decode_is_an_estimate_method_equal_to_rappor_decode():
+    mech, reports = _decoding_setup()
+    tally = mech.tally(reports)
+    assert isinstance(tally, RapporTally)
+    np.testing.assert_array_equal(tally.bit_counts, mech.bit_counts(reports))
+    for options in ({}, {"alpha": 1e-6, "lambda_ratio": 1e-2}):
+        direct = rappor_decode(mech, mech.bit_counts(reports), **options)
+        est = bayesldp.estimate(tally, "rappor_decode", **options)
+        assert est.method == "rappor_decode"
+        np.testing.assert_array_equal(est.frequencies, direct.frequencies)
+        np.testing.assert_array_equal(est.std_errors, direct.std_errors)
+        np.testing.assert_array_equal(est.details["selected"], direct.selected)
+        np.testing.assert_array_equal(est.details["significant"], direct.significant)
+        assert est.details["labels"] == direct.labels
+        assert est.on_simplex == (
+            bool(np.all(direct.frequencies >= 0)) and abs(direct.frequencies.sum() - 1.0) <= 1e-9
+        )
+    # a larger penalty selects fewer candidates (the options reach the decoding)
+    loose = bayesldp.estimate(tally, "rappor_decode").details["selected"]
+    strict = bayesldp.estimate(tally, "rappor_decode", lambda_ratio=0.9).details["selected"]
+    assert 1 <= strict.sum() < loose.sum()
+
+
+def test_rappor_tallies_add_their_bit_counts_and_keep_them_through_pickling():
+    import pickle
+
+    mech, reports = _decoding_setup()
+    half = reports.cohort.size // 2
+    first = mech.tally(RapporReports(reports.cohort[:half], reports.bits[:half]))
+    second = mech.tally(RapporReports(reports.cohort[half:], reports.bits[half:]))
+    for merged in (first + second, sum([first, second])):
+        assert isinstance(merged, RapporTally)
+        np.testing.assert_array_equal(merged.bit_counts, mech.bit_counts(reports))
+        np.testing.assert_array_equal(
+            bayesldp.estimate(merged, "rappor_decode").frequencies,
+            rappor_decode(mech, mech.bit_counts(reports)).frequencies,
+        )
+        whole = mech.tally(reports)  # the same up to the rounding of the summed oracle stat
+        assert merged.n == whole.n
+        np.testing.assert_allclose(merged.stat, whole.stat, rtol=1e-12, atol=1e-9)
+    again = pickle.loads(pickle.dumps(first))
+    assert isinstance(again, RapporTally) and again == first
+    np.testing.assert_array_equal(again.bit_counts, first.bit_counts)
+    assert isinstance(first.deduplicated(), RapporTally)
+    np.testing.assert_array_equal(first.deduplicated().bit_counts, first.bit_counts)
+    # equal rows, different bit counts: not equal
+    assert first != RapporTally._wrap(first, first.bit_counts + np.eye(1, 33, 1, dtype=np.int64))
+
+
+def test_rappor_decode_refuses_tallies_without_bit_counts_naming_the_tally():
+    mech, reports = _decoding_setup()
+    tally = mech.tally(reports)
+    plain = Tally(tally.counts, rows=tally.rows, stat=tally.stat, mechanism=mech)
+    with pytest.raises(NotSupportedError, match="tally is a RAPPOR tally without its per-cohort"):
+        bayesldp.estimate(plain, "rappor_decode")
+    grr = bayesldp.GRR(20, 1.0)
+    grr_tally = grr.tally(grr.perturb(np.arange(100) % 20, rng=1))
+    with pytest.raises(NotSupportedError, match="'rappor_decode': tally is a tally of"):
+        bayesldp.estimate(grr_tally, "rappor_decode")
+    # a joint tally of RAPPOR and GRR reports keeps only the likelihood
+    with pytest.raises(NotSupportedError, match="needs the RapporTally"):
+        bayesldp.estimate([tally, grr_tally], "rappor_decode")
+    assert not isinstance(tally + plain, RapporTally)
+    with pytest.raises(InvalidInputError, match="does not take sweeps; valid options: "):
+        bayesldp.estimate(tally, "rappor_decode", sweeps=3)
+    with pytest.raises(InvalidInputError, match=r"bit_counts: expected integer counts of shape"):
+        RapporTally(tally.counts, rows=tally.rows, stat=tally.stat, mechanism=mech,
+                    bit_counts=tally.bit_counts[:, :5])  # fmt: skip
+    with pytest.raises(InvalidInputError, match=r"bit_counts: the cohorts hold"):
+        RapporTally(tally.counts, rows=tally.rows, stat=tally.stat, mechanism=mech,
+                    bit_counts=tally.bit_counts * 2)  # fmt: skip
+
+
+def test_rappor_decode_needs_no_full_rank_design():
+    # 40 candidates, 2 cohorts x 8 bits: 16 equations, no unbiased linear oracle, but the LASSO
+    # selects at most as many candidates as the design has rows
+    mech = RAPPOR(40, 4.0, num_bits=8, cohorts=2)
+    tally = mech.tally(mech.perturb(np.repeat([0, 1, 2], [3000, 2000, 1000]), rng=2))
+    with pytest.raises(NotSupportedError, match="rank deficient"):
+        mech.unbiased_frequencies(tally)
+    est = bayesldp.estimate(tally, "rappor_decode")
+    assert 1 <= est.details["selected"].sum() <= 16
+    assert np.all(np.isfinite(est.frequencies))
+
+
 def test_ignoring_other_strings_biases_the_estimates_and_modelling_them_does_not():
     cands = ["a", "b", "c", "d"]
     outside = [f"o{i}" for i in range(40)]
@@ -222,6 +323,17 @@ def test_bad_input_is_refused_naming_the_field():
         mech.tally(RapporReports(reports.cohort + 3, reports.bits))
     with pytest.raises(InvalidInputError, match=r"field 'bits' must have shape \(50, 8\)"):
         mech.tally(RapporReports(reports.cohort, reports.bits[:, :7]))
+    with pytest.raises(InvalidInputError, match=r"field 'bits' must have shape \(50, 8\)"):
+        mech.tally(RapporReports(reports.cohort, reports.bits[:40]))  # fewer bit rows
+    with pytest.raises(InvalidInputError, match="field 'cohort' must hold integers, got dtype"):
+        mech.tally(RapporReports(reports.cohort.astype(float), reports.bits))
+    # reports of a mechanism with more cohorts or bits than this one
+    wide = RAPPOR(5, 1.0, num_bits=9, cohorts=6)
+    wide_reports = wide.perturb(np.arange(200) % 5, rng=1)
+    with pytest.raises(InvalidInputError, match=r"field 'cohort' must lie in 0..2 \(the mechan"):
+        mech.tally(wide_reports)
+    with pytest.raises(InvalidInputError, match=r"bit columns b0..b7 \(num_bits = 8\), got 9"):
+        mech.tally_frame(wide.reports_to_frame(wide_reports).assign(cohort=0))
     with pytest.raises(InvalidInputError, match="field 'bits' must be 0 or 1, got 2"):
         mech.tally(RapporReports(reports.cohort, reports.bits.astype(int) * 2))
     with pytest.raises(InvalidTypeError, match="expected RapporReports"):
