@@ -180,3 +180,27 @@ def test_ems_mr_bad_input():
     tiny = mech.tally(mech.perturb(np.full(2, 0.5), rng=0))
     with pytest.raises(InvalidInputError, match="N >= 3"):
         bayesldp.estimate(tiny, "ems_mr")
+
+
+@pytest.mark.parametrize("name", ["sw", "pm"])
+@pytest.mark.parametrize("eps", [0.75, 2.0])
+def test_sparse_band_products_equal_the_dense_ones(name, eps, monkeypatch):
+    """SW / PM rows stored as a band (zeros dropped) give the dense run's steps and weights."""
+    import bayesldp.estimators.ems as ems_mod
+
+    if name == "sw":
+        mech = bayesldp.SquareWave(256, eps, lo=-1.0, hi=1.0)
+        rule = {"kernel": (1, 4, 1), "smooth_gain": 0.003}
+    else:
+        mech = bayesldp.Piecewise(256, eps, lo=-1.0, hi=1.0)
+        rule = {"kernel": (1, 2, 1)}
+    x = np.clip(np.random.default_rng(3).normal(0.2, 0.3, 5000), -1, 1)
+    tally = mech.tally(mech.perturb(x, rng=4))
+    lik = ems_mod.Likelihood(tally)
+    assert ems_mod._band_form(lik.dense) is not None
+    fast = ems(tally, **rule)
+    monkeypatch.setattr(ems_mod, "_band_form", lambda dense: None)  # force the dense products
+    slow = ems(tally, **rule)
+    assert fast.iterations == slow.iterations
+    np.testing.assert_allclose(fast.frequencies, slow.frequencies, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.loglik_trace, slow.loglik_trace, rtol=1e-12)
