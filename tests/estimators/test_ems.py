@@ -196,11 +196,66 @@ def test_sparse_band_products_equal_the_dense_ones(name, eps, monkeypatch):
         rule = {"kernel": (1, 2, 1)}
     x = np.clip(np.random.default_rng(3).normal(0.2, 0.3, 5000), -1, 1)
     tally = mech.tally(mech.perturb(x, rng=4))
-    lik = ems_mod.Likelihood(tally)
-    assert ems_mod._band_form(lik.dense) is not None
+    band_form = ems_mod._band_form
+    assert band_form(tally.rows, ems_mod._LEVEL_TOL, ems_mod._EDGE_SLOTS)[0]
     fast = ems(tally, **rule)
-    monkeypatch.setattr(ems_mod, "_band_form", lambda dense: None)  # force the dense products
+    no_band = lambda *args: (False, *band_form(*args)[1:])  # noqa: E731
+    monkeypatch.setattr(ems_mod, "_band_form", no_band)  # force the dense products
     slow = ems(tally, **rule)
     assert fast.iterations == slow.iterations
     np.testing.assert_allclose(fast.frequencies, slow.frequencies, rtol=0, atol=1e-12)
     np.testing.assert_allclose(fast.loglik_trace, slow.loglik_trace, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("cls", "bins", "out_bins", "eps"),
+    [("SquareWave", 1024, 1024, 0.75), ("Piecewise", 256, 300, 2.0), ("SquareWave", 5, 7, 1.0),
+     ("Piecewise", 4, 4, 0.5), ("SquareWave", 64, 48, 3.0)],
+)  # fmt: skip
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_band_products_equal_the_dense_products(cls, bins, out_bins, eps, shuffled):
+    """``L theta`` and ``L^T w`` from the band form agree with the dense rows to rounding,
+    with the rows in band order (prefix sums over rows) or shuffled (a difference array)."""
+    import bayesldp.estimators.ems as ems_mod
+
+    mech = getattr(bayesldp, cls)(bins, eps, lo=-1.0, hi=1.0, output_bins=out_bins)
+    rows = np.ascontiguousarray(mech.channel.T)
+    if shuffled:
+        rows = rows[np.random.default_rng(4).permutation(out_bins)]
+    band, dense, offset, scale = ems_mod._scaled_rows(rows)
+    assert dense.shape[0] == 0  # read as a band
+    assert (band[-1].size == 0) == shuffled  # n_hi: rows in band order
+    rng = np.random.default_rng(5)
+    theta, w = rng.dirichlet(np.ones(bins)), rng.random(out_bins)
+    lth, g = np.empty(out_bins), np.empty(bins)
+    buf = np.empty(max(bins, out_bins) + 1)
+    ems_mod._report_probs(band, dense, offset, theta, buf, lth)
+    ems_mod._pull_back(band, dense, offset, w, buf, g)
+    scaled = rows / scale[:, None]
+    np.testing.assert_allclose(lth, scaled @ theta, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(g, w @ scaled, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["laplace", "gaussian", "oue"])
+def test_ems_runs_the_dense_rows_that_are_no_band(name):
+    """Laplace, Gaussian and unary-encoding rows stay dense; the steps are the dense rule's."""
+    import bayesldp.estimators.ems as ems_mod
+
+    if name == "oue":
+        mech = bayesldp.OUE(12, 1.0)
+        tally = mech.simulate_tally(np.arange(1, 13) * 50, rng=6)
+        channel = tally.rows.T
+        hist = tally.counts.astype(float)
+    else:
+        cls = bayesldp.LaplaceNumeric if name == "laplace" else bayesldp.Gaussian
+        kwargs = {"delta": 1e-6} if name == "gaussian" else {}
+        mech = cls(24, 1.0, lo=-1.0, hi=1.0, **kwargs)
+        reports = mech.perturb(np.clip(np.random.default_rng(6).normal(0, 0.4, 4000), -1, 1), rng=7)
+        tally = mech.tally(reports)
+        channel = mech.channel
+        hist = np.bincount(mech.output_bin(reports), minlength=mech.n_outputs).astype(float)
+    assert ems_mod._scaled_rows(np.ascontiguousarray(tally.rows, dtype=float))[1].shape[0] > 0
+    want, steps = _dense_ems(channel, hist, (1, 2, 1), None, 1e-3 * math.e, 10_000)
+    est = ems(tally)
+    assert est.iterations == steps
+    np.testing.assert_allclose(est.frequencies, want, rtol=0, atol=1e-12)
