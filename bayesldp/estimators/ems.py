@@ -393,7 +393,8 @@ def ems(
     tol = check_positive(tol, "tol")
     counts = tally.counts.astype(float)
     seen = counts > 0  # rows never reported add nothing to the EM map or the likelihood
-    band, dense, offset, scale = _scaled_rows(np.ascontiguousarray(tally.rows[seen], dtype=float))
+    rows = tally.rows if seen.all() else tally.rows[seen]
+    band, dense, offset, scale = _scaled_rows(np.ascontiguousarray(rows, dtype=float))
     counts = counts[seen]
     theta = np.full(tally.k, 1.0 / tally.k)
     trace = np.empty(max_iter)
