@@ -31,6 +31,7 @@ _LAZY = {
     "CMSReports": "bayesldp.mechanisms.sketch",
     "HCMSReports": "bayesldp.mechanisms.sketch",
     "RapporReports": "bayesldp.mechanisms.rappor",
+    "PCKV": "bayesldp.mechanisms.keyvalue",  # key-value pairs: not a k-category mechanism
     "rappor_decode": "bayesldp.mechanisms.rappor",
     "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",
