@@ -21,6 +21,10 @@ that ruins them when ``epsilon`` is tiny (every row then nearly constant).  ``C`
 of three forms, chosen from the tally:
 
 * ``"dense"``: the matrix ``C`` (dense tallies, finite channels): O(U K) per product;
+* ``"band"``: dense rows that are one level on a contiguous range of bins plus a few partial-bin
+  corrections at its ends (the discretised square wave and piecewise mechanisms,
+  :func:`band_form`): O(U + K) per product from prefix sums; ``dense`` keeps ``C`` for the
+  products computed in numpy;
 * ``"sparse"``: ``C = |hi - lo| M`` with the 0/1 matrix ``M`` (the support, or its complement when
   ``hi < lo``) stored as compressed rows of ``M`` or of ``1 - M``, whichever is sparser
   (``complement``): O(nnz + K) per product (unary encoding, local hashing, Hadamard response);
@@ -28,7 +32,8 @@ of three forms, chosen from the tally:
 
 The compiled kernels take the row form as separate arguments, ``dense``, ``indptr`` and ``indices``
 (one of them None selects the form: numba prunes a branch on ``x is None`` when ``x`` is None at
-compile time, so each form gets its own specialisation, compiled once and cached on disk).
+compile time, so each form gets its own specialisation, compiled once and cached on disk); the
+``dense`` slot holds the matrix or the band tuple, told apart by type at compile time.
 """
 
 from __future__ import annotations
@@ -37,13 +42,187 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from bayesldp.errors import InvalidInputError
 
 __all__ = ["Likelihood"]
 
 _CHUNK_ELEMENTS = 1 << 21  # float64 temporaries of at most 16 MB when densifying row blocks
+_EDGE_SLOTS = 4  # band rows: corrections within this many bins of either end of the band
+# Discretised channels carry quadrature rounding of ~1e-14 (rows scaled to a maximum of 1);
+# entries within this of a band's level (or of 0 off it) are read as that level.
+_LEVEL_TOL = 1e-12
+# Band sums may be reassociated (vectorised): results move by rounding only.
+_REASSOC = {"reassoc", "contract"}
+
+
+# ============================================================================ band rows
+@njit(cache=True, fastmath=_REASSOC)
+def _band_matvec(band, theta, out):
+    """``out = C theta`` for band rows: ``v_u sum_{lo_u <= x < hi_u} theta_x`` plus the
+    corrections at the band's ends (prefix sums, O(U + K))."""
+    lo, hi, level, left, right, e_left, e_right = band[:7]
+    k = theta.shape[0]
+    prefix = np.empty(k + 1)
+    prefix[0] = 0.0
+    for x in range(k):
+        prefix[x + 1] = prefix[x] + theta[x]
+    for u in range(out.shape[0]):
+        s = level[u] * (prefix[hi[u]] - prefix[lo[u]])
+        a, b = left[u], right[u]
+        for j in range(_EDGE_SLOTS):  # a compile-time constant: unrolled
+            s += e_left[u, j] * theta[a + j] + e_right[u, j] * theta[b + j]
+        out[u] = s
+
+
+@njit(cache=True, fastmath=_REASSOC)
+def _band_rmatvec(band, w, out):
+    """``out = C^T w`` for band rows, O(U + K): the levels' part from the prefix sums ``S`` of
+    ``v_u w_u`` over rows when ``lo`` and ``hi`` ascend with ``u`` (the rows covering ``x``
+    are then ``n_hi[x] <= u < n_lo[x]``), else from a difference array; the corrections by
+    column (``cptr``, ``crow``, ``cval``: gathers, not scatters)."""
+    lo, hi, level = band[0], band[1], band[2]
+    cptr, crow, cval, n_lo, n_hi = band[7], band[8], band[9], band[10], band[11]
+    k, n_rows = out.shape[0], w.shape[0]
+    ordered = n_lo.shape[0] > 0
+    if ordered:
+        buf = np.empty(n_rows + 1)
+        buf[0] = 0.0
+        for u in range(n_rows):
+            buf[u + 1] = buf[u] + w[u] * level[u]
+    else:
+        buf = np.zeros(k + 1)
+        for u in range(n_rows):
+            wv = w[u] * level[u]
+            buf[lo[u]] += wv
+            buf[hi[u]] -= wv
+    run = 0.0
+    for x in range(k):
+        if ordered:
+            s = buf[n_lo[x]] - buf[n_hi[x]]
+        else:
+            run += buf[x]
+            s = run
+        for j in range(cptr[x], cptr[x + 1]):
+            s += cval[j] * w[crow[j]]
+        out[x] = s
+
+
+@njit(cache=True)
+def _by_column(left, right, e_left, e_right, k):
+    """The corrections of the band rows by column: ``(cptr, crow, cval)``, rows ascending."""
+    cptr = np.zeros(k + 1, np.int64)
+    for u in range(left.shape[0]):
+        for j in range(e_left.shape[1]):
+            cptr[left[u] + j + 1] += e_left[u, j] != 0.0
+            cptr[right[u] + j + 1] += e_right[u, j] != 0.0
+    cptr = np.cumsum(cptr)
+    crow, cval = np.empty(cptr[k], np.int64), np.empty(cptr[k])
+    fill = cptr[:-1].copy()
+    for u in range(left.shape[0]):
+        for j in range(e_left.shape[1]):
+            for x, e in ((left[u] + j, e_left[u, j]), (right[u] + j, e_right[u, j])):
+                if e != 0.0:
+                    crow[fill[x]], cval[fill[x]] = u, e
+                    fill[x] += 1
+    return cptr, crow, cval
+
+
+@njit(cache=True)
+def band_form(dense, rowmax, tol, slots):
+    """The centred rows ``C`` (scaled to a maximum of 1 over ``L``) as band rows, if they are.
+
+    Row ``u`` of a discretised SW or PM channel is one level on a contiguous range of bins plus
+    partial-bin corrections at the range's ends: ``C[u]`` is read as the level ``v_u`` (its
+    maximum, ``rowmax[u]``) on ``[lo_u, hi_u)`` (its first to last entry above ``tol``) plus
+    the entries more than ``tol`` from that level, stored as ``C[u, x] - v_u`` in ``slots``
+    bins from ``left_u = min(lo_u, K - slots)`` or from ``right_u = max(hi_u - slots, 0)``; entries
+    within ``tol`` of the level, or of 0 off the band, are the channel's quadrature rounding.
+    Returns ``(ok, band)``, ``band = (lo, hi, level, left, right, e_left, e_right, cptr, crow,
+    cval, n_lo, n_hi)``: the corrections also by column (:func:`_by_column`) and, when ``lo``
+    and ``hi`` ascend with ``u``, the rows with ``lo_u <= x`` and with ``hi_u <= x`` (else
+    empty).  ``ok`` is False when some correction falls in neither end (Laplace, Gaussian,
+    unary encodings).
+    """
+    n_rows, k = dense.shape
+    level = np.zeros(n_rows)
+    lo, hi = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
+    left, right = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
+    e_left, e_right = np.zeros((n_rows, slots)), np.zeros((n_rows, slots))
+    none = np.zeros(0, np.int64)
+    band = (lo, hi, level, left, right, e_left, e_right, np.zeros(1, np.int64), none,
+            np.zeros(0), none, none)  # fmt: skip
+    if k < slots:
+        return False, band
+    for u in range(n_rows):
+        row = dense[u]
+        first, last = 0, k - 1
+        while first < k and row[first] <= tol:
+            first += 1
+        if first == k:
+            continue
+        while row[last] <= tol:
+            last -= 1
+        v = rowmax[u]
+        lo[u], hi[u], level[u] = first, last + 1, v
+        left[u], right[u] = min(first, k - slots), max(last + 1 - slots, 0)
+        for x in range(first, last + 1):
+            c = row[x] - v
+            if abs(c) > tol:
+                if x - left[u] < slots:
+                    e_left[u, x - left[u]] = c
+                elif x >= right[u]:
+                    e_right[u, x - right[u]] = c
+                else:
+                    return False, band
+    cptr, crow, cval = _by_column(left, right, e_left, e_right, k)
+    n_lo, n_hi = none, none
+    if np.all(lo[1:] >= lo[:-1]) and np.all(hi[1:] >= hi[:-1]):  # rows in band order
+        x = np.arange(k)
+        n_lo, n_hi = np.searchsorted(lo, x, side="right"), np.searchsorted(hi, x, side="right")
+    return True, (lo, hi, level, left, right, e_left, e_right, cptr, crow, cval, n_lo, n_hi)
+
+
+def _rows_matvec(rows, theta, out):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_rows_matvec)
+def _rows_matvec_overload(rows, theta, out):
+    """``out = C theta`` for dense rows (a 2-d array) or band rows (:func:`band_form`'s tuple)."""
+    if isinstance(rows, types.Array):
+
+        def dense_matvec(rows, theta, out):
+            for u in range(out.shape[0]):
+                s = 0.0
+                for x in range(theta.shape[0]):
+                    s += rows[u, x] * theta[x]
+                out[u] = s
+
+        return dense_matvec
+    return lambda rows, theta, out: _band_matvec(rows, theta, out)
+
+
+def _rows_rmatvec(rows, w, out):  # pragma: no cover - replaced by the overload
+    raise NotImplementedError
+
+
+@overload(_rows_rmatvec)
+def _rows_rmatvec_overload(rows, w, out):
+    """``out = C^T w`` for dense rows or band rows (as :func:`_rows_matvec`)."""
+    if isinstance(rows, types.Array):
+
+        def dense_rmatvec(rows, w, out):
+            out[:] = 0.0
+            for u in range(w.shape[0]):
+                wu = w[u]
+                for x in range(out.shape[0]):
+                    out[x] += wu * rows[u, x]
+
+        return dense_rmatvec
+    return lambda rows, w, out: _band_rmatvec(rows, w, out)
 
 
 # ============================================================================ compiled kernels
@@ -52,12 +231,8 @@ def matvec(dense, indptr, indices, delta, complement, theta, out):
     """``out = C @ theta`` (U,)."""
     n_rows = out.shape[0]
     k = theta.shape[0]
-    if dense is not None:
-        for u in range(n_rows):
-            s = 0.0
-            for x in range(k):
-                s += dense[u, x] * theta[x]
-            out[u] = s
+    if dense is not None:  # dense or band rows
+        _rows_matvec(dense, theta, out)
     if indices is not None:
         total = 0.0
         if complement:
@@ -80,14 +255,11 @@ def rmatvec(dense, indptr, indices, delta, complement, w, out):
     """``out = C.T @ w`` (K,)."""
     n_rows = w.shape[0]
     k = out.shape[0]
-    for x in range(k):
-        out[x] = 0.0
-    if dense is not None:
-        for u in range(n_rows):
-            wu = w[u]
-            for x in range(k):
-                out[x] += wu * dense[u, x]
+    if dense is not None:  # dense or band rows
+        _rows_rmatvec(dense, w, out)
     if indices is not None:
+        for x in range(k):
+            out[x] = 0.0
         total = 0.0
         if indptr is None:
             for u in range(n_rows):
@@ -227,9 +399,10 @@ def _row_pattern(support):
 class Likelihood:
     """The centred likelihood rows of a tally and every product the package needs.
 
-    ``L[u, x] = offset[u] + C[u, x]`` with ``C >= 0``, stored as ``kind`` "dense", "sparse" or
-    "onehot" (module docstring).  ``arrays`` is the tuple ``(dense, indptr, indices, delta,
-    complement, offset)`` the compiled kernels of this module take.
+    ``L[u, x] = offset[u] + C[u, x]`` with ``C >= 0``, stored as ``kind`` "dense", "band",
+    "sparse" or "onehot" (module docstring).  ``arrays`` is the tuple ``(dense, indptr, indices,
+    delta, complement, offset)`` the compiled kernels of this module take (``dense``: the band
+    tuple for band rows).
 
     Parameters
     ----------
@@ -254,6 +427,7 @@ class Likelihood:
         self.n = float(self.counts.sum())
         self.n_rows = int(self.counts.shape[0])
         self.dense: np.ndarray | None = None
+        self.band: tuple | None = None
         self.indptr: np.ndarray | None = None
         self.indices: np.ndarray | None = None
         self.delta = 0.0
@@ -262,12 +436,15 @@ class Likelihood:
         if tally.is_support_form:
             self._init_support(tally)
         else:
-            self.kind = "dense"
             self.row_scale = tally.rows.max(axis=1)  # > 0: a Tally row has a positive entry
-            rows = tally.rows / self.row_scale[:, None]
+            rows = np.ascontiguousarray(tally.rows / self.row_scale[:, None])
             self.offset = rows.min(axis=1)
-            self.dense = np.ascontiguousarray(rows - self.offset[:, None])
-            self.rowmax = self.dense.max(axis=1)
+            rows -= self.offset[:, None]
+            self.dense = rows
+            self.rowmax = 1.0 - self.offset  # each scaled row's maximum is 1
+            is_band, band = band_form(rows, self.rowmax, _LEVEL_TOL, _EDGE_SLOTS)
+            self.band = band if is_band else None
+            self.kind = "band" if is_band else "dense"
         self.positive = self.offset > 0
         safe = np.where(self.positive, self.offset, 1.0)
         self.inv_offset = np.where(self.positive, 1.0 / safe, 0.0)
@@ -275,7 +452,7 @@ class Likelihood:
         self.const = float(self.counts[self.positive] @ np.log(safe[self.positive]))
         self.const += self.scale_const
         self.arrays = (
-            self.dense,
+            self.band if self.band is not None else self.dense,
             self.indptr,
             self.indices,
             self.delta,

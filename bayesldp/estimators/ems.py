@@ -6,8 +6,9 @@ al., SIGMOD 2020, section 5, for the square wave; the seed 001 authors' code ``S
 towards smooth densities, and its stopping rule stops far earlier than EM to the MLE.
 
 :func:`ems` runs compiled (:func:`_ems_loop`): each step is one ``L^T w``, one ``L theta`` (the
-next step reuses it), the smoothing and the log-likelihood, O(U + K) for the band rows of SW
-and PM (:func:`_scaled_rows`), BLAS on the dense rows of other channels.  Against the authors'
+next step reuses it), the smoothing and the log-likelihood, with the products of
+:class:`~bayesldp.likelihood.Likelihood`: O(U + K) for the band rows of SW and PM, O(U K) for
+the dense rows of Laplace and Gaussian.  Against the authors'
 EMS at the same rule: ``benchmarks/numerical_speed.py``.
 """
 
@@ -19,9 +20,11 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from bayesldp import likelihood as lk
 from bayesldp._validation import check_int, check_memory, check_positive
 from bayesldp.errors import InvalidInputError
 from bayesldp.estimators.result import Estimate
+from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally, check_tally
 
 
@@ -38,168 +41,8 @@ def smooth(theta: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     return out / out.sum()
 
 
-_EDGE_SLOTS = 4  # band rows: corrections within this many bins of either end of the band
-# The discretised channels carry quadrature rounding of ~1e-14 (rows scaled to a maximum of 1);
-# entries within this of the band's level (or of 0 off the band) are read as that level.
-_LEVEL_TOL = 1e-12
 # Sums may be reassociated (vectorised): results move by rounding only, no inf/NaN assumptions.
 _REASSOC = {"reassoc", "contract"}
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def _band_matvec(lo, hi, level, left, right, e_left, e_right, cptr, crow, cval, n_lo, n_hi,
-                 offset, theta, prefix, out):  # fmt: skip
-    """``out = L theta`` for band rows: ``a_u sum(theta) + v_u sum_{lo_u <= x < hi_u} theta_x``
-    plus the corrections ``sum_j e_j theta_{x_j}`` at the band's ends (prefix sums, O(U + K))."""
-    k = theta.shape[0]
-    prefix[0] = 0.0
-    for x in range(k):
-        prefix[x + 1] = prefix[x] + theta[x]
-    total = prefix[k]
-    for u in range(out.shape[0]):
-        s = level[u] * (prefix[hi[u]] - prefix[lo[u]])
-        a, b = left[u], right[u]
-        for j in range(_EDGE_SLOTS):  # a compile-time constant: unrolled
-            s += e_left[u, j] * theta[a + j] + e_right[u, j] * theta[b + j]
-        out[u] = offset[u] * total + s
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def _band_rmatvec(lo, hi, level, left, right, e_left, e_right, cptr, crow, cval, n_lo, n_hi,
-                  offset, w, buf, out):  # fmt: skip
-    """``out = L^T w`` for band rows, O(U + K): the levels' part from the prefix sums ``S`` of
-    ``v_u w_u`` over rows when ``lo`` and ``hi`` ascend with ``u`` (then the rows covering
-    ``x`` are ``n_hi[x] <= u < n_lo[x]``), else from a difference array; the corrections by
-    column (``cptr``, ``crow``, ``cval``: gathers, not scatters).  ``buf``: max(U, K) + 1."""
-    k, n_rows = out.shape[0], w.shape[0]
-    base = 0.0
-    for u in range(n_rows):
-        base += offset[u] * w[u]
-    ordered = n_lo.shape[0] > 0
-    if ordered:
-        buf[0] = 0.0
-        for u in range(n_rows):
-            buf[u + 1] = buf[u] + w[u] * level[u]
-    else:
-        buf[: k + 1] = 0.0
-        for u in range(n_rows):
-            wv = w[u] * level[u]
-            buf[lo[u]] += wv
-            buf[hi[u]] -= wv
-    run = 0.0
-    for x in range(k):
-        if ordered:
-            s = buf[n_lo[x]] - buf[n_hi[x]]
-        else:
-            run += buf[x]
-            s = run
-        for j in range(cptr[x], cptr[x + 1]):
-            s += cval[j] * w[crow[j]]
-        out[x] = base + s
-
-
-@njit(cache=True)
-def _by_column(left, right, e_left, e_right, k):
-    """The corrections of the band rows by column: ``(cptr, crow, cval)``, rows ascending."""
-    cptr = np.zeros(k + 1, np.int64)
-    for u in range(left.shape[0]):
-        for j in range(e_left.shape[1]):
-            cptr[left[u] + j + 1] += e_left[u, j] != 0.0
-            cptr[right[u] + j + 1] += e_right[u, j] != 0.0
-    cptr = np.cumsum(cptr)
-    crow, cval = np.empty(cptr[k], np.int64), np.empty(cptr[k])
-    fill = cptr[:-1].copy()
-    for u in range(left.shape[0]):
-        for j in range(e_left.shape[1]):
-            for x, e in ((left[u] + j, e_left[u, j]), (right[u] + j, e_right[u, j])):
-                if e != 0.0:
-                    crow[fill[x]], cval[fill[x]] = u, e
-                    fill[x] += 1
-    return cptr, crow, cval
-
-
-@njit(cache=True, fastmath=True)
-def _row_range(row):
-    """``(max, min)`` of a finite row (fastmath: a vectorised reduction)."""
-    top, bottom = row[0], row[0]
-    for x in range(row.shape[0]):
-        top, bottom = max(top, row[x]), min(bottom, row[x])
-    return top, bottom
-
-
-@njit(cache=True)
-def _band_form(rows, tol, slots):
-    """Scaled, centred rows ``C_u = L_u / s_u - a_u`` of dense ``rows`` as a band.
-
-    ``s_u = max_x L[u, x]``, ``a_u = min_x L[u, x] / s_u`` (as ``Likelihood``).  Row ``u``
-    of ``C`` is read as the level ``v_u = 1 - a_u`` on ``[lo_u, hi_u)`` (its first to last entry
-    above ``tol``) plus the entries more than ``tol`` from that level (partial-bin edges), stored
-    as ``C[u, x] - v_u`` in ``slots`` bins from ``left_u = min(lo_u, K - slots)`` or from
-    ``right_u = max(hi_u - slots, 0)``; entries within ``tol`` of the level, or of 0 off the
-    band, are the channel's quadrature rounding and are read as the level or 0.  Returns
-    ``(ok, scale, offset, band)``, ``band = (lo, hi, level, left, right, e_left, e_right, cptr,
-    crow, cval, n_lo, n_hi)``: the corrections also by column (:func:`_by_column`) and, when
-    ``lo`` and ``hi`` ascend with ``u``, the rows with ``lo_u <= x`` and with ``hi_u <= x`` by
-    ``x`` (else empty); ``ok`` is False when some correction falls in neither end (Laplace,
-    Gaussian, finite channels).
-    """
-    n_rows, k = rows.shape
-    scale, offset, level = np.empty(n_rows), np.empty(n_rows), np.zeros(n_rows)
-    lo, hi = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
-    left, right = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
-    e_left, e_right = np.zeros((n_rows, slots)), np.zeros((n_rows, slots))
-    none = np.zeros(0, np.int64)
-    no_cols = (np.zeros(1, np.int64), none, np.zeros(0), none, none)
-    band = (lo, hi, level, left, right, e_left, e_right, *no_cols)  # returned when not a band
-    if k < slots:
-        return False, scale, offset, band
-    for u in range(n_rows):
-        row = rows[u]
-        top, bottom = _row_range(row)
-        scale[u], offset[u] = top, bottom / top
-        first, last, floor = 0, k - 1, bottom + tol * top  # C[u, x] > tol: L[u, x] > floor
-        while first < k and row[first] <= floor:
-            first += 1
-        if first == k:
-            continue
-        while row[last] <= floor:
-            last -= 1
-        v = 1.0 - offset[u]
-        lo[u], hi[u], level[u] = first, last + 1, v
-        left[u], right[u] = min(first, k - slots), max(last + 1 - slots, 0)
-        for x in range(first, last + 1):
-            c = row[x] / top - offset[u] - v
-            if abs(c) > tol:
-                if x - left[u] < slots:
-                    e_left[u, x - left[u]] = c
-                elif x >= right[u]:
-                    e_right[u, x - right[u]] = c
-                else:
-                    return False, scale, offset, band
-    cols = _by_column(left, right, e_left, e_right, k)
-    n_lo, n_hi = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if np.all(lo[1:] >= lo[:-1]) and np.all(hi[1:] >= hi[:-1]):  # rows in band order
-        x = np.arange(k)
-        n_lo, n_hi = np.searchsorted(lo, x, side="right"), np.searchsorted(hi, x, side="right")
-    return True, scale, offset, (lo, hi, level, left, right, e_left, e_right, *cols, n_lo, n_hi)
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def _report_probs(band, dense, offset, theta, buf, out):
-    """``out = L theta`` for the scaled rows: band products, or BLAS when ``dense`` has rows."""
-    if dense.shape[0] > 0:
-        out[:] = np.dot(dense, theta) + offset * theta.sum()
-    else:
-        _band_matvec(*band, offset, theta, buf, out)
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def _pull_back(band, dense, offset, w, buf, out):
-    """``out = L^T w`` for the scaled rows (as :func:`_report_probs`)."""
-    if dense.shape[0] > 0:
-        out[:] = np.dot(w, dense) + np.dot(offset, w)
-    else:
-        _band_rmatvec(*band, offset, w, buf, out)
 
 
 @njit(cache=True, fastmath=_REASSOC)
@@ -251,24 +94,27 @@ def _log_ratio_sum(counts, new, inv_prev, ratio):
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _ems_loop(band, dense, offset, counts, const, kern, gain_min, tol, max_iter, theta, trace):
-    """The steps of :func:`ems` from ``theta`` (updated in place), compiled; all ``counts > 0``.
+def _ems_loop(rows, counts, const, kern, gain_min, tol, max_iter, theta, trace):
+    """The steps of :func:`ems` from ``theta`` (updated in place), compiled.
 
-    Returns ``(steps, smoothed, converged)``; ``trace[t]`` receives step ``t``'s log-likelihood
-    ``const + sum_u c_u log(L_u . theta)``, from step 1 on as the last one plus the gain
+    ``rows`` is ``Likelihood.arrays`` (every count positive, as in a Tally).  Returns ``(steps,
+    smoothed, converged)``; ``trace[t]`` receives step ``t``'s log-likelihood ``const +
+    sum_u c_u log(L_u . theta)``, from step 1 on as the last one plus the gain
     ``sum_u c_u log(L_u . theta_t / L_u . theta_{t-1})`` when :func:`_log_ratio_sum` has it.
     A step is smoothed when the previous gain exceeds ``gain_min`` (``-inf``: every step).
     Divisions are by reciprocals (one vector of them per step): equal to rounding.
     """
+    offset = rows[5]
     k, n_rows = theta.shape[0], counts.shape[0]
     n = counts.sum()
-    old, g, buf = np.zeros(k), np.empty(k), np.empty(max(k, n_rows) + 1)
-    lth, w, inv, inv_prev = np.empty(n_rows), np.empty(n_rows), np.empty(n_rows), np.empty(n_rows)
+    old, g = np.zeros(k), np.empty(k)
+    r, lth, w, inv, inv_prev = (np.empty(n_rows), np.empty(n_rows), np.empty(n_rows),
+                                np.empty(n_rows), np.empty(n_rows))  # fmt: skip
     h = kern.shape[0] // 2
     inv_den = np.zeros(k)  # the kernel's sum over each bin's window, cut at the ends
     for i in range(k):
         inv_den[i] = 1.0 / kern[h + max(-h, -i) : h + min(h, k - 1 - i) + 1].sum()
-    _report_probs(band, dense, offset, theta, buf, lth)
+    lk.evaluate_rows(rows, theta, r, lth)
     for u in range(n_rows):
         inv[u] = 1.0 / lth[u]
     old_ll, gain = 0.0, np.inf
@@ -280,12 +126,14 @@ def _ems_loop(band, dense, offset, counts, const, kern, gain_min, tol, max_iter,
         if change <= 1.0 / n:
             return steps, smoothed, True
         old[:] = theta
+        base = 0.0
         for u in range(n_rows):
             w[u] = counts[u] * inv[u]
-        _pull_back(band, dense, offset, w, buf, g)
+            base += offset[u] * w[u]
+        lk.rmatvec_rows(rows, w, g)  # C^T w; L^T w adds a . w
         total = 0.0
         for x in range(k):
-            theta[x] *= g[x]
+            theta[x] *= g[x] + base
             total += theta[x]
         _scale(theta, 1.0 / total)
         if gain > gain_min:
@@ -293,7 +141,7 @@ def _ems_loop(band, dense, offset, counts, const, kern, gain_min, tol, max_iter,
             theta[:] = g
             smoothed += 1
         inv, inv_prev = inv_prev, inv
-        _report_probs(band, dense, offset, theta, buf, lth)
+        lk.evaluate_rows(rows, theta, r, lth)
         for u in range(n_rows):
             inv[u] = 1.0 / lth[u]
         ll = old_ll + _log_ratio_sum(counts, lth, inv_prev, w) if steps > 0 else np.nan
@@ -306,32 +154,6 @@ def _ems_loop(band, dense, offset, counts, const, kern, gain_min, tol, max_iter,
             return steps, smoothed, True
         old_ll = ll
     return steps, smoothed, False
-
-
-def _scaled_rows(rows: np.ndarray) -> tuple:
-    """``(band, dense, offset, scale)`` of dense rows for :func:`_ems_loop`.
-
-    Rows are scaled to a maximum of 1 and centred, ``L_u / s_u = a_u + C_u`` (as
-    :class:`~bayesldp.likelihood.Likelihood`).  A discretised SW or PM channel is its low level
-    ``q`` everywhere plus ``p - q`` on a band around the input bin (with partial-bin edges), so
-    each ``C_u`` is one level on a contiguous range plus a few edge entries: :func:`_band_form`
-    reads them in one pass and the products become
-
-    ``L theta = a sum(theta) + v (P[hi] - P[lo]) + edges``, ``P`` the prefix sums of theta,
-    ``(L^T w)_x = a . w + sum_{u: lo_u <= x < hi_u} v_u w_u + edges`` (prefix sums over rows),
-
-    O(U + K) per product instead of O(U K); they differ from the dense product only in
-    rounding.  Other rows (Laplace, Gaussian, finite channels) keep the dense ``C``
-    (``dense`` has no rows for a band).
-    """
-    ok, scale, offset, band = _band_form(rows, _LEVEL_TOL, _EDGE_SLOTS)
-    if ok:
-        return band, np.zeros((0, 0)), offset, scale
-    scale = rows.max(axis=1)
-    dense = rows / scale[:, None]
-    offset = dense.min(axis=1)
-    dense -= offset[:, None]
-    return band, dense, offset, scale  # band: unused placeholders of the same types
 
 
 def ems(
@@ -391,18 +213,12 @@ def ems(
             raise InvalidInputError("tol: the tally's mechanism has no epsilon; give tol")
         tol = 1e-3 * math.exp(float(eps))
     tol = check_positive(tol, "tol")
-    counts = tally.counts.astype(float)
-    seen = counts > 0  # rows never reported add nothing to the EM map or the likelihood
-    rows = tally.rows if seen.all() else tally.rows[seen]
-    band, dense, offset, scale = _scaled_rows(np.ascontiguousarray(rows, dtype=float))
-    counts = counts[seen]
-    theta = np.full(tally.k, 1.0 / tally.k)
+    lik = Likelihood(tally)
+    theta = np.full(lik.k, 1.0 / lik.k)
     trace = np.empty(max_iter)
     gain_min = -math.inf if smooth_gain is None else float(smooth_gain)
-    steps, smoothed, converged = _ems_loop(
-        band, dense, offset, counts, float(counts @ np.log(scale)), kern, gain_min, tol,
-        max_iter, theta, trace,
-    )  # fmt: skip
+    steps, smoothed, converged = _ems_loop(lik.arrays, lik.counts, lik.scale_const, kern,
+                                           gain_min, tol, max_iter, theta, trace)  # fmt: skip
     return Estimate(
         theta,
         None,

@@ -282,7 +282,7 @@ def test_onehot_step_is_the_order_k_formula_and_equals_the_generic_step():
         rows = Likelihood(t)
         assert rows.kind == "onehot"
         generic = Likelihood(dense_twin(t))
-        assert generic.kind == "dense"
+        assert generic.kind in ("dense", "band")  # GRR rows are bands of width 1
         counts = t.counts.astype(float)
         lo_t, hi_t = t.levels
         cols = np.argmax(t.support, axis=1)

@@ -186,7 +186,6 @@ def test_ems_mr_bad_input():
 @pytest.mark.parametrize("eps", [0.75, 2.0])
 def test_sparse_band_products_equal_the_dense_ones(name, eps, monkeypatch):
     """SW / PM rows stored as a band (zeros dropped) give the dense run's steps and weights."""
-    import bayesldp.estimators.ems as ems_mod
 
     if name == "sw":
         mech = bayesldp.SquareWave(256, eps, lo=-1.0, hi=1.0)
@@ -196,44 +195,17 @@ def test_sparse_band_products_equal_the_dense_ones(name, eps, monkeypatch):
         rule = {"kernel": (1, 2, 1)}
     x = np.clip(np.random.default_rng(3).normal(0.2, 0.3, 5000), -1, 1)
     tally = mech.tally(mech.perturb(x, rng=4))
-    band_form = ems_mod._band_form
-    assert band_form(tally.rows, ems_mod._LEVEL_TOL, ems_mod._EDGE_SLOTS)[0]
+    import bayesldp.likelihood as lk
+
+    assert lk.Likelihood(tally).kind == "band"
     fast = ems(tally, **rule)
-    no_band = lambda *args: (False, *band_form(*args)[1:])  # noqa: E731
-    monkeypatch.setattr(ems_mod, "_band_form", no_band)  # force the dense products
+    band_form = lk.band_form
+    monkeypatch.setattr(lk, "band_form", lambda *args: (False, band_form(*args)[1]))
+    assert lk.Likelihood(tally).kind == "dense"  # the dense products
     slow = ems(tally, **rule)
     assert fast.iterations == slow.iterations
     np.testing.assert_allclose(fast.frequencies, slow.frequencies, rtol=0, atol=1e-12)
     np.testing.assert_allclose(fast.loglik_trace, slow.loglik_trace, rtol=1e-12)
-
-
-@pytest.mark.parametrize(
-    ("cls", "bins", "out_bins", "eps"),
-    [("SquareWave", 1024, 1024, 0.75), ("Piecewise", 256, 300, 2.0), ("SquareWave", 5, 7, 1.0),
-     ("Piecewise", 4, 4, 0.5), ("SquareWave", 64, 48, 3.0)],
-)  # fmt: skip
-@pytest.mark.parametrize("shuffled", [False, True])
-def test_band_products_equal_the_dense_products(cls, bins, out_bins, eps, shuffled):
-    """``L theta`` and ``L^T w`` from the band form agree with the dense rows to rounding,
-    with the rows in band order (prefix sums over rows) or shuffled (a difference array)."""
-    import bayesldp.estimators.ems as ems_mod
-
-    mech = getattr(bayesldp, cls)(bins, eps, lo=-1.0, hi=1.0, output_bins=out_bins)
-    rows = np.ascontiguousarray(mech.channel.T)
-    if shuffled:
-        rows = rows[np.random.default_rng(4).permutation(out_bins)]
-    band, dense, offset, scale = ems_mod._scaled_rows(rows)
-    assert dense.shape[0] == 0  # read as a band
-    assert (band[-1].size == 0) == shuffled  # n_hi: rows in band order
-    rng = np.random.default_rng(5)
-    theta, w = rng.dirichlet(np.ones(bins)), rng.random(out_bins)
-    lth, g = np.empty(out_bins), np.empty(bins)
-    buf = np.empty(max(bins, out_bins) + 1)
-    ems_mod._report_probs(band, dense, offset, theta, buf, lth)
-    ems_mod._pull_back(band, dense, offset, w, buf, g)
-    scaled = rows / scale[:, None]
-    np.testing.assert_allclose(lth, scaled @ theta, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(g, w @ scaled, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("name", ["laplace", "gaussian", "oue"])
@@ -254,7 +226,7 @@ def test_ems_runs_the_dense_rows_that_are_no_band(name):
         tally = mech.tally(reports)
         channel = mech.channel
         hist = np.bincount(mech.output_bin(reports), minlength=mech.n_outputs).astype(float)
-    assert ems_mod._scaled_rows(np.ascontiguousarray(tally.rows, dtype=float))[1].shape[0] > 0
+    assert ems_mod.Likelihood(tally).kind != "band"
     want, steps = _dense_ems(channel, hist, (1, 2, 1), None, 1e-3 * math.e, 10_000)
     est = ems(tally)
     assert est.iterations == steps

@@ -137,9 +137,9 @@ def test_em_and_the_posterior_recover_key_values():
     np.testing.assert_allclose(f_em, freq, atol=0.02)
     popular = freq >= 0.2
     np.testing.assert_allclose(m_em[popular], mean[popular], atol=0.1)
-    idata = bayesldp.fit(tally, draws=400, chains=2, random_seed=8, progressbar=False)
+    idata = bayesldp.fit(tally, draws=1000, chains=2, random_seed=8, progressbar=False)
     f_post, m_post = mech.key_values(idata.posterior["theta"].values)
-    assert f_post.shape == (2, 400, d)
+    assert f_post.shape == (2, 1000, d)
     np.testing.assert_allclose(f_post.mean(axis=(0, 1)), freq, atol=0.02)
     np.testing.assert_allclose(m_post.mean(axis=(0, 1))[popular], mean[popular], atol=0.1)
 
