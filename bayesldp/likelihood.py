@@ -185,44 +185,47 @@ def band_form(dense, rowmax, tol, slots):
     return True, (lo, hi, level, left, right, e_left, e_right, cptr, crow, cval, n_lo, n_hi)
 
 
+@njit(cache=True)
+def _dense_matvec(rows, theta, out):
+    for u in range(out.shape[0]):
+        s = 0.0
+        for x in range(theta.shape[0]):
+            s += rows[u, x] * theta[x]
+        out[u] = s
+
+
+@njit(cache=True)
+def _dense_rmatvec(rows, w, out):
+    out[:] = 0.0
+    for u in range(w.shape[0]):
+        wu = w[u]
+        for x in range(out.shape[0]):
+            out[x] += wu * rows[u, x]
+
+
+def _by_row_form(dense_impl, band_impl):
+    """An overload that takes ``dense_impl`` for dense rows (a 2-d array) and ``band_impl``
+    for band rows (:func:`band_form`'s tuple), chosen when numba compiles the caller."""
+
+    def choose(rows, vec, out):
+        impl = dense_impl if isinstance(rows, types.Array) else band_impl
+        return lambda rows, vec, out: impl(rows, vec, out)
+
+    return choose
+
+
 def _rows_matvec(rows, theta, out):  # pragma: no cover - replaced by the overload
+    """``out = C theta`` for dense or band rows."""
     raise NotImplementedError
-
-
-@overload(_rows_matvec)
-def _rows_matvec_overload(rows, theta, out):
-    """``out = C theta`` for dense rows (a 2-d array) or band rows (:func:`band_form`'s tuple)."""
-    if isinstance(rows, types.Array):
-
-        def dense_matvec(rows, theta, out):
-            for u in range(out.shape[0]):
-                s = 0.0
-                for x in range(theta.shape[0]):
-                    s += rows[u, x] * theta[x]
-                out[u] = s
-
-        return dense_matvec
-    return lambda rows, theta, out: _band_matvec(rows, theta, out)
 
 
 def _rows_rmatvec(rows, w, out):  # pragma: no cover - replaced by the overload
+    """``out = C^T w`` for dense or band rows."""
     raise NotImplementedError
 
 
-@overload(_rows_rmatvec)
-def _rows_rmatvec_overload(rows, w, out):
-    """``out = C^T w`` for dense rows or band rows (as :func:`_rows_matvec`)."""
-    if isinstance(rows, types.Array):
-
-        def dense_rmatvec(rows, w, out):
-            out[:] = 0.0
-            for u in range(w.shape[0]):
-                wu = w[u]
-                for x in range(out.shape[0]):
-                    out[x] += wu * rows[u, x]
-
-        return dense_rmatvec
-    return lambda rows, w, out: _band_rmatvec(rows, w, out)
+overload(_rows_matvec)(_by_row_form(_dense_matvec, _band_matvec))
+overload(_rows_rmatvec)(_by_row_form(_dense_rmatvec, _band_rmatvec))
 
 
 # ============================================================================ compiled kernels
