@@ -33,7 +33,9 @@ For each population, mechanism, epsilon and repeat, reports are drawn once with 
   smoothing condition, tolerance and cap; so the EMS seconds compare the same computation),
   ``ibu`` at their log-likelihood rule (``tol = 1e-3 e^eps``, 10,000
   steps; no smoothing) and ``em_mr`` (its default threshold and tolerance, computed by
-  :func:`em_mr_defaults` because ``em_mr`` itself takes O(k^4) to get them at k = 1024).
+  :func:`em_mr_defaults` because ``em_mr`` itself takes O(k^4) to get them at k = 1024);
+* ``posterior``: the posterior mean of ``bayesldp.fit(tally)`` with its default prior (2 chains
+  of ``POSTERIOR_DRAWS`` draws; its largest r_hat per cell is printed, not raised).
 
 Metrics: ``W1``: Wasserstein-1 distance on [-1, 1] between the estimated distribution over the
 1024 bins and the population's histogram (``sum |F_est - F_true| * 2/1024``); ``wd_authors``:
@@ -60,16 +62,20 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
+import arviz as az
 import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
 import bayesldp
+from bayesldp.errors import ConvergenceWarning
 from bayesldp.estimators.ems import ems
 
 BINS = 1024
+POSTERIOR_DRAWS = 500
 OUT = Path(__file__).parent / "results" / "numerical_parity.md"
 #: (population, mechanism, eps) cells of the full run; the authors' scripts run eps = 1 and 2
 #: (``distirbution_est``: PM at 2, SW hard-coded at 1; ``mean_est``: both at 1).
@@ -243,10 +249,11 @@ def ems_rule(mech_name: str, eps: float, n: int) -> dict:
     return dict(kernel=(1, 2, 1), tol=(1e-3 if n < 100_000 else 1e-4) * e, max_iter=5000)
 
 
-def run(ref_dir: Path, cells, repeats: int, seed: int) -> tuple[list[dict], dict, dict]:
+def run(ref_dir: Path, cells, repeats: int, seed: int) -> tuple[list[dict], dict, dict, dict]:
     ref = Reference(ref_dir)
     facts: dict = {}
     ems_gap: dict = {}
+    r_hat: dict = {}
     warm = bayesldp.SquareWave(16, 1.0).tally(bayesldp.SquareWave(16, 1.0).perturb(
         np.full(200, 0.5), rng=0))  # fmt: skip
     for m in ("ibu", "em_mr"):  # compile numba's kernels before timing
@@ -292,17 +299,27 @@ def run(ref_dir: Path, cells, repeats: int, seed: int) -> tuple[list[dict], dict
             ems_gap[(pop, mech_name, eps, r)] = float(
                 np.abs(res.frequencies - est["ref_ems"][0] / est["ref_ems"][0].sum()).max()
             )
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():  # r_hat is recorded below, not raised
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                idata = bayesldp.fit(tally, draws=POSTERIOR_DRAWS, chains=2, random_seed=r,
+                                     progressbar=False)  # fmt: skip
+            secs = time.perf_counter() - t0
+            post = idata.posterior["theta"].mean(("chain", "draw")).values
+            est["posterior"] = (post, secs, 2 * POSTERIOR_DRAWS)
+            r_hat[(pop, mech_name, eps, r)] = float(az.rhat(idata, var_names=["theta"])[
+                "theta"].max())  # fmt: skip
             for name, (theta, secs, steps) in est.items():
                 rows.append(dict(population=pop, n=x.size, mechanism=mech_name, epsilon=eps,
                                  repeat=r, estimator=name, seconds=secs, steps=steps,
                                  **metrics(theta, x)))  # fmt: skip
             print(f"{pop} {mech_name} eps={eps} repeat {r}: done", file=sys.stderr, flush=True)
-    return rows, facts, ems_gap
+    return rows, facts, ems_gap, r_hat
 
 
-def table(rows: list[dict], facts: dict, ems_gap: dict) -> str:
+def table(rows: list[dict], facts: dict, ems_gap: dict, r_hat: dict) -> str:
     df = pd.DataFrame(rows)
-    cols = ["ref_ems", "ems", "ref_em_mr", "ems_mr", "ibu", "em_mr"]
+    cols = ["ref_ems", "ems", "ref_em_mr", "ems_mr", "ibu", "em_mr", "posterior"]
     keys = ["population", "n", "mechanism", "epsilon"]
     out = []
     for metric, fmt in (("w1", "{:.4f}"), ("wd_authors", "{:.2f}"), ("mean_ae", "{:.4f}"),
@@ -318,7 +335,7 @@ def table(rows: list[dict], facts: dict, ems_gap: dict) -> str:
                  "wd_authors": "The authors' WD (scipy on the two count vectors; mean)",
                  "mean_ae": "Absolute error of the mean (mean over repeats)",
                  "seconds": "Seconds per estimate (median; the reference: its EM call only)",
-                 "steps": "EM steps (median)"}[metric]  # fmt: skip
+                 "steps": "EM steps (median; posterior: draws)"}[metric]  # fmt: skip
         head = "| population | n | mech | eps | " + " | ".join(cols) + " |" + extra
         rule = "|---|---:|---|---:|" + "---:|" * (len(cols) + extra.count("|"))
         out += [f"### {title}", "", head, rule]
@@ -345,6 +362,12 @@ def table(rows: list[dict], facts: dict, ems_gap: dict) -> str:
     ]
     out += ["Largest |reference transform - bayesldp channel| per (mechanism, eps): "
             + ", ".join(f"{m} {e:g}: {d:.2e}" for (m, e), d in sorted(facts.items()))]  # fmt: skip
+    out += [
+        "",
+        f"posterior: `bayesldp.fit(tally)` with its default prior, 2 chains x "
+        f"{POSTERIOR_DRAWS} draws, its posterior mean; largest r_hat per cell: "
+        + ", ".join(f"{p} {m} {e:g} #{r}: {v:.3f}" for (p, m, e, r), v in r_hat.items()),
+    ]
     out += ["", "Largest |bayesldp ems - reference EMS| over the bins, per cell (same reports): "
             + ", ".join(f"{p} {m} {e:g} #{r}: {d:.1e}"
                         for (p, m, e, r), d in ems_gap.items())]  # fmt: skip
@@ -367,8 +390,8 @@ def main() -> None:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         export_reference(args.reference, Path(tmp))
-        rows, facts, ems_gap = run(Path(tmp), cells, repeats, args.seed)
-    body = table(rows, facts, ems_gap)
+        rows, facts, ems_gap, r_hat = run(Path(tmp), cells, repeats, args.seed)
+    body = table(rows, facts, ems_gap, r_hat)
     load1 = os.getloadavg()
     header = "\n".join([
         "# Numerical EM and EM-MR against the seed 001 authors' code (SW, PM; 1024 x 1024 bins)",
@@ -377,8 +400,7 @@ def main() -> None:
         "EM takes 10-60 s per estimate): read the accuracy columns as indicative, not as "
         "significant differences. The same reports (drawn by bayesldp, seeded) go to the "
         f"reference (yyt20080808/LDP-EM-MR at {commit[:12]}) and to bayesldp. See the script's "
-        "docstring for the populations, rules and metrics; no Bayesian posterior column (fit "
-        "on 1024 bins is not run here).",
+        "docstring for the populations, rules and metrics.",
         "",
         "- Command: `python benchmarks/numerical_parity.py --reference PATH --repeats "
         f"{repeats}" + ("" if args.cells is None else " --cells " + " ".join(map(str, args.cells)))
