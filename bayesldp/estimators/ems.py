@@ -277,6 +277,50 @@ def _window_sums(
     return value, first, last
 
 
+class _MergedRows:
+    """The tally's rows ``L`` with some columns replaced (EM-MR's merged windows), as products.
+
+    ``L theta`` and ``L^T w`` come from :class:`~bayesldp.likelihood.Likelihood`'s compiled
+    kernels (O(U + K) for SW's and PM's band rows, ``L = diag(s) (a 1^T + C)``) plus one O(U)
+    correction per replaced column; the dense rows are read only for the windows' means.
+    """
+
+    def __init__(self, tally: Tally) -> None:
+        self.lik = Likelihood(tally)
+        self.base = tally.rows
+        self.columns: dict[int, np.ndarray] = {}  # column index -> the column now in its place
+        self._r, self._lth = np.empty(self.lik.n_rows), np.empty(self.lik.n_rows)
+        self._g = np.empty(self.lik.k)
+
+    def probs(self, theta: np.ndarray) -> np.ndarray:
+        """``L theta``."""
+        lk.evaluate(*self.lik.arrays, np.ascontiguousarray(theta), self._r, self._lth)
+        out = self.lik.row_scale * self._lth
+        for j, col in self.columns.items():
+            out += (col - self.base[:, j]) * theta[j]
+        return out
+
+    def pull_back(self, w: np.ndarray) -> np.ndarray:
+        """``L^T w``."""
+        ws = np.ascontiguousarray(self.lik.row_scale * w)
+        lk.rmatvec(*self.lik.arrays[:5], ws, self._g)
+        out = self._g + float(self.lik.offset @ ws)
+        for j, col in self.columns.items():
+            out[j] = col @ w
+        return out
+
+    def window_mean(self, start: int, length: int) -> np.ndarray:
+        """The mean of columns ``start .. start + length - 1`` as they stand."""
+        block = self.base[:, start : start + length].sum(axis=1)
+        for j, col in self.columns.items():
+            if start <= j < start + length:
+                block += col - self.base[:, j]
+        return block / length
+
+    def replace(self, j: int, column: np.ndarray) -> None:
+        self.columns[j] = column
+
+
 def ems_mr(
     tally: Tally,
     *,
@@ -335,7 +379,7 @@ def ems_mr(
     cap = float(check_int(d_cap if max_iter is None else max_iter, "max_iter"))
     if not 0.0 < remained <= 1.0:
         raise InvalidInputError(f"remained: must lie in (0, 1], got {remained!r}")
-    rows = np.array(tally.rows, dtype=float)  # modified: merged windows' mean columns
+    rows = _MergedRows(tally)  # the tally's rows, merged windows' mean columns replacing some
     counts = np.asarray(tally.counts, dtype=float)
     n, k = counts.sum(), tally.k
     kern = np.array([1.0, 2.0, 1.0])
@@ -349,9 +393,9 @@ def ems_mr(
         steps, old_ll = 0, 0.0
         while np.abs(old - theta).sum() > 1.0 / n and steps < cap and k * remained < active:
             old = theta
-            theta = old * (rows.T @ (counts / (rows @ old)))
+            theta = old * rows.pull_back(counts / rows.probs(old))
             theta = smooth(theta / theta.sum(), kern)
-            ll = float(counts @ np.log(rows @ theta))
+            ll = float(counts @ np.log(rows.probs(theta)))
             if steps > 1 and abs(ll - old_ll) < tol:
                 break
             old_ll = ll
@@ -374,10 +418,10 @@ def ems_mr(
             removed[start + 1 : start + 1 + length] = True
             active -= length
             theta[start + length // 2 + 1] = mass / (1.1 if n > 100_000 else 3.0)
-            column = rows[:, start : start + length].mean(axis=1)
+            column = rows.window_mean(start, length)
             merges.append((start, length))
             length //= 2
-            rows[:, start + length] = column
+            rows.replace(start + length, column)
         else:
             length -= 64
             rnd -= 1.0 if not removed.any() else 0.5
