@@ -354,7 +354,8 @@ def ems_mr(
     ----------
     tally : Tally
         Reports of a mechanism whose categories are ordered bins (a numerical mechanism); its
-        likelihood rows are materialised densely (the merges replace columns).
+        dense likelihood rows are read for the merged windows' mean columns, the EM steps use
+        the compiled products of :class:`_MergedRows`.
     threshold, tol, max_iter : optional
         Merge threshold, log-likelihood tolerance and EMS step cap.  Defaults, as the authors:
         ``0.4 e^{-eps/2} / (ln N - 1)``, ``1e-3 e^eps`` and 10,000 (``SquareWave``, also used for
