@@ -18,7 +18,7 @@ overflow, and *centred*: ``L[u] = a_u + C[u]`` with ``C[u] >= 0`` (``a_u = min_x
 dense rows, ``min(lo, hi)`` in support form).  On the simplex ``L_u . theta = a_u + C_u . theta``,
 so log-likelihood differences are computed as ``log1p(C_u . theta / a_u)`` without the cancellation
 that ruins them when ``epsilon`` is tiny (every row then nearly constant).  ``C`` is stored in one
-of three forms, chosen from the tally:
+of four forms, chosen from the tally:
 
 * ``"dense"``: the matrix ``C`` (dense tallies, finite channels): O(U K) per product;
 * ``"band"``: dense rows that are one level on a contiguous range of bins plus a few partial-bin
@@ -131,15 +131,16 @@ def _by_column(left, right, e_left, e_right, k):
 
 
 @njit(cache=True)
-def band_form(dense, rowmax, tol, slots):
+def band_form(dense, rowmax, tol):
     """The centred rows ``C`` (scaled to a maximum of 1 over ``L``) as band rows, if they are.
 
     Row ``u`` of a discretised SW or PM channel is one level on a contiguous range of bins plus
     partial-bin corrections at the range's ends: ``C[u]`` is read as the level ``v_u`` (its
     maximum, ``rowmax[u]``) on ``[lo_u, hi_u)`` (its first to last entry above ``tol``) plus
-    the entries more than ``tol`` from that level, stored as ``C[u, x] - v_u`` in ``slots``
-    bins from ``left_u = min(lo_u, K - slots)`` or from ``right_u = max(hi_u - slots, 0)``; entries
-    within ``tol`` of the level, or of 0 off the band, are the channel's quadrature rounding.
+    the entries more than ``tol`` from that level, stored as ``C[u, x] - v_u`` in
+    ``S = _EDGE_SLOTS`` bins from ``left_u = min(lo_u, K - S)`` or from
+    ``right_u = max(hi_u - S, 0)``; entries within ``tol`` of the level, or of 0 off the band,
+    are the channel's quadrature rounding.
     Returns ``(ok, band)``, ``band = (lo, hi, level, left, right, e_left, e_right, cptr, crow,
     cval, n_lo, n_hi)``: the corrections also by column (:func:`_by_column`) and, when ``lo``
     and ``hi`` ascend with ``u``, the rows with ``lo_u <= x`` and with ``hi_u <= x`` (else
@@ -147,6 +148,7 @@ def band_form(dense, rowmax, tol, slots):
     unary encodings).
     """
     n_rows, k = dense.shape
+    slots = _EDGE_SLOTS
     level = np.zeros(n_rows)
     lo, hi = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
     left, right = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
@@ -445,7 +447,7 @@ class Likelihood:
             rows -= self.offset[:, None]
             self.dense = rows
             self.rowmax = 1.0 - self.offset  # each scaled row's maximum is 1
-            is_band, band = band_form(rows, self.rowmax, _LEVEL_TOL, _EDGE_SLOTS)
+            is_band, band = band_form(rows, self.rowmax, _LEVEL_TOL)
             self.band = band if is_band else None
             self.kind = "band" if is_band else "dense"
         self.positive = self.offset > 0
