@@ -8,8 +8,8 @@ towards smooth densities, and its stopping rule stops far earlier than EM to the
 :func:`ems` runs compiled (:func:`_ems_loop`): each step is one ``L^T w``, one ``L theta`` (the
 next step reuses it), the smoothing and the log-likelihood, with the products of
 :class:`~bayesldp.likelihood.Likelihood`: O(U + K) for the band rows of SW and PM, O(U K) for
-the dense rows of Laplace and Gaussian.  Against the authors'
-EMS at the same rule: ``benchmarks/numerical_speed.py``.
+the dense rows of Laplace and Gaussian.  Against the authors' EMS at the same rule:
+``benchmarks/numerical_speed.py``.
 """
 
 from __future__ import annotations
