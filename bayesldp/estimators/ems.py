@@ -35,14 +35,24 @@ def smooth(theta: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     there (the authors' ``smoothing_matrix``: with ``[1, 2, 1]`` the first row is
     ``[2, 1] / 3``).
     """
-    num = np.convolve(theta, kernel, mode="same")
-    den = np.convolve(np.ones_like(theta), kernel, mode="same")
-    out = num / den
-    return out / out.sum()
+    theta = np.ascontiguousarray(theta, dtype=float)
+    kern = np.ascontiguousarray(kernel, dtype=float)
+    out = np.empty_like(theta)
+    _smooth_into(theta, kern, _inv_window_sums(kern, theta.shape[0]), out)
+    return out
 
 
-# Sums may be reassociated (vectorised): results move by rounding only, no inf/NaN assumptions.
-_REASSOC = {"reassoc", "contract"}
+_REASSOC = lk._REASSOC  # sums may be reassociated (vectorised): results move by rounding only
+
+
+@njit(cache=True)
+def _inv_window_sums(kern, k):
+    """``1 / sum`` of the kernel over each bin's window, cut at the domain's ends."""
+    h = kern.shape[0] // 2
+    out = np.empty(k)
+    for i in range(k):
+        out[i] = 1.0 / kern[h + max(-h, -i) : h + min(h, k - 1 - i) + 1].sum()
+    return out
 
 
 @njit(cache=True, fastmath=_REASSOC)
@@ -110,10 +120,7 @@ def _ems_loop(rows, counts, const, kern, gain_min, tol, max_iter, theta, trace):
     old, g = np.zeros(k), np.empty(k)
     r, lth, w, inv, inv_prev = (np.empty(n_rows), np.empty(n_rows), np.empty(n_rows),
                                 np.empty(n_rows), np.empty(n_rows))  # fmt: skip
-    h = kern.shape[0] // 2
-    inv_den = np.zeros(k)  # the kernel's sum over each bin's window, cut at the ends
-    for i in range(k):
-        inv_den[i] = 1.0 / kern[h + max(-h, -i) : h + min(h, k - 1 - i) + 1].sum()
+    inv_den = _inv_window_sums(kern, k)
     lk.evaluate_rows(rows, theta, r, lth)
     for u in range(n_rows):
         inv[u] = 1.0 / lth[u]
