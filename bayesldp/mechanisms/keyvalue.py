@@ -197,12 +197,12 @@ class PCKV(FiniteChannelMechanism):
             )
         if users is None:
             users = np.arange(keys.size)
-        users = check_values(users, np.iinfo(np.int64).max, "users")
+        users = np.asarray(users)
         if users.shape != keys.shape:
             raise InvalidInputError(f"users: expected one per key ({keys.size}), got {users.size}")
-        n_users = int(users.max()) + 1 if n_users is None else check_int(n_users, "n_users")
-        if users.max() >= n_users:
-            raise InvalidInputError(f"users: ids must lie in 0..{n_users - 1}, got {users.max()}")
+        if n_users is None:
+            n_users = int(np.max(users)) + 1 if users.dtype.kind in "iu" else 1
+        users = check_values(users, check_int(n_users, "n_users"), "users")
         order = np.lexsort((keys, users))
         users, keys, values = users[order], keys[order], values[order]
         if np.any((users[1:] == users[:-1]) & (keys[1:] == keys[:-1])):
