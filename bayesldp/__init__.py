@@ -32,6 +32,7 @@ _LAZY = {
     "HCMSReports": "bayesldp.mechanisms.sketch",
     "RapporReports": "bayesldp.mechanisms.rappor",
     "PCKV": "bayesldp.mechanisms.keyvalue",  # key-value pairs: not a k-category mechanism
+    "PCKVPM": "bayesldp.mechanisms.keyvalue",
     "rappor_decode": "bayesldp.mechanisms.rappor",
     "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",

@@ -1,4 +1,5 @@
-"""PCKV-GRR: key-value data (Gu, Li, Cheng, Xiong, Cao, USENIX Security 2020), seed 001's row.
+"""Key-value data, seed 001's row: PCKV-GRR (Gu, Li, Cheng, Xiong, Cao, USENIX Security 2020)
+and the seed's PCKV-PM (:class:`PCKVPM`, at the end of this module).
 
 Each user holds a set of key-value pairs, keys in ``0..d-1`` and values in ``[-1, 1]``; the
 aggregator wants, per key, its frequency (the fraction of users holding it) and the mean of its
@@ -51,6 +52,8 @@ from bayesldp._validation import (
 )
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import FiniteChannelMechanism, Parameter
+from bayesldp.mechanisms.numerical.base import ChannelInverseOracle
+from bayesldp.mechanisms.numerical.piecewise import Piecewise
 from bayesldp.tally import Tally
 
 
@@ -266,3 +269,221 @@ class PCKV(FiniteChannelMechanism):
         mean = np.divide((n1 - n2) * (a - q), a * (2 * b - 1) * held,
                          out=np.full_like(held, np.nan), where=held != 0)  # fmt: skip
         return freq, mean
+
+
+# ============================================================================ PCKV-PM
+def svepm_half_width(epsilon: float) -> float:
+    """The seed 001 authors' PM window half-width ``B = (e^{eps/2} + 9) / (10 e^{eps/2} - 10)``
+    (``PCKV_EM.py``, ``SVEPM``; Wang et al.'s PM has ``1 / (e^{eps/2} - 1)``)."""
+    half = 0.5 * float(epsilon)
+    return (1.0 + 9.0 * math.exp(-half)) / (-10.0 * math.expm1(-half))
+
+
+class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
+    """PCKV-PM: one key's frequency and the distribution and mean of its values, from one real
+    report per user (seed 001, Table I; the authors' ``SVEPM`` in ``PCKV_EM.py``).
+
+    A user holding the key with value ``v`` in ``[lo, hi]`` reports the piecewise mechanism
+    (:class:`~bayesldp.Piecewise` with window half-width ``B``, default the authors'
+    :func:`svepm_half_width`); a user without it reports a uniform draw on PM's report range
+    ``[y_lo, y_hi]`` (``[-C, C]`` on PM's scale).  On that scale the uniform density
+    ``1 / (2C)`` lies between PM's ``q = 1 / (2 B e^eps + 2 k_s)`` and ``p = e^eps q`` (as
+    ``2C = 2 B + 2 k_s``), so the report is eps-LDP over (holds the key, value) and the
+    realised epsilon from the densities is exactly ``log(p / q) = eps``.
+
+    The categories are the ``bins`` equal value bins of ``[lo, hi]`` and, last, the key's
+    absence; the channel's rows are PM's discretised channel and the uniform row ``|C_j| /
+    (y_hi - y_lo)``.  Every estimator and posterior reads the tallies (the authors' estimator
+    is EM over 1024 value bins plus the uniform component, with smoothing: ``ems``), and
+    :meth:`key_value` turns joint frequencies into the key's frequency ``f = 1 - pi_absent``
+    and the mean of its values.
+
+    Left out: the authors' code can send a share ``gamma`` of users to a membership-only
+    report (GRR or OUE); their simulation runs ``gamma = 0``, and their GRR over one key
+    (``mul_d = 1``) answers "holds" with probability 1 for holders, which is not eps-LDP.
+
+    Parameters
+    ----------
+    bins : int
+        Number of equal value bins of ``[lo, hi]``.
+    epsilon : float
+        Privacy budget.
+    lo, hi : float, default -1, 1
+        The value domain.
+    output_bins : int, optional
+        Output bins over the report range (default ``bins + 1``, so the channel-inverse oracle
+        is identified; the authors use ``bins``).
+    half_width : float, optional
+        PM's window half-width ``B`` (default :func:`svepm_half_width`).
+
+    Examples
+    --------
+    >>> import numpy as np, bayesldp
+    >>> mech = bayesldp.PCKVPM(16, 1.0)
+    >>> round(mech.realised_epsilon(), 12)
+    1.0
+    >>> rng = np.random.default_rng(0)
+    >>> holds = rng.random(5000) < 0.3
+    >>> reports = mech.perturb_pairs(rng.uniform(0, 1, 5000), holds, rng=1)
+    >>> frequency, mean = mech.key_value(bayesldp.estimate(mech.tally(reports), "em").frequencies)
+    """
+
+    name = "PCKVPM"
+    RECOMMEND = False
+
+    def __init__(
+        self,
+        bins: int,
+        epsilon: float,
+        lo: float = -1.0,
+        hi: float = 1.0,
+        output_bins: int | None = None,
+        half_width: float | None = None,
+    ) -> None:
+        bins = check_int(bins, "bins")
+        self._half_width_arg = half_width
+        if half_width is None:
+            half_width = svepm_half_width(check_positive(epsilon, "epsilon"))
+        if output_bins is None:
+            output_bins = bins + 1
+        #: the holders' mechanism: PM over the value bins
+        self.values = Piecewise(bins, epsilon, lo, hi, output_bins, half_width=half_width)
+        super().__init__(bins + 1, epsilon)
+        self.output_bins = self.values.output_bins
+        self.lo, self.hi = self.values.lo, self.values.hi
+
+    def params(self) -> dict[str, Any]:
+        out = {"bins": self.bins, "epsilon": self.epsilon, "lo": self.lo, "hi": self.hi,
+               "output_bins": self.output_bins}  # fmt: skip
+        if self._half_width_arg is not None:
+            out["half_width"] = self.values.B
+        return out
+
+    @property
+    def bins(self) -> int:
+        """Number of value bins (the categories but the last)."""
+        return self.k - 1
+
+    @property
+    def n_outputs(self) -> int:
+        return self.output_bins
+
+    @property
+    def channel(self) -> np.ndarray:
+        """The ``(bins + 1) x output_bins`` channel: PM's rows, then the uniform row."""
+        cached = getattr(self, "_channel", None)
+        if cached is None:
+            edges = self.values.output_edges
+            uniform = np.diff(edges) / (edges[-1] - edges[0])
+            cached = np.vstack([self.values.channel, uniform])
+            cached.setflags(write=False)
+            self._channel = cached
+        return cached
+
+    def log_density(self, y: Any, holds: Any, v: Any) -> np.ndarray:
+        """``log f(y | holds, v)``: PM's where ``holds``, else the uniform's (``v`` unused)."""
+        y = np.asarray(y, dtype=float)
+        y_lo, y_hi = self.values.output_range
+        uniform = np.where((y >= y_lo) & (y <= y_hi), -math.log(y_hi - y_lo), -np.inf)
+        return np.where(holds, self.values.log_density(y, v), uniform)
+
+    def realised_epsilon(self) -> float:
+        """``sup_y`` of the largest log-ratio of densities over every input, holders' values on
+        PM's grid (both domain ends included) and non-holders; ``eps`` exactly (class doc)."""
+        v, y = self.values._grids()
+        logf = np.vstack([self.values.log_density(y[None, :], v[:, None]),
+                          self.log_density(y, False, 0.0)[None, :]])  # fmt: skip
+        return float(np.max(logf.max(axis=0) - logf.min(axis=0)))
+
+    # ------------------------------------------------------------------ client side
+    def perturb_pairs(
+        self, values: Any, holds: Any, rng: RNGLike = None, *, clip: bool = False
+    ) -> np.ndarray:
+        """One real report per user: PM of the value where ``holds``, else uniform.
+
+        Parameters
+        ----------
+        values : array-like of float
+            One per user; read only where ``holds`` (others may be anything, NaN included).
+            Held values outside ``[lo, hi]`` are an error unless ``clip=True``.
+        holds : array-like of bool
+            Whether each user holds the key.
+        rng : seed or Generator
+        """
+        holds = np.asarray(holds)
+        if holds.dtype != bool:
+            raise InvalidInputError(f"holds: expected booleans, got dtype {holds.dtype}")
+        values = np.asarray(values)
+        if values.shape != holds.shape or holds.ndim != 1:
+            raise InvalidInputError(
+                f"values, holds: expected two 1-d arrays of one entry per user, got shapes "
+                f"{values.shape} and {holds.shape}"
+            )
+        gen = as_generator(rng)
+        y_lo, y_hi = self.values.output_range
+        out = y_lo + (y_hi - y_lo) * gen.random(holds.size)
+        if holds.any():
+            out[holds] = self.values.perturb(values[holds], gen, clip=clip)
+        return out
+
+    def perturb(self, x: Any, rng: RNGLike = None) -> np.ndarray:
+        """Randomise categories ``x`` (value bins ``0..bins-1``, ``bins`` for no key): a value
+        uniform within its bin (the channel's model), then :meth:`perturb_pairs`."""
+        x = check_values(x, self.k)
+        gen = as_generator(rng)
+        holds = x < self.bins
+        values = np.zeros(x.size)
+        if holds.any():
+            values[holds] = self.values.category_values(x[holds], gen)
+        return self.perturb_pairs(values, holds, gen)
+
+    # ------------------------------------------------------------------ aggregator side
+    def check_reports(self, reports: Any, cast: bool = True) -> np.ndarray:
+        """Validate real reports within PM's report range."""
+        return self.values.check_reports(reports)
+
+    def tally(self, reports: Any) -> Tally:
+        """Bin real reports into the output bins and tally the counts."""
+        return self.tally_from_report_counts(self.values.output_bin_counts_of(reports))
+
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
+        return self.values.reports_from_frame(frame, source)
+
+    def reports_to_frame(self, reports: Any) -> Any:
+        return self.values.reports_to_frame(reports)
+
+    def tally_frame(self, frame: Any, source: Any = "reports") -> Tally:
+        """Tally a ``report`` column, or aggregated data: ``report`` and ``count`` columns."""
+        return self.tally_from_report_counts(self.values.output_bin_counts(frame, source))
+
+    def report_size(self) -> str:
+        return "1 float"
+
+    def audit_event(self, reports: Any, x0: int, x1: int) -> np.ndarray:
+        """Reports in the output bins where ``P[x0, j] / P[x1, j]`` is largest."""
+        channel = self.channel
+        with np.errstate(divide="ignore"):
+            ratio = np.log(channel[x0]) - np.log(channel[x1])
+        best = np.flatnonzero(ratio >= ratio.max() - 1e-12)
+        return np.isin(self.values.output_bin(reports), best)
+
+    # ------------------------------------------------------------------ what users want
+    def key_value(self, frequencies: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The key's frequency ``1 - pi_absent`` and the mean of its values ``sum_i c_i pi_i /
+        sum_i pi_i`` (``c_i`` the value bins' centres), from joint frequencies ``(..., bins +
+        1)``: a point estimate or posterior draws alike.  Zero mass on every value bin leaves
+        the mean undefined: NaN there, with a warning."""
+        pi = np.asarray(frequencies, dtype=float)
+        if pi.shape[-1] != self.k:
+            raise InvalidInputError(
+                f"frequencies: expected a last axis of {self.k} (value bins and absence), got "
+                f"shape {pi.shape}"
+            )
+        mass = pi[..., :-1].sum(axis=-1)
+        empty = mass == 0
+        if np.any(empty):
+            warnings.warn("key_value: no mass on any value bin: mean NaN", RuntimeWarning,
+                          stacklevel=2)  # fmt: skip
+        weighted = pi[..., :-1] @ self.values.bin_centres
+        mean = np.divide(weighted, mass, out=np.full_like(mass, np.nan), where=~empty)
+        return 1.0 - pi[..., -1], mean

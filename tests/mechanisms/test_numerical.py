@@ -9,7 +9,12 @@ import pytest
 from scipy import integrate, stats
 
 import bayesldp
-from bayesldp.errors import ClippingWarning, InvalidInputError, InvalidTypeError
+from bayesldp.errors import (
+    ClippingWarning,
+    InvalidInputError,
+    InvalidTypeError,
+    NotSupportedError,
+)
 from bayesldp.mechanisms import make_mechanism
 from bayesldp.mechanisms.numerical.gaussian import (
     analytic_gaussian_delta,
@@ -283,3 +288,12 @@ def test_point_mass_variances_equal_the_oracle_variance_at_each_point(name):
     for j in range(mech.k):
         expected = mech.oracle_variance(np.eye(mech.k)[j], 1)
         np.testing.assert_allclose(table[j], expected, rtol=1e-10, atol=1e-12 * expected.max())
+
+
+def test_fewer_output_bins_than_inputs_tally_but_refuse_the_oracle():
+    """The EM estimators read such tallies; the channel inverse is not identified."""
+    mech = bayesldp.Piecewise(8, 1.0, output_bins=4)
+    tally = mech.tally(mech.perturb(np.linspace(0, 1, 500), rng=0))
+    assert bayesldp.estimate(tally, "em").frequencies.shape == (8,)
+    with pytest.raises(NotSupportedError, match="at least k = 8 output bins"):
+        mech.unbiased_frequencies(tally)

@@ -34,7 +34,7 @@ def test_parameters_are_declared_by_the_classes():
     assert set(all_parameters()) == {
         *("g", "threshold", "subset", "eps1", "d"),
         *("m", "k_hash", "hash_seed"),  # the count-mean sketches
-        *("lo", "hi", "output_bins", "delta"),  # the numerical mechanisms
+        *("lo", "hi", "output_bins", "delta", "half_width"),  # the numerical mechanisms
         *("candidates", "num_bits", "num_hashes", "cohorts", "f", "other"),
     }
     assert make_mechanism("OLH", 10, 1.0, g=3).g == 3

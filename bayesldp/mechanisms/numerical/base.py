@@ -27,7 +27,7 @@ from bayesldp._validation import (
     check_values,
     one_d_array,
 )
-from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import (
     FiniteChannelMechanism,
     Parameter,
@@ -51,7 +51,85 @@ OUTPUT_BINS = Parameter(
 )
 
 
-class NumericalMechanism(FiniteChannelMechanism):
+class ChannelInverseOracle:
+    """The channel-inverse oracle of a channel with ``output_bins`` outputs and ``k`` inputs:
+    ``f = P^{-T} phi`` when square, least squares ``R^{-1} Q^T phi`` (thin QR of ``P^T``) when
+    there are more outputs than inputs; with fewer outputs the frequencies are not identified
+    and the oracle refuses."""
+
+    k: int
+    output_bins: int
+    channel: np.ndarray
+
+    def _oracle_factors(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(Q, R)`` of the thin QR of ``P^T`` when the channel is not square (cached)."""
+        cached = getattr(self, "_qr", None)
+        if cached is None:
+            q, r = np.linalg.qr(self.channel.T)
+            cached = (q, r)
+            self._qr = cached
+        return cached
+
+    def _check_identified(self) -> None:
+        if self.output_bins < self.k:
+            raise NotSupportedError(
+                f"{self!r}: the channel-inverse oracle needs at least k = {self.k} output "
+                f"bins, got {self.output_bins}; use more output bins or an EM estimator"
+            )
+
+    def _oracle_stat(self, report_counts: np.ndarray) -> np.ndarray:
+        """Report counts (square channel) or ``Q^T`` times them (least squares, additive); with
+        fewer outputs than inputs no oracle applies and the statistic is zero, as for merged
+        tallies (:func:`bayesldp.tally.joint_tally`)."""
+        if self.output_bins < self.k:
+            return np.zeros(self.k)
+        if self.output_bins == self.k:
+            return report_counts.astype(float)
+        q, _ = self._oracle_factors()
+        return q.T @ report_counts.astype(float)
+
+    def _oracle_matrix(self) -> np.ndarray:
+        """``M`` (k x output_bins) with the oracle ``f = M phi``: ``P^{-T}`` or ``R^{-1} Q^T``."""
+        self._check_identified()
+        if self.output_bins == self.k:
+            return np.linalg.inv(self.channel.T)
+        q, r = self._oracle_factors()
+        return np.linalg.solve(r, q.T)
+
+    def unbiased_frequencies(self, tally: Tally) -> np.ndarray:
+        """The channel-inverse estimate ``f = P^{-T} phi`` (least squares when not square).
+
+        ``phi`` are the report frequencies over output bins; ``E[phi] = P^T theta`` for values
+        uniform within their bins, so ``f`` is unbiased for the bins' frequencies.
+        """
+        self.check_tally(tally)
+        self._check_identified()
+        if self.output_bins == self.k:
+            return np.linalg.solve(self.channel.T, tally.stat / tally.n)
+        _, r = self._oracle_factors()
+        return np.linalg.solve(r, tally.stat / tally.n)
+
+    def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
+        """``diag(M C M^T)``, ``C = (diag(theta P) - P^T diag(theta) P) / n``."""
+        theta = np.asarray(theta, dtype=float)
+        p = self.channel
+        cov = np.diag(theta @ p) - (p.T * theta) @ p
+        m = self._oracle_matrix()
+        return np.einsum("ij,jk,ik->i", m, cov, m) / n
+
+    def point_mass_variances(self) -> np.ndarray:
+        """``table[j, x] = Var_x(e_j)`` for one report (everyone in bin ``j``), all at once.
+
+        With ``C_j = diag(P_j) - P_j^T P_j``, ``Var_x(e_j) = sum_y M[x, y]^2 P[j, y] -
+        (M P_j^T)_x^2``: two ``k x output_bins x k`` products, where the ``k`` calls of
+        :meth:`oracle_variance` that :func:`bayesldp.bounds.var_star_by_category` would
+        otherwise make invert the channel ``k`` times (minutes at ``k = 1024``).
+        """
+        m, p = self._oracle_matrix(), self.channel
+        return ((m * m) @ p.T - (m @ p.T) ** 2).T
+
+
+class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
     """An LDP mechanism for real values in ``[lo, hi]``, discretised into ``k`` input bins.
 
     Parameters
@@ -231,8 +309,11 @@ class NumericalMechanism(FiniteChannelMechanism):
 
     def tally(self, reports: Any) -> Tally:
         """Bin real reports into the output bins and tally the counts."""
-        counts = np.bincount(self.output_bin(reports), minlength=self.output_bins)
-        return self.tally_from_report_counts(counts)
+        return self.tally_from_report_counts(self.output_bin_counts_of(reports))
+
+    def output_bin_counts_of(self, reports: Any) -> np.ndarray:
+        """Reports per output bin."""
+        return np.bincount(self.output_bin(reports), minlength=self.output_bins)
 
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
         """A report column of real numbers (in the units of the values)."""
@@ -255,15 +336,19 @@ class NumericalMechanism(FiniteChannelMechanism):
 
     def tally_frame(self, frame: Any, source: Any = "reports") -> Tally:
         """Tally a ``report`` column, or aggregated data: ``report`` and ``count`` columns."""
-        reports = self.reports_from_frame(frame, source)
+        return self.tally_from_report_counts(self.output_bin_counts(frame, source))
+
+    def output_bin_counts(self, frame: Any, source: Any = "reports") -> np.ndarray:
+        """Reports per output bin from a ``report`` column (and a ``count`` column, if any)."""
+        bins = self.output_bin(self.reports_from_frame(frame, source))
         if "count" not in frame.columns:
-            return self.tally(reports)
+            return np.bincount(bins, minlength=self.output_bins)
         (counts,) = int_columns(frame, ["count"], source)
         if counts.min() < 0:
             raise InvalidInputError(f"reports: {source} column 'count' must be >= 0")
         totals = np.zeros(self.output_bins, dtype=np.int64)
-        np.add.at(totals, self.output_bin(reports), counts)
-        return self.tally_from_report_counts(totals)
+        np.add.at(totals, bins, counts)
+        return totals
 
     def report_size(self) -> str:
         return "1 float"
@@ -291,61 +376,6 @@ class NumericalMechanism(FiniteChannelMechanism):
     def channel_epsilon(self) -> float:
         """The epsilon of the discretised channel (at most :meth:`realised_epsilon`)."""
         return realised_epsilon_of_channel(self.channel)
-
-    # ------------------------------------------------------------------ channel-inverse oracle
-    def _oracle_factors(self) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(Q, R)`` of the thin QR of ``P^T`` when the channel is not square (cached)."""
-        cached = getattr(self, "_qr", None)
-        if cached is None:
-            q, r = np.linalg.qr(self.channel.T)
-            cached = (q, r)
-            self._qr = cached
-        return cached
-
-    def _oracle_stat(self, report_counts: np.ndarray) -> np.ndarray:
-        """Report counts (square channel) or ``Q^T`` times them (least squares, additive)."""
-        if self.output_bins == self.k:
-            return report_counts.astype(float)
-        q, _ = self._oracle_factors()
-        return q.T @ report_counts.astype(float)
-
-    def _oracle_matrix(self) -> np.ndarray:
-        """``M`` (k x output_bins) with the oracle ``f = M phi``: ``P^{-T}`` or ``R^{-1} Q^T``."""
-        if self.output_bins == self.k:
-            return np.linalg.inv(self.channel.T)
-        q, r = self._oracle_factors()
-        return np.linalg.solve(r, q.T)
-
-    def unbiased_frequencies(self, tally: Tally) -> np.ndarray:
-        """The channel-inverse estimate ``f = P^{-T} phi`` (least squares when not square).
-
-        ``phi`` are the report frequencies over output bins; ``E[phi] = P^T theta`` for values
-        uniform within their bins, so ``f`` is unbiased for the bins' frequencies.
-        """
-        self.check_tally(tally)
-        if self.output_bins == self.k:
-            return np.linalg.solve(self.channel.T, tally.stat / tally.n)
-        _, r = self._oracle_factors()
-        return np.linalg.solve(r, tally.stat / tally.n)
-
-    def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
-        """``diag(M C M^T)``, ``C = (diag(theta P) - P^T diag(theta) P) / n``."""
-        theta = np.asarray(theta, dtype=float)
-        p = self.channel
-        cov = np.diag(theta @ p) - (p.T * theta) @ p
-        m = self._oracle_matrix()
-        return np.einsum("ij,jk,ik->i", m, cov, m) / n
-
-    def point_mass_variances(self) -> np.ndarray:
-        """``table[j, x] = Var_x(e_j)`` for one report (everyone in bin ``j``), all at once.
-
-        With ``C_j = diag(P_j) - P_j^T P_j``, ``Var_x(e_j) = sum_y M[x, y]^2 P[j, y] -
-        (M P_j^T)_x^2``: two ``k x output_bins x k`` products, where the ``k`` calls of
-        :meth:`oracle_variance` that :func:`bayesldp.bounds.var_star_by_category` would
-        otherwise make invert the channel ``k`` times (minutes at ``k = 1024``).
-        """
-        m, p = self._oracle_matrix(), self.channel
-        return ((m * m) @ p.T - (m @ p.T) ** 2).T
 
     # ------------------------------------------------------------------ mean
     def report_mean_line(self) -> tuple[float, float]:
