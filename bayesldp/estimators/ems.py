@@ -28,17 +28,19 @@ from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally, check_tally
 
 
-def smooth(theta: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+def smooth(theta: np.ndarray, kernel: np.ndarray, bins: int | None = None) -> np.ndarray:
     """``S theta`` renormalised, ``S`` the row-normalised banded matrix of a symmetric kernel.
 
     Row ``i`` of ``S`` is the kernel centred on ``i``, cut at the ends and divided by its sum
     there (the authors' ``smoothing_matrix``: with ``[1, 2, 1]`` the first row is
-    ``[2, 1] / 3``).
+    ``[2, 1] / 3``).  Only the first ``bins`` entries (default all) are smoothed, with the
+    windows cut at ``bins``; the rest are kept (PCKV-PM's absence), then all renormalised.
     """
     theta = np.ascontiguousarray(theta, dtype=float)
     kern = np.ascontiguousarray(kernel, dtype=float)
     out = np.empty_like(theta)
-    _smooth_into(theta, kern, _inv_window_sums(kern, theta.shape[0]), out)
+    bins = theta.shape[0] if bins is None else bins
+    _smooth_into(theta, kern, _inv_window_sums(kern, bins), out)
     return out
 
 
@@ -58,20 +60,23 @@ def _inv_window_sums(kern, k):
 @njit(cache=True, fastmath=_REASSOC)
 def _smooth_into(theta, kern, inv_den, out):
     """``out = S theta / |S theta|`` (:func:`smooth`; ``inv_den`` the reciprocals of the
-    kernel's sums cut at the ends).
+    kernel's sums cut at the ends, one per smoothed bin: the first ``inv_den.shape[0]``).
 
     One pass per kernel tap over slices, indexed from 0: numba then needs no negative-index
     wraparound and LLVM vectorises the pass (this matters here, in the EMS loop)."""
-    k, h = theta.shape[0], kern.shape[0] // 2
-    out[:] = 0.0
+    k, m, h = theta.shape[0], inv_den.shape[0], kern.shape[0] // 2
+    out[:m] = 0.0
     for d in range(kern.shape[0]):
-        a, b = max(0, h - d), min(k, k + h - d)
+        a, b = max(0, h - d), min(m, m + h - d)
         src, dst, tap = theta[a - h + d : b - h + d], out[a:b], kern[d]
         for i in range(b - a):
             dst[i] += tap * src[i]
     total = 0.0
-    for i in range(k):
+    for i in range(m):
         out[i] *= inv_den[i]
+        total += out[i]
+    for i in range(m, k):
+        out[i] = theta[i]
         total += out[i]
     _scale(out, 1.0 / total)
 
@@ -104,23 +109,24 @@ def _log_ratio_sum(counts, new, inv_prev, ratio):
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _ems_loop(rows, counts, const, kern, gain_min, tol, max_iter, theta, trace):
+def _ems_loop(rows, counts, const, kern, n_smooth, gain_min, tol, min_steps, change_tol,
+              max_iter, theta, trace):  # fmt: skip
     """The steps of :func:`ems` from ``theta`` (updated in place), compiled.
 
     ``rows`` is ``Likelihood.arrays`` (every count positive, as in a Tally).  Returns ``(steps,
     smoothed, converged)``; ``trace[t]`` receives step ``t``'s log-likelihood ``const +
     sum_u c_u log(L_u . theta)``, from step 1 on as the last one plus the gain
     ``sum_u c_u log(L_u . theta_t / L_u . theta_{t-1})`` when :func:`_log_ratio_sum` has it.
-    A step is smoothed when the previous gain exceeds ``gain_min`` (``-inf``: every step).
+    A step is smoothed (its first ``n_smooth`` weights) when the previous gain exceeds
+    ``gain_min`` (``-inf``: every step); the gain rule applies after ``min_steps`` steps.
     Divisions are by reciprocals (one vector of them per step): equal to rounding.
     """
     offset = rows[5]
     k, n_rows = theta.shape[0], counts.shape[0]
-    n = counts.sum()
     old, g = np.zeros(k), np.empty(k)
     r, lth, w, inv, inv_prev = (np.empty(n_rows), np.empty(n_rows), np.empty(n_rows),
                                 np.empty(n_rows), np.empty(n_rows))  # fmt: skip
-    inv_den = _inv_window_sums(kern, k)
+    inv_den = _inv_window_sums(kern, n_smooth)
     lk.evaluate_rows(rows, theta, r, lth)
     for u in range(n_rows):
         inv[u] = 1.0 / lth[u]
@@ -130,7 +136,7 @@ def _ems_loop(rows, counts, const, kern, gain_min, tol, max_iter, theta, trace):
         change = 0.0
         for x in range(k):
             change += abs(old[x] - theta[x])
-        if change <= 1.0 / n:
+        if change <= change_tol:
             return steps, smoothed, True
         old[:] = theta
         base = 0.0
@@ -157,7 +163,7 @@ def _ems_loop(rows, counts, const, kern, gain_min, tol, max_iter, theta, trace):
         trace[steps] = ll
         gain = ll - old_ll
         steps += 1
-        if steps > 2 and abs(gain) < tol:
+        if steps > min_steps and abs(gain) < tol:
             return steps, smoothed, True
         old_ll = ll
     return steps, smoothed, False
@@ -170,6 +176,9 @@ def ems(
     smooth_gain: float | None = None,
     tol: Any = None,
     max_iter: int = 10_000,
+    min_steps: int = 2,
+    change_tol: float | None = None,
+    smoothed_bins: int | None = None,
 ) -> Estimate:
     """EM with a smoothing step over ordered bins, with the LDP-EM-MR authors' stopping rule.
 
@@ -179,10 +188,16 @@ def ems(
     ``l = sum_u c_u log(L_u . theta)`` of the smoothed weights.  Stop (as the authors'
     ``EMS`` of ``SW.py`` and ``PM_EM.py``, seed 001):
 
-    * when the L1 change of one step is at most ``1 / N``;
-    * from the third step on, when ``|l_t - l_{t-1}| < tol`` (default ``1e-3 e^eps``, the
-      authors' ``loglikelihood_threshold``; ``l_{-1} = 0``);
+    * when the L1 change of one step is at most ``change_tol`` (default ``1 / N``);
+    * after ``min_steps`` steps (default 2: from the third step on), when ``|l_t - l_{t-1}| <
+      tol`` (default ``1e-3 e^eps``, the authors' ``loglikelihood_threshold``; ``l_{-1} =
+      0``);
     * after ``max_iter`` steps (their 10,000 for SW, 5,000 for PM).
+
+    The authors' PCKV-PM EM (``myEM_one`` in ``PCKV_EM.py``) is this with ``kernel=(1, 2,
+    1)``, ``smooth_gain=0.0003``, ``tol=1e-4 e^eps``, ``min_steps=2000``, ``change_tol=1 /
+    (100 N)`` and the value bins alone smoothed (their start and their nudge of the absence
+    after 5,000 steps aside).
 
     Parameters
     ----------
@@ -199,6 +214,14 @@ def ems(
     tol : float, optional
         Log-likelihood tolerance (default ``1e-3 e^eps`` from the tally's mechanism).
     max_iter : int
+    min_steps : int
+        Steps before the log-likelihood rule may stop.
+    change_tol : float, optional
+        The L1-change rule's threshold (default ``1 / N``).
+    smoothed_bins : int, optional
+        Smooth only the first this many categories, the ordered bins (default: the
+        mechanism's ``ordered_bins`` if it has one, e.g. :class:`~bayesldp.PCKVPM`'s value
+        bins, else all).
 
     Returns
     -------
@@ -214,18 +237,27 @@ def ems(
             f"kernel: expected a symmetric non-negative sequence of odd length, got {kernel!r}"
         )
     check_int(max_iter, "max_iter")
+    check_int(min_steps, "min_steps", low=0)
     if tol is None:
         eps = getattr(tally.mechanism, "epsilon", None)
         if eps is None:
             raise InvalidInputError("tol: the tally's mechanism has no epsilon; give tol")
         tol = 1e-3 * math.exp(float(eps))
     tol = check_positive(tol, "tol")
+    change_tol = 1.0 / tally.n if change_tol is None else check_positive(change_tol, "change_tol")
+    if smoothed_bins is None:
+        smoothed_bins = getattr(tally.mechanism, "ordered_bins", tally.k)
+    smoothed_bins = check_int(smoothed_bins, "smoothed_bins")
+    if smoothed_bins > tally.k:
+        raise InvalidInputError(f"smoothed_bins: at most k = {tally.k}, got {smoothed_bins}")
     lik = Likelihood(tally)
     theta = np.full(lik.k, 1.0 / lik.k)
     trace = np.empty(max_iter)
     gain_min = -math.inf if smooth_gain is None else float(smooth_gain)
-    steps, smoothed, converged = _ems_loop(lik.arrays, lik.counts, lik.scale_const, kern,
-                                           gain_min, tol, max_iter, theta, trace)  # fmt: skip
+    steps, smoothed, converged = _ems_loop(
+        lik.arrays, lik.counts, lik.scale_const, kern, smoothed_bins, gain_min, tol,
+        min_steps, change_tol, max_iter, theta, trace,
+    )  # fmt: skip
     return Estimate(
         theta,
         None,
@@ -234,7 +266,12 @@ def ems(
         iterations=steps,
         loglik_trace=trace[:steps],
         converged=converged,
-        details={"kernel": kern.tolist(), "tol": float(tol), "smoothed": smoothed},
+        details={
+            "kernel": kern.tolist(),
+            "tol": float(tol),
+            "smoothed": smoothed,
+            "smoothed_bins": smoothed_bins,
+        },
     )
 
 

@@ -365,6 +365,11 @@ class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
         return self.k - 1
 
     @property
+    def ordered_bins(self) -> int:
+        """The categories that are ordered bins (``ems`` smooths only these): the value bins."""
+        return self.k - 1
+
+    @property
     def n_outputs(self) -> int:
         return self.output_bins
 

@@ -10,10 +10,13 @@ from bayesldp.errors import InvalidInputError
 from bayesldp.estimators.ems import ems, smooth
 
 
-def _dense_ems(channel, hist, kernel, smooth_gain, tol, max_iter):
-    """The rule written out with the full channel T[y, x] and a dense smoothing matrix."""
+def _dense_ems(channel, hist, kernel, smooth_gain, tol, max_iter, min_steps=2, change_tol=None,
+               bins=None):  # fmt: skip
+    """The rule written out with the full channel T[y, x] and a dense smoothing matrix over
+    the first ``bins`` weights."""
     t = channel.T
-    k = t.shape[1]
+    k = bins or t.shape[1]
+    change_tol = change_tol or 1 / hist.sum()
     s = np.zeros((k, k))
     h = len(kernel) // 2
     for i in range(k):
@@ -21,17 +24,17 @@ def _dense_ems(channel, hist, kernel, smooth_gain, tol, max_iter):
             if 0 <= i + d < k:
                 s[i, i + d] = kernel[h + d]
     s /= s.sum(axis=1, keepdims=True)
-    theta, old, old_ll, gain, r = np.full(k, 1 / k), np.zeros(k), 0.0, math.inf, 0
-    while np.abs(old - theta).sum() > 1 / hist.sum() and r < max_iter:
+    theta, old, old_ll, gain, r = np.full(t.shape[1], 1 / t.shape[1]), 0, 0.0, math.inf, 0
+    while np.abs(old - theta).sum() > change_tol and r < max_iter:
         old = theta
         p = (t.T / (t @ theta)) @ hist * theta
         theta = p / p.sum()
         if smooth_gain is None or gain > smooth_gain:
-            theta = s @ theta
+            theta = np.concatenate([s @ theta[:k], theta[k:]])
             theta /= theta.sum()
         ll = hist @ np.log(t @ theta)
         gain = ll - old_ll
-        if r > 1 and abs(gain) < tol:
+        if r + 1 > min_steps and abs(gain) < tol:
             r += 1
             break
         old_ll = ll
@@ -61,6 +64,27 @@ def test_ems_equals_the_dense_rule(kernel, gain, eps):
     assert est.iterations == steps
     assert est.details["tol"] == pytest.approx(tol, rel=1e-15)
     np.testing.assert_allclose(est.frequencies, want, rtol=0, atol=1e-12)
+
+
+def test_ems_on_pckv_pm_smooths_the_value_bins_alone():
+    """The authors' PCKV-PM rule (``myEM_one``): [1, 2, 1] while the gain exceeds 0.0003, tol
+    1e-4 e^eps, at least 2000 steps, L1 rule 1 / (100 N); the absence is not smoothed."""
+    mech = bayesldp.PCKVPM(24, 1.3)
+    rng = np.random.default_rng(3)
+    holds = rng.random(4000) < 0.2
+    reports = mech.perturb_pairs(np.clip(rng.normal(0.5, 0.2, 4000), -1, 1), holds, rng=4)
+    hist = np.bincount(mech.values.output_bin(reports), minlength=mech.n_outputs).astype(float)
+    rule = dict(kernel=(1, 2, 1), smooth_gain=0.0003, tol=1e-4 * math.exp(1.3),
+                min_steps=2000, change_tol=1 / (100 * hist.sum()))  # fmt: skip
+    want, steps = _dense_ems(mech.channel, hist, rule["kernel"], rule["smooth_gain"],
+                             rule["tol"], 10_000, rule["min_steps"], rule["change_tol"],
+                             bins=24)  # fmt: skip
+    est = ems(mech.tally(reports), **rule)
+    assert est.details["smoothed_bins"] == 24 and steps > 2000
+    assert est.iterations == steps
+    np.testing.assert_allclose(est.frequencies, want, rtol=0, atol=1e-12)
+    with pytest.raises(InvalidInputError, match="at most k = 25"):
+        ems(mech.tally(reports), smoothed_bins=26)
 
 
 def test_ems_rejects_a_bad_kernel():
