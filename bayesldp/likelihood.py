@@ -62,18 +62,21 @@ _REASSOC = {"reassoc", "contract"}
 @njit(cache=True, fastmath=_REASSOC)
 def _band_matvec(band, theta, out):
     """``out = C theta`` for band rows: ``v_u sum_{lo_u <= x < hi_u} theta_x`` plus the
-    corrections at the band's ends (prefix sums, O(U + K))."""
+    corrections at the band's ends (prefix sums, O(U + K)), plus the trailing columns."""
     lo, hi, level, left, right, e_left, e_right = band[:7]
-    k = theta.shape[0]
-    prefix = np.empty(k + 1)
+    tail = band[12]
+    m = theta.shape[0] - tail.shape[1]
+    prefix = np.empty(m + 1)
     prefix[0] = 0.0
-    for x in range(k):
+    for x in range(m):
         prefix[x + 1] = prefix[x] + theta[x]
     for u in range(out.shape[0]):
         s = level[u] * (prefix[hi[u]] - prefix[lo[u]])
         a, b = left[u], right[u]
         for j in range(_EDGE_SLOTS):  # a compile-time constant: unrolled
             s += e_left[u, j] * theta[a + j] + e_right[u, j] * theta[b + j]
+        for j in range(tail.shape[1]):
+            s += tail[u, j] * theta[m + j]
         out[u] = s
 
 
@@ -82,10 +85,11 @@ def _band_rmatvec(band, w, out):
     """``out = C^T w`` for band rows, O(U + K): the levels' part from the prefix sums ``S`` of
     ``v_u w_u`` over rows when ``lo`` and ``hi`` ascend with ``u`` (the rows covering ``x``
     are then ``n_hi[x] <= u < n_lo[x]``), else from a difference array; the corrections by
-    column (``cptr``, ``crow``, ``cval``: gathers, not scatters)."""
+    column (``cptr``, ``crow``, ``cval``: gathers, not scatters); the trailing columns dense."""
     lo, hi, level = band[0], band[1], band[2]
-    cptr, crow, cval, n_lo, n_hi = band[7], band[8], band[9], band[10], band[11]
-    k, n_rows = out.shape[0], w.shape[0]
+    cptr, crow, cval, n_lo, n_hi, tail = band[7], band[8], band[9], band[10], band[11], band[12]
+    n_rows = w.shape[0]
+    k = out.shape[0] - tail.shape[1]
     ordered = n_lo.shape[0] > 0
     if ordered:
         buf = np.empty(n_rows + 1)
@@ -108,6 +112,11 @@ def _band_rmatvec(band, w, out):
         for j in range(cptr[x], cptr[x + 1]):
             s += cval[j] * w[crow[j]]
         out[x] = s
+    for j in range(tail.shape[1]):
+        s = 0.0
+        for u in range(n_rows):
+            s += tail[u, j] * w[u]
+        out[k + j] = s
 
 
 @njit(cache=True)
@@ -131,23 +140,25 @@ def _by_column(left, right, e_left, e_right, k):
 
 
 @njit(cache=True)
-def band_form(dense, rowmax, tol):
+def band_form(dense, ordered, tol):
     """The centred rows ``C`` (scaled to a maximum of 1 over ``L``) as band rows, if they are.
 
     Row ``u`` of a discretised SW or PM channel is one level on a contiguous range of bins plus
-    partial-bin corrections at the range's ends: ``C[u]`` is read as the level ``v_u`` (its
-    maximum, ``rowmax[u]``) on ``[lo_u, hi_u)`` (its first to last entry above ``tol``) plus
-    the entries more than ``tol`` from that level, stored as ``C[u, x] - v_u`` in
-    ``S = _EDGE_SLOTS`` bins from ``left_u = min(lo_u, K - S)`` or from
+    partial-bin corrections at the range's ends.  Over the first ``ordered`` columns (the
+    ordered bins; further columns, such as PCKV-PM's absence, are kept dense as ``tail``)
+    ``C[u]`` is read as the level ``v_u`` (its maximum there) on ``[lo_u, hi_u)`` (its first
+    to last entry above ``tol``) plus the entries more than ``tol`` from that level, stored as
+    ``C[u, x] - v_u`` in ``S = _EDGE_SLOTS`` bins from ``left_u = min(lo_u, K - S)`` or from
     ``right_u = max(hi_u - S, 0)``; entries within ``tol`` of the level, or of 0 off the band,
     are the channel's quadrature rounding.
     Returns ``(ok, band)``, ``band = (lo, hi, level, left, right, e_left, e_right, cptr, crow,
-    cval, n_lo, n_hi)``: the corrections also by column (:func:`_by_column`) and, when ``lo``
+    cval, n_lo, n_hi, tail)``: the corrections also by column (:func:`_by_column`) and, when ``lo``
     and ``hi`` ascend with ``u``, the rows with ``lo_u <= x`` and with ``hi_u <= x`` (else
     empty).  ``ok`` is False when some correction falls in neither end (Laplace, Gaussian,
     unary encodings).
     """
-    n_rows, k = dense.shape
+    n_rows, k = dense.shape[0], ordered
+    tail = np.ascontiguousarray(dense[:, ordered:])
     slots = _EDGE_SLOTS
     level = np.zeros(n_rows)
     lo, hi = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
@@ -155,11 +166,11 @@ def band_form(dense, rowmax, tol):
     e_left, e_right = np.zeros((n_rows, slots)), np.zeros((n_rows, slots))
     none = np.zeros(0, np.int64)
     band = (lo, hi, level, left, right, e_left, e_right, np.zeros(1, np.int64), none,
-            np.zeros(0), none, none)  # fmt: skip
+            np.zeros(0), none, none, tail)  # fmt: skip
     if k < slots:
         return False, band
     for u in range(n_rows):
-        row = dense[u]
+        row = dense[u, :k]
         first, last = 0, k - 1
         while first < k and row[first] <= tol:
             first += 1
@@ -167,7 +178,7 @@ def band_form(dense, rowmax, tol):
             continue
         while row[last] <= tol:
             last -= 1
-        v = rowmax[u]
+        v = row.max()
         lo[u], hi[u], level[u] = first, last + 1, v
         left[u], right[u] = min(first, k - slots), max(last + 1 - slots, 0)
         for x in range(first, last + 1):
@@ -184,7 +195,8 @@ def band_form(dense, rowmax, tol):
     if np.all(lo[1:] >= lo[:-1]) and np.all(hi[1:] >= hi[:-1]):  # rows in band order
         x = np.arange(k)
         n_lo, n_hi = np.searchsorted(lo, x, side="right"), np.searchsorted(hi, x, side="right")
-    return True, (lo, hi, level, left, right, e_left, e_right, cptr, crow, cval, n_lo, n_hi)
+    return True, (lo, hi, level, left, right, e_left, e_right, cptr, crow, cval, n_lo, n_hi,
+                  tail)  # fmt: skip
 
 
 @njit(cache=True)
@@ -447,7 +459,8 @@ class Likelihood:
             rows -= self.offset[:, None]
             self.dense = rows
             self.rowmax = 1.0 - self.offset  # each scaled row's maximum is 1
-            is_band, band = band_form(rows, self.rowmax, _LEVEL_TOL)
+            ordered = getattr(tally.mechanism, "ordered_bins", tally.k)
+            is_band, band = band_form(rows, ordered, _LEVEL_TOL)
             self.band = band if is_band else None
             self.kind = "band" if is_band else "dense"
         self.positive = self.offset > 0

@@ -179,10 +179,11 @@ def ems(
     min_steps: int = 2,
     change_tol: float | None = None,
     smoothed_bins: int | None = None,
+    theta0: Any = None,
 ) -> Estimate:
     """EM with a smoothing step over ordered bins, with the LDP-EM-MR authors' stopping rule.
 
-    From the uniform start, each step is the EM map
+    From the uniform start (or ``theta0``), each step is the EM map
     ``theta_x <- theta_x sum_u c_u L[u, x] / (N L_u . theta)`` followed by the smoothing
     ``theta <- S theta / |S theta|`` (:func:`smooth`), then the log-likelihood
     ``l = sum_u c_u log(L_u . theta)`` of the smoothed weights.  Stop (as the authors'
@@ -196,8 +197,8 @@ def ems(
 
     The authors' PCKV-PM EM (``myEM_one`` in ``PCKV_EM.py``) is this with ``kernel=(1, 2,
     1)``, ``smooth_gain=0.0003``, ``tol=1e-4 e^eps``, ``min_steps=2000``, ``change_tol=1 /
-    (100 N)`` and the value bins alone smoothed (their start and their nudge of the absence
-    after 5,000 steps aside).
+    (100 N)``, the value bins alone smoothed and their start as ``theta0`` (their nudge of
+    the absence after 5,000 steps aside).
 
     Parameters
     ----------
@@ -222,6 +223,8 @@ def ems(
         Smooth only the first this many categories, the ordered bins (default: the
         mechanism's ``ordered_bins`` if it has one, e.g. :class:`~bayesldp.PCKVPM`'s value
         bins, else all).
+    theta0 : array_like, optional
+        Starting frequencies (default uniform; non-negative, summing to 1).
 
     Returns
     -------
@@ -251,7 +254,7 @@ def ems(
     if smoothed_bins > tally.k:
         raise InvalidInputError(f"smoothed_bins: at most k = {tally.k}, got {smoothed_bins}")
     lik = Likelihood(tally)
-    theta = np.full(lik.k, 1.0 / lik.k)
+    theta = lik.check_start(theta0).copy()
     trace = np.empty(max_iter)
     gain_min = -math.inf if smooth_gain is None else float(smooth_gain)
     steps, smoothed, converged = _ems_loop(

@@ -87,6 +87,20 @@ def test_ems_on_pckv_pm_smooths_the_value_bins_alone():
         ems(mech.tally(reports), smoothed_bins=26)
 
 
+def test_ems_from_a_start():
+    """``theta0`` replaces the uniform start: the same as the written-out rule from it."""
+    mech = bayesldp.Piecewise(16, 1.0, lo=-1.0, hi=1.0)
+    reports = mech.perturb(np.clip(np.random.default_rng(1).normal(0.3, 0.2, 3000), -1, 1), rng=2)
+    start = np.linspace(1, 2, 16) / np.linspace(1, 2, 16).sum()
+    est = ems(mech.tally(reports), theta0=start, max_iter=1)
+    hist = np.bincount(mech.output_bin(reports), minlength=16)
+    t = mech.channel.T
+    p = (t.T / (t @ start)) @ hist * start
+    np.testing.assert_allclose(est.frequencies, smooth(p / p.sum(), (1, 2, 1)), atol=1e-13)
+    with pytest.raises(InvalidInputError, match="theta0"):
+        ems(mech.tally(reports), theta0=np.ones(16))
+
+
 def test_ems_rejects_a_bad_kernel():
     mech = bayesldp.SquareWave(8, 1.0)
     tally = mech.tally(mech.perturb(np.full(50, 0.5), rng=0))
