@@ -16,10 +16,11 @@ Here the reports are drawn once per repeat by ``bayesldp.PCKVPM(1024, eps, outpu
 * ``ref``: their ``myEM_one(1024, hist, generateMatrix(eps, 1024), 10000, 1e-4 e^eps)`` on
   ``np.histogram(reports, 1024, (-C, C))``; the frequency and mean as their script computes
   them (their mean reads bin ``i`` as its left edge ``-1 + 2 i / 1024``);
-* ``ems``: ``bayesldp``'s ``ems`` on the tally at their rule (kernel [1, 2, 1] while the gain
-  exceeds 0.0003, tol ``1e-4 e^eps``, at least 2000 steps, L1 rule ``1 / (100 N)``, value bins
-  alone smoothed) from their hand-set start (1/8 spread over the bins, 1e-7 on the first 250,
-  7/8 on the absence; normalised), without their nudge of the absence after 5,000 steps;
+* ``ems``: ``bayesldp``'s ``ems`` on the tally at their rule (``PCKVPM.svepm_rule``: kernel
+  [1, 2, 1] while the gain exceeds 0.0003, tol ``1e-4 e^eps``, at least 2000 steps, L1 rule
+  ``1 / (100 N)``, value bins alone smoothed) from their hand-set start (1/8 spread over the
+  bins, 1e-7 on the first 250, 7/8 on the absence; normalised), without their nudge of the
+  absence after 5,000 steps;
 * ``ems_uniform``: the same from the uniform start (the start matters here: spreading mass
   evenly over the value bins looks almost like the key's absence, a direction along which the
   likelihood is nearly flat);
@@ -87,20 +88,6 @@ def population(share: float, rng: np.random.Generator) -> tuple[np.ndarray, np.n
     return values, holds
 
 
-def authors_start() -> np.ndarray:
-    """``myEM_one``'s start, normalised (EM's map does not see the scale)."""
-    theta = np.full(BINS + 1, 1 / BINS / 8)
-    theta[:250] = 1e-7
-    theta[BINS] = 7 / 8
-    return theta / theta.sum()
-
-
-def ems_rule(n: int) -> dict:
-    """``ems`` options of the authors' ``myEM_one`` (the module docstring)."""
-    return dict(kernel=(1, 2, 1), smooth_gain=0.0003, tol=1e-4 * math.exp(EPSILON),
-                min_steps=2000, change_tol=1 / (100 * n), max_iter=10_000)  # fmt: skip
-
-
 def published(ref_dir: Path) -> dict[float, tuple[float, float]]:
     """Their printed "Ours" MSEs (frequency, conditional mean) per share."""
     text = (ref_dir / "simulation/outputs/PCKV_conditional_est").read_text()
@@ -153,9 +140,10 @@ def run(ref_dir: Path, shares, repeats: int, seed: int) -> list[dict]:
             f, m, row["ref_s"] = ref.estimate(reports, mech.values.C)
             row |= {"ref_f": f, "ref_m": m}
             tally = mech.tally(reports)
-            for name, start in (("ems", authors_start()), ("ems_uniform", None)):
+            rule = mech.svepm_rule(USERS)
+            for name, start in (("ems", rule["theta0"]), ("ems_uniform", None)):
                 t0 = time.perf_counter()
-                est = ems(tally, **ems_rule(USERS), theta0=start)
+                est = ems(tally, **(rule | {"theta0": start}))
                 row[f"{name}_s"], row[f"{name}_steps"] = time.perf_counter() - t0, est.iterations
                 row[f"{name}_f"], row[f"{name}_m"] = mech.key_value(est.frequencies)
             t0 = time.perf_counter()

@@ -298,6 +298,14 @@ class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
     :meth:`key_value` turns joint frequencies into the key's frequency ``f = 1 - pi_absent``
     and the mean of its values.
 
+    The posterior needs care: spreading mass evenly over the value bins looks almost like the
+    key's absence (a uniform report), so along that direction the likelihood is nearly flat
+    and the prior decides.  ``fit``'s default Dirichlet(1) puts ``bins`` pseudo-counts on the
+    values against 1 on the absence (a priori ``f ~ Beta(bins, 1)``) and pulls the frequency
+    up (``benchmarks/results/pckv_parity.md``).  A uniform prior on ``f`` is ``Dirichlet(1/bins,
+    ..., 1/bins, 1)`` (:meth:`prior`), which the samplers here mix poorly at many bins; EMS
+    (the authors' estimator) is the point estimate to use.
+
     Left out: the authors' code can send a share ``gamma`` of users to a membership-only
     report (GRR or OUE); their simulation runs ``gamma = 0``, and their GRR over one key
     (``mul_d = 1``) answers "holds" with probability 1 for holders, which is not eps-LDP.
@@ -471,6 +479,28 @@ class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
             ratio = np.log(channel[x0]) - np.log(channel[x1])
         best = np.flatnonzero(ratio >= ratio.max() - 1e-12)
         return np.isin(self.values.output_bin(reports), best)
+
+    def svepm_rule(self, n: int) -> dict[str, Any]:
+        """The options of ``ems`` that run the authors' PCKV-PM EM (``myEM_one``) on ``n``
+        reports: kernel [1, 2, 1] while the gain exceeds 0.0003, tol ``1e-4 e^eps``, at least
+        2000 of at most 10,000 steps, the L1 rule ``1 / (100 n)``, and their start (1/8 spread
+        over the value bins but ~1e-7 on the lowest 250/1024 of them, 7/8 on the absence),
+        normalised.  Left out: their nudge of the absence after 5,000 steps."""
+        n = check_int(n, "n")
+        theta0 = np.full(self.k, 1.0 / self.bins / 8.0)
+        theta0[: round(self.bins * 250 / 1024)] = 1e-7
+        theta0[-1] = 7.0 / 8.0
+        return dict(kernel=(1, 2, 1), smooth_gain=0.0003, tol=1e-4 * math.exp(self.epsilon),
+                    min_steps=2000, change_tol=1.0 / (100 * n), max_iter=10_000,
+                    theta0=theta0 / theta0.sum())  # fmt: skip
+
+    def prior(self, concentration: float = 1.0) -> Any:
+        """``Dirichlet(c / bins, ..., c / bins, c)``: ``f ~ Beta(c, c)`` on the key's frequency
+        (uniform at ``c = 1``) and a symmetric Dirichlet of total ``c`` within the values."""
+        from bayesldp.bayes.prior import Dirichlet
+
+        c = check_positive(concentration, "concentration")
+        return Dirichlet(np.r_[np.full(self.bins, c / self.bins), c])
 
     # ------------------------------------------------------------------ what users want
     def key_value(self, frequencies: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -148,3 +148,23 @@ def test_bad_input():
     with pytest.warns(RuntimeWarning, match="no mass"):
         f, m = mech.key_value(np.array([0, 0, 0, 0, 1.0]))
     assert f == 0 and np.isnan(m)
+
+
+def test_prior_is_uniform_on_the_frequency():
+    """Dirichlet(c/B, ..., c/B, c): the absence's marginal is Beta(c, c), by sampling."""
+    mech = PCKVPM(8, 1.0)
+    alpha = mech.prior(2.0).alpha
+    np.testing.assert_allclose(alpha, np.r_[np.full(8, 0.25), 2.0])
+    absent = np.random.default_rng(0).dirichlet(mech.prior().alpha, 20_000)[:, -1]
+    counts = np.histogram(absent, bins=10, range=(0, 1))[0]
+    assert np.all(np.abs(counts - 2000) < 5 * math.sqrt(2000 * 0.9))
+
+
+def test_svepm_rule_is_the_authors_start_and_rule():
+    mech = PCKVPM(1024, 1.3)
+    rule = mech.svepm_rule(100_000)
+    start = np.full(1025, 1 / 1024 / 8)
+    start[:250], start[1024] = 1e-7, 7 / 8
+    np.testing.assert_allclose(rule["theta0"], start / start.sum(), rtol=1e-15)
+    assert rule["tol"] == pytest.approx(1e-4 * math.exp(1.3))
+    assert rule["change_tol"] == pytest.approx(1e-7) and rule["min_steps"] == 2000
