@@ -106,7 +106,7 @@ def test_em_and_the_posterior_recover_the_key():
     f_true, m_true = holds.mean(), values[holds].mean()
     f_em, m_em = mech.key_value(bayesldp.estimate(tally, "em").frequencies)
     assert abs(f_em - f_true) < 0.02 and abs(m_em - m_true) < 0.03
-    idata = bayesldp.fit(tally, draws=2000, tune=2000, chains=2, random_seed=5,
+    idata = bayesldp.fit(tally, draws=2000, tune=2000, chains=2, random_seed=5, target_accept=0.95,
                          progressbar=False)  # fmt: skip
     f_post, m_post = mech.key_value(idata.posterior["theta"].values)
     assert f_post.shape == (2, 2000)
