@@ -202,6 +202,9 @@ def fit(
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     if tally.n < 1:  # pragma: no cover - a Tally cannot be empty
         raise InvalidInputError("tally: holds no reports")
+    caveat = getattr(tally.mechanism, "DEFAULT_PRIOR_CAVEAT", None)
+    if prior is None and caveat:
+        warnings.warn(f"prior: the default Dirichlet(1) {caveat}", UserWarning, stacklevel=2)
     prior_obj = as_prior(prior, tally.k)
     resolved = _resolve_method(method)
     draws = check_int(draws, "draws")

@@ -303,8 +303,8 @@ class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
     and the prior decides.  ``fit``'s default Dirichlet(1) puts ``bins`` pseudo-counts on the
     values against 1 on the absence (a priori ``f ~ Beta(bins, 1)``) and pulls the frequency
     up (``benchmarks/results/pckv_parity.md``).  A uniform prior on ``f`` is ``Dirichlet(1/bins,
-    ..., 1/bins, 1)`` (:meth:`prior`), which the samplers here mix poorly at many bins; EMS
-    (the authors' estimator) is the point estimate to use.
+    ..., 1/bins, 1)`` (:meth:`prior`); how well the samplers handle it at many bins is not
+    benchmarked yet.  EMS (the authors' estimator) is the point estimate to use.
 
     Left out: the authors' code can send a share ``gamma`` of users to a membership-only
     report (GRR or OUE); their simulation runs ``gamma = 0``, and their GRR over one key
@@ -338,6 +338,14 @@ class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
 
     name = "PCKVPM"
     RECOMMEND = False
+    #: what :func:`bayesldp.fit` warns of when called with its default prior
+    DEFAULT_PRIOR_CAVEAT = (
+        "puts `bins` pseudo-counts on PCKV-PM's values against 1 on the key's absence, and "
+        "along their nearly flat direction of the likelihood the posterior follows it: the "
+        "key's frequency comes out too high (benchmarks/results/pckv_parity.md). Use "
+        "estimate(tally, 'ems', **mech.svepm_rule(tally.n)) for a point estimate, or give a "
+        "prior (mech.prior() is uniform on the frequency)"
+    )
 
     def __init__(
         self,

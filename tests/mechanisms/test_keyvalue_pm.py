@@ -2,6 +2,7 @@
 simulation and brute-force integrals, the key's frequency and mean from EM and the posterior."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -106,8 +107,9 @@ def test_em_and_the_posterior_recover_the_key():
     f_true, m_true = holds.mean(), values[holds].mean()
     f_em, m_em = mech.key_value(bayesldp.estimate(tally, "em").frequencies)
     assert abs(f_em - f_true) < 0.02 and abs(m_em - m_true) < 0.03
-    idata = bayesldp.fit(tally, draws=2000, tune=2000, chains=2, random_seed=5, target_accept=0.95,
-                         progressbar=False)  # fmt: skip
+    with pytest.warns(UserWarning, match="pseudo-counts on PCKV-PM's values"):
+        idata = bayesldp.fit(tally, draws=2000, tune=2000, chains=2, random_seed=5,
+                             target_accept=0.95, progressbar=False)  # fmt: skip
     f_post, m_post = mech.key_value(idata.posterior["theta"].values)
     assert f_post.shape == (2, 2000)
     assert abs(f_post.mean() - f_true) < 0.05 and abs(m_post.mean() - m_true) < 0.06
@@ -151,13 +153,25 @@ def test_bad_input():
 
 
 def test_prior_is_uniform_on_the_frequency():
-    """Dirichlet(c/B, ..., c/B, c): the absence's marginal is Beta(c, c), by sampling."""
+    """Dirichlet(c/B, ..., c/B, c): the absence's marginal is Beta(c, c), by sampling; ``fit``
+    given a prior does not warn of the default one."""
     mech = PCKVPM(8, 1.0)
     alpha = mech.prior(2.0).alpha
     np.testing.assert_allclose(alpha, np.r_[np.full(8, 0.25), 2.0])
     absent = np.random.default_rng(0).dirichlet(mech.prior().alpha, 20_000)[:, -1]
     counts = np.histogram(absent, bins=10, range=(0, 1))[0]
     assert np.all(np.abs(counts - 2000) < 5 * math.sqrt(2000 * 0.9))
+    tally = mech.tally(mech.perturb(np.arange(9).repeat(50), rng=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        bayesldp.fit(
+            tally,
+            prior=1.0,
+            method="laplace",
+            draws=50,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
 
 
 def test_svepm_rule_is_the_authors_start_and_rule():
