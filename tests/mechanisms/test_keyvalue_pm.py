@@ -182,3 +182,12 @@ def test_svepm_rule_is_the_authors_start_and_rule():
     np.testing.assert_allclose(rule["theta0"], start / start.sum(), rtol=1e-15)
     assert rule["tol"] == pytest.approx(1e-4 * math.exp(1.3))
     assert rule["change_tol"] == pytest.approx(1e-7) and rule["min_steps"] == 2000
+
+
+def test_audit_lower_bound_stays_below_epsilon():
+    """Empirical epsilon (200,000 reports per input, the lowest and highest value bins): near
+    the budget and never above it."""
+    from bayesldp.audit import audit
+
+    result = audit(PCKVPM(8, 1.0), 0, 7, trials=200_000, rng=0)
+    assert 0.9 < result.epsilon_lower_bound <= 1.0
