@@ -50,7 +50,7 @@ from bayesldp.errors import InvalidInputError
 __all__ = ["Likelihood"]
 
 _CHUNK_ELEMENTS = 1 << 21  # float64 temporaries of at most 16 MB when densifying row blocks
-_EDGE_SLOTS = 4  # band rows: at most twice this many corrections per row
+_MAX_CORRECTIONS = 8  # band rows: at most this many entries off the level per row
 # Discretised channels carry quadrature rounding of ~1e-14 (rows scaled to a maximum of 1);
 # entries within this of a band's level (or of 0 off it) are read as that level.
 _LEVEL_TOL = 1e-12
@@ -182,7 +182,7 @@ def band_form(dense, ordered, tol):
     (the ordered bins; further columns, such as PCKV-PM's absence, are kept dense as ``tail``)
     ``C[u]`` is read as the level ``v_u`` (its maximum there) on ``[lo_u, hi_u)`` (its first
     to last entry above ``tol``) plus the entries more than ``tol`` from that level, stored as
-    ``C[u, x] - v_u`` (at most ``2 _EDGE_SLOTS`` per row); entries within ``tol`` of the level,
+    ``C[u, x] - v_u`` (at most ``_MAX_CORRECTIONS`` per row); entries within ``tol`` of the level,
     or of 0 off the band, are the channel's quadrature rounding.
     Returns ``(ok, band)``, ``band = (lo, hi, level, ridx, rval, cidx, cval, n_lo, n_hi,
     tail)``: the corrections by row and by column, each zero-padded to the most any row or
@@ -196,7 +196,6 @@ def band_form(dense, ordered, tol):
     lo, hi = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
     none, pad = np.zeros(0, np.int64), np.zeros((0, 0), np.int64)
     band = (lo, hi, level, pad, np.zeros((0, 0)), pad, np.zeros((0, 0)), none, none, tail)
-    cap = 2 * _EDGE_SLOTS
     n_dev = np.zeros(n_rows, np.int64)
     for u in range(n_rows):
         row = dense[u, :k]
@@ -210,7 +209,7 @@ def band_form(dense, ordered, tol):
         v = row[first : last + 1].max()
         lo[u], hi[u], level[u] = first, last + 1, v
         n_dev[u] = _deviations(row, v, first, last, tol)
-        if n_dev[u] > cap:
+        if n_dev[u] > _MAX_CORRECTIONS:
             return False, band
     total = n_dev.sum()
     owner, at, val = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total)

@@ -109,19 +109,6 @@ def _log_ratio_sum(counts, new, inv_prev, ratio):
 
 
 @njit(cache=True, fastmath=_REASSOC)
-def _evaluate(rows, theta, r, lth):
-    """``r = C theta``, ``lth = L theta`` (:func:`bayesldp.likelihood.evaluate`, the sum of
-    ``theta`` reassociated: vectorised)."""
-    dense, indptr, indices, delta, complement, offset = rows
-    lk.matvec(dense, indptr, indices, delta, complement, theta, r)
-    s = 0.0
-    for x in range(theta.shape[0]):
-        s += theta[x]
-    for u in range(r.shape[0]):
-        lth[u] = offset[u] * s + r[u]
-
-
-@njit(cache=True, fastmath=_REASSOC)
 def _ems_loop(rows, counts, const, kern, n_smooth, gain_min, tol, min_steps, change_tol,
               max_iter, theta, trace):  # fmt: skip
     """The steps of :func:`ems` from ``theta`` (updated in place), compiled.
@@ -140,7 +127,7 @@ def _ems_loop(rows, counts, const, kern, n_smooth, gain_min, tol, min_steps, cha
     r, lth, w, inv, inv_prev = (np.empty(n_rows), np.empty(n_rows), np.empty(n_rows),
                                 np.empty(n_rows), np.empty(n_rows))  # fmt: skip
     inv_den = _inv_window_sums(kern, n_smooth)
-    _evaluate(rows, theta, r, lth)
+    lk.evaluate_rows(rows, theta, r, lth)
     for u in range(n_rows):
         inv[u] = 1.0 / lth[u]
     old_ll, gain = 0.0, np.inf
@@ -167,7 +154,7 @@ def _ems_loop(rows, counts, const, kern, n_smooth, gain_min, tol, min_steps, cha
             theta[:] = g
             smoothed += 1
         inv, inv_prev = inv_prev, inv
-        _evaluate(rows, theta, r, lth)
+        lk.evaluate_rows(rows, theta, r, lth)
         for u in range(n_rows):
             inv[u] = 1.0 / lth[u]
         ll = old_ll + _log_ratio_sum(counts, lth, inv_prev, w) if steps > 0 else np.nan
