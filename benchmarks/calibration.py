@@ -1,7 +1,8 @@
 """Simulation-based calibration (Talts et al. 2018) of bayesldp's posterior samplers.
 
 Grid: mechanism GRR or OUE, K in {3, 10}, eps in {1, 4}; n = 500 users; prior (used both to
-simulate and to fit) Dirichlet(1, ..., 1).  Each replication draws theta ~ Dirichlet(1), true
+simulate and to fit) Dirichlet(1, ..., 1), or the adaptive prior ``AdaptiveDirichlet(K)`` for
+``hmc-adaptive``.  Each replication draws theta ~ Dirichlet(1), true
 counts ~ Multinomial(n, theta), the tally with ``mechanism.simulate_tally``, and samples the
 posterior; the draws are thinned by ESS to M = 99 near-independent draws (ranks 0..99, 10 bins of
 10), the rank of each true theta_x among them is recorded, and so is whether the central 90 %
@@ -20,6 +21,10 @@ Samplers (backend modules called directly, without building InferenceData).  The
 * ``sgld-mb`` -- the same with minibatches of 50 reports (control variate on, the default).
 * ``sgld-paper`` -- AdOBEst-LDP's plain update (identity metric, step 0.5 / n, minibatch 50),
   32 chains x 200 draws thinned by 20, on two cells (GRR K=3 and OUE K=10, eps = 1).
+* ``hmc-adaptive`` -- ``hmc`` under the adaptive prior (default scheme "joint"): theta drawn
+  from ``AdaptiveDirichlet(K)`` (``a`` from its grid law, then ``Dirichlet(a 1_K)``) and fitted
+  with it.  Not in the default run; ``--samplers hmc-adaptive --write
+  benchmarks/results/calibration_adaptive.md`` (about 10 minutes on 2 cores).
 * ``nuts`` -- PyMC's NUTS (``bayesldp.bayes.nuts``, model compiled per data set), 2 chains x
   500 draws after 500 tuning steps, about 5 s per fit, on the GRR K = 3, eps = 1 cell.
 
@@ -54,6 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesldp.bayes import AdaptiveDirichlet
 from bayesldp.bayes.calibration import BackendSampler, sbc_replication, summarise_sbc
 from bayesldp.mechanisms.grr import GRR
 from bayesldp.mechanisms.unary import OUE
@@ -93,7 +99,14 @@ SAMPLERS: dict[str, tuple[BackendSampler, str, tuple | None]] = {
         "nuts (PyMC NUTS)",
         PYMC_CELLS,
     ),
+    "hmc-adaptive": (
+        BackendSampler("hmc", draws=1000, chains=2),
+        "hmc (bayesldp NUTS), adaptive prior",
+        None,
+    ),
 }
+#: samplers simulated and fitted under the adaptive prior (the others: Dirichlet(1))
+ADAPTIVE = ("hmc-adaptive",)
 DEFAULT_SAMPLERS = "hmc,sgld"
 CHUNK = 10  # replications per task
 
@@ -123,7 +136,7 @@ def run_chunk(sampler: str, cell: Cell, seeds: list[np.random.SeedSequence]) -> 
 
         _quiet()
     mech = MECHANISMS[cell.mechanism](cell.k, cell.epsilon)
-    alpha = np.ones(cell.k)
+    alpha = AdaptiveDirichlet(cell.k) if sampler in ADAPTIVE else np.ones(cell.k)
     ranks, inside, ess, ok, seconds = [], [], [], [], []
     for seed in seeds:
         started = time.perf_counter()
@@ -150,6 +163,7 @@ def warm_up() -> None:
     rng = np.random.SeedSequence(0)
     for name in ("hmc", "sgld"):
         sbc_replication(GRR(3, 1.0), np.ones(3), 50, SAMPLERS[name][0], rng, size=SIZE)
+    sbc_replication(GRR(3, 1.0), AdaptiveDirichlet(3), 50, SAMPLERS["hmc"][0], rng, size=SIZE)
 
 
 _INFO_KEYS = (
@@ -210,13 +224,15 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_SAMPLERS,
         help=f"comma list of {', '.join(SAMPLERS)} (default {DEFAULT_SAMPLERS})",
     )
-    parser.add_argument("--all", action="store_true", help="every sampler in the table")
+    parser.add_argument(
+        "--all", action="store_true", help="every Dirichlet(1) sampler (all but hmc-adaptive)"
+    )
     parser.add_argument("--reps", type=int, default=REPS, help="replications per cell (L)")
     parser.add_argument("--pymc-reps", type=int, default=REPS, help="L for PyMC NUTS")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--write", type=Path, default=None, help="write the markdown here")
     args = parser.parse_args(argv)
-    samplers = list(SAMPLERS) if args.all else [s.strip() for s in args.samplers.split(",")]
+    samplers = [s for s in SAMPLERS if s not in ADAPTIVE] if args.all else [s.strip() for s in args.samplers.split(",")]
     for s in samplers:
         if s not in SAMPLERS:
             parser.error(f"--samplers: unknown sampler {s!r}; valid: {list(SAMPLERS)}")
@@ -306,7 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     text = f"""# Simulation-based calibration of the posterior samplers
 
 SBC (Talts et al. 2018, arXiv:1804.06788) with `bayesldp.bayes.calibration`: per replication
-theta ~ Dirichlet(1) (the prior that is also fitted), true counts ~ Multinomial(n = {N_USERS},
+theta from the prior that is also fitted (Dirichlet(1), or for the samplers marked "adaptive
+prior" `AdaptiveDirichlet(K)`: log a ~ N(log 1/2, 2^2) on its grid, theta | a ~ Dirichlet(a 1_K)),
+true counts ~ Multinomial(n = {N_USERS},
 theta), tally = `mechanism.simulate_tally`, posterior draws thinned by ESS (min over coordinates
 of ArviZ ESS_bulk and ESS_tail) to M = {SIZE} draws; rank of theta_x among them (0..{SIZE}),
 chi-square test of uniformity over {BINS} bins per coordinate; coverage of the central

@@ -21,8 +21,8 @@ coverage (:func:`interval_contains`) is the complementary check that a ``level``
 the truth in a fraction ``level`` of replications (it follows from uniform ranks: the truth
 falls outside the central interval iff its posterior quantile is in the outer tails).
 
-:func:`sbc_replication` runs one replication for an LDP mechanism (``theta~ ~ Dirichlet(alpha)``,
-true counts ``~ Multinomial(n, theta~)``, tally ``= mechanism.simulate_tally``), and
+:func:`sbc_replication` runs one replication for an LDP mechanism (``theta~`` from the prior:
+``Dirichlet(alpha)`` or the adaptive prior :class:`~bayesldp.bayes.AdaptiveDirichlet`, true counts ``~ Multinomial(n, theta~)``, tally ``= mechanism.simulate_tally``), and
 :func:`summarise_sbc` reduces many of them to p-values, coverage and a verdict.
 """
 
@@ -39,6 +39,7 @@ import numpy as np
 from scipy import stats
 
 from bayesldp._validation import RNGLike, as_generator, check_alpha, check_int, check_open_unit
+from bayesldp.bayes.prior import AdaptiveDirichlet
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.tally import Tally
 
@@ -391,8 +392,9 @@ def sbc_replication(
 ) -> SBCReplication:
     """One SBC replication for an LDP mechanism (Talts et al. 2018, Algorithm 1).
 
-    ``theta~ ~ Dirichlet(alpha)``; true counts ``~ Multinomial(n, theta~)``;
-    ``tally = mechanism.simulate_tally(counts)``; ``theta = sampler(tally, alpha, seed)``;
+    ``theta~ ~ Dirichlet(alpha)`` (or, for the adaptive prior, ``a`` from its grid law and
+    ``theta~ ~ Dirichlet(a 1_K)``: :meth:`AdaptiveDirichlet.sample`); true counts
+    ``~ Multinomial(n, theta~)``; ``tally = mechanism.simulate_tally(counts)``; ``theta = sampler(tally, alpha, seed)``;
     the draws are thinned to ``size`` by :func:`thin_by_ess` and ranked against ``theta~``
     (:func:`rank_statistics`), and the central ``level`` interval of all draws is checked
     (:func:`interval_contains`).
@@ -404,8 +406,9 @@ def sbc_replication(
     ----------
     mechanism : Mechanism
         Any bayesldp mechanism (``k`` must equal ``len(alpha)``).
-    alpha : array_like, shape (K,)
-        Dirichlet concentrations of the prior used both to simulate and to fit.
+    alpha : array_like, shape (K,), or AdaptiveDirichlet
+        Dirichlet concentrations of the prior used both to simulate and to fit, or the
+        adaptive prior (passed to the sampler as it is).
     n : int
         Number of users.
     sampler : callable
@@ -417,22 +420,24 @@ def sbc_replication(
     level : float
         Credible level of the interval.
     """
-    alpha = check_alpha(alpha)
+    adaptive = isinstance(alpha, AdaptiveDirichlet)
+    k = alpha.k if adaptive else check_alpha(alpha).shape[0]
+    alpha = alpha if adaptive else check_alpha(alpha)
     n = check_int(n, "n", 1)
-    if getattr(mechanism, "k", None) != alpha.shape[0]:
+    if getattr(mechanism, "k", None) != k:
         raise InvalidInputError(
-            f"alpha: length {alpha.shape[0]} does not match the mechanism's "
+            f"alpha: length {k} does not match the mechanism's "
             f"k = {getattr(mechanism, 'k', None)}"
         )
     gen = as_generator(rng)
-    truth = gen.dirichlet(alpha)
+    truth = alpha.sample(1, rng=gen)[0] if adaptive else gen.dirichlet(alpha)
     counts = gen.multinomial(n, truth)
     tally = mechanism.simulate_tally(counts, gen)
     seed = int(gen.integers(2**31 - 1))
     theta = np.asarray(sampler(tally, alpha, seed), dtype=float)
-    if theta.ndim != 3 or theta.shape[2] != alpha.shape[0]:
+    if theta.ndim != 3 or theta.shape[2] != k:
         raise InvalidInputError(
-            f"sampler: expected draws of shape (chains, draws, {alpha.shape[0]}), got {theta.shape}"
+            f"sampler: expected draws of shape (chains, draws, {k}), got {theta.shape}"
         )
     thinned = thin_by_ess(theta, size)
     rank = rank_statistics(truth, thinned.draws, gen)
