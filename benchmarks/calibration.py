@@ -232,7 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--write", type=Path, default=None, help="write the markdown here")
     args = parser.parse_args(argv)
-    samplers = [s for s in SAMPLERS if s not in ADAPTIVE] if args.all else [s.strip() for s in args.samplers.split(",")]
+    samplers = (
+        [s for s in SAMPLERS if s not in ADAPTIVE]
+        if args.all
+        else [s.strip() for s in args.samplers.split(",")]
+    )
     for s in samplers:
         if s not in SAMPLERS:
             parser.error(f"--samplers: unknown sampler {s!r}; valid: {list(SAMPLERS)}")

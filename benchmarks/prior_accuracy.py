@@ -1,11 +1,12 @@
 """Posterior means under three priors against the frequentist estimators, on populations users have.
 
-Issue 10's accuracy benchmark (GRR part).  Populations: Zipf(s) for s in 1.1, 1.5, 2 and K = 30
+Issue 10's accuracy benchmark, one mechanism per run (GRR by default; ``--mechanism OUE`` or
+``OLH``).  Populations: Zipf(s) for s in 1.1, 1.5, 2 and K = 30
 (long-tailed), Dirichlet(0.05) (sparse, redrawn per repeat) and Dirichlet(10) (flat, redrawn per
 repeat) with K = 30, and three shipped data sets with their own K (``anes96_income`` K = 24,
 ``us_airports_by_state`` K = 56, ``occupational_status`` K = 64).  For each population, epsilon in
 0.5, 1, 2, 4, n in 1e3, 1e4, 1e5 and each repeat: draw the users' values (multinomial n, theta),
-simulate a GRR tally (seeded), and estimate theta by
+simulate the mechanism's tally (seeded), and estimate theta by
 
 * the frequentist estimators ``mle``, ``norm_sub``, ``ibu`` and ``em_mr`` (``bayesldp.estimate``);
 * the posterior mean of ``bayesldp.fit`` (default sampler, 2 chains x 1000 draws, 1000 tuning
@@ -16,12 +17,15 @@ simulate a GRR tally (seeded), and estimate theta by
 
 Table 1: per cell, each posterior's MSE (mean over repeats) divided by the best frequentist
 estimator's.  Table 2: per prior, the share of cells at or below 1.0x and the largest ratio;
-coverage pooled per population family; median fit seconds.  OUE and OLH are not run: their
-tallies keep one row per report, and the posterior at n = 1e5 is issue 11's work.
+coverage pooled per population family; median fit seconds.  OUE and OLH tallies keep one row
+per distinct report (up to n), so their fits at n = 1e5 take seconds to tens of seconds (``fit``'s
+"auto" may choose the Laplace method there); their runs use fewer priors and repeats.
 
 Usage::
 
     python benchmarks/prior_accuracy.py            # writes benchmarks/results/prior_accuracy.md
+    python benchmarks/prior_accuracy.py --mechanism OUE --priors dir1,adaptive --repeats 1
+                                                   # writes benchmarks/results/prior_accuracy_oue.md
     python benchmarks/prior_accuracy.py --quick    # 1 repeat, n = 1e3 only, writes nothing
 """
 
@@ -73,17 +77,20 @@ def population(name: str, rng: np.random.Generator) -> np.ndarray:
     return w / w.sum()
 
 
-def one_tally(pop: str, eps: float, n: int, rep: int, seed: int) -> list[dict]:
+def one_tally(
+    pop: str, eps: float, n: int, rep: int, seed: int, mechanism: str, priors: tuple[str, ...]
+) -> list[dict]:
     """Every estimator on one simulated tally."""
     rng = np.random.default_rng([seed, POPULATIONS.index(pop), int(eps * 10), n, rep])
     theta = population(pop, rng)
     k = theta.size
-    tally = bayesldp.GRR(k, eps).simulate_tally(rng.multinomial(n, theta), rng=rng)
+    tally = getattr(bayesldp, mechanism)(k, eps).simulate_tally(rng.multinomial(n, theta), rng=rng)
     rows = []
     for method in FREQUENTIST:
         f = bayesldp.estimate(tally, method).frequencies
         rows.append(dict(estimator=method, mse=float(np.mean((f - theta) ** 2))))
-    for name, prior in PRIORS.items():
+    for name in priors:
+        prior = PRIORS[name]
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -104,9 +111,16 @@ def one_tally(pop: str, eps: float, n: int, rep: int, seed: int) -> list[dict]:
     return rows
 
 
-def run(repeats: int, ns: tuple[int, ...], seed: int, workers: int) -> pd.DataFrame:
-    jobs = [(p, e, n, r, seed) for p in POPULATIONS for e in EPSILONS for n in ns
-            for r in range(repeats)]  # fmt: skip
+def run(
+    repeats: int,
+    ns: tuple[int, ...],
+    seed: int,
+    workers: int,
+    mechanism: str,
+    priors: tuple[str, ...],
+) -> pd.DataFrame:
+    jobs = [(p, e, n, r, seed, mechanism, priors) for p in POPULATIONS for e in EPSILONS
+            for n in ns for r in range(repeats)]  # fmt: skip
     rows: list[dict] = []
     with cf.ProcessPoolExecutor(workers) as pool:
         for i, out in enumerate(pool.map(one_tally, *zip(*jobs, strict=True)), 1):
@@ -116,26 +130,26 @@ def run(repeats: int, ns: tuple[int, ...], seed: int, workers: int) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def tables(df: pd.DataFrame) -> str:
+def tables(df: pd.DataFrame, priors: tuple[str, ...]) -> str:
     cells = ["population", "epsilon", "n"]
     mse = df.pivot_table(index=cells, columns="estimator", values="mse", aggfunc="mean")
     best = mse[list(FREQUENTIST)].min(axis=1)
-    ratio = mse[list(PRIORS)].div(best, axis=0)
+    ratio = mse[list(priors)].div(best, axis=0)
     lines = ["## MSE of each posterior mean over the best frequentist estimator, per cell", "",
-             "| population | eps | n | best frequentist | " + " | ".join(PRIORS) + " |",
-             "|---|---:|---:|---|" + "---:|" * len(PRIORS)]  # fmt: skip
+             "| population | eps | n | best frequentist | " + " | ".join(priors) + " |",
+             "|---|---:|---:|---|" + "---:|" * len(priors)]  # fmt: skip
     best_name = mse[list(FREQUENTIST)].idxmin(axis=1)
     for (pop, eps, n), row in ratio.iterrows():
-        vals = " | ".join(f"{row[p]:.2f}" for p in PRIORS)
+        vals = " | ".join(f"{row[p]:.2f}" for p in priors)
         lines.append(f"| {pop} | {eps:g} | {n:,} | {best_name[(pop, eps, n)]} | {vals} |")
     lines += ["", "## Summary per prior", "",
               "| prior | cells <= 1.0x | cells <= 1.1x | largest ratio | median fit s | "
               "largest r_hat | " + " | ".join(f"coverage {f}" for f in dict.fromkeys(
                   FAMILY.values())) + " |",
               "|---|---:|---:|---:|---:|---:|" + "---:|" * len(set(FAMILY.values()))]  # fmt: skip
-    post = df[df["estimator"].isin(list(PRIORS))].copy()
+    post = df[df["estimator"].isin(list(priors))].copy()
     post["family"] = post["population"].map(FAMILY)
-    for p in PRIORS:
+    for p in priors:
         r = ratio[p]
         sub = post[post["estimator"] == p]
         cov = sub.groupby("family")["covered"].mean()
@@ -151,16 +165,28 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--seed", type=int, default=20261123)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--mechanism", choices=("GRR", "OUE", "OLH"), default="GRR")
+    ap.add_argument("--priors", default=",".join(PRIORS), help=f"comma list of {list(PRIORS)}")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
+    priors = tuple(p.strip() for p in args.priors.split(","))
+    if unknown := set(priors) - set(PRIORS):
+        ap.error(f"--priors: unknown {sorted(unknown)}; valid: {list(PRIORS)}")
     repeats, ns = (1, (1_000,)) if args.quick else (args.repeats, NS)
     start = time.perf_counter()
     load = os.getloadavg()
-    df = run(repeats, ns, args.seed, args.workers)
+    df = run(repeats, ns, args.seed, args.workers, args.mechanism, priors)
+    options = "".join(
+        [
+            f" --mechanism {args.mechanism}" if args.mechanism != "GRR" else "",
+            f" --priors {args.priors}" if priors != tuple(PRIORS) else "",
+        ]
+    )
     header = "\n".join([
-        "# Posterior means under Dirichlet(1), Dirichlet(1/2) and the adaptive prior (GRR)",
+        "# Posterior means under Dirichlet(1), Dirichlet(1/2) and the adaptive prior "
+        f"({args.mechanism})",
         "",
-        f"- Command: `python benchmarks/prior_accuracy.py --repeats {repeats}`",
+        f"- Command: `python benchmarks/prior_accuracy.py{options} --repeats {repeats}`",
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
         f"{time.perf_counter() - start:.0f} s; {args.workers} worker processes",
         f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
@@ -170,10 +196,15 @@ def main() -> None:
         f"{list(EPSILONS)}; n {list(ns)}; posteriors: 2 chains x 1000 draws",
         "",
     ])  # fmt: skip
-    text = header + "\n" + tables(df) + "\n"
+    text = header + "\n" + tables(df, priors) + "\n"
     print(text)
     if not args.quick:
-        OUT.write_text(text)
+        out = (
+            OUT
+            if args.mechanism == "GRR"
+            else OUT.with_name(f"prior_accuracy_{args.mechanism.lower()}.md")
+        )
+        out.write_text(text)
 
 
 if __name__ == "__main__":

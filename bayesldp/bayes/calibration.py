@@ -426,8 +426,7 @@ def sbc_replication(
     n = check_int(n, "n", 1)
     if getattr(mechanism, "k", None) != k:
         raise InvalidInputError(
-            f"alpha: length {k} does not match the mechanism's "
-            f"k = {getattr(mechanism, 'k', None)}"
+            f"alpha: length {k} does not match the mechanism's k = {getattr(mechanism, 'k', None)}"
         )
     gen = as_generator(rng)
     truth = alpha.sample(1, rng=gen)[0] if adaptive else gen.dirichlet(alpha)
