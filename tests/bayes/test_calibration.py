@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from bayesldp.bayes import AdaptiveDirichlet
 from bayesldp.bayes.calibration import (
     BackendSampler,
     effective_sample_size,
@@ -237,6 +238,23 @@ def test_sbc_replication_with_the_default_sampler():
         sbc_replication(GRR(3, 1.0), np.ones(4), 200, BackendSampler("hmc", 200, 2), 9)
     with pytest.raises(InvalidInputError, match="method"):
         BackendSampler("gibbs", 10, 1)
+
+
+def test_sbc_replication_under_the_adaptive_prior():
+    """theta~ comes from the adaptive prior (the same Generator draws it first) and the
+    sampler is handed the prior object itself."""
+    prior = AdaptiveDirichlet(4)
+    seen = []
+
+    def sampler(tally, alpha, seed):
+        seen.append(alpha)
+        return np.random.default_rng(seed).dirichlet(np.ones(4), size=(2, 300))
+
+    rep = sbc_replication(GRR(4, 1.0), prior, 100, sampler, 5)
+    np.testing.assert_array_equal(rep.truth, prior.sample(1, rng=np.random.default_rng(5))[0])
+    assert seen == [prior] and rep.rank.shape == (4,)
+    with pytest.raises(InvalidInputError, match="alpha: length 4"):
+        sbc_replication(GRR(3, 1.0), prior, 100, sampler, 5)
 
 
 # ---------------------------------------------------------------------------- slow: real SBC
