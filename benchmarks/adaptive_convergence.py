@@ -1,0 +1,114 @@
+"""Where the adaptive prior's default sampler converges and where it does not.
+
+The tallies of ``benchmarks/prior_accuracy.py`` (GRR; its populations, eps in 0.5, 1, 2, 4,
+n in 1e3, 1e4, 1e5, 2 repeats: the same seeds, so the same tallies and the same fit seed as its
+``adaptive`` column), each fitted with ``bayesldp.fit(tally, prior="adaptive")`` (2 chains x
+1000 draws, the default "joint" scheme).  Per fit: r_hat_max and divergences (the fit's
+``posterior.attrs``), mean leapfrog steps per draw, wall seconds, and the 5% / 50% / 95%
+quantiles of the posterior of the concentration ``a``.
+
+Table 1 groups the fits by the width of a's 90% interval (``log10(q95 / q05)``): how many have
+r_hat above 1.01 (PyMC's and ``fit``'s warning threshold) and how many diverge.  Table 2 lists
+the fits with r_hat above 1.01 or a divergence.
+
+Usage::
+
+    python benchmarks/adaptive_convergence.py   # writes benchmarks/results/adaptive_convergence.md
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import datetime as _dt
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import bayesldp
+
+sys.path.insert(0, str(Path(__file__).parent))
+import prior_accuracy as pa  # the populations and seeds of the accuracy benchmark
+
+SEED = 20261123  # prior_accuracy.py's default
+OUT = Path(__file__).parent / "results" / "adaptive_convergence.md"
+
+
+def one_fit(pop: str, eps: float, n: int, rep: int) -> dict:
+    """prior_accuracy.one_tally's tally and its ``adaptive`` fit seed (the third prior's)."""
+    rng = np.random.default_rng([SEED, pa.POPULATIONS.index(pop), int(eps * 10), n, rep])
+    theta = pa.population(pop, rng)
+    tally = bayesldp.GRR(theta.size, eps).simulate_tally(rng.multinomial(n, theta), rng=rng)
+    seed = [int(rng.integers(2**62)) for _ in range(list(pa.PRIORS).index("adaptive") + 1)][-1]
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = bayesldp.fit(tally, prior="adaptive", draws=1000, chains=2, random_seed=seed)
+    seconds = time.perf_counter() - start
+    q05, q50, q95 = np.quantile(idata.posterior["a"].values, [0.05, 0.5, 0.95])
+    attrs = idata.posterior.attrs
+    return dict(population=pop, eps=eps, n=n, repeat=rep, seconds=seconds,
+                r_hat=float(attrs["r_hat_max"]), divergences=int(attrs["divergences"]),
+                steps=float(idata.sample_stats["n_steps"].mean()), method=attrs["method"],
+                a05=q05, a50=q50, a95=q95)  # fmt: skip
+
+
+def tables(df: pd.DataFrame) -> str:
+    df = df.assign(width=np.log10(df["a95"] / df["a05"]))
+    groups = pd.cut(df["width"], [0, 0.5, 1, 2, np.inf], right=False,
+                    labels=["< 0.5", "0.5-1", "1-2", ">= 2"])  # fmt: skip
+    lines = ["## By the width of a's 90% interval (log10 q95/q05)", "",
+             "| width | fits | r_hat > 1.01 | r_hat > 1.05 | with divergences | largest r_hat | "
+             "median steps | median s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for label, g in df.groupby(groups, observed=False):
+        if len(g) == 0:
+            continue
+        lines.append(f"| {label} | {len(g)} | {(g['r_hat'] > 1.01).sum()} | "
+                     f"{(g['r_hat'] > 1.05).sum()} | {(g['divergences'] > 0).sum()} | "
+                     f"{g['r_hat'].max():.3f} | {g['steps'].median():.1f} | "
+                     f"{g['seconds'].median():.2f} |")  # fmt: skip
+    lines.append(f"| all | {len(df)} | {(df['r_hat'] > 1.01).sum()} | {(df['r_hat'] > 1.05).sum()}"
+                 f" | {(df['divergences'] > 0).sum()} | {df['r_hat'].max():.3f} | "
+                 f"{df['steps'].median():.1f} | {df['seconds'].median():.2f} |")  # fmt: skip
+    bad = df[(df["r_hat"] > 1.01) | (df["divergences"] > 0)].sort_values("r_hat", ascending=False)
+    lines += ["", "## Fits with r_hat > 1.01 or a divergence", "",
+              "| population | eps | n | repeat | r_hat | divergences | steps | s "
+              "| a: 5% / 50% / 95% |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    for r in bad.itertuples():
+        lines.append(f"| {r.population} | {r.eps:g} | {r.n:,} | {r.repeat} | {r.r_hat:.3f} | "
+                     f"{r.divergences} | {r.steps:.1f} | {r.seconds:.2f} | "
+                     f"{r.a05:.3g} / {r.a50:.3g} / {r.a95:.3g} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    jobs = [(p, e, n, r) for p in pa.POPULATIONS for e in pa.EPSILONS for n in pa.NS
+            for r in range(2)]  # fmt: skip
+    load = os.getloadavg()
+    start = time.perf_counter()
+    with cf.ProcessPoolExecutor(2) as pool:
+        df = pd.DataFrame(list(pool.map(one_fit, *zip(*jobs, strict=True))))
+    header = "\n".join([
+        "# Convergence of the default sampler under the adaptive prior (GRR)", "",
+        "- Command: `python benchmarks/adaptive_convergence.py`",
+        f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
+        f"{time.perf_counter() - start:.0f} s; 2 worker processes",
+        f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
+        f"{load[0]:.2f}; Python {platform.python_version()}, bayesldp {bayesldp.__version__}",
+        f"- The tallies and fit seeds of prior_accuracy.py's `adaptive` column; {len(df)} fits, "
+        "2 chains x 1000 draws, methods: " + ", ".join(sorted(set(df["method"]))), "",
+    ])  # fmt: skip
+    text = header + "\n" + tables(df) + "\n"
+    print(text)
+    OUT.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
