@@ -322,6 +322,16 @@ def _posterior_estimate(args: argparse.Namespace, tally, labels=None):
     )
 
 
+def _prior_option(text: str) -> float | str:
+    """``--prior``: "adaptive" or a number (``fit`` checks that it is > 0)."""
+    if text.strip().lower() == "adaptive":
+        return "adaptive"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'adaptive', got {text!r}") from None
+
+
 def _frequentist_estimate(method: str, tally):
     """The estimate of ``method``, its 90% normal interval (None without standard errors)."""
     from bayesldp.estimators import estimate
@@ -494,7 +504,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="an estimator name (oracle, norm_sub, mle, em, ...) or 'posterior'",
     )
     est.add_argument("--fit-method", default="auto", help="posterior method: auto, exact, ...")
-    est.add_argument("--prior", type=float, default=1.0, help="symmetric Dirichlet prior")
+    est.add_argument(
+        "--prior",
+        type=_prior_option,
+        default=1.0,
+        help="the posterior's prior: a symmetric Dirichlet's concentration (default 1), or "
+        "'adaptive' (the concentration learnt from the data: bayesldp.AdaptiveDirichlet)",
+    )
     est.add_argument("--seed", type=int, default=0, help="seed of the posterior sampler")
     est.add_argument("--save-posterior", help="write the posterior to this netCDF file")
     est.add_argument("--quiet", action="store_true", help="no progress output")

@@ -131,6 +131,22 @@ def test_estimate_posterior_and_save(tmp_path, capsys):
     assert "credible interval" in capsys.readouterr().out and nc.stat().st_size > 0
 
 
+def test_estimate_posterior_under_the_adaptive_prior(tmp_path, capsys):
+    path = tmp_path / "reports.csv"
+    _write_grr_reports(path, n=60)
+    base = ["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "2",
+            "--method", "posterior", "--fit-method", "exact", "--quiet"]  # fmt: skip
+    nc = tmp_path / "post.nc"
+    assert main([*base, "--prior", "adaptive", "--save-posterior", str(nc)]) == 0
+    assert "credible interval" in capsys.readouterr().out
+    from bayesldp.bayes import load_fit
+
+    assert "a" in load_fit(nc).posterior
+    with pytest.raises(SystemExit):
+        main([*base, "--prior", "jeffreys"])
+    assert "expected a number or 'adaptive'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "content, message",
     [

@@ -38,11 +38,19 @@ def test_defaults_filled():
         ({"bayes": {"hdi_prob": 1.5}}, r"\[bayes\]\.hdi_prob: must lie in \(0, 1\)"),
         ({"bayes": {"hdi_prob": 1}}, r"\[bayes\]\.hdi_prob: must lie in \(0, 1\)"),
         ({"bayes": {"draws": 0}}, r"\[bayes\]\.draws"),
+        ({"bayes": {"prior": "jeffreys"}}, r"\[bayes\]\.prior: the only named prior is"),
+        ({"bayes": {"prior": 0}}, r"\[bayes\]\.prior: "),
+        ({"bayes": {"prior": [1.0, 2.0]}}, r"\[bayes\]\.prior: "),
     ],
 )
 def test_bad_specs_name_the_key(patch, message):
     with pytest.raises(SpecError, match=message):
         validate_study(GOOD | patch)
+
+
+def test_bayes_prior_may_be_adaptive():
+    spec = validate_study(GOOD | {"bayes": {"prior": "adaptive"}})
+    assert spec["bayes"]["prior"] == "adaptive" and spec["bayes_requested"]
 
 
 def test_missing_file_and_bad_toml(tmp_path):

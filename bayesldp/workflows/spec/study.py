@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bayesldp._validation import check_int, check_labels, check_open_unit
-from bayesldp.errors import InvalidInputError
+from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
 
 POPULATION_KINDS = ("dirichlet", "zipf", "binomial", "uniform", "frequencies", "dataset")
@@ -62,7 +62,13 @@ ESTIMATORS = {
 }
 BAYES = {
     "method": Field(str, default="auto"),
-    "prior": Field((int, float, list), default=1.0, items=(int, float)),
+    "prior": Field(
+        (int, float, list, str),
+        default=1.0,
+        items=(int, float),
+        doc="a symmetric Dirichlet's concentration, K concentrations, or 'adaptive' "
+        "(AdaptiveDirichlet: the concentration learnt from the data)",
+    ),
     "draws": Field(int, default=1000),
     "chains": Field(int, default=4),
     "hdi_prob": Field((int, float), default=0.9, doc="credible interval mass, in (0, 1)"),
@@ -105,6 +111,16 @@ def validate_study(raw: Mapping[str, Any], source: str = "spec") -> dict[str, An
     return spec
 
 
+def _check_prior(prior: Any, where: str, k: int) -> None:
+    """What ``fit`` accepts as ``prior`` on ``k`` categories (its own error, named ``where``)."""
+    from bayesldp.bayes.prior import as_prior
+
+    try:
+        as_prior(prior, k)
+    except (InvalidInputError, InvalidTypeError) as exc:
+        raise InvalidInputError(f"{where}: {str(exc).removeprefix('prior: ')}") from None
+
+
 def _check_values(spec: dict[str, Any], source: str) -> None:
     study, population, bayes = spec["study"], spec["population"], spec["bayes"]
     for key, low in (("n", 1), ("repeats", 1), ("seed", 0)):
@@ -119,6 +135,7 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
     if population["k"] is None:
         raise SpecError(f"{source}: [population].k: missing (required)")
     check_value(check_int, population["k"], f"{source}: [population].k", 2)
+    check_value(_check_prior, bayes["prior"], f"{source}: [bayes].prior", population["k"])
     _resolve_labels(population, source)
     if population["kind"] == "frequencies":
         freqs = population["frequencies"]
