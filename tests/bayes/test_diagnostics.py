@@ -19,8 +19,20 @@ def test_a_bad_posterior_warns_with_the_numbers():
         idata = bayesldp.fit(_tally(), prior=1.0, draws=10, chains=2, tune=10, random_seed=0)
     text = " ".join(str(w.message) for w in record)
     assert "smallest bulk ESS is" in text and "per chain, below 100" in text
+    assert "concentration a" not in text  # a fixed prior: no hint about a
     attrs = idata.posterior.attrs
     assert attrs["ess_bulk_min"] < 200 and "r_hat_max" in attrs and attrs["divergences"] >= 0
+
+
+def test_a_failed_check_under_a_broad_posterior_of_a_says_so():
+    """28 reports at eps = 0.5: a's posterior spans about three decades."""
+    tally = bayesldp.GRR(5, 0.5).simulate_tally(np.array([25, 3, 0, 0, 0]), rng=4)
+    with pytest.warns(ConvergenceWarning) as record:
+        idata = bayesldp.fit(tally, prior="adaptive", draws=50, chains=2, tune=50, random_seed=0)
+    hints = [str(w.message) for w in record if "concentration a" in str(w.message)]
+    lo, hi = np.quantile(idata.posterior["a"].values, [0.05, 0.95])
+    assert np.log10(hi / lo) >= 2 and len(hints) == 1
+    assert f"[{lo:.3g}, {hi:.3g}]" in hints[0] and "prior=0.5" in hints[0]
 
 
 @pytest.mark.parametrize("method", ["hmc", "sgld"])
