@@ -18,13 +18,14 @@ simulate the mechanism's tally (seeded), and estimate theta by
 Table 1: per cell, each posterior's MSE (mean over repeats) divided by the best frequentist
 estimator's.  Table 2: per prior, the share of cells at or below 1.0x and the largest ratio;
 coverage pooled per population family; median fit seconds.  OUE and OLH tallies keep one row
-per distinct report (up to n), so their fits at n = 1e5 take seconds to tens of seconds (``fit``'s
-"auto" may choose the Laplace method there); their runs use fewer priors and repeats.
+per distinct report (up to n), so their fits at n >= 1e4 take from seconds to minutes (``fit``'s
+"auto" may choose the Laplace method there); their runs use fewer priors and repeats, and
+``--ns`` runs a part of the n grid.
 
 Usage::
 
     python benchmarks/prior_accuracy.py            # writes benchmarks/results/prior_accuracy.md
-    python benchmarks/prior_accuracy.py --mechanism OUE --priors dir1,adaptive --repeats 1
+    python benchmarks/prior_accuracy.py --mechanism OUE --priors dir1,adaptive --repeats 1 --ns 1000
                                                    # writes benchmarks/results/prior_accuracy_oue.md
     python benchmarks/prior_accuracy.py --quick    # 1 repeat, n = 1e3 only, writes nothing
 """
@@ -167,12 +168,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--mechanism", choices=("GRR", "OUE", "OLH"), default="GRR")
     ap.add_argument("--priors", default=",".join(PRIORS), help=f"comma list of {list(PRIORS)}")
+    ap.add_argument("--ns", default=",".join(map(str, NS)), help="comma list of n")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     priors = tuple(p.strip() for p in args.priors.split(","))
     if unknown := set(priors) - set(PRIORS):
         ap.error(f"--priors: unknown {sorted(unknown)}; valid: {list(PRIORS)}")
-    repeats, ns = (1, (1_000,)) if args.quick else (args.repeats, NS)
+    ns = tuple(int(n) for n in args.ns.split(","))
+    repeats, ns = (1, (1_000,)) if args.quick else (args.repeats, ns)
     start = time.perf_counter()
     load = os.getloadavg()
     df = run(repeats, ns, args.seed, args.workers, args.mechanism, priors)
@@ -180,6 +183,7 @@ def main() -> None:
         [
             f" --mechanism {args.mechanism}" if args.mechanism != "GRR" else "",
             f" --priors {args.priors}" if priors != tuple(PRIORS) else "",
+            f" --ns {args.ns}" if ns != NS and not args.quick else "",
         ]
     )
     header = "\n".join([
