@@ -22,7 +22,8 @@ the truth in a fraction ``level`` of replications (it follows from uniform ranks
 falls outside the central interval iff its posterior quantile is in the outer tails).
 
 :func:`sbc_replication` runs one replication for an LDP mechanism (``theta~`` from the prior:
-``Dirichlet(alpha)`` or the adaptive prior :class:`~bayesldp.bayes.AdaptiveDirichlet`, true counts ``~ Multinomial(n, theta~)``, tally ``= mechanism.simulate_tally``), and
+``Dirichlet(alpha)`` or the adaptive prior :class:`~bayesldp.bayes.AdaptiveDirichlet`; true
+counts ``~ Multinomial(n, theta~)``, tally ``= mechanism.simulate_tally``), and
 :func:`summarise_sbc` reduces many of them to p-values, coverage and a verdict.
 """
 
@@ -394,7 +395,8 @@ def sbc_replication(
 
     ``theta~ ~ Dirichlet(alpha)`` (or, for the adaptive prior, ``a`` from its grid law and
     ``theta~ ~ Dirichlet(a 1_K)``: :meth:`AdaptiveDirichlet.sample`); true counts
-    ``~ Multinomial(n, theta~)``; ``tally = mechanism.simulate_tally(counts)``; ``theta = sampler(tally, alpha, seed)``;
+    ``~ Multinomial(n, theta~)``; ``tally = mechanism.simulate_tally(counts)``;
+    ``theta = sampler(tally, alpha, seed)``;
     the draws are thinned to ``size`` by :func:`thin_by_ess` and ranked against ``theta~``
     (:func:`rank_statistics`), and the central ``level`` interval of all draws is checked
     (:func:`interval_contains`).
@@ -421,8 +423,8 @@ def sbc_replication(
         Credible level of the interval.
     """
     adaptive = isinstance(alpha, AdaptiveDirichlet)
-    k = alpha.k if adaptive else check_alpha(alpha).shape[0]
     alpha = alpha if adaptive else check_alpha(alpha)
+    k = alpha.k if adaptive else alpha.shape[0]
     n = check_int(n, "n", 1)
     if getattr(mechanism, "k", None) != k:
         raise InvalidInputError(
