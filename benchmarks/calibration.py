@@ -2,7 +2,7 @@
 
 Grid: mechanism GRR or OUE, K in {3, 10}, eps in {1, 4}; n = 500 users; prior (used both to
 simulate and to fit) Dirichlet(1, ..., 1), or the adaptive prior ``AdaptiveDirichlet(K)`` for
-the ``*-adaptive`` samplers.  Each replication draws theta from the prior, true
+``hmc-adaptive``.  Each replication draws theta from that prior, true
 counts ~ Multinomial(n, theta), the tally with ``mechanism.simulate_tally``, and samples the
 posterior; the draws are thinned by ESS to M = 99 near-independent draws (ranks 0..99, 10 bins of
 10), the rank of each true theta_x among them is recorded, and so is whether the central 90 %
@@ -23,9 +23,8 @@ Samplers (backend modules called directly, without building InferenceData).  The
   32 chains x 200 draws thinned by 20, on two cells (GRR K=3 and OUE K=10, eps = 1).
 * ``hmc-adaptive`` -- ``hmc`` under the adaptive prior (default scheme "joint"): theta drawn
   from ``AdaptiveDirichlet(K)`` (``a`` from its grid law, then ``Dirichlet(a 1_K)``) and fitted
-  with it.  ``sgld-adaptive``: ``sgld`` under the adaptive prior.  Not in the default run;
-  ``--samplers hmc-adaptive,sgld-adaptive --write benchmarks/results/calibration_adaptive.md``
-  (about 15 minutes on 2 cores).
+  with it.  Not in the default run; ``--samplers hmc-adaptive --write
+  benchmarks/results/calibration_adaptive.md`` (about 10 minutes on 2 cores).
 * ``nuts`` -- PyMC's NUTS (``bayesldp.bayes.nuts``, model compiled per data set), 2 chains x
   500 draws after 500 tuning steps, about 5 s per fit, on the GRR K = 3, eps = 1 cell.
 
@@ -105,14 +104,9 @@ SAMPLERS: dict[str, tuple[BackendSampler, str, tuple | None]] = {
         "hmc (bayesldp NUTS), adaptive prior",
         None,
     ),
-    "sgld-adaptive": (
-        BackendSampler("sgld", draws=100, chains=16),
-        "sgld (defaults), adaptive prior",
-        None,
-    ),
 }
 #: samplers simulated and fitted under the adaptive prior (the others: Dirichlet(1))
-ADAPTIVE = ("hmc-adaptive", "sgld-adaptive")
+ADAPTIVE = ("hmc-adaptive",)
 DEFAULT_SAMPLERS = "hmc,sgld"
 CHUNK = 10  # replications per task
 
@@ -169,8 +163,7 @@ def warm_up() -> None:
     rng = np.random.SeedSequence(0)
     for name in ("hmc", "sgld"):
         sbc_replication(GRR(3, 1.0), np.ones(3), 50, SAMPLERS[name][0], rng, size=SIZE)
-    for name in ("hmc", "sgld"):
-        sbc_replication(GRR(3, 1.0), AdaptiveDirichlet(3), 50, SAMPLERS[name][0], rng, size=SIZE)
+    sbc_replication(GRR(3, 1.0), AdaptiveDirichlet(3), 50, SAMPLERS["hmc"][0], rng, size=SIZE)
 
 
 _INFO_KEYS = (
@@ -232,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma list of {', '.join(SAMPLERS)} (default {DEFAULT_SAMPLERS})",
     )
     parser.add_argument(
-        "--all", action="store_true", help="every Dirichlet(1) sampler (all but *-adaptive)"
+        "--all", action="store_true", help="every Dirichlet(1) sampler (all but hmc-adaptive)"
     )
     parser.add_argument("--reps", type=int, default=REPS, help="replications per cell (L)")
     parser.add_argument("--pymc-reps", type=int, default=REPS, help="L for PyMC NUTS")
