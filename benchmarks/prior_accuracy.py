@@ -161,6 +161,14 @@ def tables(df: pd.DataFrame, priors: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
+def title(priors: tuple[str, ...]) -> str:
+    """The priors of a run, in words (the adaptive prior's two settings as one)."""
+    words = {"dir1": "Dirichlet(1)", "dir05": "Dirichlet(1/2)", "adaptive": "the adaptive prior",
+             "adaptive_sd1": "the adaptive prior"}  # fmt: skip
+    names = list(dict.fromkeys(words[p] for p in priors))
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=2)
@@ -187,8 +195,7 @@ def main() -> None:
         ]
     )
     header = "\n".join([
-        "# Posterior means under Dirichlet(1), Dirichlet(1/2) and the adaptive prior "
-        f"({args.mechanism})",
+        f"# Posterior means under {title(priors)} ({args.mechanism})",
         "",
         f"- Command: `python benchmarks/prior_accuracy.py{options} --repeats {repeats}`",
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
@@ -196,7 +203,8 @@ def main() -> None:
         f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
         f"{load[0]:.2f}; Python {platform.python_version()}, numpy {np.__version__}, "
         f"bayesldp {bayesldp.__version__}",
-        f"- {repeats} repeats per cell; populations {', '.join(POPULATIONS)}; eps "
+        f"- {repeats} repeat{'s' if repeats != 1 else ''} per cell; populations "
+        f"{', '.join(POPULATIONS)}; eps "
         f"{list(EPSILONS)}; n {list(ns)}; posteriors: 2 chains x 1000 draws",
         "",
     ])  # fmt: skip
