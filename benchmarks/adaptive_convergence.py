@@ -41,9 +41,7 @@ OUT = Path(__file__).parent / "results" / "adaptive_convergence.md"
 
 def one_fit(pop: str, eps: float, n: int, rep: int) -> dict:
     """prior_accuracy.one_tally's tally and its ``adaptive`` fit seed (the third prior's)."""
-    rng = np.random.default_rng([SEED, pa.POPULATIONS.index(pop), int(eps * 10), n, rep])
-    theta = pa.population(pop, rng)
-    tally = bayesldp.GRR(theta.size, eps).simulate_tally(rng.multinomial(n, theta), rng=rng)
+    rng, _, tally = pa.simulate(pop, eps, n, rep, SEED)
     seed = [int(rng.integers(2**62)) for _ in range(list(pa.PRIORS).index("adaptive") + 1)][-1]
     start = time.perf_counter()
     with warnings.catch_warnings():

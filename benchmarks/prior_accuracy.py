@@ -78,14 +78,23 @@ def population(name: str, rng: np.random.Generator) -> np.ndarray:
     return w / w.sum()
 
 
+def simulate(
+    pop: str, eps: float, n: int, rep: int, seed: int, mechanism: str = "GRR"
+) -> tuple[np.random.Generator, np.ndarray, bayesldp.Tally]:
+    """The cell's Generator, theta and tally; the Generator then gives each prior's fit seed in
+    turn (``PRIORS`` order)."""
+    rng = np.random.default_rng([seed, POPULATIONS.index(pop), int(eps * 10), n, rep])
+    theta = population(pop, rng)
+    counts = rng.multinomial(n, theta)
+    return rng, theta, getattr(bayesldp, mechanism)(theta.size, eps).simulate_tally(counts, rng=rng)
+
+
 def one_tally(
     pop: str, eps: float, n: int, rep: int, seed: int, mechanism: str, priors: tuple[str, ...]
 ) -> list[dict]:
     """Every estimator on one simulated tally."""
-    rng = np.random.default_rng([seed, POPULATIONS.index(pop), int(eps * 10), n, rep])
-    theta = population(pop, rng)
+    rng, theta, tally = simulate(pop, eps, n, rep, seed, mechanism)
     k = theta.size
-    tally = getattr(bayesldp, mechanism)(k, eps).simulate_tally(rng.multinomial(n, theta), rng=rng)
     rows = []
     for method in FREQUENTIST:
         f = bayesldp.estimate(tally, method).frequencies
