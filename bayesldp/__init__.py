@@ -49,6 +49,7 @@ _LAZY = {
     "sample_posterior_predictive": "bayesldp.bayes",
     "Dirichlet": "bayesldp.bayes",
     "AdaptiveDirichlet": "bayesldp.bayes",
+    "SmoothDensity": "bayesldp.bayes",
     "build_model": "bayesldp.bayes",
     "tally_likelihood": "bayesldp.bayes",
 }

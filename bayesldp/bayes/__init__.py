@@ -6,7 +6,8 @@
 cross-validate fits one report at a time; ``sample_posterior_predictive`` adds the posterior
 predictive check ArviZ plots.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`)
 or a symmetric Dirichlet with an unknown concentration (:class:`AdaptiveDirichlet`,
-``prior="adaptive"``).
+``prior="adaptive"``), or, for ordered bins, a smoothness prior on the log-weights
+(:class:`SmoothDensity`, ``prior="smooth"``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ from bayesldp.bayes.fit import BACKENDS, build_inference_data, fit
 from bayesldp.bayes.io import fit_prior, load_fit, save_fit
 from bayesldp.bayes.model import build_model, tally_likelihood
 from bayesldp.bayes.ppc import sample_posterior_predictive
-from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, as_dirichlet, as_prior
+from bayesldp.bayes.prior import (
+    AdaptiveDirichlet,
+    Dirichlet,
+    SmoothDensity,
+    as_dirichlet,
+    as_prior,
+)
 
 __all__ = [
     "BACKENDS",
     "AdaptiveDirichlet",
     "Dirichlet",
+    "SmoothDensity",
     "as_dirichlet",
     "as_prior",
     "build_inference_data",

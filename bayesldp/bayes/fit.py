@@ -42,7 +42,7 @@ from bayesldp.bayes import _feedback
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.diagnostics import diagnose
-from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, Prior, as_prior
+from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, Prior, SmoothDensity, as_prior
 from bayesldp.errors import (
     BayesLDPError,
     InvalidInputError,
@@ -64,6 +64,8 @@ BACKENDS: dict[str, str] = {
 }
 #: methods that sample under the adaptive prior (AdaptiveDirichlet)
 ADAPTIVE_METHODS = ("exact", "hmc", "nuts", "sgld", "laplace")
+#: methods that sample under the smoothness prior (SmoothDensity, a PyMC model)
+SMOOTH_METHODS = ("nuts",)
 #: aliases resolved before dispatch ("auto" by name alone; fit() then chooses by cost)
 ALIASES: dict[str, str] = {"auto": "hmc"}
 #: methods "auto" chooses among (bayesldp.bayes.cost.choose_method)
@@ -123,7 +125,10 @@ def fit(
         vector of ``K`` positive numbers; a :class:`~bayesldp.bayes.Dirichlet`; or
         ``"adaptive"`` / an :class:`~bayesldp.bayes.AdaptiveDirichlet`: ``Dirichlet(a 1_K)`` with
         ``a`` unknown (a normal prior on ``log a``), whose draws are the posterior variable
-        ``a`` (every method).
+        ``a`` (every method); or ``"smooth"`` / a :class:`~bayesldp.bayes.SmoothDensity`
+        (ordered bins of numerical data: a Gaussian roughness prior on the log-weights, whose
+        smoothness ``lambda`` is learnt; posterior variable ``smoothness``; method "nuts",
+        which ``"auto"`` then takes).
     method : {"auto", "exact", "hmc", "nuts", "sgld", "laplace"}
         The posterior method.  ``"auto"`` chooses by predicted cost
         (:func:`bayesldp.bayes.cost.choose_method`): ``"exact"`` when the exact Dirichlet
@@ -216,9 +221,13 @@ def fit(
     cores_given = cores is not None
     cores = _feedback.resolve_cores(cores, chains)
 
-    resolved, auto_reason = _choose_method(
-        method, resolved, tally, draws, chains, options, isinstance(prior_obj, AdaptiveDirichlet)
-    )
+    if isinstance(prior_obj, SmoothDensity):
+        resolved, auto_reason = _smooth_method(method, resolved)
+    else:
+        resolved, auto_reason = _choose_method(
+            method, resolved, tally, draws, chains, options,
+            isinstance(prior_obj, AdaptiveDirichlet),
+        )  # fmt: skip
     if isinstance(prior_obj, AdaptiveDirichlet) and resolved not in ADAPTIVE_METHODS:
         raise NotSupportedError(
             f"prior: the adaptive prior is not available with method={method!r} yet; use "
@@ -410,6 +419,18 @@ def _choose_method(
                 UserWarning,
                 stacklevel=3,
             )
+    return resolved, None
+
+
+def _smooth_method(method: str, resolved: str) -> tuple[str, str | None]:
+    """The method under the smoothness prior: "nuts" (the PyMC model), which "auto" takes."""
+    if method == "auto":
+        return "nuts", "the smoothness prior (SmoothDensity) is sampled by PyMC's NUTS"
+    if resolved not in SMOOTH_METHODS:
+        raise NotSupportedError(
+            f"prior: the smoothness prior is not available with method={method!r}; use one of "
+            f"{list(SMOOTH_METHODS)} (or 'auto')"
+        )
     return resolved, None
 
 
@@ -621,6 +642,8 @@ def _constant_data(tally: Tally, prior: Prior, category: np.ndarray) -> Any:
     coords: dict[str, Any] = {"category": category}
     if isinstance(prior, Dirichlet):
         data: dict[str, Any] = {"prior_alpha": (("category",), prior.alpha.copy())}
+    elif isinstance(prior, SmoothDensity):  # its parameters are the posterior attrs' "prior"
+        data = {}
     else:  # the adaptive prior's grid on log a and its weights
         data = {"prior_log_a": (("a_grid",), prior.log_a.copy()),
                 "prior_log_a_weight": (("a_grid",), prior.log_w.copy())}  # fmt: skip

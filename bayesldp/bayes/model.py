@@ -38,13 +38,14 @@ log-density and 55 ms per gradient, 540 MB peak memory for the process).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from bayesldp._validation import check_alpha
-from bayesldp.bayes.prior import AdaptiveDirichlet
+from bayesldp.bayes.prior import AdaptiveDirichlet, SmoothDensity
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import FiniteChannelMechanism
 from bayesldp.tally import Tally
@@ -54,6 +55,8 @@ __all__ = [
     "build_model",
     "finite_channel_form",
     "pointwise_loglik",
+    "smooth_information",
+    "smooth_theta",
     "tally_likelihood",
 ]
 
@@ -165,7 +168,10 @@ def build_model(
         ``Dirichlet(1)`` variable and the potential ``"adaptive_prior"``,
         ``log sum_j exp(c_j + (a_j - 1) sum_x log theta_x)``, turns it into the marginal
         adaptive prior (``a`` summed out on its grid; ``bayesldp.fit`` draws ``a`` afterwards
-        from ``p(a | theta)``).
+        from ``p(a | theta)``); or a :class:`~bayesldp.bayes.SmoothDensity` (ordered bins):
+        then ``theta`` is the deterministic ``softmax(f)`` of its log-weights, with free
+        variables ``log_smoothness``, ``slope`` and ``coef`` and the deterministic
+        ``smoothness`` (:func:`smooth_theta`, non-centred by :func:`smooth_information`).
     labels : sequence, optional
         ``K`` category labels for the "category" coordinate (default ``0..K-1``).
     model : pymc.Model, optional
@@ -200,11 +206,12 @@ def build_model(
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     k = tally.k
     adaptive = alpha if isinstance(alpha, AdaptiveDirichlet) else None
-    if adaptive is not None and adaptive.k != k:
-        raise InvalidInputError(f"alpha: an AdaptiveDirichlet on {adaptive.k} categories, K = {k}")
+    smooth = alpha if isinstance(alpha, SmoothDensity) else None
+    if (adaptive or smooth) is not None and alpha.k != k:
+        raise InvalidInputError(f"alpha: a {type(alpha).__name__} on {alpha.k} categories, K = {k}")
     if adaptive is not None:
         alpha = np.ones(k)
-    elif not _is_pymc_variable(alpha):
+    elif smooth is None and not _is_pymc_variable(alpha):
         alpha = check_alpha(alpha, k)
     category = _category_labels(labels, k)
     model = pm.Model() if model is None else model
@@ -213,12 +220,61 @@ def build_model(
     elif list(model.coords["category"]) != category and labels is not None:
         raise InvalidInputError("labels: differ from the model's existing 'category' coordinate")
     with model:
-        theta = pm.Dirichlet(name, a=alpha, dims="category")
+        if smooth is not None:
+            theta = smooth_theta(smooth, name, smooth_information(tally, smooth))
+        else:
+            theta = pm.Dirichlet(name, a=alpha, dims="category")
         if adaptive is not None:  # Dirichlet(1) times this is the marginal adaptive prior
             s_total = pt.sum(pt.log(theta))
             pm.Potential("adaptive_prior", pt.logsumexp(adaptive.c + (adaptive.a - 1.0) * s_total))
         tally_likelihood(tally, theta, name="counts" if name == "theta" else f"counts_{name}")
     return model
+
+
+def smooth_theta(prior: SmoothDensity, name: str = "theta", info: Any = None) -> Any:
+    """``theta = softmax(f)`` under a :class:`~bayesldp.bayes.SmoothDensity` prior, in the
+    current PyMC model (dims "category"; ``f = b line + modes @ y``, :meth:`SmoothDensity.basis`).
+
+    Free variables: ``log_smoothness`` (``log lambda``), ``slope`` (``b``) and ``coef``
+    (``u``, K - 2); deterministic ``smoothness`` (``lambda``).  Coefficient ``j`` is
+    ``y_j = s_j^{w_j} u_j`` with ``u_j ~ N(0, s_j^{2 (1 - w_j)})``, ``s_j = lambda scale_j`` its
+    prior sd: ``y_j ~ N(0, s_j^2)`` for any weight ``w_j`` in [0, 1] (partial non-centring,
+    Papaspiliopoulos, Roberts and Skold 2007).  ``w_j = 1 / (1 + I_j s0_j^2)``, ``I_j`` the
+    data's information about ``y_j`` (``info``; default 0: every ``w_j = 1``, non-centred) and
+    ``s0_j`` the prior sd at the prior median of ``lambda``: coefficients the data pin down are
+    sampled as they are, the others relative to ``lambda``, and neither forms a funnel with it.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    line, modes, scale = prior.basis()
+    info = np.zeros(scale.shape[0]) if info is None else np.asarray(info, dtype=float)
+    weight = 1.0 / (1.0 + np.maximum(info, 0.0) * (math.exp(prior.log_scale_mean) * scale) ** 2)
+    log_lam = pm.Normal("log_smoothness", prior.log_scale_mean, prior.log_scale_sd)
+    pm.Deterministic("smoothness", pt.exp(log_lam))
+    log_sd = log_lam + np.log(scale)
+    u = pm.Normal("coef", 0.0, pt.exp((1.0 - weight) * log_sd), shape=scale.shape[0])
+    b = pm.Normal("slope", 0.0, prior.slope_sd)
+    f = b * line + pt.dot(modes, pt.exp(weight * log_sd) * u)
+    return pm.Deterministic(name, pt.special.softmax(f), dims="category")
+
+
+def smooth_information(tally: Tally, prior: SmoothDensity) -> np.ndarray:
+    """The data's information about each coefficient ``y_j`` of :func:`smooth_theta`, at the
+    EMS estimate ``theta0`` (floored at ``1e-6 / K``): ``diag(M^T J F J M)`` with ``M`` the
+    prior's modes, ``J = diag(theta0) - theta0 theta0^T`` (softmax) and
+    ``F = sum_u c_u L_u^T L_u / (L_u . theta0)^2`` (observed information in ``theta``)."""
+    from bayesldp.estimators import estimate
+    from bayesldp.likelihood import Likelihood
+
+    theta = np.maximum(estimate(tally, "ems").frequencies, 1e-6 / tally.k)
+    theta /= theta.sum()
+    lik = Likelihood(tally)
+    _, mu = lik.evaluate(theta)
+    fisher = lik.full_gram(lik.counts / (mu * mu))
+    _, modes, _ = prior.basis()
+    jm = theta[:, None] * (modes - theta @ modes)  # J @ modes
+    return np.einsum("ij,ij->j", jm, fisher @ jm)
 
 
 def tally_likelihood(tally: Tally, theta: Any, *, name: str = "counts") -> Any:

@@ -88,8 +88,9 @@ def sample(
     ----------
     tally : Tally
         The reports' likelihood rows and counts.
-    alpha : array of float, shape (K,)
-        Dirichlet prior concentrations.
+    alpha : array of float, shape (K,), AdaptiveDirichlet or SmoothDensity
+        Dirichlet prior concentrations, or a prior :func:`~bayesldp.bayes.model.build_model`
+        takes (the smoothness prior's ``lambda`` draws come back as ``extra["smoothness"]``).
     draws, chains : int
         Kept draws per chain and number of chains.
     random_seed : int or None
@@ -186,4 +187,7 @@ def sample(
     sampling_time = idata.posterior.attrs.get("sampling_time")
     if sampling_time is not None:
         info["sampling_time"] = float(sampling_time)
-    return SamplerOutput(theta=theta, sample_stats=stats, info=info)
+    extra = {}
+    if "smoothness" in idata.posterior:  # the SmoothDensity prior's lambda
+        extra["smoothness"] = np.asarray(idata.posterior["smoothness"].values, dtype=float)
+    return SamplerOutput(theta=theta, sample_stats=stats, info=info, extra=extra)

@@ -323,13 +323,15 @@ def _posterior_estimate(args: argparse.Namespace, tally, labels=None):
 
 
 def _prior_option(text: str) -> float | str:
-    """``--prior``: "adaptive" or a number (``fit`` checks that it is > 0)."""
-    if text.strip().lower() == "adaptive":
-        return "adaptive"
+    """``--prior``: "adaptive", "smooth" or a number (``fit`` checks that it is > 0)."""
+    if text.strip().lower() in ("adaptive", "smooth"):
+        return text.strip().lower()
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'adaptive', got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a number, 'adaptive' or 'smooth', got {text!r}"
+        ) from None
 
 
 def _frequentist_estimate(method: str, tally):
@@ -509,7 +511,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_prior_option,
         default=1.0,
         help="the posterior's prior: a symmetric Dirichlet's concentration (default 1), or "
-        "'adaptive' (the concentration learnt from the data: bayesldp.AdaptiveDirichlet)",
+        "'adaptive' (the concentration learnt from the data: bayesldp.AdaptiveDirichlet), or "
+        "'smooth' (ordered bins of numerical data: bayesldp.SmoothDensity)",
     )
     est.add_argument("--seed", type=int, default=0, help="seed of the posterior sampler")
     est.add_argument("--save-posterior", help="write the posterior to this netCDF file")

@@ -144,7 +144,10 @@ def test_estimate_posterior_under_the_adaptive_prior(tmp_path, capsys):
     assert "a" in load_fit(nc).posterior
     with pytest.raises(SystemExit):
         main([*base, "--prior", "jeffreys"])
-    assert "expected a number or 'adaptive'" in capsys.readouterr().err
+    assert "expected a number, 'adaptive' or 'smooth'" in capsys.readouterr().err
+    from bayesldp.workflows.cli import _prior_option
+
+    assert _prior_option(" Smooth") == "smooth"
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ def test_defaults_filled():
         ({"bayes": {"hdi_prob": 1.5}}, r"\[bayes\]\.hdi_prob: must lie in \(0, 1\)"),
         ({"bayes": {"hdi_prob": 1}}, r"\[bayes\]\.hdi_prob: must lie in \(0, 1\)"),
         ({"bayes": {"draws": 0}}, r"\[bayes\]\.draws"),
-        ({"bayes": {"prior": "jeffreys"}}, r"\[bayes\]\.prior: the only named prior is"),
+        ({"bayes": {"prior": "jeffreys"}}, r"\[bayes\]\.prior: the named priors are"),
         ({"bayes": {"prior": 0}}, r"\[bayes\]\.prior: "),
         ({"bayes": {"prior": [1.0, 2.0]}}, r"\[bayes\]\.prior: "),
     ],

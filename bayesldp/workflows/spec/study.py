@@ -66,8 +66,9 @@ BAYES = {
         (int, float, list, str),
         default=1.0,
         items=(int, float),
-        doc="a symmetric Dirichlet's concentration, K concentrations, or 'adaptive' "
-        "(AdaptiveDirichlet: the concentration learnt from the data)",
+        doc="a symmetric Dirichlet's concentration, K concentrations, 'adaptive' "
+        "(AdaptiveDirichlet: the concentration learnt from the data) or 'smooth' "
+        "(SmoothDensity: ordered bins, a smoothness prior on the log-weights)",
     ),
     "draws": Field(int, default=1000),
     "chains": Field(int, default=4),

@@ -1,0 +1,148 @@
+"""The smoothness prior for ordered bins (SmoothDensity): its PyMC model, draws and fit."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import softmax
+
+import bayesldp
+from bayesldp.bayes import SmoothDensity, as_prior, build_model, fit, load_fit, save_fit
+from bayesldp.bayes.io import fit_prior
+from bayesldp.bayes.prior import prior_from_json
+from bayesldp.errors import InvalidInputError, NotSupportedError
+
+
+def _sw_tally(k: int = 8, n: int = 2000, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = np.clip(rng.normal(0.2, 0.25, n), -1.0, 1.0)
+    mech = bayesldp.SquareWave(k, 1.0, lo=-1.0, hi=1.0, output_bins=k)
+    return mech.tally(mech.perturb(x, rng=seed + 1)), x
+
+
+def test_basis_diagonalises_the_rw2_precision():
+    """modes @ diag(lambda^2 scale^2) @ modes.T + a line is the RW2 prior's covariance: the
+    modes are orthonormal eigenvectors of D^T D, orthogonal to the constant and the line."""
+    k = 9
+    line, modes, scale = SmoothDensity(k).basis()
+    diff2 = np.diff(np.eye(k), n=2, axis=0)
+    precision = diff2.T @ diff2 * k**3  # of f per lambda^-2
+    np.testing.assert_allclose(modes.T @ modes, np.eye(k - 2), atol=1e-12)
+    np.testing.assert_allclose(
+        modes.T @ precision @ modes, np.diag(scale**-2), rtol=1e-9, atol=1e-9
+    )
+    np.testing.assert_allclose(line @ modes, 0.0, atol=1e-12)
+    np.testing.assert_allclose(modes.sum(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(diff2 @ line, 0.0, atol=1e-15)
+    np.testing.assert_allclose(line, (np.arange(k) + 0.5) / k - 0.5)
+
+
+@pytest.mark.parametrize("information", [None, "data"])
+def test_model_log_density_matches_the_formula(information):
+    """PyMC's joint log-density equals the docstring's prior plus tally.loglik, by hand, with
+    the coefficients non-centred (no information) or partially so (the data's)."""
+    from bayesldp.bayes.model import smooth_information
+
+    tally, _ = _sw_tally()
+    prior = SmoothDensity(8, log_scale_mean=1.0, log_scale_sd=0.7, slope_sd=3.0)
+    model = build_model(tally, prior)
+    info = smooth_information(tally, prior) if information else np.zeros(6)
+    if information is None:  # the same prior without the data's information
+        import pymc as pm
+
+        from bayesldp.bayes.model import smooth_theta, tally_likelihood
+
+        model = pm.Model(coords={"category": np.arange(8)})
+        with model:
+            tally_likelihood(tally, smooth_theta(prior))
+    rng = np.random.default_rng(5)
+    point = {"log_smoothness": 0.4, "slope": 1.3, "coef": rng.normal(size=6)}
+    logp = model.compile_logp()(point)
+
+    line, modes, scale = prior.basis()
+    sd = math.exp(0.4) * scale
+    weight = 1.0 / (1.0 + info * (math.e * scale) ** 2)
+    y = sd**weight * point["coef"]
+    theta = softmax(1.3 * line + modes @ y)
+    expected = (
+        stats.norm.logpdf(0.4, 1.0, 0.7)
+        + stats.norm.logpdf(1.3, 0.0, 3.0)
+        + stats.norm.logpdf(point["coef"], 0.0, sd ** (1.0 - weight)).sum()
+        + tally.loglik(theta)
+    )
+    assert logp == pytest.approx(expected, rel=1e-10, abs=1e-8)
+    if information:  # the EMS pilot measures the smoothest coefficients best
+        assert info[0] > info[-1] > 0
+
+
+def test_sample_matches_the_pymc_prior():
+    """prior.sample and PyMC's prior draws of theta agree (seeded; 4 MC standard errors)."""
+    import pymc as pm
+
+    tally, _ = _sw_tally(k=6)
+    prior = SmoothDensity(6, log_scale_mean=2.0, log_scale_sd=1.0, slope_sd=4.0)
+    ours = prior.sample(4000, rng=11)
+    with build_model(tally, prior):
+        theirs = pm.sample_prior_predictive(4000, var_names=["theta"], random_seed=12)
+    theirs = theirs.prior["theta"].values.reshape(-1, 6)
+    for stat in (lambda t: t[:, 0], lambda t: t[:, 2], lambda t: t.max(axis=1)):
+        a, b = stat(ours), stat(theirs)
+        se = math.sqrt(a.var() / a.size + b.var() / b.size)
+        assert abs(a.mean() - b.mean()) < 4 * se
+    assert ours.shape == (4000, 6)
+    np.testing.assert_allclose(ours.sum(axis=1), 1.0)
+
+
+def test_named_and_serialised():
+    assert as_prior("smooth", 10) == SmoothDensity(10)
+    prior = SmoothDensity(10, log_scale_mean=0.5, slope_sd=7.0)
+    assert prior_from_json(prior.to_json()) == prior
+    assert prior.with_k(12) == SmoothDensity(12, log_scale_mean=0.5, slope_sd=7.0)
+    assert "slope_sd=7" in repr(prior)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"k": 2}, "at least 3 bins"),
+        ({"k": 5, "log_scale_mean": float("nan")}, "log_scale_mean"),
+        ({"k": 5, "log_scale_sd": 0.0}, "log_scale_sd"),
+        ({"k": 5, "slope_sd": -1.0}, "slope_sd"),
+        ({"k": 5, "log_scale_mean": True}, "log_scale_mean"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(InvalidInputError, match=match):
+        SmoothDensity(**kwargs)
+
+
+def test_fit_errors():
+    tally, _ = _sw_tally()
+    with pytest.raises(InvalidInputError, match="SmoothDensity on 5 categories"):
+        fit(tally, prior=SmoothDensity(5))
+    with pytest.raises(NotSupportedError, match="smoothness prior is not available"):
+        fit(tally, prior="smooth", method="hmc")
+    with pytest.raises(InvalidInputError, match="the named priors are"):
+        fit(tally, prior="smoothest")
+
+
+def test_fit_auto_runs_nuts_and_round_trips(tmp_path):
+    tally, x = _sw_tally(k=8, n=5000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a short run's convergence warnings are not tested here
+        idata = fit(tally, prior="smooth", draws=300, tune=300, chains=2, cores=1, random_seed=4,
+                    progressbar=False)  # fmt: skip
+    post = idata.posterior
+    assert post.attrs["method"] == "nuts"
+    assert "SmoothDensity" in post.attrs["auto_reason"]
+    assert post["smoothness"].shape == (2, 300)
+    assert np.all(post["smoothness"].values > 0)
+    # the posterior mean of the values' mean is near the sample's (SW, n = 5000: sd about 0.02)
+    mean = float((post["theta"].mean(("chain", "draw")).values * tally.mechanism.bin_centres).sum())
+    assert abs(mean - x.mean()) < 0.1
+    save_fit(idata, tmp_path / "fit.nc")
+    assert fit_prior(load_fit(tmp_path / "fit.nc")) == SmoothDensity(8)
