@@ -1,7 +1,7 @@
 """The adaptive prior on numerical data: accuracy and sampler cost as the number of bins grows.
 
 Square wave (SW) reports of seed 001's SMN population (``numerical_parity.population``: two
-normals, n = 4,986 after truncation to ``[-1, 1]``), ``K`` input and ``K`` output bins on
+normals, n = 4,982 after truncation to ``[-1, 1]``), ``K`` input and ``K`` output bins on
 ``[-1, 1]``, ``eps`` in 1 and 2, one set of reports per cell (seeded).  Each tally is fitted by
 ``bayesldp.fit`` under Dirichlet(1) and under the adaptive prior (2 chains x 500 draws after 500
 warm-up steps, the default sampler), and estimated by ``ems_mr`` (the authors' EMS with mixture

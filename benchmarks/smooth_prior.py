@@ -1,15 +1,15 @@
 """The smoothness prior (SmoothDensity) on square-wave reports, against Dirichlet(1) and ems_mr.
 
-Same cells as ``adaptive_bins.py`` (seed 001's SMN population, n = 4,986; SW with ``K`` input and
+Same cells as ``adaptive_bins.py`` (seed 001's SMN population, n = 4,982; SW with ``K`` input and
 ``K`` output bins on ``[-1, 1]``; ``eps`` in 1 and 2; the same seeded reports): ``ems_mr`` (the
 authors' EMS with mixture reduction, bayesldp's), ``bayesldp.fit`` under Dirichlet(1) (the
-default sampler) and under ``prior="smooth"`` (PyMC's NUTS), 2 chains x 500 draws after 500
-warm-up steps.  Per estimator: Wasserstein-1 distance of the estimate (posterior mean) from the
-true K-bin histogram, the absolute error of the mean (bin centres; the truth is the binned
-population's mean), whether the 90% interval of the mean covers it (posteriors only), wall
-seconds, leapfrog steps per draw, r_hat_max, divergences and the posterior median of the
-smoothness ``lambda``.  The adaptive prior's rows on the same cells are in
-``results/adaptive_bins.md``.
+default sampler) and under ``prior="smooth"`` (by the default sampler, and by PyMC's NUTS:
+``method="nuts"``), 2 chains x 500 draws after 500 warm-up steps.  Per estimator:
+Wasserstein-1 distance of the estimate (posterior mean) from the true K-bin histogram, the
+absolute error of the mean (bin centres; the truth is the binned population's mean), whether
+the 90% interval of the mean covers it (posteriors only), wall seconds, leapfrog steps per
+draw, r_hat_max, divergences and the posterior median of the smoothness ``lambda``.  The
+adaptive prior's rows on the same cells are in ``results/adaptive_bins.md``.
 
 Usage::
 
@@ -45,13 +45,14 @@ def _truth_mean(x: np.ndarray, mech) -> float:
     return float(np.histogram(x, bins=mech.k, range=(-1, 1))[0] @ mech.bin_centres / x.size)
 
 
-def fit_row(tally, x: np.ndarray, mech, name: str, prior) -> dict:
+def fit_row(tally, x: np.ndarray, mech, name: str, prior, method: str = "auto") -> dict:
     """One posterior's row."""
     start = time.perf_counter()
     with warnings.catch_warnings():  # r_hat and divergences are recorded below
         warnings.simplefilter("ignore")
-        idata = bayesldp.fit(tally, prior=prior, draws=_bins.DRAWS, tune=_bins.DRAWS, chains=2,
-                             cores=2, random_seed=_bins.SEED, progressbar=False)  # fmt: skip
+        idata = bayesldp.fit(tally, prior=prior, method=method, draws=_bins.DRAWS,
+                             tune=_bins.DRAWS, chains=2, cores=2, random_seed=_bins.SEED,
+                             progressbar=False)  # fmt: skip
     seconds = time.perf_counter() - start
     attrs = idata.posterior.attrs
     mean = bayesldp.numerical.mean(idata, mech)
@@ -81,6 +82,7 @@ def one_cell(x: np.ndarray, k: int, eps: float) -> list[dict]:
                  lam=np.nan)]  # fmt: skip
     rows.append(fit_row(tally, x, mech, "dir1", 1.0))
     rows.append(fit_row(tally, x, mech, "smooth", "smooth"))
+    rows.append(fit_row(tally, x, mech, "smooth (PyMC)", "smooth", "nuts"))
     return rows
 
 
@@ -122,7 +124,8 @@ def main() -> None:
         f"{platform.python_version()}, bayesldp {bayesldp.__version__}",
         f"- SMN population, n = {x.size:,}; SW with K input and K output bins on [-1, 1]; "
         f"fits: 2 chains x {_bins.DRAWS} draws after {_bins.DRAWS} warm-up steps, seed "
-        f"{_bins.SEED}; dir1 by the default sampler (bayesldp.hmc), smooth by PyMC's NUTS", "",
+        f"{_bins.SEED}; dir1 and smooth by the default sampler (bayesldp.hmc), smooth (PyMC) "
+        "by PyMC's NUTS (method='nuts')", "",
         table(rows), "",
     ])  # fmt: skip
     print(text)

@@ -64,8 +64,8 @@ BACKENDS: dict[str, str] = {
 }
 #: methods that sample under the adaptive prior (AdaptiveDirichlet)
 ADAPTIVE_METHODS = ("exact", "hmc", "nuts", "sgld", "laplace")
-#: methods that sample under the smoothness prior (SmoothDensity, a PyMC model)
-SMOOTH_METHODS = ("nuts",)
+#: methods that sample under the smoothness prior (SmoothDensity); "auto" takes the first
+SMOOTH_METHODS = ("hmc", "nuts")
 #: aliases resolved before dispatch ("auto" by name alone; fit() then chooses by cost)
 ALIASES: dict[str, str] = {"auto": "hmc"}
 #: methods "auto" chooses among (bayesldp.bayes.cost.choose_method)
@@ -127,8 +127,8 @@ def fit(
         ``a`` unknown (a normal prior on ``log a``), whose draws are the posterior variable
         ``a`` (every method); or ``"smooth"`` / a :class:`~bayesldp.bayes.SmoothDensity`
         (ordered bins of numerical data: a Gaussian roughness prior on the log-weights, whose
-        smoothness ``lambda`` is learnt; posterior variable ``smoothness``; method "nuts",
-        which ``"auto"`` then takes).
+        smoothness ``lambda`` is learnt; posterior variable ``smoothness``; methods "hmc",
+        which ``"auto"`` then takes, and "nuts").
     method : {"auto", "exact", "hmc", "nuts", "sgld", "laplace"}
         The posterior method.  ``"auto"`` chooses by predicted cost
         (:func:`bayesldp.bayes.cost.choose_method`): ``"exact"`` when the exact Dirichlet
@@ -423,9 +423,9 @@ def _choose_method(
 
 
 def _smooth_method(method: str, resolved: str) -> tuple[str, str | None]:
-    """The method under the smoothness prior: "nuts" (the PyMC model), which "auto" takes."""
+    """The method under the smoothness prior: "hmc" (which "auto" takes) or "nuts" (PyMC)."""
     if method == "auto":
-        return "nuts", "the smoothness prior (SmoothDensity) is sampled by PyMC's NUTS"
+        return "hmc", "the smoothness prior (SmoothDensity) is sampled by NUTS on its coefficients"
     if resolved not in SMOOTH_METHODS:
         raise NotSupportedError(
             f"prior: the smoothness prior is not available with method={method!r}; use one of "

@@ -74,6 +74,11 @@ Two schemes, option ``adaptive_scheme``:
   summed out on its grid, exact for the grid; ``fit`` then draws ``a | theta``).  Mixes slowly
   when the data say little about ``a``.
 
+Smoothness prior (:class:`~bayesldp.bayes.SmoothDensity`, ordered bins): NUTS on the RW2
+coefficients, the slope and ``log lambda`` (:class:`_SmoothTarget`, :func:`_logp_grad_smooth`;
+the coordinates of :func:`bayesldp.bayes.model.smooth_theta`), a diagonal metric, O(K^2) per
+gradient for the basis besides the likelihood.
+
 Draws, sample statistics and their names follow ArviZ ("diverging", "energy", "tree_depth",
 "n_steps", "step_size", "lp", "acceptance_rate").  Same ``random_seed`` gives the same draws, bit
 for bit, on the same machine.
@@ -96,7 +101,7 @@ from bayesldp import likelihood as lk
 from bayesldp._validation import as_generator, check_choice, check_int, check_open_unit
 from bayesldp.bayes import _feedback
 from bayesldp.bayes._types import SamplerOutput
-from bayesldp.bayes.prior import AdaptiveDirichlet
+from bayesldp.bayes.prior import AdaptiveDirichlet, SmoothDensity
 from bayesldp.errors import InvalidInputError
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
@@ -141,6 +146,22 @@ class _CompiledTarget:
             lp[c] = _logp_grad(np.ascontiguousarray(q[c], dtype=float), self.data(), work, grad[c])
         return lp, grad
 
+    def laplace(self, q: np.ndarray) -> np.ndarray:
+        """A covariance from the finite-difference Hessian at ``q``, eigenvalues clipped."""
+        h = 1e-5
+        hess = np.empty((self.d, self.d))
+        for i in range(self.d):
+            dq = np.zeros(self.d)
+            dq[i] = h
+            _, gp = self(q[None, :] + dq)
+            _, gm = self(q[None, :] - dq)
+            hess[:, i] = (gp[0] - gm[0]) / (2 * h)
+        prec, vec = np.linalg.eigh(-0.5 * (hess + hess.T))
+        if not np.all(np.isfinite(prec)):
+            return np.eye(self.d)
+        prec = np.clip(prec, 1e-2, None)
+        return (vec / prec) @ vec.T
+
 
 class _Target(_CompiledTarget):
     """Log-density of the ALR coordinates ``z`` and its gradient, batched over chains.
@@ -172,7 +193,7 @@ class _Target(_CompiledTarget):
         """What the compiled kernels read: the likelihood's arrays, counts and the prior."""
         return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift,
                 self.const + self.lik.scale_const, self.prior_a, self.prior_c,
-                *_NO_JOINT, *_NO_GAMMA)  # fmt: skip
+                *_NO_JOINT, *_NO_GAMMA, *_NO_SMOOTH)  # fmt: skip
 
     def theta(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``theta = softmax([z, 0])`` and ``log theta`` for ``z`` of shape (..., d)."""
@@ -238,6 +259,8 @@ _NO_JOINT = (None, None, None)
 #: the log-gamma slot of the kernels' data tuple (data[15]) when not sampling log-gamma
 #: coordinates: None, so numba compiles that density only where it is used
 _NO_GAMMA = (None,)
+#: the smoothness prior's slot (data[16]) when not sampling it: None, compiled only where used
+_NO_SMOOTH = (None,)
 
 
 class _JointTarget(_CompiledTarget):
@@ -270,7 +293,7 @@ class _JointTarget(_CompiledTarget):
         par = np.concatenate([[prior.log_a_mean, prior.log_a_sd], centre])
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
                       self.lik.scale_const, None, None, self.weights, self.idx,
-                      par, *_NO_GAMMA)  # fmt: skip
+                      par, *_NO_GAMMA, *_NO_SMOOTH)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
 
     def theta_a(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -282,22 +305,6 @@ class _JointTarget(_CompiledTarget):
             _logp_grad(np.ascontiguousarray(q[i], dtype=float), self._data, work, grad)
             theta[i] = work[0]
         return theta / theta.sum(axis=-1, keepdims=True), np.exp(q[:, -1])
-
-    def laplace(self, q: np.ndarray) -> np.ndarray:
-        """A covariance from the finite-difference Hessian at ``q``, eigenvalues clipped."""
-        h = 1e-5
-        hess = np.empty((self.d, self.d))
-        for i in range(self.d):
-            dq = np.zeros(self.d)
-            dq[i] = h
-            _, gp = self(q[None, :] + dq)
-            _, gm = self(q[None, :] - dq)
-            hess[:, i] = (gp[0] - gm[0]) / (2 * h)
-        prec, vec = np.linalg.eigh(-0.5 * (hess + hess.T))
-        if not np.all(np.isfinite(prec)):
-            return np.eye(self.d)
-        prec = np.clip(prec, 1e-2, None)
-        return (vec / prec) @ vec.T
 
 
 class _GammaTarget(_CompiledTarget):
@@ -324,7 +331,7 @@ class _GammaTarget(_CompiledTarget):
         self.adaptive = None
         const = self.lik.scale_const - float(gammaln(self.alpha).sum())
         self._data = (*self.lik.arrays, self.lik.counts, self.alpha, float(self.n), const,
-                      None, None, *_NO_JOINT, np.empty(0))  # fmt: skip
+                      None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH)  # fmt: skip
         theta, log_theta = marginal.theta(z_mode[None, :])
         theta, log_theta = theta[0], log_theta[0]
         self.start = log_theta + math.log(float(self.alpha.sum()))  # sum(g) at its prior mean
@@ -337,6 +344,59 @@ class _GammaTarget(_CompiledTarget):
         xs = x - x.max(axis=-1, keepdims=True)
         log_theta = xs - np.log(np.exp(xs).sum(axis=-1, keepdims=True))
         return np.exp(log_theta), log_theta
+
+
+class _SmoothTarget(_CompiledTarget):
+    """The smoothness prior's posterior (:class:`~bayesldp.bayes.SmoothDensity`) on
+    ``q = (u, b, s)``: ``u`` (K-2) the RW2 coefficients, partially non-centred as in
+    :func:`bayesldp.bayes.model.smooth_theta` (``y_j = (lambda scale_j)^{w_j} u_j``, ``w_j``
+    from the data's information at the EMS estimate), ``b`` the slope and ``s = log lambda``
+    (:func:`_logp_grad_smooth`).  The start is the posterior mode (L-BFGS from the EMS
+    estimate's projection on the basis); :meth:`laplace` gives the first metric there.
+    """
+
+    def __init__(self, tally: Tally, prior: SmoothDensity) -> None:
+        from scipy.optimize import minimize
+
+        from bayesldp.bayes.model import smooth_information, smooth_pilot
+
+        self.tally, self.adaptive = tally, None
+        self.lik = Likelihood(tally)
+        self.n, self.k = self.lik.n, tally.k
+        self.d = self.k
+        line, modes, scale = prior.basis()
+        theta0 = smooth_pilot(tally)
+        info = smooth_information(tally, prior, theta0)
+        log_scale = np.log(scale)
+        s0 = prior.log_scale_mean  # the weights of smooth_theta: at the prior median of lambda
+        self.weights = 1.0 / (1.0 + info * np.exp(2.0 * (s0 + log_scale)))
+        par = np.array([prior.log_scale_mean, prior.log_scale_sd, prior.slope_sd])
+        smooth = (np.ascontiguousarray(modes), line.copy(), log_scale, self.weights, par)
+        self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
+                      self.lik.scale_const, None, None, *_NO_JOINT, *_NO_GAMMA,
+                      smooth)  # fmt: skip
+        # start: the EMS estimate's log-weights on the basis, then the posterior mode
+        f0 = np.log(theta0)
+        u0 = (modes.T @ f0) / np.exp(self.weights * (s0 + log_scale))
+        q0 = np.concatenate([u0, [line @ f0 / (line @ line), s0]])
+
+        def neg(q: np.ndarray) -> tuple[float, np.ndarray]:
+            lp, grad = self(q[None, :])
+            return -float(lp[0]), -grad[0]
+
+        with np.errstate(all="ignore"):
+            best = minimize(neg, q0, jac=True, method="L-BFGS-B", options={"maxiter": 500})
+        self.start = best.x if np.isfinite(best.fun) and best.fun <= neg(q0)[0] else q0
+
+    def theta_smoothness(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``theta`` (N, K) and ``lambda`` (N,) at ``q`` of shape (N, K)."""
+        work = self.work()
+        grad = np.empty(self.d)
+        theta = np.empty((q.shape[0], self.k))
+        for i in range(q.shape[0]):
+            _logp_grad(np.ascontiguousarray(q[i], dtype=float), self._data, work, grad)
+            theta[i] = work[0]
+        return theta / theta.sum(axis=-1, keepdims=True), np.exp(q[:, -1])
 
 
 def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
@@ -616,6 +676,86 @@ def _gamma_density_overload(z, data, work, grad):
 
 
 @nb.njit(cache=True)
+def _logp_grad_smooth(q, data, work, grad):  # pragma: no cover - compiled
+    """Log-density and gradient of the smoothness prior's posterior (:class:`_SmoothTarget`)
+    on ``q = (u_1 .. u_{K-2}, b, s)``: with ``sd_j = lambda scale_j``, ``lambda = e^s``,
+    ``y_j = sd_j^{w_j} u_j``, ``f = b line + modes @ y``, ``theta = softmax(f)``,
+
+    ``loglik(theta) + sum_j [-u_j^2 / (2 sd_j^{2(1-w_j)}) - (1 - w_j) log sd_j]
+    - b^2 / (2 s_b^2) - (s - mu)^2 / (2 sigma^2)`` (constants dropped).  ``data[16]`` =
+    (modes (K, K-2), line (K,), log scale (K-2,), weights w (K-2,), (mu, sigma, s_b)).
+    """
+    dense, indptr, indices, delta, complement, offset, counts = data[:7]
+    n, const = data[8], data[9]
+    modes, line, log_scale, weights, par = data[16]
+    theta, g, r, lth, w = work
+    k = theta.shape[0]
+    m = k - 2
+    b, s = q[m], q[m + 1]
+    if not abs(s) <= _S_LIMIT:  # lambda outside [e^-50, e^50] (also NaN): no density
+        for i in range(k):
+            grad[i] = 0.0
+        return -math.inf
+    mu, sd, sb = par[0], par[1], par[2]
+    y = np.empty(m)
+    slope = np.empty(m)  # dy_j / du_j
+    lp = const - 0.5 * ((s - mu) / sd) ** 2 - 0.5 * (b / sb) ** 2
+    ds = -(s - mu) / (sd * sd)
+    for j in range(m):
+        log_sd = s + log_scale[j]
+        wj = weights[j]
+        slope[j] = math.exp(wj * log_sd)
+        y[j] = slope[j] * q[j]
+        inv = math.exp(-(1.0 - wj) * log_sd)
+        z = q[j] * inv
+        lp += -0.5 * z * z - (1.0 - wj) * log_sd
+        grad[j] = -z * inv
+        ds += (1.0 - wj) * (z * z - 1.0)
+    top = -math.inf
+    for i in range(k):
+        f = b * line[i]
+        for j in range(m):
+            f += modes[i, j] * y[j]
+        theta[i] = f
+        if f > top:
+            top = f
+    tot = 0.0
+    for i in range(k):
+        theta[i] = math.exp(theta[i] - top)
+        tot += theta[i]
+    for i in range(k):
+        theta[i] /= tot
+    lp += lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta, 0.0, r,
+                      lth, w, g)  # fmt: skip
+    df = np.zeros(m)
+    gb = -b / (sb * sb)
+    for i in range(k):
+        dfi = theta[i] * (g[i] - n)
+        gb += line[i] * dfi
+        for j in range(m):
+            df[j] += modes[i, j] * dfi
+    for j in range(m):
+        grad[j] += df[j] * slope[j]
+        ds += df[j] * weights[j] * y[j]
+    grad[m] = gb
+    grad[m + 1] = ds
+    return lp
+
+
+def _smooth_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
+    """:func:`_logp_grad_smooth` where data[16] holds the smoothness prior's arrays; never
+    compiled (nor called) where that slot is None."""
+    raise NotImplementedError
+
+
+@overload(_smooth_density)
+def _smooth_density_overload(z, data, work, grad):
+    if isinstance(data.types[16], nb.types.NoneType):
+        return lambda z, data, work, grad: math.nan  # unreachable: data[16] is None
+    return lambda z, data, work, grad: _logp_grad_smooth(z, data, work, grad)
+
+
+@nb.njit(cache=True)
 def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
     """Log-density at ``z`` (returned) and its gradient (into ``grad``), one likelihood pass.
 
@@ -627,6 +767,8 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
         return _joint_density(z, data, work, grad)
     if data[15] is not None:  # the fixed prior on log-gamma coordinates
         return _gamma_density(z, data, work, grad)
+    if data[16] is not None:  # the smoothness prior on its RW2 coefficients
+        return _smooth_density(z, data, work, grad)
     dense, indptr, indices, delta, complement, offset, counts, alpha = data[:8]
     shift, const, pa, pc = data[8:12]
     theta, g, r, lth, w = work
@@ -949,8 +1091,10 @@ def sample(
     tally : Tally
         The reports' likelihood rows and counts; the log-likelihood is
         ``sum_u c_u log(L_u . theta)``.
-    alpha : array of float, shape (K,), or AdaptiveDirichlet
-        Dirichlet prior concentrations (all > 0), or the adaptive prior.
+    alpha : array of float, shape (K,), AdaptiveDirichlet or SmoothDensity
+        Dirichlet prior concentrations (all > 0), the adaptive prior, or the smoothness prior
+        (sampled on its own coordinates, :class:`_SmoothTarget`; ``lambda`` draws in
+        ``extra["smoothness"]``).
     draws, chains : int
         Draws kept per chain (after warm-up) and number of chains.
     random_seed : int or None
@@ -970,7 +1114,11 @@ def sample(
         Metropolis acceptance along trajectories.
         ``max_treedepth`` (int, default 10): at most ``2**max_treedepth - 1`` leapfrog steps.
         ``metric`` ("dense" or "diag"; default "dense" on ALR coordinates, "diag" on
-        log-gamma ones): the adapted inverse metric.
+        log-gamma ones and under the smoothness prior): the adapted inverse metric.  Under the
+        smoothness prior a dense metric takes 10x fewer leapfrog steps but makes divergent
+        transitions (10-174 of 1,000 draws on SW reports at 64 bins, scratch runs): bins the
+        data leave empty let the log-weights fall freely below an exponential wall, and the
+        dense metric's larger steps run into it.
         ``coordinates`` ("auto", "alr" or "log_gamma", default "auto"): what NUTS moves in.
         "alr": additive log-ratios (module docstring); "log_gamma": ``x`` in R^K with
         ``theta = softmax(x)`` and independent log-Gamma(``alpha_x``) priors
@@ -1004,11 +1152,19 @@ def sample(
         metric = check_choice(metric, "metric", ("dense", "diag"))
     scheme = check_choice(options.get("adaptive_scheme", "joint"), "adaptive_scheme",
                           ("joint", "marginal"))  # fmt: skip
-    coordinates = _coordinates(options.get("coordinates", "auto"), alpha, tally.k, metric)
-    metric = metric or ("diag" if coordinates == "log_gamma" else "dense")
+    if isinstance(alpha, SmoothDensity):  # its own coordinates (:class:`_SmoothTarget`)
+        if options.get("coordinates", "auto") != "auto":
+            raise InvalidInputError(
+                "coordinates: the smoothness prior is sampled on its own coordinates (RW2 "
+                "coefficients, slope, log smoothness); leave coordinates='auto'"
+            )
+        coordinates = "rw2"
+    else:
+        coordinates = _coordinates(options.get("coordinates", "auto"), alpha, tally.k, metric)
+    metric = metric or ("dense" if coordinates == "alr" else "diag")
     rng = as_generator(random_seed)
 
-    target = _Target(tally, alpha)
+    target = _SmoothTarget(tally, alpha) if coordinates == "rw2" else _Target(tally, alpha)
     with np.errstate(all="ignore"):
         return _run(target, rng, draws, chains, tune, max_treedepth, target_accept, metric,
                     started, random_seed, scheme, check_int(cores, "cores"),
@@ -1162,16 +1318,25 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
     return out_z, out_sc, out_int, divergences, eps
 
 
-def _pending_kernels(target: _Target, max_depth: int, joint: bool,
-                     gamma: bool = False) -> list[tuple[Any, tuple]]:  # fmt: skip
+def _pending_kernels(target: _Target, max_depth: int, joint: bool, gamma: bool = False,
+                     smooth: bool = False) -> list[tuple[Any, tuple]]:  # fmt: skip
     """The compiled kernels a run calls from Python, each with arguments of the types it will
     be called with (for :func:`bayesldp.bayes._feedback.compile_notice`)."""
-    d = target.k if joint or gamma else target.d
+    d = target.k if joint or gamma or smooth else target.d
     data = target.data()
     if joint:  # the joint scheme's slots hold arrays (see _JointTarget)
-        data = (*data[:10], None, None, np.empty(0), np.empty(0, dtype=np.int64), np.empty(0), None)
+        data = (
+            *data[:10],
+            None,
+            None,
+            np.empty(0),
+            np.empty(0, dtype=np.int64),
+            np.empty(0),
+            None,
+            None,
+        )
     elif gamma:  # the log-gamma marker (see _GammaTarget)
-        data = (*data[:10], None, None, *_NO_JOINT, np.empty(0))
+        data = (*data[:10], None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH)
     z, grad, work = np.zeros(d), np.zeros(d), target.work()
     mat, ws = np.eye(d), np.empty((_N_SLOTS, d))
     lik = target.lik
@@ -1228,9 +1393,14 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
          progressbar: bool = False, coordinates: str = "alr") -> SamplerOutput:  # fmt: skip
     joint = scheme == "joint" and target.adaptive is not None
     gamma = coordinates == "log_gamma"
-    _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma))
-    alpha = target.alpha
-    mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
+    smooth = coordinates == "rw2"
+    _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma, smooth))
+    if smooth:  # the target found its mode; the Laplace covariance there
+        mode = target.start
+        laplace = target.laplace(mode)
+    else:
+        alpha = target.alpha
+        mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
     if joint:  # from the marginal mode, a pilot; then (u, log a) jointly
         target = _JointTarget(target, mode)
         mode = target.start
@@ -1274,6 +1444,9 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     if joint:
         theta, a = target.theta_a(out_z.reshape(-1, d))
         theta, extra["a"] = theta.reshape(chains, draws, -1), a.reshape(chains, draws)
+    elif smooth:
+        theta, lam = target.theta_smoothness(out_z.reshape(-1, d))
+        theta, extra["smoothness"] = theta.reshape(chains, draws, -1), lam.reshape(chains, draws)
     else:
         theta, _ = target.theta(out_z)
     stats = {
@@ -1288,7 +1461,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     info = {
         "backend": "bayesldp.hmc",
         "sampler": "NUTS (multinomial, generalised no-U-turn) on "
-        + ("log-gamma" if gamma else "ALR")
+        + {"log_gamma": "log-gamma", "rw2": "RW2-coefficient"}.get(coordinates, "ALR")
         + " coordinates, numba"
         + (", adaptive prior: (u, log a) jointly, tails rescaled by a" if joint else ""),
         "coordinates": coordinates,

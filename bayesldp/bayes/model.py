@@ -56,6 +56,7 @@ __all__ = [
     "finite_channel_form",
     "pointwise_loglik",
     "smooth_information",
+    "smooth_pilot",
     "smooth_theta",
     "tally_likelihood",
 ]
@@ -259,16 +260,23 @@ def smooth_theta(prior: SmoothDensity, name: str = "theta", info: Any = None) ->
     return pm.Deterministic(name, pt.special.softmax(f), dims="category")
 
 
-def smooth_information(tally: Tally, prior: SmoothDensity) -> np.ndarray:
-    """The data's information about each coefficient ``y_j`` of :func:`smooth_theta`, at the
-    EMS estimate ``theta0`` (floored at ``1e-6 / K``): ``diag(M^T J F J M)`` with ``M`` the
-    prior's modes, ``J = diag(theta0) - theta0 theta0^T`` (softmax) and
-    ``F = sum_u c_u L_u^T L_u / (L_u . theta0)^2`` (observed information in ``theta``)."""
+def smooth_pilot(tally: Tally) -> np.ndarray:
+    """The EMS estimate floored at ``1e-6 / K`` and renormalised: where the smoothness prior's
+    samplers measure the data's information (:func:`smooth_information`) and start."""
     from bayesldp.estimators import estimate
-    from bayesldp.likelihood import Likelihood
 
     theta = np.maximum(estimate(tally, "ems").frequencies, 1e-6 / tally.k)
-    theta /= theta.sum()
+    return theta / theta.sum()
+
+
+def smooth_information(tally: Tally, prior: SmoothDensity, theta: Any = None) -> np.ndarray:
+    """The data's information about each coefficient ``y_j`` of :func:`smooth_theta` at
+    ``theta`` (default :func:`smooth_pilot`): ``diag(M^T J F J M)`` with ``M`` the prior's
+    modes, ``J = diag(theta) - theta theta^T`` (softmax) and
+    ``F = sum_u c_u L_u^T L_u / (L_u . theta)^2`` (observed information in ``theta``)."""
+    from bayesldp.likelihood import Likelihood
+
+    theta = smooth_pilot(tally) if theta is None else np.asarray(theta, dtype=float)
     lik = Likelihood(tally)
     _, mu = lik.evaluate(theta)
     fisher = lik.full_gram(lik.counts / (mu * mu))

@@ -373,10 +373,11 @@ class SmoothDensity:
     Coordinates (:meth:`basis`): ``f = b (t - 1/2) + E y`` with ``E`` the eigenvectors of the
     RW2 precision ``D^T D`` (``D`` the (K-2, K) second differences) outside its null space and
     ``y_j ~ N(0, lambda^2 / (K^3 mu_j))``, ``mu_j`` their eigenvalues, independent: the same
-    prior, diagonal.  Sampled by PyMC's NUTS (``fit(method="nuts")``,
-    :func:`bayesldp.bayes.model.build_model`), each ``y_j`` partially non-centred by how much
-    the data say about it (Papaspiliopoulos, Roberts and Skold 2007), which removes the funnel
-    between ``lambda`` and the coefficients without changing the prior.
+    prior, diagonal.  Sampled by bayesldp's NUTS (``fit(method="hmc")``, which ``"auto"``
+    takes) or PyMC's (``method="nuts"``, :func:`bayesldp.bayes.model.build_model`) on the same
+    coordinates: each ``y_j`` partially non-centred by how much the data say about it
+    (Papaspiliopoulos, Roberts and Skold 2007), which removes the funnel between ``lambda``
+    and the coefficients without changing the prior.
 
     Parameters
     ----------

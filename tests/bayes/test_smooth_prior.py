@@ -125,20 +125,53 @@ def test_fit_errors():
     with pytest.raises(InvalidInputError, match="SmoothDensity on 5 categories"):
         fit(tally, prior=SmoothDensity(5))
     with pytest.raises(NotSupportedError, match="smoothness prior is not available"):
-        fit(tally, prior="smooth", method="hmc")
+        fit(tally, prior="smooth", method="exact")
     with pytest.raises(InvalidInputError, match="the named priors are"):
         fit(tally, prior="smoothest")
 
 
-def test_fit_auto_runs_nuts_and_round_trips(tmp_path):
+def test_hmc_density_matches_the_pymc_model():
+    """The compiled density on (u, b, log lambda) and its gradient: differences of the log
+    density equal PyMC's model (same coordinates and weights) and the gradient equals finite
+    differences."""
+    from bayesldp.bayes.hmc import _SmoothTarget
+
+    tally, _ = _sw_tally(k=12, n=3000)
+    prior = SmoothDensity(12, log_scale_mean=2.0, log_scale_sd=1.0, slope_sd=5.0)
+    target = _SmoothTarget(tally, prior)
+    logp = build_model(tally, prior).compile_logp()
+    rng = np.random.default_rng(3)
+    points = target.start + 0.3 * rng.standard_normal((3, 12))
+    ours, grad = target(points)
+
+    def pymc(q):
+        return logp({"coef": q[:10], "slope": q[10], "log_smoothness": q[11]})
+
+    for q, value in zip(points[1:], ours[1:], strict=True):
+        assert value - ours[0] == pytest.approx(pymc(q) - pymc(points[0]), rel=1e-9, abs=1e-8)
+    h = 1e-6
+    numeric = [(target(points[:1] + h * e)[0][0] - target(points[:1] - h * e)[0][0]) / (2 * h)
+               for e in np.eye(12)]  # fmt: skip
+    np.testing.assert_allclose(grad[0], numeric, rtol=1e-5, atol=1e-5)
+
+
+def test_hmc_rejects_other_coordinates():
+    tally, _ = _sw_tally()
+    with pytest.raises(InvalidInputError, match="its own coordinates"):
+        fit(tally, prior="smooth", method="hmc", coordinates="alr", draws=10, chains=1)
+
+
+@pytest.mark.parametrize("method", ["auto", "nuts"])
+def test_fit_recovers_the_mean_and_round_trips(method, tmp_path):
     tally, x = _sw_tally(k=8, n=5000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a short run's convergence warnings are not tested here
-        idata = fit(tally, prior="smooth", draws=300, tune=300, chains=2, cores=1, random_seed=4,
-                    progressbar=False)  # fmt: skip
+        idata = fit(tally, prior="smooth", method=method, draws=300, tune=300, chains=2,
+                    cores=1, random_seed=4, progressbar=False)  # fmt: skip
     post = idata.posterior
-    assert post.attrs["method"] == "nuts"
-    assert "SmoothDensity" in post.attrs["auto_reason"]
+    assert post.attrs["method"] == ("hmc" if method == "auto" else "nuts")
+    if method == "auto":
+        assert "SmoothDensity" in post.attrs["auto_reason"]
     assert post["smoothness"].shape == (2, 300)
     assert np.all(post["smoothness"].values > 0)
     # the posterior mean of the values' mean is near the sample's (SW, n = 5000: sd about 0.02)
