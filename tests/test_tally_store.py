@@ -96,13 +96,15 @@ def test_sigkill_during_appends_leaves_a_consistent_store(tmp_path):
         proc = subprocess.Popen(
             [sys.executable, "-c", APPENDER, str(store_dir), *map(str, paths)], env=env
         )
-        deadline = time.monotonic() + 120
-        while len(TallyStore(store_dir).inputs()) < target and proc.poll() is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        time.sleep(float(rng.uniform(0.0, 0.03)))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        try:  # reading while it appends: the reader follows its commits
+            deadline = time.monotonic() + 120
+            while len(TallyStore(store_dir).inputs()) < target and proc.poll() is None:
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            time.sleep(float(rng.uniform(0.0, 0.03)))
+        finally:  # no appender outlives the test, even when it fails
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
         store = TallyStore(store_dir)
         counted = [e["name"] for e in store.inputs()]
         partial += len(counted) < len(paths)  # killed before it could finish
@@ -110,3 +112,22 @@ def test_sigkill_during_appends_leaves_a_consistent_store(tmp_path):
     assert partial > 0
     TallyStore(store_dir).append(paths)  # finish: every file exactly once
     assert TallyStore(store_dir).tally() == direct_tally(mech, paths)
+
+
+def test_a_read_follows_an_append_committed_under_it(tmp_path, monkeypatch):
+    """A reader that read CURRENT just before another process committed the next generation
+    (and removed the files of the one it read) reads again at the new generation; a file
+    missing from the current generation is still an error."""
+    mech = bayesldp.GRR(4, 1.0)
+    paths = write_batches(mech, tmp_path, 2)
+    store = TallyStore.create(tmp_path / "store", mech)
+    store.append(paths[:1])
+    store.append(paths[1:])  # generation 2; generation 1's files are gone
+    stale = iter([1, 2])  # CURRENT as a reader saw it just before, then after, the commit
+    monkeypatch.setattr(TallyStore, "_generation", lambda self: next(stale, 2))
+    assert [e["name"] for e in store.inputs()] == [str(p) for p in paths]
+    stale = iter([1, 2, 2])
+    assert store.tally() == direct_tally(mech, paths)
+    monkeypatch.setattr(TallyStore, "_generation", lambda self: 1)  # a lost file: no retry
+    with pytest.raises(FileNotFoundError):
+        store.inputs()

@@ -15,7 +15,8 @@ removes generation ``G``.  A crash at any point (a SIGKILL included) leaves ``CU
 complete generation: the previous one until the final rename, the new one after it.  Files
 whose content was counted before are skipped (``"already counted"``), so re-running the same
 append never counts a report twice.  One append at a time holds an ``fcntl`` lock on the
-directory.
+directory; readers take no lock, and a read that finds the generation it started from removed
+by a concurrent append reads the new one.
 
 Examples
 --------
@@ -38,6 +39,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,8 @@ from bayesldp.workflows.report_files import tally_file
 __all__ = ["TallyStore", "is_tally_store"]
 
 _CURRENT = "CURRENT"
+#: reads of the current generation before a reader gives up on concurrent appends
+_READ_ATTEMPTS = 20
 
 
 def is_tally_store(path: Any) -> bool:
@@ -128,26 +132,42 @@ class TallyStore:
     def _manifest(self, generation: int) -> dict[str, Any]:
         return json.loads((self.path / f"manifest-{generation}.json").read_text())
 
+    def _at_current(self, read: Callable[[int], Any]) -> Any:
+        """``read(generation)`` at the current generation.  An append in another process may
+        commit generation ``G + 1`` and remove ``G``'s files between reading ``CURRENT`` and
+        reading them (readers take no lock): then read again at the new generation."""
+        for _ in range(_READ_ATTEMPTS - 1):
+            generation = self._generation()
+            try:
+                return read(generation)
+            except FileNotFoundError:
+                if self._generation() == generation:
+                    raise  # not a concurrent commit: the store lost a file
+        return read(self._generation())
+
     @property
     def mechanism(self) -> Mechanism:
         """The mechanism every input of the store was collected with."""
-        manifest = self._manifest(self._generation())
+        manifest = self._at_current(self._manifest)
         params = dict(manifest["params"])
         return make_mechanism(manifest["mechanism"], params.pop("k"), params.pop("epsilon"),
                               **params)  # fmt: skip
 
     def inputs(self) -> list[dict[str, Any]]:
         """Every input counted so far: ``name``, ``sha256``, ``reports``, ``appended_at``."""
-        return list(self._manifest(self._generation())["inputs"])
+        return list(self._at_current(self._manifest)["inputs"])
 
     def tally(self) -> Tally:
         """The tally of every input counted so far (for ``estimate`` and ``fit``)."""
-        generation = self._generation()
+        mechanism = self.mechanism
+        return self._at_current(lambda generation: self._read_state(generation, mechanism))
+
+    def _read_state(self, generation: int, mechanism: Mechanism) -> Tally:
         state = self.path / f"state-{generation}.npz"
-        if not state.is_file():
+        if generation == 0:  # only the empty store's generation has no state file
             raise InvalidInputError(f"store: {self.path} holds no reports yet; append some")
         with np.load(state, allow_pickle=False) as data:
-            common = {"stat": data["stat"], "mechanism": self.mechanism, "dedupe": False}
+            common = {"stat": data["stat"], "mechanism": mechanism, "dedupe": False}
             if "support" in data:
                 levels = tuple(float(v) for v in data["levels"])
                 return Tally(data["counts"], support=data["support"], levels=levels, **common)
