@@ -348,7 +348,7 @@ class _GammaTarget(_CompiledTarget):
 
 class _SmoothTarget(_CompiledTarget):
     """The smoothness prior's posterior (:class:`~bayesldp.bayes.SmoothDensity`) on
-    ``q = (u, b, s)``: ``u`` (K-2) the RW2 coefficients, partially non-centred as in
+    ``q = (u, b, s)``: ``u`` (M) the RW2 coefficients, partially non-centred as in
     :func:`bayesldp.bayes.model.smooth_theta` (``y_j = (lambda scale_j)^{w_j} u_j``, ``w_j``
     from the data's information at the EMS estimate), ``b`` the slope and ``s = log lambda``
     (:func:`_logp_grad_smooth`).  The start is the posterior mode (L-BFGS from the EMS
@@ -363,8 +363,8 @@ class _SmoothTarget(_CompiledTarget):
         self.tally, self.adaptive = tally, None
         self.lik = Likelihood(tally)
         self.n, self.k = self.lik.n, tally.k
-        self.d = self.k
         line, modes, scale = prior.basis()
+        self.d = scale.shape[0] + 2
         theta0 = smooth_pilot(tally)
         info = smooth_information(tally, prior, theta0)
         log_scale = np.log(scale)
@@ -678,22 +678,22 @@ def _gamma_density_overload(z, data, work, grad):
 @nb.njit(cache=True)
 def _logp_grad_smooth(q, data, work, grad):  # pragma: no cover - compiled
     """Log-density and gradient of the smoothness prior's posterior (:class:`_SmoothTarget`)
-    on ``q = (u_1 .. u_{K-2}, b, s)``: with ``sd_j = lambda scale_j``, ``lambda = e^s``,
+    on ``q = (u_1 .. u_M, b, s)``: with ``sd_j = lambda scale_j``, ``lambda = e^s``,
     ``y_j = sd_j^{w_j} u_j``, ``f = b line + modes @ y``, ``theta = softmax(f)``,
 
     ``loglik(theta) + sum_j [-u_j^2 / (2 sd_j^{2(1-w_j)}) - (1 - w_j) log sd_j]
     - b^2 / (2 s_b^2) - (s - mu)^2 / (2 sigma^2)`` (constants dropped).  ``data[16]`` =
-    (modes (K, K-2), line (K,), log scale (K-2,), weights w (K-2,), (mu, sigma, s_b)).
+    (modes (K, M), line (K,), log scale (M,), weights w (M,), (mu, sigma, s_b)).
     """
     dense, indptr, indices, delta, complement, offset, counts = data[:7]
     n, const = data[8], data[9]
     modes, line, log_scale, weights, par = data[16]
     theta, g, r, lth, w = work
     k = theta.shape[0]
-    m = k - 2
+    m = modes.shape[1]
     b, s = q[m], q[m + 1]
     if not abs(s) <= _S_LIMIT:  # lambda outside [e^-50, e^50] (also NaN): no density
-        for i in range(k):
+        for i in range(m + 2):
             grad[i] = 0.0
         return -math.inf
     mu, sd, sb = par[0], par[1], par[2]
@@ -1318,11 +1318,11 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
     return out_z, out_sc, out_int, divergences, eps
 
 
-def _pending_kernels(target: _Target, max_depth: int, joint: bool, gamma: bool = False,
-                     smooth: bool = False) -> list[tuple[Any, tuple]]:  # fmt: skip
+def _pending_kernels(target: _Target, max_depth: int, joint: bool,
+                     gamma: bool = False) -> list[tuple[Any, tuple]]:  # fmt: skip
     """The compiled kernels a run calls from Python, each with arguments of the types it will
     be called with (for :func:`bayesldp.bayes._feedback.compile_notice`)."""
-    d = target.k if joint or gamma or smooth else target.d
+    d = target.k if joint or gamma else target.d
     data = target.data()
     if joint:  # the joint scheme's slots hold arrays (see _JointTarget)
         data = (
@@ -1394,7 +1394,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     joint = scheme == "joint" and target.adaptive is not None
     gamma = coordinates == "log_gamma"
     smooth = coordinates == "rw2"
-    _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma, smooth))
+    _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma))
     if smooth:  # the target found its mode; the Laplace covariance there
         mode = target.start
         laplace = target.laplace(mode)
