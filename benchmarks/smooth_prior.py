@@ -15,6 +15,8 @@ Usage::
 
     python benchmarks/smooth_prior.py            # writes benchmarks/results/smooth_prior.md
     python benchmarks/smooth_prior.py --bins 16  # one size, writes nothing
+    python benchmarks/smooth_prior.py --bins 1024 --no-pymc \\
+        --out benchmarks/results/smooth_prior_1024.md   # seed 001's bin count
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def fit_row(tally, x: np.ndarray, mech, name: str, prior, method: str = "auto") 
                 else np.nan)  # fmt: skip
 
 
-def one_cell(x: np.ndarray, k: int, eps: float) -> list[dict]:
+def one_cell(x: np.ndarray, k: int, eps: float, pymc: bool = True) -> list[dict]:
     mech = bayesldp.SquareWave(k, eps, lo=-1.0, hi=1.0, output_bins=k)
     seed = np.random.SeedSequence([_bins.SEED, k, int(eps * 100)])  # as adaptive_bins.one_cell
     tally = mech.tally(mech.perturb(x, rng=seed))
@@ -82,12 +84,9 @@ def one_cell(x: np.ndarray, k: int, eps: float) -> list[dict]:
                  lam=np.nan)]  # fmt: skip
     rows.append(fit_row(tally, x, mech, "dir1", 1.0))
     rows.append(fit_row(tally, x, mech, "smooth", "smooth"))
-    rows.append(fit_row(tally, x, mech, "smooth (PyMC)", "smooth", "nuts"))
+    if pymc:
+        rows.append(fit_row(tally, x, mech, "smooth (PyMC)", "smooth", "nuts"))
     return rows
-
-
-def _cell(value: float, spec: str) -> str:
-    return "" if np.isnan(value) else format(value, spec)
 
 
 def table(rows: list[dict]) -> str:
@@ -100,7 +99,7 @@ def table(rows: list[dict]) -> str:
         covered = "" if r["covered"] is None else ("yes" if r["covered"] else "no")
         cells = [f"{r['bins']}", f"{r['eps']:g}", r["estimator"], f"{r['w1']:.4f}",
                  f"{r['mean_err']:.4f}", covered, f"{r['seconds']:.2f}"]  # fmt: skip
-        cells += [_cell(r[key], spec) for key, spec in
+        cells += [_bins._cell(r[key], spec) for key, spec in
                   (("steps", ".0f"), ("r_hat", ".3f"), ("divergences", ".0f"),
                    ("lam", ".3g"))]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
@@ -110,26 +109,32 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bins", type=int, nargs="+", default=list(BINS))
+    parser.add_argument("--no-pymc", action="store_true", help="leave out PyMC's fits")
+    parser.add_argument("--out", type=Path, help="write the table here (default: only for the "
+                        "default bins, to results/smooth_prior.md)")  # fmt: skip
     args = parser.parse_args()
     x = _parity.population("SMN", Path("."), np.random.default_rng([_bins.SEED, 1]))
     load = os.getloadavg()
     start = time.perf_counter()
-    rows = [r for k in args.bins for e in _bins.EPSILONS for r in one_cell(x, k, e)]
+    rows = [r for k in args.bins for e in _bins.EPSILONS
+            for r in one_cell(x, k, e, pymc=not args.no_pymc)]  # fmt: skip
     text = "\n".join([
         "# The smoothness prior on square-wave reports: accuracy and cost against the bins", "",
-        "- Command: `python benchmarks/smooth_prior.py`",
+        f"- Command: `python benchmarks/{' '.join([Path(sys.argv[0]).name, *sys.argv[1:]])}`",
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
         f"{time.perf_counter() - start:.0f} s; load average at the start {load[0]:.2f}",
         f"- Machine: {platform.machine()}, {os.cpu_count()} cores; Python "
         f"{platform.python_version()}, bayesldp {bayesldp.__version__}",
         f"- SMN population, n = {x.size:,}; SW with K input and K output bins on [-1, 1]; "
         f"fits: 2 chains x {_bins.DRAWS} draws after {_bins.DRAWS} warm-up steps, seed "
-        f"{_bins.SEED}; dir1 and smooth by the default sampler (bayesldp.hmc), smooth (PyMC) "
-        "by PyMC's NUTS (method='nuts')", "",
+        f"{_bins.SEED}; dir1 and smooth by the default sampler (bayesldp.hmc)"
+        + ("" if args.no_pymc else ", smooth (PyMC) by PyMC's NUTS (method='nuts')"), "",
         table(rows), "",
     ])  # fmt: skip
     print(text)
-    if tuple(args.bins) == BINS:
+    if args.out is not None:
+        args.out.write_text(text)
+    elif tuple(args.bins) == BINS and not args.no_pymc:
         OUT.write_text(text)
 
 
