@@ -359,7 +359,7 @@ class _SmoothTarget(_CompiledTarget):
     def __init__(self, tally: Tally, prior: SmoothDensity) -> None:
         from scipy.optimize import minimize
 
-        from bayesldp.bayes.model import smooth_information, smooth_pilot
+        from bayesldp.bayes.model import smooth_information, smooth_pilot, smooth_weights
 
         self.tally, self.adaptive = tally, None
         self.lik = Likelihood(tally)
@@ -367,10 +367,9 @@ class _SmoothTarget(_CompiledTarget):
         line, modes, scale = prior.basis()
         self.d = scale.shape[0] + 2
         theta0 = smooth_pilot(tally)
-        info = smooth_information(tally, prior, theta0)
         log_scale = np.log(scale)
-        s0 = prior.log_scale_mean  # the weights of smooth_theta: at the prior median of lambda
-        self.weights = 1.0 / (1.0 + info * np.exp(2.0 * (s0 + log_scale)))
+        s0 = prior.log_scale_mean
+        self.weights = smooth_weights(prior, smooth_information(tally, prior, theta0))
         par = np.array([prior.log_scale_mean, prior.log_scale_sd, prior.slope_sd])
         smooth = (np.ascontiguousarray(modes), line.copy(), log_scale, self.weights, par)
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),

@@ -58,6 +58,7 @@ __all__ = [
     "smooth_information",
     "smooth_pilot",
     "smooth_theta",
+    "smooth_weights",
     "tally_likelihood",
 ]
 
@@ -237,20 +238,18 @@ def smooth_theta(prior: SmoothDensity, name: str = "theta", info: Any = None) ->
     current PyMC model (dims "category"; ``f = b line + modes @ y``, :meth:`SmoothDensity.basis`).
 
     Free variables: ``log_smoothness`` (``log lambda``), ``slope`` (``b``) and ``coef``
-    (``u``, K - 2); deterministic ``smoothness`` (``lambda``).  Coefficient ``j`` is
+    (``u``, one per mode: :attr:`SmoothDensity.n_modes`); deterministic ``smoothness``
+    (``lambda``).  Coefficient ``j`` is
     ``y_j = s_j^{w_j} u_j`` with ``u_j ~ N(0, s_j^{2 (1 - w_j)})``, ``s_j = lambda scale_j`` its
     prior sd: ``y_j ~ N(0, s_j^2)`` for any weight ``w_j`` in [0, 1] (partial non-centring,
-    Papaspiliopoulos, Roberts and Skold 2007).  ``w_j = 1 / (1 + I_j s0_j^2)``, ``I_j`` the
-    data's information about ``y_j`` (``info``; default 0: every ``w_j = 1``, non-centred) and
-    ``s0_j`` the prior sd at the prior median of ``lambda``: coefficients the data pin down are
-    sampled as they are, the others relative to ``lambda``, and neither forms a funnel with it.
+    Papaspiliopoulos, Roberts and Skold 2007), ``w`` from :func:`smooth_weights` (``info``
+    default 0: every ``w_j = 1``, non-centred).
     """
     import pymc as pm
     import pytensor.tensor as pt
 
     line, modes, scale = prior.basis()
-    info = np.zeros(scale.shape[0]) if info is None else np.asarray(info, dtype=float)
-    weight = 1.0 / (1.0 + np.maximum(info, 0.0) * (math.exp(prior.log_scale_mean) * scale) ** 2)
+    weight = smooth_weights(prior, np.zeros(scale.shape[0]) if info is None else info)
     log_lam = pm.Normal("log_smoothness", prior.log_scale_mean, prior.log_scale_sd)
     pm.Deterministic("smoothness", pt.exp(log_lam))
     log_sd = log_lam + np.log(scale)
@@ -258,6 +257,16 @@ def smooth_theta(prior: SmoothDensity, name: str = "theta", info: Any = None) ->
     b = pm.Normal("slope", 0.0, prior.slope_sd)
     f = b * line + pt.dot(modes, pt.exp(weight * log_sd) * u)
     return pm.Deterministic(name, pt.special.softmax(f), dims="category")
+
+
+def smooth_weights(prior: SmoothDensity, info: Any) -> np.ndarray:
+    """The partial non-centring weights ``w_j = 1 / (1 + I_j s0_j^2)``: ``I_j`` the data's
+    information about coefficient ``j`` (:func:`smooth_information`), ``s0_j`` its prior sd at
+    the prior median of ``lambda``.  Coefficients the data pin down (``w`` near 0) are sampled
+    as they are, the others relative to ``lambda``; neither forms a funnel with it."""
+    _, _, scale = prior.basis()
+    info = np.maximum(np.asarray(info, dtype=float), 0.0)
+    return 1.0 / (1.0 + info * (math.exp(prior.log_scale_mean) * scale) ** 2)
 
 
 def smooth_pilot(tally: Tally) -> np.ndarray:
