@@ -144,6 +144,12 @@ def test_bad_parameters(kwargs, match):
         SmoothDensity(**kwargs)
 
 
+def test_the_default_prior_on_numerical_reports_points_to_it():
+    tally, _ = _sw_tally(k=4, n=40)
+    with pytest.warns(UserWarning, match="prior='smooth'"):
+        fit(tally, method="exact", draws=5, chains=1, random_seed=0, progressbar=False)
+
+
 def test_fit_errors():
     tally, _ = _sw_tally()
     with pytest.raises(InvalidInputError, match="SmoothDensity on 5 categories"):

@@ -155,6 +155,12 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
     RECOMMEND: ClassVar[bool] = False
     MIN_OUTPUT_BINS: ClassVar[int] = 2
     PARAMETERS: ClassVar[tuple[Parameter, ...]] = (LO, HI, OUTPUT_BINS)
+    #: what :func:`bayesldp.fit` warns of when called with its default prior
+    DEFAULT_PRIOR_CAVEAT: ClassVar[str] = (
+        "puts one pseudo-count on every bin and pulls the distribution, and its mean, towards "
+        "uniform on [lo, hi] (benchmarks/results/smooth_prior.md); for ordered bins give "
+        "prior='smooth' (bayesldp.SmoothDensity: a smooth density, its smoothness learnt)"
+    )
 
     def __init__(
         self,
