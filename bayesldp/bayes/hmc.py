@@ -146,6 +146,18 @@ class _CompiledTarget:
             lp[c] = _logp_grad(np.ascontiguousarray(q[c], dtype=float), self.data(), work, grad[c])
         return lp, grad
 
+    def theta_hyper(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``theta`` (N, K) (the kernel's softmax) and ``e^{q[-1]}`` (N,) at ``q`` (N, d): the
+        hyperparameter sampled jointly as the last coordinate (the adaptive prior's ``a``, the
+        smoothness prior's ``lambda``)."""
+        work = self.work()
+        grad = np.empty(self.d)
+        theta = np.empty((q.shape[0], self.k))
+        for i in range(q.shape[0]):
+            _logp_grad(np.ascontiguousarray(q[i], dtype=float), self.data(), work, grad)
+            theta[i] = work[0]
+        return theta / theta.sum(axis=-1, keepdims=True), np.exp(q[:, -1])
+
     def laplace(self, q: np.ndarray) -> np.ndarray:
         """A covariance from the finite-difference Hessian at ``q``, eigenvalues clipped."""
         h = 1e-5
@@ -296,16 +308,6 @@ class _JointTarget(_CompiledTarget):
                       par, *_NO_GAMMA, *_NO_SMOOTH)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
 
-    def theta_a(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``theta`` (N, K) and ``a`` (N,) at ``q`` of shape (N, K) (the kernel's softmax)."""
-        work = self.work()
-        grad = np.empty(self.d)
-        theta = np.empty((q.shape[0], self.k))
-        for i in range(q.shape[0]):
-            _logp_grad(np.ascontiguousarray(q[i], dtype=float), self._data, work, grad)
-            theta[i] = work[0]
-        return theta / theta.sum(axis=-1, keepdims=True), np.exp(q[:, -1])
-
 
 class _GammaTarget(_CompiledTarget):
     """The fixed Dirichlet prior's posterior on log-gamma coordinates ``x`` in R^K.
@@ -361,7 +363,7 @@ class _SmoothTarget(_CompiledTarget):
 
         from bayesldp.bayes.model import smooth_information, smooth_pilot, smooth_weights
 
-        self.tally, self.adaptive = tally, None
+        self.adaptive = None
         self.lik = Likelihood(tally)
         self.n, self.k = self.lik.n, tally.k
         line, modes, scale = prior.basis()
@@ -392,16 +394,6 @@ class _SmoothTarget(_CompiledTarget):
             best = minimize(neg, q0, jac=True, method="L-BFGS-B", bounds=bounds,
                             options={"maxiter": 500})  # fmt: skip
         self.start = best.x if np.isfinite(best.fun) and best.fun <= neg(q0)[0] else q0
-
-    def theta_smoothness(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``theta`` (N, K) and ``lambda`` (N,) at ``q`` of shape (N, K)."""
-        work = self.work()
-        grad = np.empty(self.d)
-        theta = np.empty((q.shape[0], self.k))
-        for i in range(q.shape[0]):
-            _logp_grad(np.ascontiguousarray(q[i], dtype=float), self._data, work, grad)
-            theta[i] = work[0]
-        return theta / theta.sum(axis=-1, keepdims=True), np.exp(q[:, -1])
 
 
 def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
@@ -1446,12 +1438,10 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         for bar in bars:
             bar.close()
     extra = {}
-    if joint:
-        theta, a = target.theta_a(out_z.reshape(-1, d))
-        theta, extra["a"] = theta.reshape(chains, draws, -1), a.reshape(chains, draws)
-    elif smooth:
-        theta, lam = target.theta_smoothness(out_z.reshape(-1, d))
-        theta, extra["smoothness"] = theta.reshape(chains, draws, -1), lam.reshape(chains, draws)
+    if joint or smooth:  # theta and the hyperparameter sampled with it
+        theta, hyper = target.theta_hyper(out_z.reshape(-1, d))
+        theta = theta.reshape(chains, draws, -1)
+        extra["a" if joint else "smoothness"] = hyper.reshape(chains, draws)
     else:
         theta, _ = target.theta(out_z)
     stats = {

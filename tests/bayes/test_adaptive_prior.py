@@ -135,11 +135,11 @@ def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():
             assert grad[0, i] == pytest.approx(fd, rel=1e-5, abs=1e-6)
 
         def alr(qq):
-            theta = target.theta_a(qq[None])[0][0]
+            theta = target.theta_hyper(qq[None])[0][0]
             return np.log(theta[target.idx[:-1]]) - np.log(theta[target.idx[-1]])
 
         jac = np.array([(alr(q + dq) - alr(q - dq)) / (2 * h) for dq in np.eye(5)[:4] * h]).T
-        theta, a = target.theta_a(q[None])
+        theta, a = target.theta_hyper(q[None])
         theta, a = theta[0], float(a[0])
         want = (tally.loglik(theta) + dirichlet.logpdf(theta, np.full(5, a))
                 + np.log(theta).sum() + norm.logpdf(q[-1], prior.log_a_mean, prior.log_a_sd)
