@@ -182,7 +182,27 @@ class Dirichlet:
         return f"Dirichlet(alpha=[{values}])"
 
 
-class AdaptiveDirichlet:
+class _SerialisedPrior:
+    """``to_json`` and equality from a subclass's ``to_dict`` (its JSON-friendly form)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def to_json(self) -> str:
+        """The :meth:`to_dict` form as a JSON string."""
+        return json.dumps(self.to_dict())
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None
+
+
+class AdaptiveDirichlet(_SerialisedPrior):
     """``theta | a ~ Dirichlet(a, ..., a)`` with the concentration ``a`` itself unknown.
 
     A fixed symmetric Dirichlet is a strong prior when the reports are noisy: ``Dirichlet(1)``
@@ -314,10 +334,6 @@ class AdaptiveDirichlet:
                 "log_a_mean": self.log_a_mean, "log_a_sd": self.log_a_sd,
                 "step": self.step, "width": self.width}  # fmt: skip
 
-    def to_json(self) -> str:
-        """The :meth:`to_dict` form as a JSON string."""
-        return json.dumps(self.to_dict())
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AdaptiveDirichlet:
         """Inverse of :meth:`to_dict`."""
@@ -330,13 +346,6 @@ class AdaptiveDirichlet:
         """The same prior on ``k`` categories."""
         return AdaptiveDirichlet(k, self.log_a_mean, self.log_a_sd, self.step, self.width)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, AdaptiveDirichlet):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    __hash__ = None
-
     def __repr__(self) -> str:
         return (
             f"AdaptiveDirichlet(k={self._k}, log_a_mean={self.log_a_mean:.6g}, "
@@ -344,7 +353,7 @@ class AdaptiveDirichlet:
         )
 
 
-class SmoothDensity:
+class SmoothDensity(_SerialisedPrior):
     """A smoothness prior for ordered bins: a Gaussian prior on the log-weights (numerical data).
 
     A symmetric Dirichlet treats the bins of a numerical domain as exchangeable, so at many bins
@@ -467,10 +476,6 @@ class SmoothDensity:
                 "log_scale_mean": self.log_scale_mean, "log_scale_sd": self.log_scale_sd,
                 "slope_sd": self.slope_sd, "max_modes": self.max_modes}  # fmt: skip
 
-    def to_json(self) -> str:
-        """The :meth:`to_dict` form as a JSON string."""
-        return json.dumps(self.to_dict())
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SmoothDensity:
         """Inverse of :meth:`to_dict`."""
@@ -483,13 +488,6 @@ class SmoothDensity:
         """The same prior on ``k`` bins."""
         return SmoothDensity(k, self.log_scale_mean, self.log_scale_sd, self.slope_sd,
                              self.max_modes)  # fmt: skip
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SmoothDensity):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    __hash__ = None
 
     def __repr__(self) -> str:
         return (
