@@ -121,11 +121,14 @@ def fit(
         of the same K categories under different mechanisms or budgets is fitted jointly, one
         theta for all, each tally keeping its own channel (:func:`bayesldp.tally.joint_tally`).
     prior : Dirichlet, AdaptiveDirichlet, "adaptive", float, array_like or None
-        ``None``: ``Dirichlet(1)`` (uniform); a number ``a``: ``Dirichlet.symmetric(K, a)``; a
-        vector of ``K`` positive numbers; a :class:`~bayesldp.bayes.Dirichlet`; or
-        ``"adaptive"`` / an :class:`~bayesldp.bayes.AdaptiveDirichlet`: ``Dirichlet(a 1_K)`` with
-        ``a`` unknown (a normal prior on ``log a``), whose draws are the posterior variable
-        ``a`` (every method); or ``"smooth"`` / a :class:`~bayesldp.bayes.SmoothDensity`
+        ``None``: the mechanism's default: ``"smooth"`` for numerical mechanisms (ordered bins)
+        with a method that samples it ("auto", "hmc", "nuts"), else ``Dirichlet(1)``
+        (uniform; on numerical reports with a warning); a number ``a``:
+        ``Dirichlet.symmetric(K, a)``; a vector of ``K`` positive numbers; a
+        :class:`~bayesldp.bayes.Dirichlet`; or ``"adaptive"`` / an
+        :class:`~bayesldp.bayes.AdaptiveDirichlet`: ``Dirichlet(a 1_K)`` with ``a`` unknown (a
+        normal prior on ``log a``), whose draws are the posterior variable ``a`` (every
+        method); or ``"smooth"`` / a :class:`~bayesldp.bayes.SmoothDensity`
         (ordered bins of numerical data: a Gaussian roughness prior on the log-weights, whose
         smoothness ``lambda`` is learnt; posterior variable ``smoothness``; methods "hmc",
         which ``"auto"`` then takes, and "nuts").
@@ -207,11 +210,8 @@ def fit(
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     if tally.n < 1:  # pragma: no cover - a Tally cannot be empty
         raise InvalidInputError("tally: holds no reports")
-    caveat = getattr(tally.mechanism, "DEFAULT_PRIOR_CAVEAT", None)
-    if prior is None and caveat:
-        warnings.warn(f"prior: the default Dirichlet(1) {caveat}", UserWarning, stacklevel=2)
-    prior_obj = as_prior(prior, tally.k)
     resolved = _resolve_method(method)
+    prior_obj = as_prior(_default_prior(prior, tally, resolved), tally.k)
     draws = check_int(draws, "draws")
     chains = check_int(chains, "chains")
     seed = _resolve_seed(random_seed)
@@ -420,6 +420,22 @@ def _choose_method(
                 stacklevel=3,
             )
     return resolved, None
+
+
+def _default_prior(prior: Any, tally: Tally, resolved: str) -> Any:
+    """``prior``, or where it is None the mechanism's default: ``"smooth"`` on ordered bins
+    (``DEFAULT_PRIOR``, numerical mechanisms) when ``resolved`` can sample it, else Dirichlet(1)
+    (None), with the mechanism's warning about it (``DEFAULT_PRIOR_CAVEAT``) where it has one."""
+    if prior is not None:
+        return prior
+    mech = tally.mechanism
+    if getattr(mech, "DEFAULT_PRIOR", None) == "smooth" and tally.k >= 3:
+        if resolved in SMOOTH_METHODS:
+            return "smooth"
+    caveat = getattr(mech, "DEFAULT_PRIOR_CAVEAT", None)
+    if caveat:
+        warnings.warn(f"prior: the default Dirichlet(1) {caveat}", UserWarning, stacklevel=3)
+    return None
 
 
 def _smooth_method(method: str, resolved: str) -> tuple[str, str | None]:

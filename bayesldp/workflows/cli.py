@@ -509,10 +509,11 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument(
         "--prior",
         type=_prior_option,
-        default=1.0,
-        help="the posterior's prior: a symmetric Dirichlet's concentration (default 1), or "
-        "'adaptive' (the concentration learnt from the data: bayesldp.AdaptiveDirichlet), or "
-        "'smooth' (ordered bins of numerical data: bayesldp.SmoothDensity)",
+        default=None,
+        help="the posterior's prior: a symmetric Dirichlet's concentration, or 'adaptive' (the "
+        "concentration learnt from the data: bayesldp.AdaptiveDirichlet), or 'smooth' (ordered "
+        "bins of numerical data: bayesldp.SmoothDensity); default: fit's (Dirichlet(1) for "
+        "categories, 'smooth' for numerical mechanisms)",
     )
     est.add_argument("--seed", type=int, default=0, help="seed of the posterior sampler")
     est.add_argument("--save-posterior", help="write the posterior to this netCDF file")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -144,10 +145,24 @@ def test_bad_parameters(kwargs, match):
         SmoothDensity(**kwargs)
 
 
-def test_the_default_prior_on_numerical_reports_points_to_it():
+def test_it_is_the_default_prior_on_numerical_reports():
+    tally, _ = _sw_tally(k=6, n=300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a short run's convergence warnings are not tested here
+        idata = fit(tally, draws=20, chains=1, tune=20, random_seed=0, progressbar=False)
+    assert json.loads(idata.posterior.attrs["prior"])["distribution"] == "SmoothDensity"
+    assert "smoothness" in idata.posterior
+
+
+def test_methods_without_it_default_to_dirichlet_1_with_a_warning():
     tally, _ = _sw_tally(k=4, n=40)
-    with pytest.warns(UserWarning, match="prior='smooth'"):
-        fit(tally, method="exact", draws=5, chains=1, random_seed=0, progressbar=False)
+    with pytest.warns(UserWarning, match="prior='smooth'.*needs method 'auto'"):
+        idata = fit(tally, method="exact", draws=5, chains=1, random_seed=0, progressbar=False)
+    assert idata.constant_data["prior_alpha"].values.tolist() == [1.0] * 4
+    few, _ = _sw_tally(k=2, n=40)  # under 3 bins there is no smoothness prior
+    with pytest.warns(UserWarning, match="at least 3 bins"):
+        idata = fit(few, method="exact", draws=5, chains=1, random_seed=0, progressbar=False)
+    assert "smoothness" not in idata.posterior
 
 
 def test_fit_errors():

@@ -155,11 +155,14 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
     RECOMMEND: ClassVar[bool] = False
     MIN_OUTPUT_BINS: ClassVar[int] = 2
     PARAMETERS: ClassVar[tuple[Parameter, ...]] = (LO, HI, OUTPUT_BINS)
-    #: what :func:`bayesldp.fit` warns of when called with its default prior
+    #: :func:`bayesldp.fit`'s default prior on these reports, where the method samples it
+    DEFAULT_PRIOR: ClassVar[str] = "smooth"
+    #: what :func:`bayesldp.fit` warns of where it falls back to Dirichlet(1)
     DEFAULT_PRIOR_CAVEAT: ClassVar[str] = (
         "puts one pseudo-count on every bin and pulls the distribution, and its mean, towards "
-        "uniform on [lo, hi] (benchmarks/results/smooth_prior.md); for ordered bins give "
-        "prior='smooth' (bayesldp.SmoothDensity: a smooth density, its smoothness learnt)"
+        "uniform on [lo, hi] (benchmarks/results/smooth_prior.md); the default on ordered bins "
+        "is prior='smooth' (bayesldp.SmoothDensity), which needs method 'auto', 'hmc' or "
+        "'nuts' and at least 3 bins"
     )
 
     def __init__(
