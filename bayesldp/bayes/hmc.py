@@ -76,8 +76,10 @@ Two schemes, option ``adaptive_scheme``:
 
 Smoothness prior (:class:`~bayesldp.bayes.SmoothDensity`, ordered bins): NUTS on the RW2
 coefficients, the slope and ``log lambda`` (:class:`_SmoothTarget`, :func:`_logp_grad_smooth`;
-the coordinates of :func:`bayesldp.bayes.model.smooth_theta`), a diagonal metric, O(K^2) per
-gradient for the basis besides the likelihood.
+the coordinates of :func:`bayesldp.bayes.model.smooth_theta`), a diagonal metric after a fixed
+linear map of the smoothest coefficient and the slope from the Laplace covariance at the start
+(:meth:`_SmoothTarget.decorrelate`; steps per draw in benchmarks/results/smooth_prior.md),
+O(K M) per gradient for the basis besides the likelihood.
 
 Draws, sample statistics and their names follow ArviZ ("diverging", "energy", "tree_depth",
 "n_steps", "step_size", "lp", "acceptance_rate").  Same ``random_seed`` gives the same draws, bit
@@ -374,10 +376,9 @@ class _SmoothTarget(_CompiledTarget):
         self.weights = smooth_weights(prior, smooth_information(tally, prior, theta0))
         par = np.array([prior.log_scale_mean, prior.log_scale_sd, prior.slope_sd])
         modes = np.ascontiguousarray(modes)
-        smooth = (modes, np.ascontiguousarray(modes.T), line.copy(), log_scale, self.weights, par)
-        self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
-                      self.lik.scale_const, None, None, *_NO_JOINT, *_NO_GAMMA,
-                      smooth)  # fmt: skip
+        self._smooth = (modes, np.ascontiguousarray(modes.T), line.copy(), log_scale,
+                        self.weights, par)  # fmt: skip
+        self._set_map(np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 0)))
         # start: the EMS estimate's log-weights on the basis, then the posterior mode
         f0 = np.log(theta0)
         u0 = (modes.T @ f0) / np.exp(self.weights * (s0 + log_scale))
@@ -395,6 +396,37 @@ class _SmoothTarget(_CompiledTarget):
             best = minimize(neg, q0, jac=True, method="L-BFGS-B", bounds=bounds,
                             options={"maxiter": 500})  # fmt: skip
         self.start = best.x if np.isfinite(best.fun) and best.fun <= neg(q0)[0] else q0
+
+    def _set_map(self, idx: np.ndarray, centre: np.ndarray, t: np.ndarray) -> None:
+        self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
+                      self.lik.scale_const, None, None, *_NO_JOINT, *_NO_GAMMA,
+                      (*self._smooth, idx, centre, t))  # fmt: skip
+
+    def decorrelate(self, mode: np.ndarray, cov: np.ndarray,
+                    n_modes: int = 1) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """Sample the smoothest ``n_modes`` coefficients and the slope as ``v`` with ``q = mode
+        + T v`` there, ``T`` the Cholesky factor of their block of ``cov`` (the Laplace
+        covariance at ``mode``); returns the mode and ``cov`` in the new coordinates.
+
+        Where the density has little mass near an end of the domain, the data fix the
+        log-weights only over the rest, and there the smoothest mode and the line are nearly
+        the same function: their posterior correlation was -0.9994 (SW, 64 bins, SMN), a ridge
+        a diagonal metric crosses only in small steps.  An adapted dense metric over more
+        modes took fewer steps but diverged where a low-mass region's log-weights meet the
+        likelihood's exponential wall, so the map is fixed and this block small.
+        """
+        m = self.d - 2
+        idx = np.r_[np.arange(min(n_modes, m)), m].astype(np.int64)
+        try:
+            t = np.linalg.cholesky(cov[np.ix_(idx, idx)])
+        except np.linalg.LinAlgError:  # no usable block: the coordinates stay as they are
+            return mode, cov
+        self._set_map(idx, mode[idx].copy(), t)
+        inv = np.eye(self.d)
+        inv[np.ix_(idx, idx)] = np.linalg.inv(t)
+        v = mode.copy()
+        v[idx] = 0.0
+        return v, inv @ cov @ inv.T
 
 
 def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
@@ -674,7 +706,35 @@ def _gamma_density_overload(z, data, work, grad):
 
 
 @nb.njit(cache=True)
-def _logp_grad_smooth(q, data, work, grad):  # pragma: no cover - compiled
+def _logp_grad_smooth(v, data, work, grad):  # pragma: no cover - compiled
+    """:func:`_smooth_core` at ``q = v`` except on the block ``idx`` (``data[16][6:9]`` =
+    ``idx`` (B,), ``centre`` (B,), lower-triangular ``T`` (B, B)): ``q[idx] = centre + T
+    v[idx]``, a fixed linear map (:meth:`_SmoothTarget.decorrelate`), whose gradient is
+    ``T^T`` that of ``q``; its constant Jacobian is left out.  No block (B = 0): ``q = v``."""
+    idx, centre, t = data[16][6], data[16][7], data[16][8]
+    nb_ = idx.shape[0]
+    if nb_ == 0:
+        return _smooth_core(v, data, work, grad)
+    q = v.copy()
+    for a in range(nb_):
+        acc = centre[a]
+        for c in range(a + 1):
+            acc += t[a, c] * v[idx[c]]
+        q[idx[a]] = acc
+    lp = _smooth_core(q, data, work, grad)
+    gq = np.empty(nb_)
+    for a in range(nb_):
+        gq[a] = grad[idx[a]]
+    for c in range(nb_):
+        acc = 0.0
+        for a in range(c, nb_):
+            acc += t[a, c] * gq[a]
+        grad[idx[c]] = acc
+    return lp
+
+
+@nb.njit(cache=True)
+def _smooth_core(q, data, work, grad):  # pragma: no cover - compiled
     """Log-density and gradient of the smoothness prior's posterior (:class:`_SmoothTarget`)
     on ``q = (u_1 .. u_M, b, s)``: with ``sd_j = lambda scale_j``, ``lambda = e^s``,
     ``y_j = sd_j^{w_j} u_j``, ``f = b line + modes @ y``, ``theta = softmax(f)``,
@@ -688,7 +748,7 @@ def _logp_grad_smooth(q, data, work, grad):  # pragma: no cover - compiled
     """
     dense, indptr, indices, delta, complement, offset, counts = data[:7]
     n, const = data[8], data[9]
-    modes, modes_t, line, log_scale, weights, par = data[16]
+    modes, modes_t, line, log_scale, weights, par = data[16][:6]
     theta, g, r, lth, w = work
     k = theta.shape[0]
     m = modes.shape[1]
@@ -1398,9 +1458,8 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     gamma = coordinates == "log_gamma"
     smooth = coordinates == "rw2"
     _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma))
-    if smooth:  # the target found its mode; the Laplace covariance there
-        mode = target.start
-        laplace = target.laplace(mode)
+    if smooth:  # the target found its mode; the Laplace covariance there, then the map
+        mode, laplace = target.decorrelate(target.start, target.laplace(target.start))
     else:
         alpha = target.alpha
         mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))

@@ -204,6 +204,38 @@ def test_hmc_density_matches_the_pymc_model(max_modes):
     np.testing.assert_allclose(grad[0], numeric, rtol=1e-5, atol=1e-5)
 
 
+def test_hmc_decorrelating_map():
+    """After ``decorrelate`` the density at ``v`` is the density at ``q = centre + T v`` on the
+    block (the smoothest mode and the slope), its gradient ``T^T`` that of ``q`` and equal to
+    finite differences; the mode maps to 0 there and the returned covariance is ``T^{-1} cov
+    T^{-T}`` (the identity on the block)."""
+    from bayesldp.bayes.hmc import _SmoothTarget
+
+    tally, _ = _sw_tally(k=12, n=3000)
+    target = _SmoothTarget(tally, SmoothDensity(12))
+    mode = target.start
+    cov = target.laplace(mode)
+    rng = np.random.default_rng(5)
+    v = mode + 0.3 * rng.standard_normal((2, target.d))
+    before, grad_q = target(v)  # the identity map
+    new_mode, new_cov = target.decorrelate(mode, cov)
+    idx = [0, target.d - 2]
+    t = np.linalg.cholesky(cov[np.ix_(idx, idx)])
+    assert np.all(new_mode[idx] == 0.0)
+    np.testing.assert_allclose(new_cov[np.ix_(idx, idx)], np.eye(2), atol=1e-9)
+    x = v.copy()
+    x[:, idx] = (v[:, idx] - mode[idx]) @ np.linalg.inv(t).T  # the same points q in v
+    after, grad_v = target(x)
+    np.testing.assert_allclose(after, before, rtol=1e-12)
+    expected = grad_q.copy()
+    expected[:, idx] = grad_q[:, idx] @ t
+    np.testing.assert_allclose(grad_v, expected, rtol=1e-9, atol=1e-9)
+    h = 1e-6
+    numeric = [(target(x[:1] + h * e)[0][0] - target(x[:1] - h * e)[0][0]) / (2 * h)
+               for e in np.eye(target.d)]  # fmt: skip
+    np.testing.assert_allclose(grad_v[0], numeric, rtol=1e-5, atol=1e-5)
+
+
 def test_hmc_rejects_other_coordinates():
     tally, _ = _sw_tally()
     with pytest.raises(InvalidInputError, match="its own coordinates"):
