@@ -310,7 +310,9 @@ def run(ref_dir: Path, cells, repeats: int, seed: int) -> tuple[list[dict], dict
                 secs = time.perf_counter() - t0
                 post = idata.posterior["theta"].mean(("chain", "draw")).values
                 est[name] = (post, secs, 2 * POSTERIOR_DRAWS)
-                r_hat[(name, pop, mech_name, eps, r)] = float(idata.posterior.attrs["r_hat_max"])
+                attrs = idata.posterior.attrs
+                r_hat[(name, pop, mech_name, eps, r)] = (float(attrs["r_hat_max"]),
+                                                         int(attrs["divergences"]))  # fmt: skip
             for name, (theta, secs, steps) in est.items():
                 rows.append(dict(population=pop, n=x.size, mechanism=mech_name, epsilon=eps,
                                  repeat=r, estimator=name, seconds=secs, steps=steps,
@@ -374,9 +376,11 @@ def table(rows: list[dict], facts: dict, ems_gap: dict, r_hat: dict) -> str:
     for name in ("posterior", "dir1"):
         out += [
             "",
-            f"Largest r_hat of {name} per cell: "
+            f"Largest r_hat (divergences) of {name} per cell: "
             + ", ".join(
-                f"{p} {m} {e:g} #{r}: {v:.3f}" for (n, p, m, e, r), v in r_hat.items() if n == name
+                f"{p} {m} {e:g} #{r}: {v:.3f} ({d})"
+                for (n, p, m, e, r), (v, d) in r_hat.items()
+                if n == name
             ),
         ]
     out += ["", "Largest |bayesldp ems - reference EMS| over the bins, per cell (same reports): "
