@@ -429,9 +429,9 @@ def _default_prior(prior: Any, tally: Tally, resolved: str) -> Any:
     if prior is not None:
         return prior
     mech = tally.mechanism
-    if getattr(mech, "DEFAULT_PRIOR", None) == "smooth" and tally.k >= 3:
-        if resolved in SMOOTH_METHODS:
-            return "smooth"
+    smooth = getattr(mech, "DEFAULT_PRIOR", None) == "smooth" and tally.k >= 3
+    if smooth and resolved in SMOOTH_METHODS:
+        return "smooth"
     caveat = getattr(mech, "DEFAULT_PRIOR_CAVEAT", None)
     if caveat:
         warnings.warn(f"prior: the default Dirichlet(1) {caveat}", UserWarning, stacklevel=3)
