@@ -16,6 +16,7 @@ EXPECTED = {
     "anes96_income": (24, 944, 19, 68),
     "us_airports_by_state": (56, 3364, 263, 32),
     "occupational_status": (64, 3498, 50, 106),
+    "anes96_age": (73, 944, 3, 2),
 }
 
 

@@ -64,6 +64,13 @@ _REGISTRY: dict[str, tuple[str, str]] = {
         "R datasets package (occupationalStatus), Debian r-base-core 4.2.2.20221110-2, file "
         "/usr/lib/R/library/datasets/data/Rdata.rdb. Licence: part of R (GPL-2 | GPL-3).",
     ),
+    "anes96_age": (
+        "Age in years of respondents to the American National Election Studies 1996 "
+        "(statsmodels subset, one record per respondent); 73 ordered levels, one per year from "
+        "19 to 91 (two years have no respondent): a numerical attribute as its exact histogram "
+        "(the ages: np.asarray(labels, float)[values()]).",
+        _STATSMODELS + ", column 'age'. Licence: public domain (statsmodels' COPYRIGHT note).",
+    ),
 }
 
 
