@@ -299,6 +299,8 @@ Z90 = 1.6448536269514722
 
 def _posterior_estimate(args: argparse.Namespace, tally, labels=None):
     """Posterior mean and the 5% / 95% posterior quantiles (a 90% credible interval)."""
+    import json
+
     import numpy as np
 
     from bayesldp.bayes import fit, save_fit
@@ -315,10 +317,11 @@ def _posterior_estimate(args: argparse.Namespace, tally, labels=None):
         save_fit(idata, args.save_posterior)
     draws = idata.posterior["theta"].values.reshape(-1, tally.k)
     interval = np.quantile(draws, [0.05, 0.95], axis=0)
+    prior = json.loads(idata.posterior.attrs["prior"])["distribution"]
     return (
         draws.mean(axis=0),
         interval,
-        f"posterior mean ({args.fit_method}), 90% credible interval",
+        f"posterior mean ({args.fit_method}, {prior} prior), 90% credible interval",
     )
 
 

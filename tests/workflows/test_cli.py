@@ -1,4 +1,5 @@
 import csv
+import warnings
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,26 @@ def test_estimate_posterior_and_save(tmp_path, capsys):
     ]
     assert main(args) == 0
     assert "credible interval" in capsys.readouterr().out and nc.stat().st_size > 0
+
+
+def test_estimate_posterior_on_numerical_reports_takes_the_smoothness_prior(tmp_path, capsys):
+    import numpy as np
+
+    from bayesldp.mechanisms import make_mechanism
+
+    mech = make_mechanism("SW", 6, 2.0, lo=0.0, hi=10.0)
+    values = np.random.default_rng(0).uniform(2.0, 6.0, 300)
+    path = tmp_path / "reports.csv"
+    path.write_text("report\n" + "\n".join(repr(float(r)) for r in mech.perturb(values, rng=1)))
+    base = ["estimate", str(path), "--mechanism", "SW", "--k", "6", "--epsilon", "2", "--lo", "0",
+            "--hi", "10", "--method", "posterior", "--quiet"]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the default run's convergence warnings are not tested
+        assert main(base) == 0
+    assert "(auto, SmoothDensity prior)" in capsys.readouterr().out
+    with pytest.warns(UserWarning, match="the default Dirichlet"):
+        assert main([*base, "--fit-method", "laplace"]) == 0
+    assert "(laplace, Dirichlet prior)" in capsys.readouterr().out
 
 
 def test_estimate_posterior_under_the_adaptive_prior(tmp_path, capsys):
