@@ -20,7 +20,8 @@ so log-likelihood differences are computed as ``log1p(C_u . theta / a_u)`` witho
 that ruins them when ``epsilon`` is tiny (every row then nearly constant).  ``C`` is stored in one
 of four forms, chosen from the tally:
 
-* ``"dense"``: the matrix ``C`` (dense tallies, finite channels): O(U K) per product;
+* ``"dense"``: the matrix ``C`` and its transpose (dense tallies, finite channels): O(U K) per
+  product, each product a pass over the copy whose inner loop is contiguous and independent;
 * ``"band"``: dense rows that are one level on a contiguous range of bins plus a few partial-bin
   corrections at its ends (the discretised square wave and piecewise mechanisms,
   :func:`band_form`): O(U + K) per product from prefix sums; ``dense`` keeps ``C`` for the
@@ -33,7 +34,8 @@ of four forms, chosen from the tally:
 The compiled kernels take the row form as separate arguments, ``dense``, ``indptr`` and ``indices``
 (one of them None selects the form: numba prunes a branch on ``x is None`` when ``x`` is None at
 compile time, so each form gets its own specialisation, compiled once and cached on disk); the
-``dense`` slot holds the matrix or the band tuple, told apart by type at compile time.
+``dense`` slot holds the pair ``(C, C^T)`` or the band tuple, told apart by type at compile
+time.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 from numba.extending import overload
 
 from bayesldp.errors import InvalidInputError
@@ -237,28 +239,36 @@ def band_form(dense, ordered, tol):
 
 @njit(cache=True)
 def _dense_matvec(rows, theta, out):
-    for u in range(out.shape[0]):
-        s = 0.0
-        for x in range(theta.shape[0]):
-            s += rows[u, x] * theta[x]
-        out[u] = s
+    """``out = C theta`` for dense rows ``(C, C^T)``, read from ``C^T``: each pass adds
+    ``theta_x C[:, x]`` (contiguous, vectorised across rows), so ``out[u]`` is summed over ``x``
+    in order, the same additions as a dot product per row (same result, about 6x faster at
+    210 x 1024; a row-wise dot product is one dependent chain of additions)."""
+    ct = rows[1]
+    out[:] = 0.0
+    for x in range(ct.shape[0]):
+        tx = theta[x]
+        for u in range(out.shape[0]):
+            out[u] += ct[x, u] * tx
 
 
 @njit(cache=True)
 def _dense_rmatvec(rows, w, out):
+    """``out = C^T w`` for dense rows ``(C, C^T)``, read from ``C`` row by row."""
+    c = rows[0]
     out[:] = 0.0
     for u in range(w.shape[0]):
         wu = w[u]
         for x in range(out.shape[0]):
-            out[x] += wu * rows[u, x]
+            out[x] += wu * c[u, x]
 
 
 def _by_row_form(dense_impl, band_impl):
-    """An overload that takes ``dense_impl`` for dense rows (a 2-d array) and ``band_impl``
-    for band rows (:func:`band_form`'s tuple), chosen when numba compiles the caller."""
+    """An overload that takes ``dense_impl`` for dense rows (the pair ``(C, C^T)``) and
+    ``band_impl`` for band rows (:func:`band_form`'s tuple), chosen when numba compiles the
+    caller."""
 
     def choose(rows, vec, out):
-        impl = dense_impl if isinstance(rows, types.Array) else band_impl
+        impl = dense_impl if len(rows.types) == 2 else band_impl
         return lambda rows, vec, out: impl(rows, vec, out)
 
     return choose
@@ -472,8 +482,8 @@ class Likelihood:
 
     ``L[u, x] = offset[u] + C[u, x]`` with ``C >= 0``, stored as ``kind`` "dense", "band",
     "sparse" or "onehot" (module docstring).  ``arrays`` is the tuple ``(dense, indptr, indices,
-    delta, complement, offset)`` the compiled kernels of this module take (``dense``: the band
-    tuple for band rows).
+    delta, complement, offset)`` the compiled kernels of this module take (``dense``: ``(C, C^T)``
+    for dense rows, the band tuple for band rows).
 
     Parameters
     ----------
@@ -504,6 +514,7 @@ class Likelihood:
         self.delta = 0.0
         self.complement = False
         self._support: np.ndarray | None = None
+        rows_form = None  # the kernels' first slot: band rows, (C, C^T) or None
         if tally.is_support_form:
             self._init_support(tally)
         else:
@@ -513,6 +524,7 @@ class Likelihood:
             ordered = getattr(tally.mechanism, "ordered_bins", tally.k)
             is_band, band = band_form(rows, ordered, _LEVEL_TOL)
             self.band = band if is_band else None
+            rows_form = band if is_band else (rows, np.ascontiguousarray(rows.T))
             self.kind = "band" if is_band else "dense"
         self.positive = self.offset > 0
         safe = np.where(self.positive, self.offset, 1.0)
@@ -521,7 +533,7 @@ class Likelihood:
         self.const = float(self.counts[self.positive] @ np.log(safe[self.positive]))
         self.const += self.scale_const
         self.arrays = (
-            self.band if self.band is not None else self.dense,
+            rows_form,
             self.indptr,
             self.indices,
             self.delta,

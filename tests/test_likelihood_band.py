@@ -1,5 +1,6 @@
 """Band rows of the likelihood (SW, PM): the O(U + K) products equal the dense ones, and the
-estimators and samplers that read them give the dense rows' results."""
+estimators and samplers that read them give the dense rows' results; the dense rows' own
+products (Laplace, Gaussian) are the sums in index order."""
 
 import numpy as np
 import pytest
@@ -67,6 +68,30 @@ def test_other_rows_are_not_read_as_bands(name):
         cls = bayesldp.LaplaceNumeric if name == "laplace" else bayesldp.Gaussian
         rows = np.ascontiguousarray(cls(32, 1.0, lo=-1.0, hi=1.0).channel.T)
     assert Likelihood(_tally(rows)).kind == ("band" if name == "grr" else "dense")
+
+
+@pytest.mark.parametrize("name", ["laplace", "gaussian"])
+def test_dense_products_are_the_row_and_column_sums_in_order(name):
+    """Dense rows (Laplace, Gaussian): ``C theta`` from ``C^T`` and ``C^T w`` from ``C`` are,
+    bit for bit, the sums over ``x`` (over ``u``) in index order, as one loop per row (column)
+    computes them."""
+    cls = bayesldp.LaplaceNumeric if name == "laplace" else bayesldp.Gaussian
+    lik = Likelihood(_tally(np.ascontiguousarray(cls(12, 1.0, lo=-1.0, hi=1.0).channel.T)))
+    assert lik.kind == "dense"
+    c, rng = lik.dense, np.random.default_rng(8)
+    theta, w = rng.dirichlet(np.ones(lik.k)), rng.random(lik.n_rows)
+    r, lth, g = np.empty(lik.n_rows), np.empty(lik.n_rows), np.empty(lik.k)
+    lk.evaluate(*lik.arrays, theta, r, lth)
+    lk.rmatvec(*lik.arrays[:5], w, g)
+
+    def in_order(terms):
+        total = 0.0
+        for term in terms:
+            total += term
+        return total
+
+    assert np.array_equal(r, [in_order(c[u] * theta) for u in range(lik.n_rows)])
+    assert np.array_equal(g, [in_order(w * c[:, x]) for x in range(lik.k)])
 
 
 @pytest.mark.parametrize("method", ["em", "ibu", "mle", "em_mr"])
