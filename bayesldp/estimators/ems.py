@@ -439,11 +439,13 @@ def ems_mr(
     while True:
         rnd += 1
         steps, old_ll = 0, 0.0
+        probs = rows.probs(theta)  # L theta, reused by the next step
         while np.abs(old - theta).sum() > 1.0 / n and steps < cap and k * remained < active:
             old = theta
-            theta = old * rows.pull_back(counts / rows.probs(old))
+            theta = old * rows.pull_back(counts / probs)
             theta = smooth(theta / theta.sum(), kern)
-            ll = float(counts @ np.log(rows.probs(theta)))
+            probs = rows.probs(theta)
+            ll = float(counts @ np.log(probs))
             if steps > 1 and abs(ll - old_ll) < tol:
                 break
             old_ll = ll
