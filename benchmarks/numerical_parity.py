@@ -192,16 +192,20 @@ class Reference:
             theta = func(*args)
         return np.asarray(theta, float), time.perf_counter() - t0, self.counter.inner_calls - c0
 
-    def sw_ems(self, hist: np.ndarray, eps: float):
+    def sw_ems(self, hist: np.ndarray, eps: float, transform: np.ndarray | None = None):
+        """Their ``SW.EMS`` on SW's transform, or on ``transform`` (output x input bins: it
+        takes any channel, e.g. the Laplace mechanism's)."""
         e = float(np.exp(eps))
-        return self._run(self.sw.EMS, BINS, hist, self.sw_transform(eps), 10000, 1e-3 * e)
+        t = self.sw_transform(eps) if transform is None else transform
+        return self._run(self.sw.EMS, t.shape[1], hist, t, 10000, 1e-3 * e)
 
-    def sw_em_mr(self, hist: np.ndarray, eps: float):
+    def sw_em_mr(self, hist: np.ndarray, eps: float, transform: np.ndarray | None = None):
+        """Their ``EMS_reduct`` as ``sw_reduct`` calls it, on SW's transform or ``transform``."""
         e, n = float(np.exp(eps)), int(hist.sum())
         throd = 0.4 / np.sqrt(e) / (np.log(n) - 1)  # sw_reduct's threshold
-        transform = self.sw_transform(eps).copy()  # EMS_reduct writes into it
+        t = (self.sw_transform(eps) if transform is None else transform).copy()  # written into
         return self._run(
-            self.pm_mr.EMS_reduct, throd, n, hist, transform, 10000, 1e-3 * e, 1 / 4, BINS
+            self.pm_mr.EMS_reduct, throd, n, hist, t, 10000, 1e-3 * e, 1 / 4, t.shape[1]
         )
 
     def pm(self, reports: np.ndarray, eps: float, reduct: bool):
