@@ -651,17 +651,24 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
     return lp
 
 
+def _where_set(slot, kernel):
+    """An overload compiled to ``kernel`` where ``data[slot]`` holds its density's arrays, and to
+    a NaN (never called) where that slot is None, so a fit compiles only the density it uses."""
+
+    def choose(z, data, work, grad):
+        if isinstance(data.types[slot], nb.types.NoneType):
+            return lambda z, data, work, grad: math.nan  # unreachable: data[slot] is None
+        return lambda z, data, work, grad: kernel(z, data, work, grad)
+
+    return choose
+
+
 def _joint_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
-    """:func:`_logp_grad_joint` where the data tuple holds the joint scheme's arrays; never
-    compiled (nor called) where those slots are None."""
+    """:func:`_logp_grad_joint` where data[12] holds the joint scheme's arrays."""
     raise NotImplementedError
 
 
-@overload(_joint_density)
-def _joint_density_overload(z, data, work, grad):
-    if isinstance(data.types[12], nb.types.NoneType):
-        return lambda z, data, work, grad: math.nan  # unreachable: data[12] is None
-    return lambda z, data, work, grad: _logp_grad_joint(z, data, work, grad)
+overload(_joint_density)(_where_set(12, _logp_grad_joint))
 
 
 @nb.njit(cache=True)
@@ -693,16 +700,11 @@ def _logp_grad_gamma(x, data, work, grad):  # pragma: no cover - compiled
 
 
 def _gamma_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
-    """:func:`_logp_grad_gamma` where data[15] marks log-gamma coordinates; never compiled
-    (nor called) where that slot is None."""
+    """:func:`_logp_grad_gamma` where data[15] marks log-gamma coordinates."""
     raise NotImplementedError
 
 
-@overload(_gamma_density)
-def _gamma_density_overload(z, data, work, grad):
-    if isinstance(data.types[15], nb.types.NoneType):
-        return lambda z, data, work, grad: math.nan  # unreachable: data[15] is None
-    return lambda z, data, work, grad: _logp_grad_gamma(z, data, work, grad)
+overload(_gamma_density)(_where_set(15, _logp_grad_gamma))
 
 
 @nb.njit(cache=True)
@@ -806,16 +808,11 @@ def _smooth_core(q, data, work, grad):  # pragma: no cover - compiled
 
 
 def _smooth_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
-    """:func:`_logp_grad_smooth` where data[16] holds the smoothness prior's arrays; never
-    compiled (nor called) where that slot is None."""
+    """:func:`_logp_grad_smooth` where data[16] holds the smoothness prior's arrays."""
     raise NotImplementedError
 
 
-@overload(_smooth_density)
-def _smooth_density_overload(z, data, work, grad):
-    if isinstance(data.types[16], nb.types.NoneType):
-        return lambda z, data, work, grad: math.nan  # unreachable: data[16] is None
-    return lambda z, data, work, grad: _logp_grad_smooth(z, data, work, grad)
+overload(_smooth_density)(_where_set(16, _logp_grad_smooth))
 
 
 @nb.njit(cache=True)
