@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
+from bayesldp._validation import check_memory
 from bayesldp.errors import InvalidInputError
 
 __all__ = ["Likelihood"]
@@ -518,12 +519,17 @@ class Likelihood:
         if tally.is_support_form:
             self._init_support(tally)
         else:
+            what = f"the likelihood's rows ({self.n_rows:,} x {self.k:,})"
+            check_memory(8.0 * self.n_rows * self.k, what, "use fewer bins or categories")
             rows, self.row_scale, self.offset = _scaled_centred(tally.rows)
             self.dense = rows
             self.rowmax = 1.0 - self.offset  # each scaled row's maximum is 1
             ordered = getattr(tally.mechanism, "ordered_bins", tally.k)
             is_band, band = band_form(rows, ordered, _LEVEL_TOL)
             self.band = band if is_band else None
+            if not is_band:
+                check_memory(16.0 * self.n_rows * self.k, what + " and their transpose",
+                             "use fewer bins or categories")  # fmt: skip
             rows_form = band if is_band else (rows, np.ascontiguousarray(rows.T))
             self.kind = "band" if is_band else "dense"
         self.positive = self.offset > 0

@@ -75,3 +75,21 @@ def test_node_sampling_has_the_unbiased_oracle():
     np.testing.assert_allclose(sampler.unbiased_frequencies(sampled), sampler.frequencies(sampled))
     with pytest.raises(InvalidInputError, match="'c' is biased"):
         sampler.unbiased_frequencies(sampled, "c")
+
+
+def test_dense_likelihood_rows_and_their_transpose_must_fit(monkeypatch):
+    """Dense rows (Laplace) need C and C^T: refused, with the figure, where C alone would fit;
+    band rows (SW) need C only and are built in the same memory."""
+    from bayesldp.likelihood import Likelihood
+
+    lap = bayesldp.LaplaceNumeric(32, 1.0, lo=-1.0, hi=1.0)
+    tally = lap.tally(lap.perturb(np.linspace(-1, 1, 2000), rng=0))
+    sw = bayesldp.SquareWave(32, 1.0, lo=-1.0, hi=1.0, output_bins=tally.n_rows)
+    band = sw.tally_from_report_counts(np.ones(tally.n_rows, dtype=int))
+    assert band.n_rows == tally.n_rows
+    memory = 24 * tally.n_rows * tally.k  # half of it: 1.5x one copy of the rows
+    monkeypatch.setattr("os.sysconf", lambda name: 1 if name == "SC_PAGE_SIZE" else memory)
+    with pytest.raises(InvalidInputError, match="GiB of memory") as info:
+        Likelihood(tally)
+    assert f"rows ({tally.n_rows:,} x 32) and their transpose" in str(info.value)
+    assert Likelihood(band).kind == "band"
