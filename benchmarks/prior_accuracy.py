@@ -27,6 +27,8 @@ Usage::
     python benchmarks/prior_accuracy.py            # writes benchmarks/results/prior_accuracy.md
     python benchmarks/prior_accuracy.py --mechanism OUE --priors dir1,adaptive --repeats 1 --ns 1000
                                                    # writes benchmarks/results/prior_accuracy_oue.md
+    python benchmarks/prior_accuracy.py --mechanism OUE --priors dir1,adaptive --repeats 1 \
+        --ns 10000 --out benchmarks/results/prior_accuracy_oue_1e4.md
     python benchmarks/prior_accuracy.py --quick    # 1 repeat, n = 1e3 only, writes nothing
 """
 
@@ -187,6 +189,7 @@ def main() -> None:
     ap.add_argument("--priors", default=",".join(PRIORS), help=f"comma list of {list(PRIORS)}")
     ap.add_argument("--ns", default=",".join(map(str, NS)), help="comma list of n")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", type=Path, help="results file (default: by mechanism, below)")
     args = ap.parse_args()
     priors = tuple(p.strip() for p in args.priors.split(","))
     if unknown := set(priors) - set(PRIORS):
@@ -201,6 +204,7 @@ def main() -> None:
             f" --mechanism {args.mechanism}" if args.mechanism != "GRR" else "",
             f" --priors {args.priors}" if priors != tuple(PRIORS) else "",
             f" --ns {args.ns}" if ns != NS and not args.quick else "",
+            f" --out {args.out}" if args.out else "",
         ]
     )
     header = "\n".join([
@@ -220,7 +224,7 @@ def main() -> None:
     text = header + "\n" + tables(df, priors) + "\n"
     print(text)
     if not args.quick:
-        out = (
+        out = args.out or (
             OUT
             if args.mechanism == "GRR"
             else OUT.with_name(f"prior_accuracy_{args.mechanism.lower()}.md")
