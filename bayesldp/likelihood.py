@@ -21,7 +21,7 @@ that ruins them when ``epsilon`` is tiny (every row then nearly constant).  ``C`
 of four forms, chosen from the tally:
 
 * ``"dense"``: the matrix ``C`` and its transpose (dense tallies, finite channels): O(U K) per
-  product, each product a pass over the copy whose inner loop is contiguous and independent;
+  product, each read from the copy whose inner loop is contiguous and independent;
 * ``"band"``: dense rows that are one level on a contiguous range of bins plus a few partial-bin
   corrections at its ends (the discretised square wave and piecewise mechanisms,
   :func:`band_form`): O(U + K) per product from prefix sums; ``dense`` keeps ``C`` for the
@@ -242,8 +242,8 @@ def band_form(dense, ordered, tol):
 def _dense_matvec(rows, theta, out):
     """``out = C theta`` for dense rows ``(C, C^T)``, read from ``C^T``: each pass adds
     ``theta_x C[:, x]`` (contiguous, vectorised across rows), so ``out[u]`` is summed over ``x``
-    in order, the same additions as a dot product per row (same result, about 6x faster at
-    210 x 1024; a row-wise dot product is one dependent chain of additions)."""
+    in order, the same additions as a dot product per row (same result; a row-wise dot product
+    is one dependent chain of additions: 170.1 against 26.9 us at 210 x 1024, scratch)."""
     ct = rows[1]
     out[:] = 0.0
     for x in range(ct.shape[0]):
