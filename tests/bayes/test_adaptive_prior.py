@@ -148,6 +148,24 @@ def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():
     np.testing.assert_allclose(np.diff(diffs), 0.0, atol=1e-6)
 
 
+def test_mode_search_passes_the_adaptive_priors_peak_at_uniform():
+    """Weak reports of a sparse population: from uniform theta the search stopped at the local
+    mode the prior's large-a components make there, and the pilot came out degenerate (all mass
+    on one category, a at the prior's median); the pilot's search from the Dirichlet(1) mode
+    beats it."""
+    k, n, eps = 30, 10_000, 0.5
+    rng = np.random.default_rng([1, n, 5, 5])
+    theta = rng.dirichlet(np.full(k, 0.05))
+    mech = bayesldp.OUE(k, eps)
+    tally = mech.tally(mech.perturb(rng.choice(k, size=n, p=theta), rng=1))
+    marginal = hmc._Target(tally, AdaptiveDirichlet(k))
+    mode, _ = hmc._find_mode(marginal, np.zeros(k - 1))
+    assert np.abs(mode).max() < 0.05  # stopped at the peak at uniform theta
+    a0, pilot = hmc._pilot(marginal, mode)
+    assert a0 < 0.2  # the population is sparse: 4 categories hold 99.6% of it
+    assert pilot.max() < 0.9 and np.sort(pilot)[-3:].sum() > 0.85
+
+
 # ------------------------------------------------------------------------------ fits
 @pytest.fixture(scope="module")
 def small_tally():
