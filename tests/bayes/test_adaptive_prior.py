@@ -148,7 +148,7 @@ def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():
     np.testing.assert_allclose(np.diff(diffs), 0.0, atol=1e-6)
 
 
-def test_mode_search_passes_the_adaptive_priors_peak_at_uniform():
+def test_pilot_leaves_the_corner_it_reaches_from_the_peak_at_uniform():
     """Weak reports of a sparse population: from uniform theta the search stopped at the local
     mode the prior's large-a components make there, and the pilot came out degenerate (all mass
     on one category, a at the prior's median); the pilot's search from the Dirichlet(1) mode
