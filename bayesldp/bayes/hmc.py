@@ -442,8 +442,8 @@ def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
     pilot's search from there at a corner (OUE, K = 30, n = 10,000, eps = 0.5, a Dirichlet(0.05)
     population: ``a0`` the prior's median, every weight 1, the joint sampler's chains apart,
     r_hat 2.2).  Only then: choosing the higher of the two searches every time changed the
-    pilot on weak data, where the joint sampler did worse from it (a scratch run of
-    benchmarks/adaptive_convergence.py: largest r_hat 1.84 of 192 fits, against 1.23)."""
+    pilot on weak data too (test_hmc_joint_scheme_on_weak_data_matches_the_exact_posterior
+    then saw 103 divergent draws of 2,000)."""
     prior = marginal.adaptive
     sharp = _Target(marginal.tally, np.full(marginal.k, _PILOT_ALPHA))
     z_sharp, _ = _find_mode(sharp, z_mode, iters=50)
