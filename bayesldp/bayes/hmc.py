@@ -118,6 +118,9 @@ _S_LIMIT = 50.0  # |log a| beyond this has prior mass 0 (the grid spans log_a_me
 OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_scheme", "coordinates")
 #: ``coordinates="auto"`` samples a fixed prior on log-gamma coordinates from this K on
 _LOG_GAMMA_MIN_K = 200
+#: the largest change of a coordinate in one Newton step of :func:`_find_mode` (an unbounded
+#: step from uniform theta can land at a corner that beats its start, and the search stops there)
+_MAX_NEWTON_STEP = 5.0
 _BAR_STEP = 20  # iterations between progress-bar updates
 
 
@@ -464,7 +467,8 @@ def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
 
 
 def _find_mode(target: _Target, z0: np.ndarray, iters: int = 100) -> tuple[np.ndarray, np.ndarray]:
-    """Damped Newton ascent; returns the mode and a positive definite covariance there."""
+    """Damped Newton ascent, at most ``_MAX_NEWTON_STEP`` per coordinate and step; returns the
+    mode and a positive definite covariance there."""
     z = z0.copy()
     logp, grad = target(z[None, :])
     logp, grad = float(logp[0]), grad[0]
@@ -483,6 +487,7 @@ def _find_mode(target: _Target, z0: np.ndarray, iters: int = 100) -> tuple[np.nd
             break
         if step is None:
             break
+        step *= min(1.0, _MAX_NEWTON_STEP / max(float(np.abs(step).max()), 1e-300))
         t = 1.0
         improved = False
         for _ in range(40):
