@@ -112,7 +112,8 @@ def test_hmc_gradient_and_hessian_match_finite_differences():
 def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():
     """The joint (u, log a) density: loglik + log Dirichlet(theta; a) on the ALR coordinates +
     log Normal(s; mu, sd) + log |dz/du| (numerical Jacobian), up to a constant; and its
-    gradient by central differences, for weights between 0 and 1 and a from 0.05 to 7."""
+    gradient by central differences, for weights between 0 and 1 and a from 1.2e-4 to 1,800
+    (the centres' knots span 1.7e-4 to 1,490)."""
     from scipy.stats import norm
 
     tally = bayesldp.GRR(5, 0.8).tally_from_report_counts([40, 10, 0, 25, 7])
@@ -122,8 +123,10 @@ def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():
     target = hmc._JointTarget(marginal, mode)
     target.weights[:] = [1.0, 0.3, 0.0, 0.7]  # the kernel reads these (data[12])
     rng = np.random.default_rng(0)
+    # log a: the pilot's, near it, between the centres' knots, below and above the end knots
+    # (below: u large, or theta underflows at a = 1.2e-4)
     points = [target.start, target.start + rng.normal(size=5), [0.3, -1, 2, 0.5, -3.0],
-              [0.3, -1, 2, 0.5, 2.0]]  # fmt: skip
+              [0.3, -1, 2, 0.5, 2.0], [12, 14, 16, 13, -9.0], [0.3, -1, 2, 0.5, 7.5]]  # fmt: skip
     h = 1e-6
     diffs = []
     for q in map(np.asarray, points):
@@ -146,6 +149,25 @@ def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():
                 + np.linalg.slogdet(jac)[1])  # fmt: skip
         diffs.append(lp[0] - want)
     np.testing.assert_allclose(np.diff(diffs), 0.0, atol=1e-6)
+
+
+def test_centres_interpolate_a_cubic_through_the_knots_and_extend_it_linearly():
+    """The joint scheme's centres in log a (:func:`hmc._hermite`): with exact slopes at the knots
+    a cubic is reproduced between them, with its derivative; beyond the ends, the end knot's
+    tangent line."""
+    knots = np.arange(-2.0, 2.5, 0.5)
+    f, df = (lambda s: s**3 - s), (lambda s: 3 * s**2 - 1)
+    table = np.concatenate([f(knots), df(knots)])
+    n = len(knots)
+    for s in [-2.0, -1.3, 0.0, 0.7, 1.99, 2.0, -3.0, 2.8]:
+        j0, j1, h = hmc._hermite(s, knots[0], 0.5, n)
+        value = h[0] * table[j0] + h[1] * table[n + j0] + h[2] * table[j1] + h[3] * table[n + j1]
+        slope = h[4] * table[j0] + h[5] * table[n + j0] + h[6] * table[j1] + h[7] * table[n + j1]
+        end = knots[0] if s < knots[0] else knots[-1] if s > knots[-1] else None
+        if end is None:
+            assert value == pytest.approx(f(s), abs=1e-12) and slope == pytest.approx(df(s))
+        else:
+            assert value == pytest.approx(f(end) + df(end) * (s - end)) and slope == df(end)
 
 
 def test_pilot_leaves_the_corner_it_reaches_from_the_peak_at_uniform():
