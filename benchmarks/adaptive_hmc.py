@@ -4,9 +4,9 @@ Cells: GRR, K = 30, n in {1e3, 1e4, 1e5}, eps in {0.5, 1, 2}, populations Zipf(1
 (``theta_x ∝ x^-1.5``) and one Dirichlet(0.05) draw (fixed seed).  Each cell is fitted with the
 fixed prior ``Dirichlet(1)`` and with ``prior="adaptive"`` under each scheme of
 ``bayesldp.bayes.hmc`` (option ``adaptive_scheme``): "marginal" (theta's marginal posterior, a
-summed out on its grid) and "joint" (theta and s = log a jointly, the default); 2 chains x 1000 draws
-after 1000 warm-up iterations, the same ``random_seed``.  All fits of a cell run one after the
-other in this process, so their seconds compare on a shared machine.
+summed out on its grid) and "joint" (theta and s = log a jointly, the default); 2 chains x
+1000 draws after 1000 warm-up iterations, the same ``random_seed``.  All fits of a cell run
+one after the other in this process, so their seconds compare on a shared machine.
 
 Printed (markdown): r_hat_max and ess_bulk_min over theta and divergences (the fit's
 ``posterior.attrs``), r_hat of a, mean tree depth and wall seconds of ``bayesldp.fit``.
