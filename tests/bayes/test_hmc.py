@@ -124,7 +124,7 @@ def test_mode_search_from_uniform_does_not_jump_to_a_corner():
     """Strong reports of a long-tailed population (GRR, K = 30, eps = 4, n = 100,000, Zipf(2)):
     from uniform theta an unbounded Newton step went to a corner (all mass on one category) that
     beat the point before it, and the search stopped there (on prior_accuracy.py's tally of this
-    cell: the third step, to |z| = 186, 32,746 nats below the mode); steps are now at most 5
+    cell: the third step, to |z| = 186, 32,745 nats below the mode); steps are now at most 5
     per coordinate."""
     k = 30
     theta = 1.0 / np.arange(1, k + 1) ** 2
