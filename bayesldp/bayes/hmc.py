@@ -451,15 +451,17 @@ def _centres(marginal: _Target, a: np.ndarray, idx: np.ndarray,
     to that edge for small ``a`` and leaves the mode for large ``a``.  Modes are found from the
     Dirichlet(1) mode outwards, each search starting at its neighbour's mode.
     """
-    order = np.argsort(np.abs(np.log(a)))  # from a = 1 outwards
+
+    def mode(j: int, start: np.ndarray) -> np.ndarray:
+        return _find_mode(_Target(marginal.tally, np.full(marginal.k, a[j])), start)[0]
+
+    first = int(np.argmin(np.abs(np.log(a))))  # the knot nearest a = 1 (a is increasing)
     modes = np.empty((len(a), marginal.d))
-    done = np.zeros(len(a), dtype=bool)
-    for j in order:
-        near = np.flatnonzero(done)
-        start = (modes[near[np.argmin(np.abs(near - j))]] if near.size
-                 else np.zeros(marginal.d))  # fmt: skip
-        modes[j], _ = _find_mode(_Target(marginal.tally, np.full(marginal.k, a[j])), start)
-        done[j] = True
+    modes[first] = mode(first, np.zeros(marginal.d))
+    for j in range(first + 1, len(a)):
+        modes[j] = mode(j, modes[j - 1])
+    for j in range(first - 1, -1, -1):
+        modes[j] = mode(j, modes[j + 1])
     log_theta = marginal.theta(modes)[1]
     ratios = log_theta[:, idx[:-1]] - log_theta[:, idx[-1:]]
     return ratios + weights[None, :] * np.log1p(1.0 / a)[:, None]
@@ -625,22 +627,30 @@ def _digamma(x):  # pragma: no cover - compiled
 def _hermite(s, start, step, n_knots):  # pragma: no cover - compiled
     """The cubic Hermite interpolant at ``s`` on the knots ``start + step * j``: the knot pair
     (j0, j1) and the weights (8,) of (value j0, slope j0, value j1, slope j1) in the value, then
-    in its derivative in ``s``.  Beyond the end knots: linear, with the end knot's slope."""
-    h = np.zeros(8)
+    in its derivative in ``s`` (a tuple: no allocation per gradient).  Beyond the end knots:
+    linear, with the end knot's slope."""
     pos = (s - start) / step
     j = min(max(math.floor(pos), 0), n_knots - 2)
     t = pos - j
     if t < 0.0 or t > 1.0:
         j = j if t < 0.0 else j + 1
         t = t if t < 0.0 else t - 1.0
-        h[0], h[1], h[5] = 1.0, t * step, 1.0
-        return j, j, h
+        return j, j, (1.0, t * step, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0)
     t2 = t * t
-    h[0], h[1] = 2 * t2 * t - 3 * t2 + 1, (t2 * t - 2 * t2 + t) * step
-    h[2], h[3] = -2 * t2 * t + 3 * t2, (t2 * t - t2) * step
-    h[4], h[5] = (6 * t2 - 6 * t) / step, 3 * t2 - 4 * t + 1
-    h[6], h[7] = (6 * t - 6 * t2) / step, 3 * t2 - 2 * t
-    return j, j + 1, h
+    return (
+        j,
+        j + 1,
+        (
+            2 * t2 * t - 3 * t2 + 1,
+            (t2 * t - 2 * t2 + t) * step,
+            -2 * t2 * t + 3 * t2,
+            (t2 * t - t2) * step,
+            (6 * t2 - 6 * t) / step,
+            3 * t2 - 4 * t + 1,
+            (6 * t - 6 * t2) / step,
+            3 * t2 - 2 * t,
+        ),
+    )
 
 
 @nb.njit(cache=True)
