@@ -112,7 +112,8 @@ def test_hmc_gradient_and_hessian_match_finite_differences():
 def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():
     """The joint (u, log a) density: loglik + log Dirichlet(theta; a) on the ALR coordinates +
     log Normal(s; mu, sd) + log |dz/du| (numerical Jacobian), up to a constant; and its
-    gradient by central differences, for weights between 0 and 1 and a from 1.2e-4 to 1,800
+    gradient by central differences, for weights between 0 and 1, effective counts from 0 to 40
+    and a from 1.2e-4 to 1,800
     (the centres' knots span 1.7e-4 to 1,490)."""
     from scipy.stats import norm
 
@@ -121,13 +122,14 @@ def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():
     marginal = hmc._Target(tally, prior)
     mode, _ = hmc._find_mode(marginal, np.zeros(4))
     target = hmc._JointTarget(marginal, mode)
-    target.weights[:] = [1.0, 0.3, 0.0, 0.7]  # the kernel reads these (data[12])
+    # tail weights w, then effective counts m: the kernel reads these (data[12])
+    target.data()[12][:] = [1.0, 0.3, 0.0, 0.7, 0.0, 2.5, 40.0, 0.5]
     rng = np.random.default_rng(0)
     # log a: the pilot's, near it, between the centres' knots, below and above the end knots
     # (below: u large, or theta underflows at a = 1.2e-4)
     points = [target.start, target.start + rng.normal(size=5), [0.3, -1, 2, 0.5, -3.0],
               [0.3, -1, 2, 0.5, 2.0], [12, 14, 16, 13, -9.0], [0.3, -1, 2, 0.5, 7.5]]  # fmt: skip
-    h = 1e-6
+    h = 1e-5  # at a = 1,800 lgamma(K a) ~ 6e4 cancels: rounding ~1e-11 in each log-density
     diffs = []
     for q in map(np.asarray, points):
         lp, grad = target(q[None])
