@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bayesldp
-from bayesldp.errors import BayesLDPError
+from bayesldp.errors import BayesLDPError, InvalidInputError
 from bayesldp.mechanisms import make_mechanism, names
 
 # 40 examples per property in the default run; HYPOTHESIS_PROFILE=thorough runs 1,000
@@ -113,6 +113,10 @@ def test_any_dense_tally_is_valid_or_refused_and_estimates_stay_on_the_simplex(r
     except BayesLDPError:
         return
     assert tally.n == sum(c for c in counts if c > 0)
-    est = bayesldp.estimate(tally, method)
+    try:
+        est = bayesldp.estimate(tally, method)
+    except InvalidInputError as err:  # em_mr's defaults need a finite budget (no zero in a row)
+        assert method == "em_mr" and "no finite budget" in str(err)
+        return
     assert np.all(np.isfinite(est.frequencies)) and np.all(est.frequencies >= 0)
     assert est.frequencies.sum() == pytest.approx(1.0, abs=1e-9)
