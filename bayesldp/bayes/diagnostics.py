@@ -78,7 +78,7 @@ BROAD_A_DECADES = 2.0
 def _broad_concentration_hint(posterior: Any) -> str | None:
     """Why an adaptive-prior fit failed a check, when the likely reason is a's posterior: where
     the data say little about the concentration ``a`` (its 90% interval spanning two decades or
-    more), 25 of 30 such GRR fits had r_hat above 1.01 against 3 of 66 where it spans less than
+    more), 17 of 31 such GRR fits had r_hat above 1.01 against 3 of 64 where it spans less than
     half a decade (benchmarks/results/adaptive_convergence.md)."""
     if "a" not in posterior:
         return None

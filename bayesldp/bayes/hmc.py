@@ -70,8 +70,9 @@ Two schemes, option ``adaptive_scheme``:
   counts in a Dirichlet-multinomial, on the grid).  Before ``R_x`` depended on ``m_x`` the upper
   slope was ``1 - w_x + w_x (1 + a)^{-1/2}``, too wide for categories the data measure a
   little (``m`` about 1-10) and the funnel left in for those they measure well at large ``a``
-  (192 GRR fits of benchmarks/adaptive_convergence.py, scratch: median bulk ESS 574 against
-  883 now, fits with r_hat above 1.05 5 against 2, divergent draws 619 against 137).
+  (the 192 GRR fits of benchmarks/results/adaptive_convergence.md: r_hat above 1.01 in 40 fits
+  before, 23 now, divergent draws in 46 and 23; scratch, same fits: median bulk ESS 574 and
+  883).
   The centre ``c_x`` follows ``a``
   (:func:`_centres`): the Dirichlet(a) posterior mode, raised to the upper edge of the mass for
   small ``a``, at knots one prior sd apart, interpolated in ``log a``; with fixed centres the
@@ -1277,8 +1278,8 @@ def sample(
         diverge where a low-mass region's log-weights meet the likelihood's exponential wall
         (12 of 1,000 draws on SW at 1024 bins, eps 1, scratch); 0.9 took about as many steps.
         Under the joint scheme, on the 192 GRR fits of benchmarks/adaptive_convergence.py
-        (scratch): 2,297 divergent draws in 71 fits at 0.8, 619 in 46 at 0.9, for a median
-        of 45.4 leapfrog steps per draw against 34.5.
+        (scratch): 1,154 divergent draws in 44 fits at 0.8, 137 in 23 at 0.9, for a median
+        of 37.7 leapfrog steps per draw against 30.9.
         ``max_treedepth`` (int, default 10): at most ``2**max_treedepth - 1`` leapfrog steps.
         ``metric`` ("dense" or "diag"; default "dense" on ALR coordinates, "diag" on
         log-gamma ones and under the smoothness prior): the adapted inverse metric.  Under the
