@@ -75,7 +75,7 @@ Two schemes, option ``adaptive_scheme``:
   883).
   The centre ``c_x`` follows ``a``
   (:func:`_centres`): the Dirichlet(a) posterior mode, raised to the upper edge of the mass for
-  small ``a``, at knots one prior sd apart, interpolated in ``log a``; with fixed centres the
+  small ``a + m_x``, at knots one prior sd apart, interpolated in ``log a``; with fixed centres the
   mass of a weakly measured category sat near ``u = 0`` at small ``a`` but about
   ``sqrt(a) (c_x - z_x)`` below it at large ``a`` (a funnel in ``(u, log a)``).  Target
   acceptance 0.9 (see :func:`sample`).  Draws of ``a`` are
@@ -319,16 +319,16 @@ class _JointTarget(_CompiledTarget):
         info = np.maximum(theta**2 * (fisher - g) + theta * (1 - theta) * (self.n - g), 0.0)
         ref = int(np.argmax(theta))
         self.idx = np.concatenate([np.delete(np.arange(self.k), ref), [ref]]).astype(np.int64)
-        self.counts = info[self.idx[:-1]]
-        self.weights = 1.0 / (1.0 + a0 * self.counts)
+        self.effective_counts = info[self.idx[:-1]]
+        self.weights = 1.0 / (1.0 + a0 * self.effective_counts)
         knots = prior.log_a_mean + prior.log_a_sd * _CENTRE_KNOTS
-        centres = _centres(marginal, np.exp(knots), self.idx, self.counts)
+        centres = _centres(marginal, np.exp(knots), self.idx, self.effective_counts)
         slopes = np.gradient(centres, knots, axis=0)
         par = np.concatenate([[prior.log_a_mean, prior.log_a_sd, knots[0], knots[1] - knots[0],
                                len(knots)], centres.ravel(), slopes.ravel()])  # fmt: skip
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
                       self.lik.scale_const, None, None,
-                      np.concatenate([self.weights, self.counts]), self.idx,
+                      np.concatenate([self.weights, self.effective_counts]), self.idx,
                       par, *_NO_GAMMA, *_NO_SMOOTH)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
 
@@ -1650,7 +1650,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         info["adaptive_scheme"] = "joint"
         info["pilot_a"] = float(np.exp(target.start[-1]))
         info["tail_weights"] = target.weights.tolist()
-        info["effective_counts"] = target.counts.tolist()
+        info["effective_counts"] = target.effective_counts.tolist()
     elif target.adaptive is not None:
         info["adaptive_scheme"] = "marginal"
     return SamplerOutput(theta=theta, sample_stats=stats, info=info, extra=extra)
