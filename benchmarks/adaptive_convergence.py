@@ -8,8 +8,10 @@ n in 1e3, 1e4, 1e5, 2 repeats: the same seeds, so the same tallies and the same 
 quantiles of the posterior of the concentration ``a``.
 
 Table 1 groups the fits by the width of a's 90% interval (``log10(q95 / q05)``): how many have
-r_hat above 1.01 (PyMC's and ``fit``'s warning threshold) and how many diverge.  Table 2 lists
-the fits with r_hat above 1.01 or a divergence.
+r_hat above 1.01 (PyMC's and ``fit``'s warning threshold) and how many diverge.  Table 2 groups
+them by how far the joint sampler's pilot ``a0`` (its start in ``log a`` and the source of the
+tail weights, ``backend_info["pilot_a"]``) is from a's posterior median, in decades.  Table 3
+lists the fits with r_hat above 1.01 or a divergence.
 
 Usage::
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import datetime as _dt
+import json
 import os
 import platform
 import sys
@@ -50,10 +53,11 @@ def one_fit(pop: str, eps: float, n: int, rep: int) -> dict:
     seconds = time.perf_counter() - start
     q05, q50, q95 = np.quantile(idata.posterior["a"].values, [0.05, 0.5, 0.95])
     attrs = idata.posterior.attrs
+    pilot = json.loads(attrs["backend_info"]).get("pilot_a", np.nan)  # the joint scheme's a0
     return dict(population=pop, eps=eps, n=n, repeat=rep, seconds=seconds,
                 r_hat=float(attrs["r_hat_max"]), divergences=int(attrs["divergences"]),
                 steps=float(idata.sample_stats["n_steps"].mean()), method=attrs["method"],
-                a05=q05, a50=q50, a95=q95)  # fmt: skip
+                a05=q05, a50=q50, a95=q95, pilot=pilot)  # fmt: skip
 
 
 def tables(df: pd.DataFrame) -> str:
@@ -74,15 +78,27 @@ def tables(df: pd.DataFrame) -> str:
     lines.append(f"| all | {len(df)} | {(df['r_hat'] > 1.01).sum()} | {(df['r_hat'] > 1.05).sum()}"
                  f" | {(df['divergences'] > 0).sum()} | {df['r_hat'].max():.3f} | "
                  f"{df['steps'].median():.1f} | {df['seconds'].median():.2f} |")  # fmt: skip
+    off = np.abs(np.log10(df["pilot"] / df["a50"]))
+    pilot_groups = pd.cut(off, [0, 0.5, 1, np.inf], right=False,
+                          labels=["< 0.5", "0.5-1", ">= 1"])  # fmt: skip
+    lines += ["", "## By the pilot's distance from a's posterior median (decades, "
+              "|log10(a0 / median)|)", "",
+              "| decades | fits | r_hat > 1.01 | with divergences | largest r_hat | median steps |",
+              "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for label, g in df.groupby(pilot_groups, observed=False):
+        if len(g):
+            lines.append(f"| {label} | {len(g)} | {(g['r_hat'] > 1.01).sum()} | "
+                         f"{(g['divergences'] > 0).sum()} | {g['r_hat'].max():.3f} | "
+                         f"{g['steps'].median():.1f} |")  # fmt: skip
     bad = df[(df["r_hat"] > 1.01) | (df["divergences"] > 0)].sort_values("r_hat", ascending=False)
     lines += ["", "## Fits with r_hat > 1.01 or a divergence", "",
               "| population | eps | n | repeat | r_hat | divergences | steps | s "
-              "| a: 5% / 50% / 95% |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+              "| a: 5% / 50% / 95% | pilot a0 |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]  # fmt: skip
     for r in bad.itertuples():
         lines.append(f"| {r.population} | {r.eps:g} | {r.n:,} | {r.repeat} | {r.r_hat:.3f} | "
                      f"{r.divergences} | {r.steps:.1f} | {r.seconds:.2f} | "
-                     f"{r.a05:.3g} / {r.a50:.3g} / {r.a95:.3g} |")  # fmt: skip
+                     f"{r.a05:.3g} / {r.a50:.3g} / {r.a95:.3g} | {r.pilot:.3g} |")  # fmt: skip
     return "\n".join(lines)
 
 
