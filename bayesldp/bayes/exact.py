@@ -353,6 +353,50 @@ def sample(
     )
 
 
+def _component_weights(exponents: np.ndarray, log_coef: np.ndarray, a: float, k: int) -> np.ndarray:
+    """The mixture's component weights given the concentration ``a`` (normalised to sum 1)."""
+    logw = log_coef + _log_beta_ratios(exponents, np.array([a]), k)[0]
+    w = np.exp(logw - logw.max())
+    return w / w.sum()
+
+
+def _adaptive_moments(exponents: np.ndarray, log_coef: np.ndarray, prior: AdaptiveDirichlet,
+                      post_a: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Exact posterior mean and covariance of ``theta`` under the adaptive prior.
+
+    Given node ``j`` the posterior is ``sum_c w_jc Dir(beta_jc)``, ``beta_jc = a_j + m_c``,
+    ``B_jc = K a_j + |m_c|``, so ``E[theta] = sum_jc p_j w_jc beta_jc / B_jc`` and
+    ``E[theta_x theta_y] = sum_jc p_j w_jc (beta_x beta_y + [x = y] beta_x) / (B (B + 1))``.
+    Expanding ``beta = a_j + m_c`` leaves weighted sums over components, accumulated over the
+    nodes in blocks (one pass like the evidence's); nodes under ``1e-12`` of the most probable
+    one are left out.
+    """
+    keep = np.flatnonzero(post_a > 1e-12 * post_a.max())
+    p = post_a[keep] / post_a[keep].sum()
+    m = exponents.astype(float)
+    size = m.sum(axis=1)
+    d_bar, e_bar, ae_bar = (np.zeros(m.shape[0]) for _ in range(3))
+    ad, ae, aae = 0.0, 0.0, 0.0  # sum p_j a_j^(0, 1, 2) times the node's sums of D or E
+    for block in _node_blocks(keep.size, m.shape[0], budget=4_000_000):
+        a = prior.a[keep[block]]
+        logw = log_coef + _log_beta_ratios(exponents, a, k)
+        w = np.exp(logw - logsumexp(logw, axis=1, keepdims=True)) * p[block, None]
+        d = w / (k * a[:, None] + size)  # p_j w_jc / B_jc
+        e = d / (k * a[:, None] + size + 1)  # p_j w_jc / (B_jc (B_jc + 1))
+        d_bar += d.sum(axis=0)
+        e_bar += e.sum(axis=0)
+        ae_bar += a @ e
+        ad += float(a @ d.sum(axis=1))
+        ae += float(a @ e.sum(axis=1))
+        aae += float((a * a) @ e.sum(axis=1))
+    mean = ad + d_bar @ m
+    cross = ae_bar @ m
+    second = aae + cross[:, None] + cross[None, :] + (m * e_bar[:, None]).T @ m
+    second[np.diag_indices(k)] += ae + e_bar @ m
+    cov = second - np.outer(mean, mean)
+    return mean, (cov + cov.T) / 2
+
+
 def _log_beta_ratios(exponents: np.ndarray, a: np.ndarray, k: int) -> np.ndarray:
     """``log B(a_j 1 + m) - log B(a_j 1)`` for every ``a_j`` and row ``m``: shape (J, M).
 
@@ -368,9 +412,10 @@ def _log_beta_ratios(exponents: np.ndarray, a: np.ndarray, k: int) -> np.ndarray
     return out - (gammaln(k * a + totals) - gammaln(k * a))
 
 
-def _node_blocks(n_nodes: int, n_components: int) -> list[np.ndarray]:
-    """Grid nodes in blocks of at most ``2e7 / M`` (a (block, M) matrix stays ~160 MB)."""
-    size = max(1, 20_000_000 // max(n_components, 1))
+def _node_blocks(n_nodes: int, n_components: int, budget: int = 20_000_000) -> list[np.ndarray]:
+    """Grid nodes in blocks of at most ``budget / M`` (a (block, M) matrix of the default
+    budget stays ~160 MB)."""
+    size = max(1, budget // max(n_components, 1))
     return [np.arange(i, min(i + size, n_nodes)) for i in range(0, n_nodes, size)]
 
 
@@ -398,10 +443,9 @@ def _sample_adaptive(tally: Tally, prior: AdaptiveDirichlet, chains: int, draws:
     index = np.empty(size, dtype=np.int64)
     for j in np.unique(node):
         at = np.flatnonzero(node == j)
-        logw = log_coef + _log_beta_ratios(exponents, prior.a[j : j + 1], k)[0]
-        cumulative = np.cumsum(np.exp(logw - logw.max()))
+        cumulative = np.cumsum(_component_weights(exponents, log_coef, prior.a[j], k))
         pick = np.searchsorted(cumulative, gen.random(at.size) * cumulative[-1], side="right")
-        index[at] = np.minimum(pick, len(logw) - 1)
+        index[at] = np.minimum(pick, len(cumulative) - 1)
         theta[at] = dirichlet_draws(gen, prior.a[j] + exponents[index[at]])
     with np.errstate(invalid="ignore", divide="ignore"):
         lp = prior.logpdf(theta) + tally.loglik(theta)
@@ -416,6 +460,9 @@ def _sample_adaptive(tally: Tally, prior: AdaptiveDirichlet, chains: int, draws:
         "build_seconds": built - start,
         "wall_time": time.perf_counter() - start,
     }
+    if k <= 100:
+        mean, cov = _adaptive_moments(exponents, log_coef, prior, post_a, k)
+        info["exact_mean"], info["exact_cov"] = mean.tolist(), cov.tolist()
     return SamplerOutput(
         theta=theta.reshape(chains, draws, k),
         sample_stats={"lp": lp.reshape(chains, draws), "component": index.reshape(chains, draws)},

@@ -515,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the posterior's prior: a symmetric Dirichlet's concentration, or 'adaptive' (the "
         "concentration learnt from the data: bayesldp.AdaptiveDirichlet), or 'smooth' (ordered "
-        "bins of numerical data: bayesldp.SmoothDensity); default: fit's (Dirichlet(1) for "
+        "bins of numerical data: bayesldp.SmoothDensity); default: fit's ('adaptive' for "
         "categories, 'smooth' for numerical mechanisms)",
     )
     est.add_argument("--seed", type=int, default=0, help="seed of the posterior sampler")

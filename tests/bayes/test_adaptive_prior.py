@@ -204,13 +204,18 @@ def brute(small_tally):
     posts = [exact_posterior(small_tally, Dirichlet.symmetric(4, a)) for a in prior.a]
     log_p = prior.log_w + np.array([p.log_marginal_likelihood for p in posts])
     p = np.exp(log_p - logsumexp(log_p))
-    return p, p @ np.array([post.mean for post in posts]), p @ prior.log_a
+    return p, p @ np.array([post.mean for post in posts]), p @ prior.log_a, posts
 
 
 def test_exact_posterior_of_a_is_the_brute_force_one(small_tally, brute):
     idata = bayesldp.fit(small_tally, prior="adaptive", method="exact", draws=2000, random_seed=0)
     info = json.loads(idata.posterior.attrs["backend_info"])
     np.testing.assert_allclose(info["a_posterior"]["probability"], brute[0], atol=1e-12)
+    # exact moments: E[theta theta^T] = sum_j p_j (cov_j + mean_j mean_j^T), node by node
+    second = sum(p * (post.cov + np.outer(post.mean, post.mean)) for p, post in
+                 zip(brute[0], brute[3], strict=True))  # fmt: skip
+    np.testing.assert_allclose(info["exact_mean"], brute[1], atol=1e-10)
+    np.testing.assert_allclose(info["exact_cov"], second - np.outer(brute[1], brute[1]), atol=1e-10)
     assert set(np.unique(idata.posterior["a"].values)) <= set(AdaptiveDirichlet(4).a)
     draws = idata.posterior["theta"].values.reshape(-1, 4)
     se = draws.std(axis=0) / np.sqrt(len(draws))
@@ -287,6 +292,21 @@ def test_hmc_marginal_scheme_still_available(small_tally, brute):
     assert np.all(np.abs(draws.mean(axis=0) - brute[1]) < 0.05)
     with pytest.raises(InvalidInputError, match="adaptive_scheme"):
         bayesldp.fit(small_tally, prior="adaptive", adaptive_scheme="gibbs")
+
+
+def test_it_is_the_default_prior_on_categories(small_tally):
+    """``prior=None`` on categorical reports is the adaptive prior, under "auto" and every
+    method; PCKV-PM (a mechanism with a caveat) keeps Dirichlet(1) and says why."""
+    for method in ("auto", "exact"):
+        idata = bayesldp.fit(small_tally, method=method, draws=200, chains=2, random_seed=0,
+                             compute_convergence_checks=False)  # fmt: skip
+        assert json.loads(idata.posterior.attrs["prior"])["distribution"] == "AdaptiveDirichlet"
+        assert idata.posterior["a"].shape == (2, 200)
+    mech = bayesldp.PCKVPM(bins=4, epsilon=2.0)
+    tally = mech.tally(mech.perturb_pairs(np.linspace(-1, 1, 50), np.arange(50) % 2 == 0, rng=1))
+    with pytest.warns(UserWarning, match=r"default Dirichlet\(1\) puts `bins` pseudo-counts"):
+        idata = bayesldp.fit(tally, method="exact", draws=20, chains=1, random_seed=0)
+    assert "a" not in idata.posterior
 
 
 def test_a_piled_at_the_grid_edge_warns_with_the_edge():

@@ -279,7 +279,7 @@ def test_a_backend_reporting_pareto_k_warns_through_fit(monkeypatch):
     monkeypatch.setitem(sys.modules, "bayesldp_fake_is_backend", fake)
     monkeypatch.setitem(fit_module.BACKENDS, "fake_is", "bayesldp_fake_is_backend")
     with pytest.warns(ConvergenceWarning, match=r"Pareto k .* is 0\.93"):
-        idata = bayesldp.fit(_tally(), method="fake_is", draws=200, chains=2, random_seed=0)
+        idata = bayesldp.fit(_tally(), 1.0, method="fake_is", draws=200, chains=2, random_seed=0)
     assert idata.posterior.attrs["pareto_k"] == 0.93 == idata.sample_stats.attrs["pareto_k"]
 
 

@@ -276,7 +276,7 @@ def test_missing_backend_and_missing_dependency(grr_tally, monkeypatch):
     with pytest.raises(
         NotImplementedError, match=r"backend module bayesldp\.bayes\._no_such_backend"
     ):
-        fit(grr_tally, method="ghost", draws=5, chains=1)
+        fit(grr_tally, 1.0, method="ghost", draws=5, chains=1)
 
     def needs_nutpie(*args, **kwargs):
         raise ModuleNotFoundError("No module named 'nutpie'", name="nutpie")
@@ -286,14 +286,14 @@ def test_missing_backend_and_missing_dependency(grr_tally, monkeypatch):
     monkeypatch.setitem(sys.modules, "bayesldp_fake_backend", fake)
     monkeypatch.setitem(fit_module.BACKENDS, "fake", "bayesldp_fake_backend")
     with pytest.raises(NotImplementedError, match=r"'nutpie'.*pip install 'bayesldp\[nutpie\]'"):
-        fit(grr_tally, method="fake", draws=5, chains=1)
+        fit(grr_tally, 1.0, method="fake", draws=5, chains=1)
 
     def bad_shape(tally, alpha, *, draws, chains, random_seed, progressbar=False, **options):
         return SamplerOutput(theta=np.full((chains, draws + 1, tally.k), 1 / tally.k))
 
     fake.sample = bad_shape
     with pytest.raises(bayesldp.BayesLDPError, match="theta has shape"):
-        fit(grr_tally, method="fake", draws=5, chains=1)
+        fit(grr_tally, 1.0, method="fake", draws=5, chains=1)
 
 
 # ------------------------------------------------------------------------------ save / load
