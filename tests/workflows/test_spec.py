@@ -48,6 +48,10 @@ def test_bad_specs_name_the_key(patch, message):
         validate_study(GOOD | patch)
 
 
+def test_bayes_prior_left_out_is_fits_default():
+    assert validate_study(GOOD)["bayes"]["prior"] is None
+
+
 def test_bayes_prior_may_be_adaptive():
     spec = validate_study(GOOD | {"bayes": {"prior": "adaptive"}})
     assert spec["bayes"]["prior"] == "adaptive" and spec["bayes_requested"]

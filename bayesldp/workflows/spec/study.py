@@ -64,11 +64,11 @@ BAYES = {
     "method": Field(str, default="auto"),
     "prior": Field(
         (int, float, list, str),
-        default=1.0,
         items=(int, float),
         doc="a symmetric Dirichlet's concentration, K concentrations, 'adaptive' "
         "(AdaptiveDirichlet: the concentration learnt from the data) or 'smooth' "
-        "(SmoothDensity: ordered bins, a smoothness prior on the log-weights)",
+        "(SmoothDensity: ordered bins, a smoothness prior on the log-weights); left out: "
+        "bayesldp.fit's default ('adaptive' on categories, 'smooth' on numerical mechanisms)",
     ),
     "draws": Field(int, default=1000),
     "chains": Field(int, default=4),
@@ -136,7 +136,8 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
     if population["k"] is None:
         raise SpecError(f"{source}: [population].k: missing (required)")
     check_value(check_int, population["k"], f"{source}: [population].k", 2)
-    check_value(_check_prior, bayes["prior"], f"{source}: [bayes].prior", population["k"])
+    if bayes["prior"] is not None:
+        check_value(_check_prior, bayes["prior"], f"{source}: [bayes].prior", population["k"])
     _resolve_labels(population, source)
     if population["kind"] == "frequencies":
         freqs = population["frequencies"]
