@@ -8,9 +8,12 @@ n in 1e3, 1e4, 1e5, 2 repeats: the same seeds, so the same tallies and the same 
 quantiles of the posterior of the concentration ``a``.
 
 Table 1 groups the fits by the width of a's 90% interval (``log10(q95 / q05)``): how many have
-r_hat above 1.01 (PyMC's and ``fit``'s warning threshold) and how many diverge.  Table 2 groups
+r_hat above 1.01 (PyMC's and ``fit``'s warning threshold) and how many diverge.  Table 2 puts
+each fit's cost beside two fixed-prior fits of the same tally (same seed and draws):
+Dirichlet(a) at a's posterior median (the cost of the posterior's shape without learning a)
+and Dirichlet(1) (issue 10's cost reference).  Table 3 groups
 them by how far the joint sampler's pilot ``a0`` (its start in ``log a`` and the source of the
-tail weights, ``backend_info["pilot_a"]``) is from a's posterior median, in decades.  Table 3
+tail weights, ``backend_info["pilot_a"]``) is from a's posterior median, in decades.  Table 4
 lists the fits with r_hat above 1.01 or a divergence.
 
 Usage::
@@ -54,10 +57,24 @@ def one_fit(pop: str, eps: float, n: int, rep: int) -> dict:
     q05, q50, q95 = np.quantile(idata.posterior["a"].values, [0.05, 0.5, 0.95])
     attrs = idata.posterior.attrs
     pilot = json.loads(attrs["backend_info"]).get("pilot_a", np.nan)  # the joint scheme's a0
+    fixed = {"median": fixed_fit(tally, q50, seed), "dir1": fixed_fit(tally, 1.0, seed)}
     return dict(population=pop, eps=eps, n=n, repeat=rep, seconds=seconds,
                 r_hat=float(attrs["r_hat_max"]), divergences=int(attrs["divergences"]),
                 steps=float(idata.sample_stats["n_steps"].mean()), method=attrs["method"],
-                a05=q05, a50=q50, a95=q95, pilot=pilot)  # fmt: skip
+                a05=q05, a50=q50, a95=q95, pilot=pilot,
+                **{f"{key}_{name}": value for name, costs in fixed.items()
+                   for key, value in costs.items()})  # fmt: skip
+
+
+def fixed_fit(tally: bayesldp.Tally, alpha: float, seed: int) -> dict:
+    """Seconds and mean leapfrog steps per draw of a fixed symmetric Dirichlet(alpha) fit of the
+    same tally with the same seed and draws."""
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = bayesldp.fit(tally, prior=alpha, draws=1000, chains=2, random_seed=seed)
+    return dict(seconds=time.perf_counter() - start,
+                steps=float(idata.sample_stats["n_steps"].mean()))  # fmt: skip
 
 
 def tables(df: pd.DataFrame) -> str:
@@ -78,6 +95,21 @@ def tables(df: pd.DataFrame) -> str:
     lines.append(f"| all | {len(df)} | {(df['r_hat'] > 1.01).sum()} | {(df['r_hat'] > 1.05).sum()}"
                  f" | {(df['divergences'] > 0).sum()} | {df['r_hat'].max():.3f} | "
                  f"{df['steps'].median():.1f} | {df['seconds'].median():.2f} |")  # fmt: skip
+    lines += ["", "## Cost against fixed Dirichlet priors (same tally, seed and draws)", "",
+              "A fixed Dirichlet(a) at a's posterior median is the cost of the posterior's "
+              "shape alone (no a to learn); Dirichlet(1) is issue 10's cost reference.", "",
+              "| width | fits | median steps: adaptive / Dirichlet(median a) / Dirichlet(1) | "
+              "median s: adaptive / Dirichlet(median a) / Dirichlet(1) | median ratio of s: "
+              "adaptive over Dirichlet(median a) / over Dirichlet(1) |",
+              "|---|---:|---|---|---|"]  # fmt: skip
+    for label, g in [*df.groupby(groups, observed=False), ("all", df)]:
+        if len(g):
+            lines.append(f"| {label} | {len(g)} | {g['steps'].median():.1f} / "
+                         f"{g['steps_median'].median():.1f} / {g['steps_dir1'].median():.1f} | "
+                         f"{g['seconds'].median():.2f} / {g['seconds_median'].median():.2f} / "
+                         f"{g['seconds_dir1'].median():.2f} | "
+                         f"{(g['seconds'] / g['seconds_median']).median():.2f} / "
+                         f"{(g['seconds'] / g['seconds_dir1']).median():.2f} |")  # fmt: skip
     off = np.abs(np.log10(df["pilot"] / df["a50"]))
     pilot_groups = pd.cut(off, [0, 0.5, 1, np.inf], right=False,
                           labels=["< 0.5", "0.5-1", ">= 1"])  # fmt: skip
