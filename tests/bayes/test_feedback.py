@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import bayesldp
-from bayesldp.bayes import _feedback, diagnostics, hmc
+from bayesldp.bayes import AdaptiveDirichlet, _feedback, diagnostics, hmc
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
 
@@ -151,15 +151,17 @@ def test_compile_notice_once(capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_no_notice_once_the_sampler_is_compiled(capsys):
+@pytest.mark.parametrize("prior", [1.0, None])
+def test_no_notice_once_the_sampler_is_compiled(prior, capsys):
+    """Dirichlet(1) and the default (adaptive, joint scheme): once a fit has run, none of the
+    kernels its notice lists needs compiling, and the next fit prints no notice."""
     tally = _tally()
-    bayesldp.fit(tally, chains=1, **SMALL)
+    bayesldp.fit(tally, prior, chains=1, **SMALL)
     capsys.readouterr()
-    target = hmc._Target(tally, np.ones(tally.k))
-    assert not any(
-        _feedback.needs_compilation(d, a) for d, a in hmc._pending_kernels(target, 10, False)
-    )
-    bayesldp.fit(tally, chains=1, **SMALL)
+    target = hmc._Target(tally, np.ones(tally.k) if prior else AdaptiveDirichlet(tally.k))
+    pending = hmc._pending_kernels(target, 10, prior is None)
+    assert not any(_feedback.needs_compilation(d, a) for d, a in pending)
+    bayesldp.fit(tally, prior, chains=1, **SMALL)
     assert _feedback.COMPILE_MESSAGE not in capsys.readouterr().err
 
 
