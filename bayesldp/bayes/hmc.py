@@ -332,6 +332,12 @@ class _JointTarget(_CompiledTarget):
                       par, *_NO_GAMMA, *_NO_SMOOTH)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
 
+    def work(self) -> tuple:
+        """As the base class's, with ``g`` of length 3K: the kernel keeps per-category values
+        between its passes in ``g[K:]`` (:func:`_logp_grad_joint`)."""
+        theta, _, *rows = super().work()
+        return (theta, np.empty(3 * self.k), *rows)
+
 
 class _GammaTarget(_CompiledTarget):
     """The fixed Dirichlet prior's posterior on log-gamma coordinates ``x`` in R^K.
@@ -684,7 +690,9 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
     ``S = sum_x log theta_x``) ``+ sum_x log dz_x/du_x`` (Jacobian of ``u -> z``)
     ``- (s - mu)^2 / (2 sd^2)`` (the normal prior on ``log a``).  ``data[12:15]`` = (``w``
     then ``m`` (2 (K-1),), category order ``idx`` (K,), parameters (:class:`_JointTarget`)).
-    ``grad[:K-1]`` holds ``exp(-|u_x|)`` between the two passes (one exponential per category).
+    ``grad[:K-1]`` holds ``exp(-|u_x|)`` between the two passes and ``g[K:3K-2]`` (the joint
+    target's ``g`` has 3K entries, the likelihood's gradient in the first K) ``R_x`` and
+    ``softplus(-u_x)``: each computed once per category.
     """
     dense, indptr, indices, delta, complement, offset, counts = data[:7]
     shift, const, tails, nidx, npar = data[8], data[9], data[12], data[13], data[14]
@@ -711,10 +719,11 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
     for i in range(d):
         u = q[i]
         e = math.exp(-abs(u))
-        grad[i] = e
         big_r = 1.0 / math.sqrt(1.0 + a + tails[d + i])
+        sp = max(-u, 0.0) + math.log1p(e)  # softplus(-u)
+        grad[i], g[k + i], g[2 * k + i] = e, big_r, sp  # kept for the second pass
         ci = h[0] * npar[c0 + i] + h[1] * npar[m0 + i] + h[2] * npar[c1 + i] + h[3] * npar[m1 + i]
-        zi = ci + big_r * u - tails[i] * (big_l - big_r) * (max(-u, 0.0) + math.log1p(e))
+        zi = ci + big_r * u - tails[i] * (big_l - big_r) * sp
         theta[nidx[i]] = zi
         if zi > top:
             top = zi
@@ -728,18 +737,16 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
         s_total += log_theta
         theta[x] = math.exp(log_theta)
     lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
-                             0.0, r, lth, w, g)  # fmt: skip
+                             0.0, r, lth, w, g[:k])  # fmt: skip
     lp += math.lgamma(k * a) - k * math.lgamma(a) + a * s_total - 0.5 * ((s - mu) / sd) ** 2
     ds = k * a * (_digamma(k * a) - _digamma(a)) + a * s_total - (s - mu) / (sd * sd)
     shift_a = shift + k * a
     for i in range(d):
         x = nidx[i]
         u = q[i]
-        e = grad[i]
+        e, big_r, sp = grad[i], g[k + i], g[2 * k + i]
         sig = e / (1.0 + e) if u >= 0.0 else 1.0 / (1.0 + e)  # sigmoid(-u)
-        sp = max(-u, 0.0) + math.log1p(e)  # softplus(-u)
         wi = tails[i]
-        big_r = 1.0 / math.sqrt(1.0 + a + tails[d + i])
         big_b = wi * (big_l - big_r)
         d_r = -0.5 * a * big_r**3
         d_b = wi * (d_l - d_r)
