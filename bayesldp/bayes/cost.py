@@ -5,7 +5,9 @@ building anything of size ``n`` (for support-form tallies one pass over the bool
 count each row's ones):
 
 * ``"exact"``: the Dirichlet mixture's component bound and expansion cost
-  (:class:`bayesldp.bayes.exact._Plan`), computed only when the tally is small;
+  (:class:`bayesldp.bayes.exact._Plan`), computed only when the tally is small; under the
+  adaptive prior plus ``SEC_PER_NODE_COMPONENT`` per component and grid node (the evidence
+  and the moments of every node);
 * ``"hmc"``: a gradient of ``sum_u c_u log(L_u . theta)`` reads every stored entry of the rows
   (``U K`` dense, ``nnz + U`` in support form, ``U`` for GRR) and takes ``U`` logarithms; a
   leapfrog step adds the metric's ``2 d^2``, ``d = K - 1`` (``2 d`` for the diagonal metric of
@@ -19,7 +21,8 @@ count each row's ones):
 
 The constants (seconds per operation) were measured on the 2-core development machine
 (benchmarks/posterior_large_n.py); they give the order of magnitude, which is what the choice
-needs.  ``auto`` takes ``"exact"`` when the mixture is small, else ``"hmc"`` unless the HMC is
+needs.  ``auto`` takes ``"exact"`` when the mixture is small (under the adaptive prior: when it
+is also predicted to be faster than the HMC), else ``"hmc"`` unless the HMC is
 predicted to take more than ``HMC_BUDGET`` seconds and the Laplace method at least
 ``LAPLACE_GAIN`` times less.
 """
@@ -52,6 +55,9 @@ NEWTON_STEPS = 12
 EXPANSIONS = 4
 #: "exact" when its mixture has at most this many components (and its expansion fits)
 EXACT_COMPONENTS = 200_000
+#: seconds per mixture component and grid node of "exact" under the adaptive prior (GRR,
+#: K = 3, 161 nodes: 0.38 s at 13,608 components, 2.9 s at 100,548)
+SEC_PER_NODE_COMPONENT = 1.8e-7
 #: the HMC is taken whenever it is predicted to take at most this many seconds
 HMC_BUDGET = 30.0
 #: otherwise the Laplace method is taken when it is predicted to be this many times faster
@@ -149,7 +155,14 @@ def predict_seconds(
     iterations = _iterations(draws, chains, options)
     if method == "exact":
         plan = _exact_plan(tally)
-        return math.inf if plan is None else 1e-7 * (plan[1] + 10 * plan[0]) + 1e-6 * draws
+        if plan is None:
+            return math.inf
+        nodes = _grid_nodes(tally.k) if adaptive else 0
+        return (
+            1e-7 * (plan[1] + 10 * plan[0])
+            + 1e-6 * draws
+            + (SEC_PER_NODE_COMPONENT * nodes * plan[0])
+        )
     if method == "hmc":
         mode = NEWTON_STEPS * (2 * shape.gradient_seconds() + shape.gram)
         gradient = shape.gradient_seconds()
@@ -167,6 +180,13 @@ def predict_seconds(
     return math.nan
 
 
+def _grid_nodes(k: int) -> int:
+    """Grid nodes of the default adaptive prior on ``k`` categories."""
+    from bayesldp.bayes.prior import AdaptiveDirichlet
+
+    return AdaptiveDirichlet(k).a.shape[0]
+
+
 def _backend_options(name: str) -> tuple[str, ...]:
     """The options method ``name`` takes (its backend module's ``OPTIONS``)."""
     import importlib
@@ -180,7 +200,8 @@ def choose_method(
     """The method ``fit(method="auto")`` runs, why, and the predicted seconds of each.
 
     Returns ``(method, reason, predictions)``: "exact" when the exact Dirichlet mixture has at
-    most ``EXACT_COMPONENTS`` components (fixed Dirichlet prior only); else "hmc" when it is
+    most ``EXACT_COMPONENTS`` components (under the adaptive prior, whose grid multiplies its
+    cost, only when it is also predicted to be faster than the HMC); else "hmc" when it is
     predicted to take at most ``HMC_BUDGET`` s or the Laplace method would not be
     ``LAPLACE_GAIN`` times faster; else "laplace".
     """
@@ -191,7 +212,9 @@ def choose_method(
         if not set(options) <= set(_backend_options(name)):
             predicted[name] = math.inf
     sizes = f"K = {tally.k}, n = {tally.n:,}, {tally.n_rows:,} distinct rows"
-    if not adaptive and math.isfinite(predicted["exact"]):
+    if math.isfinite(predicted["exact"]) and (
+        not adaptive or predicted["exact"] <= predicted["hmc"]
+    ):
         plan = _exact_plan(tally)
         return ("exact", f"{sizes}: the exact Dirichlet mixture has at most {plan[0]:,} "
                 f"components (<= {EXACT_COMPONENTS:,}), predicted {predicted['exact']:.2g} s; "

@@ -268,7 +268,7 @@ def test_hmc_joint_scheme_on_weak_data_matches_the_exact_posterior(weak_tally):
     log_p = prior.log_w + np.array([p.log_marginal_likelihood for p in posts])
     p = np.exp(log_p - logsumexp(log_p))
     want_theta = p @ np.array([post.mean for post in posts])
-    idata = bayesldp.fit(weak_tally, prior="adaptive", draws=4000, random_seed=5,
+    idata = bayesldp.fit(weak_tally, prior="adaptive", method="hmc", draws=4000, random_seed=5,
                          compute_convergence_checks=False)  # fmt: skip
     post = idata.posterior
     assert json.loads(post.attrs["backend_info"])["adaptive_scheme"] == "joint"
