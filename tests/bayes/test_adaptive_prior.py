@@ -295,8 +295,8 @@ def test_hmc_marginal_scheme_still_available(small_tally, brute):
 
 
 def test_it_is_the_default_prior_on_categories(small_tally):
-    """``prior=None`` on categorical reports is the adaptive prior, under "auto" and every
-    method; PCKV-PM (a mechanism with a caveat) keeps Dirichlet(1) and says why."""
+    """``prior=None`` on categorical reports is the adaptive prior, under "auto" and "exact";
+    PCKV-PM (a mechanism with a caveat) keeps Dirichlet(1) and says why."""
     for method in ("auto", "exact"):
         idata = bayesldp.fit(small_tally, method=method, draws=200, chains=2, random_seed=0,
                              compute_convergence_checks=False)  # fmt: skip
