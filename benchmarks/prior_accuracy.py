@@ -31,6 +31,8 @@ Usage::
         --ns 10000 --out benchmarks/results/prior_accuracy_oue_1e4.md
     python benchmarks/prior_accuracy.py --mechanism OLH --priors dir1,adaptive --repeats 1 \
         --ns 10000 --out benchmarks/results/prior_accuracy_olh_1e4.md
+    python benchmarks/prior_accuracy.py --mechanism OUE --priors dir1,adaptive --repeats 1 \
+        --ns 100000 --out benchmarks/results/prior_accuracy_oue_1e5.md   # OLH likewise: _olh_1e5
     python benchmarks/prior_accuracy.py --quick    # 1 repeat, n = 1e3 only, writes nothing
 """
 
