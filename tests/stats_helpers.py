@@ -50,3 +50,15 @@ def assert_derivatives_match_differences(target, z, h=1e-6, rel_grad=1e-6, rel_h
         lp_minus, g_minus = target((z - dz)[None, :])
         assert grad[0, i] == pytest.approx((lp_plus[0] - lp_minus[0]) / (2 * h), rel=rel_grad)
         np.testing.assert_allclose(hess[:, i], (g_plus[0] - g_minus[0]) / (2 * h), rtol=rel_hess)
+
+
+def rrrr_and_grr_tallies(seed: int) -> tuple:
+    """RRRR (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8) and GRR (eps = 1) tallies of one
+    population of 100,000 users drawn from Dirichlet(1) (the quickstart's setting)."""
+    import bayesldp
+
+    gen = np.random.default_rng([seed, 7])
+    counts = gen.multinomial(100_000, gen.dirichlet(np.ones(10)))
+    rrrr = bayesldp.RRRR(k=10, epsilon=1.0, subset=[0, 1, 2], eps1=0.8)
+    grr = bayesldp.GRR(10, 1.0)
+    return rrrr.simulate_tally(counts, rng=gen), grr.simulate_tally(counts, rng=gen)

@@ -57,14 +57,15 @@ def diagnose(idata: Any, method: str, *, warn: bool = True) -> dict[str, float]:
     stats = getattr(idata, "sample_stats", None)
     if stats is not None and "diverging" in stats:
         found["divergences"] = int(np.asarray(stats["diverging"]).sum())
-    pareto_k = _backend_pareto_k(posterior.attrs.get("backend_info"))
+    info = posterior.attrs.get("backend_info")
+    pareto_k = _backend_value(info, "pareto_k")
     if pareto_k is not None:
         found["pareto_k"] = pareto_k
     posterior.attrs.update(found)
     if stats is not None:
         stats.attrs.update(found)
     if warn:
-        messages = _messages(found, chains, method)
+        messages = _messages(found, chains, method, _backend_value(info, "target_accept"))
         hint = _broad_concentration_hint(posterior) if messages else None
         for message in [*messages, *([hint] if hint else [])]:
             warnings.warn(message, ConvergenceWarning, stacklevel=3)
@@ -110,12 +111,12 @@ def _numpy_arviz() -> Iterator[None]:
         Numba.numba_flag = flag
 
 
-def _backend_pareto_k(info: object) -> float | None:
-    """``pareto_k`` of a backend's info (a JSON string in the attrs), if it reports one."""
+def _backend_value(info: object, key: str) -> float | None:
+    """``key`` of a backend's info (a JSON string in the attrs), if it reports one."""
     if not isinstance(info, str):
         return None
     try:
-        value = json.loads(info).get("pareto_k")
+        value = json.loads(info).get(key)
     except (ValueError, AttributeError):
         return None
     return None if value is None else float(value)
@@ -147,7 +148,9 @@ def check_pareto_k(k: float, method: str, *, warn: bool = True, stacklevel: int 
     return message is None
 
 
-def _messages(found: dict[str, float], chains: int, method: str) -> list[str]:
+def _messages(
+    found: dict[str, float], chains: int, method: str, target_accept: float | None = None
+) -> list[str]:
     out = []
     rhat = found.get("r_hat_max")
     if rhat is not None and not rhat <= R_HAT_MAX:
@@ -165,10 +168,12 @@ def _messages(found: dict[str, float], chains: int, method: str) -> list[str]:
         )
     divergences = found.get("divergences", 0)
     if divergences:
+        was = "" if target_accept is None else f"from its {target_accept:g} "
+        higher = 0.99 if target_accept is not None and target_accept >= 0.95 else 0.95
         out.append(
             f"method={method!r}: {divergences} divergent transitions after warm-up: the "
-            "posterior has regions the sampler cannot follow; raise target_accept (e.g. 0.95) "
-            "or use a larger prior concentration"
+            f"posterior has regions the sampler cannot follow; raise target_accept {was}"
+            f"(e.g. to {higher}) or use a larger prior concentration"
         )
     pareto_k = found.get("pareto_k")
     if pareto_k is not None:

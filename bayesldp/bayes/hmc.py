@@ -110,6 +110,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 from numba.extending import overload
+from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 
 from bayesldp import likelihood as lk
@@ -517,6 +518,62 @@ def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
     post = prior.log_w + log_ev
     cum = np.cumsum(np.exp(post - post.max()))
     return float(prior.a[np.searchsorted(cum, 0.5 * cum[-1])]), theta
+
+
+def _shared_information(target: _Target, z: np.ndarray) -> float:
+    """How much of the data's information about single categories is shared with others: the
+    largest ratio ``m_x / m'_x`` (:func:`_information`) over the categories with ``m_x >= 1``
+    at ``z``.  About 1 where each category is measured by itself, up to 24 on RRRR's reports
+    (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8), whose categories outside ``S`` are measured
+    almost only through their total: the likelihood pins the total and leaves the split loose
+    (values on many mechanisms in :func:`_default_accept`).
+    """
+    m, m_free = _information(target, target.theta(z[None, :])[0][0])
+    kept = (m >= 1.0) & (m_free > 0.0)
+    return float(np.max(m[kept] / m_free[kept])) if kept.any() else 1.0
+
+
+def _information(target: _Target, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The data's information about each ``log theta_x`` at ``theta``, in effective counts:
+    on the likelihood's diagonal, ``m_x = theta_x^2 (F_xx - g_x)`` (about ``N theta_x`` for a
+    multinomial sample of ``N``), and once the other categories are free,
+    ``m'_x = (1 - theta_x)^2 / Var(log theta_x)``, ``Var`` from the inverse of the likelihood's
+    information in ALR coordinates ``J^T L^T diag(c / mu^2) L J``, ``J = d theta / d z`` (the
+    observed information in ``theta`` carried over; the Hessian in ``z`` would add
+    first-derivative terms that vanish only at the maximum of the likelihood).
+    """
+    lik, k, d = target.lik, target.k, target.d
+    _, g = lik.grad(theta)
+    m = np.maximum(theta**2 * (lik.fisher_diag(theta) - g), 0.0)
+    _, mu = lik.evaluate(theta)
+    dtheta = (np.diag(theta) - np.outer(theta, theta))[:, :d]  # d theta / d z
+    info = dtheta.T @ lik.full_gram(lik.counts / (mu * mu)) @ dtheta
+    dlog = np.eye(k)[:, :d] - theta[None, :d]  # d log theta / d z
+    try:  # Var = diag(G I^-1 G^T) = column sums of squares of C^-1 G^T, I = C C^T
+        var = np.sum(solve_triangular(np.linalg.cholesky(info), dlog.T, lower=True) ** 2, axis=0)
+    except np.linalg.LinAlgError:  # a direction the likelihood leaves flat
+        var = np.einsum("xi,ij,xj->x", dlog, np.linalg.pinv(info), dlog)
+    with np.errstate(divide="ignore"):
+        return m, np.where(var > 0.0, (1.0 - theta) ** 2 / var, 0.0)
+
+
+#: ``_shared_information`` above this: the likelihood measures some categories mostly jointly
+SHARED_INFORMATION = 3.0
+
+
+def _default_accept(shared: float, hierarchical: bool) -> float:
+    """The default ``target_accept``: 0.8, 0.9 under a hierarchical prior (smoothness, the
+    adaptive prior's joint scheme), 0.95 where the likelihood measures some categories mostly
+    jointly (``shared > SHARED_INFORMATION``).  There the posterior of their split is loose
+    and skewed (a category near its lower quantiles while the others take up the total), and
+    the step size that 0.8 adapts to diverges: RRRR, K = 10, S = {0, 1, 2}, eps = 1,
+    eps1 = 0.8, n = 1e5, 30 Dirichlet(1) populations, Dirichlet(1) prior, 4 chains x 1000
+    draws: divergent draws in 9 fits at 0.8, 5 at 0.9, none at 0.95, for 19.6, 23.1 and 26.6
+    leapfrog steps per draw; the adaptive prior: 13 fits at 0.9, 7 at 0.95 (scratch
+    ``rrrr_opts.py``)."""
+    if shared > SHARED_INFORMATION:
+        return 0.95
+    return 0.9 if hierarchical else 0.8
 
 
 def _find_mode(target: _Target, z0: np.ndarray, iters: int = 100) -> tuple[np.ndarray, np.ndarray]:
@@ -1280,10 +1337,12 @@ def sample(
     **options
         ``tune`` (int, default 1000): warm-up iterations per chain, discarded.
         ``target_accept`` (float in (0, 1), default 0.8; 0.9 under the smoothness prior and
-        the adaptive prior's joint scheme): dual-averaging target of the mean Metropolis
-        acceptance along trajectories.  Under the smoothness prior 0.8 let a few trajectories
-        diverge where a low-mass region's log-weights meet the likelihood's exponential wall
-        (12 of 1,000 draws on SW at 1024 bins, eps 1, scratch); 0.9 took about as many steps.
+        the adaptive prior's joint scheme; 0.95 on ALR coordinates where the likelihood
+        measures some categories mostly jointly, :func:`_shared_information`): dual-averaging
+        target of the mean Metropolis acceptance along trajectories.  Under the smoothness
+        prior 0.8 let a few trajectories diverge where a low-mass region's log-weights meet
+        the likelihood's exponential wall (12 of 1,000 draws on SW at 1024 bins, eps 1,
+        scratch); 0.9 took about as many steps.
         Under the joint scheme, on the 192 GRR fits of benchmarks/adaptive_convergence.py
         (scratch): 1,154 divergent draws in 44 fits at 0.8, 137 in 23 at 0.9, for a median
         of 37.7 leapfrog steps per draw against 30.9.
@@ -1324,10 +1383,9 @@ def sample(
     smooth_prior = isinstance(alpha, SmoothDensity)
     scheme = check_choice(options.get("adaptive_scheme", "joint"), "adaptive_scheme",
                           ("joint", "marginal"))  # fmt: skip
-    joint = scheme == "joint" and isinstance(alpha, AdaptiveDirichlet)
-    target_accept = check_open_unit(
-        options.get("target_accept", 0.9 if smooth_prior or joint else 0.8), "target_accept"
-    )
+    target_accept = options.get("target_accept")  # None: chosen in _run (_default_accept)
+    if target_accept is not None:
+        target_accept = check_open_unit(target_accept, "target_accept")
     metric = options.get("metric")
     if metric is not None:
         metric = check_choice(metric, "metric", ("dense", "diag"))
@@ -1567,7 +1625,7 @@ def _run_chains(one_chain: Any, chains: int, cores: int, stop: threading.Event) 
 
 
 def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tune: int,
-         max_treedepth: int, target_accept: float, metric: str, started: float,
+         max_treedepth: int, target_accept: float | None, metric: str, started: float,
          random_seed: int | None, scheme: str = "marginal", cores: int = 1,
          progressbar: bool = False, coordinates: str = "alr") -> SamplerOutput:  # fmt: skip
     joint = scheme == "joint" and target.adaptive is not None
@@ -1579,6 +1637,9 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     else:
         alpha = target.alpha
         mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
+    shared = _shared_information(target, mode) if coordinates == "alr" else 1.0
+    if target_accept is None:
+        target_accept = _default_accept(shared, smooth or joint)
     if joint:  # from the marginal mode, a pilot; then (u, log a) jointly
         target = _JointTarget(target, mode)
         mode = target.start
@@ -1645,6 +1706,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         "draws": draws,
         "chains": chains,
         "target_accept": target_accept,
+        "shared_information": shared,
         "max_treedepth": max_treedepth,
         "metric": metric,
         "random_seed": random_seed,

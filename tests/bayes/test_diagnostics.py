@@ -7,6 +7,7 @@ import pytest
 
 import bayesldp
 from bayesldp.errors import ConvergenceWarning
+from tests.stats_helpers import rrrr_and_grr_tallies
 
 
 def _tally():
@@ -74,3 +75,17 @@ def test_tiny_concentrations_warn_or_are_refused():
         bayesldp.fit(_tally(), prior=1e-3, method="hmc", draws=200, chains=2, random_seed=0)
     with pytest.raises(bayesldp.InvalidInputError, match=r"sum\(alpha\) >= 0.05, got 0.005"):
         bayesldp.fit(_tally(), prior=1e-3, method="sgld", random_seed=0)
+
+
+def test_divergences_warn_with_the_target_accept_the_fit_used():
+    """RRRR reports fitted at target_accept=0.8 (2 divergent draws; the default there is 0.95,
+    tests/bayes/test_hmc.py): the warning names 0.8 and suggests 0.95; at 0.95 it suggests 0.99."""
+    from bayesldp.bayes.diagnostics import _messages
+
+    tally, _ = rrrr_and_grr_tallies(5)
+    with pytest.warns(ConvergenceWarning, match=r"from its 0.8 \(e.g. to 0.95\)"):
+        bayesldp.fit(tally, prior=1.0, method="hmc", target_accept=0.8, random_seed=5)
+    (text,) = _messages({"divergences": 1}, 4, "hmc", 0.95)
+    assert "from its 0.95 (e.g. to 0.99)" in text
+    (text,) = _messages({"divergences": 1}, 4, "nuts")
+    assert "raise target_accept (e.g. to 0.95)" in text

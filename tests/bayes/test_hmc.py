@@ -14,7 +14,7 @@ from bayesldp.bayes import hmc
 from bayesldp.bayes.fit import import_arviz
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.tally import Tally
-from tests.stats_helpers import assert_derivatives_match_differences
+from tests.stats_helpers import assert_derivatives_match_differences, rrrr_and_grr_tallies
 
 DRAWS, CHAINS = 1500, 4
 
@@ -217,6 +217,40 @@ def test_benchmark_problem_converges_without_divergences():
     truth = true_counts / true_counts.sum()
     sd = out.theta.std(axis=(0, 1))
     assert np.all(np.abs(out.theta.mean(axis=(0, 1)) - truth) < 5 * sd)
+
+
+def test_information_of_direct_counts_is_multinomial():
+    """Reports that are the true values (identity rows): at the MLE both effective counts of a
+    category are ``N theta_x (1 - theta_x)``, the multinomial's (the delta method's
+    ``Var(log theta_x) = (1 - theta_x) / (N theta_x)``), so nothing is shared."""
+    counts = np.array([500, 300, 150, 50])
+    tally = Tally(counts, rows=np.eye(4), stat=np.zeros(4), family="test-direct")
+    target = hmc._Target(tally, np.ones(4))
+    theta = counts / counts.sum()
+    m, m_free = hmc._information(target, theta)
+    np.testing.assert_allclose(m, counts * (1 - theta), rtol=1e-10)
+    np.testing.assert_allclose(m_free, counts * (1 - theta), rtol=1e-10)
+    z = np.log(theta[:-1] / theta[-1])
+    assert hmc._shared_information(target, z) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_categories_measured_jointly_raise_the_default_target_accept():
+    """RRRR pins the total of the categories outside S and leaves their split loose: on this
+    tally (scratch rrrr_opts.py's seed 5) the default fit adapts its step size to 0.95 and has
+    no divergent draw, where 0.8 (the default before) had 2; GRR on the same population keeps
+    0.8, and a target_accept given is kept."""
+    rrrr, grr = rrrr_and_grr_tallies(5)
+    out = hmc.sample(rrrr, np.ones(10), draws=1000, chains=4, random_seed=5)
+    assert out.info["shared_information"] > 10
+    assert out.info["target_accept"] == 0.95
+    assert not out.sample_stats["diverging"].any()
+    old = hmc.sample(rrrr, np.ones(10), draws=1000, chains=4, random_seed=5, target_accept=0.8)
+    assert old.info["target_accept"] == 0.8 and old.sample_stats["diverging"].sum() == 2
+    plain = hmc.sample(grr, np.ones(10), draws=50, chains=1, random_seed=5, tune=50)
+    assert plain.info["shared_information"] < 1.5 and plain.info["target_accept"] == 0.8
+    joint = hmc.sample(rrrr, bayesldp.bayes.AdaptiveDirichlet(10), draws=50, chains=1,
+                       random_seed=5, tune=50)  # fmt: skip
+    assert joint.info["target_accept"] == 0.95
 
 
 def test_same_seed_same_draws_and_forms_agree():

@@ -1,0 +1,161 @@
+"""Categories the data measure only jointly, and the HMC's target acceptance there.
+
+Part 1: the HMC's ``shared_information`` (``bayesldp.bayes.hmc._shared_information``: the
+largest ratio, over categories, of the data's information about ``log theta_x`` on the
+likelihood's diagonal to what is left once the other categories are free) at the posterior
+mode under Dirichlet(1) and under the adaptive prior, for fourteen mechanism settings, K = 10 and
+30, n in 1e3, 1e4, 1e5, two Dirichlet(1) populations each (12 values per row).  About 1 where each
+category is measured by itself; RRRR's categories outside its subset are measured almost only
+through their total.
+
+Part 2: RRRR (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8: the quickstart's), n = 1e5, 30
+Dirichlet(1) populations; ``bayesldp.fit(method="hmc")`` with 4 chains x 1000 draws under
+Dirichlet(1) and the adaptive prior at several ``target_accept`` and at the default (0.95 where
+``shared_information`` exceeds ``SHARED_INFORMATION``): fits with a divergent draw, divergent
+draws, mean leapfrog steps per draw, median seconds and the median smallest bulk ESS of theta.
+
+Usage::
+
+    python benchmarks/shared_information.py   # writes results/shared_information.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+
+import bayesldp
+from bayesldp.bayes import AdaptiveDirichlet, hmc
+
+OUT = Path(__file__).parent / "results" / "shared_information.md"
+RRRR_ARGS = dict(subset=[0, 1, 2], eps1=0.8)
+
+
+def settings(k: int) -> dict[str, bayesldp.Mechanism]:
+    return {
+        "GRR eps 0.5": bayesldp.GRR(k, 0.5),
+        "GRR eps 1": bayesldp.GRR(k, 1.0),
+        "GRR eps 4": bayesldp.GRR(k, 4.0),
+        "OUE eps 1": bayesldp.OUE(k, 1.0),
+        "OUE eps 4": bayesldp.OUE(k, 4.0),
+        "OLH eps 1": bayesldp.OLH(k, 1.0),
+        "HadamardResponse eps 1": bayesldp.HadamardResponse(k, 1.0),
+        "SubsetSelection eps 1": bayesldp.SubsetSelection(k, 1.0),
+        "SHE eps 1": bayesldp.SHE(k, 1.0),
+        "THE eps 1": bayesldp.THE(k, 1.0),
+        "CMS eps 1": bayesldp.CMS(k, 1.0),
+        "RAPPOR eps 1": bayesldp.RAPPOR(k, 1.0),
+        "RRRR eps 1, S = {0,1,2}, eps1 0.8": bayesldp.RRRR(k=k, epsilon=1.0, **RRRR_ARGS),
+        "RRRR eps 1, S = {0,1,2}, eps1 0.5": bayesldp.RRRR(
+            k=k, epsilon=1.0, subset=[0, 1, 2], eps1=0.5
+        ),
+        "RRRR eps 4, S = {0..4}, eps1 3": bayesldp.RRRR(
+            k=k, epsilon=4.0, subset=list(range(5)), eps1=3.0
+        ),
+    }
+
+
+def shared_at_modes(tally: bayesldp.Tally) -> list[float]:
+    """``shared_information`` at the Dirichlet(1) mode and at the adaptive prior's mode."""
+    out = []
+    for prior in (np.ones(tally.k), AdaptiveDirichlet(tally.k)):
+        target = hmc._Target(tally, prior)
+        z, _ = hmc._find_mode(target, np.zeros(tally.k - 1))
+        out.append(hmc._shared_information(target, z))
+    return out
+
+
+def part1() -> list[str]:
+    lines = ["## 1. shared_information by mechanism", "",
+             f"Default target_accept raised to 0.95 above {hmc.SHARED_INFORMATION:g}.", "",
+             "| K | mechanism | median | largest | values above the threshold |",
+             "|---:|---|---:|---:|---:|"]  # fmt: skip
+    for k in (10, 30):
+        for name, mech in settings(k).items():
+            vals = []
+            for n in (1_000, 10_000, 100_000):
+                for seed in range(2):
+                    gen = np.random.default_rng([seed, k, n])
+                    counts = gen.multinomial(n, gen.dirichlet(np.ones(k)))
+                    vals += shared_at_modes(mech.simulate_tally(counts, rng=gen))
+            over = sum(v > hmc.SHARED_INFORMATION for v in vals)
+            lines.append(f"| {k} | {name} | {np.median(vals):.2f} | {max(vals):.2f} | "
+                         f"{over}/{len(vals)} |")  # fmt: skip
+            print(lines[-1], flush=True)
+    return lines
+
+
+def part2(repeats: int) -> list[str]:
+    mech = bayesldp.RRRR(k=10, epsilon=1.0, **RRRR_ARGS)
+    tallies = []
+    for seed in range(repeats):
+        gen = np.random.default_rng([seed, 7])
+        tallies.append(mech.simulate_tally(gen.multinomial(100_000, gen.dirichlet(np.ones(10))),
+                                           rng=gen))  # fmt: skip
+    configs = [("Dirichlet(1)", 1.0, 0.8), ("Dirichlet(1)", 1.0, 0.9),
+               ("Dirichlet(1)", 1.0, 0.95), ("Dirichlet(1)", 1.0, None),
+               ("adaptive", "adaptive", 0.9), ("adaptive", "adaptive", 0.95),
+               ("adaptive", "adaptive", None)]  # fmt: skip
+    lines = ["", f"## 2. RRRR, K = 10, n = 100,000, {repeats} populations", "",
+             "| prior | target_accept | fits with a divergence | divergent draws | steps per draw "
+             "| median s | median smallest bulk ESS |",
+             "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for label, prior, accept in configs:
+        div, steps, secs, ess, used = [], [], [], [], []
+        for seed, tally in enumerate(tallies):
+            opts = {} if accept is None else {"target_accept": accept}
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                idata = bayesldp.fit(tally, prior, method="hmc", random_seed=seed,
+                                     progressbar=False, **opts)  # fmt: skip
+            secs.append(time.perf_counter() - start)
+            div.append(int(idata.sample_stats["diverging"].sum()))
+            steps.append(float(idata.sample_stats["n_steps"].mean()))
+            ess.append(float(az.ess(idata, var_names=["theta"]).to_array().min()))
+            used.append(json.loads(idata.posterior.attrs["backend_info"])["target_accept"])
+        shown = (
+            f"{accept:g}"
+            if accept is not None
+            else "default ("
+            + ", ".join(f"{v:g}: {used.count(v)}" for v in sorted(set(used)))
+            + " fits)"
+        )
+        fits = f"{sum(d > 0 for d in div)}/{len(div)}"
+        lines.append(f"| {label} | {shown} | {fits} | {sum(div)} | {np.mean(steps):.1f} | "
+                     f"{np.median(secs):.2f} | {np.median(ess):.0f} |")  # fmt: skip
+        print(lines[-1], flush=True)
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    load = os.getloadavg()
+    start = time.perf_counter()
+    body = part1() + part2(args.repeats)
+    minutes = (time.perf_counter() - start) / 60
+    header = [
+        "# Categories measured only jointly: shared information and target acceptance", "",
+        f"- Command: `python benchmarks/shared_information.py --repeats {args.repeats}`",
+        f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; {minutes:.1f} min",
+        f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
+        f"{load[0]:.2f}; Python {platform.python_version()}, bayesldp {bayesldp.__version__}",
+        "", "",
+    ]  # fmt: skip
+    args.out.write_text("\n".join(header + body) + "\n")
+
+
+if __name__ == "__main__":
+    main()
