@@ -523,10 +523,11 @@ def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
 def _shared_information(target: _Target, z: np.ndarray) -> float:
     """How much of the data's information about single categories is shared with others: the
     largest ratio ``m_x / m'_x`` (:func:`_information`) over the categories with ``m_x >= 1``
-    at ``z``.  About 1 where each category is measured by itself, up to 24 on RRRR's reports
-    (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8), whose categories outside ``S`` are measured
-    almost only through their total: the likelihood pins the total and leaves the split loose
-    (values on many mechanisms in :func:`_default_accept`).
+    at ``z``.  About 1 where each category is measured by itself (at most 1.32 on GRR, OUE,
+    OLH, Hadamard response, subset selection, SHE, THE, CMS and RAPPOR, K = 10 and 30), up to
+    12.82 on RRRR's reports (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8), whose categories
+    outside ``S`` are measured almost only through their total: the likelihood pins the total
+    and leaves the split loose (benchmarks/results/shared_information.md).
     """
     m, m_free = _information(target, target.theta(z[None, :])[0][0])
     kept = (m >= 1.0) & (m_free > 0.0)
@@ -569,8 +570,8 @@ def _default_accept(shared: float, hierarchical: bool) -> float:
     the step size that 0.8 adapts to diverges: RRRR, K = 10, S = {0, 1, 2}, eps = 1,
     eps1 = 0.8, n = 1e5, 30 Dirichlet(1) populations, Dirichlet(1) prior, 4 chains x 1000
     draws: divergent draws in 9 fits at 0.8, 5 at 0.9, none at 0.95, for 19.6, 23.1 and 26.6
-    leapfrog steps per draw; the adaptive prior: 13 fits at 0.9, 7 at 0.95 (scratch
-    ``rrrr_opts.py``)."""
+    leapfrog steps per draw; the adaptive prior: 13 fits at 0.9, 7 at 0.95
+    (benchmarks/results/shared_information.md)."""
     if shared > SHARED_INFORMATION:
         return 0.95
     return 0.9 if hierarchical else 0.8
