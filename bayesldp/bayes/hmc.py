@@ -320,18 +320,49 @@ class _JointTarget(_CompiledTarget):
         info = np.maximum(theta**2 * (fisher - g) + theta * (1 - theta) * (self.n - g), 0.0)
         ref = int(np.argmax(theta))
         self.idx = np.concatenate([np.delete(np.arange(self.k), ref), [ref]]).astype(np.int64)
-        self.effective_counts = info[self.idx[:-1]]
-        self.weights = 1.0 / (1.0 + a0 * self.effective_counts)
+        counts = info[self.idx[:-1]]
+        tails = np.concatenate([1.0 / (1.0 + a0 * counts), counts])  # the kernel's data[12]
+        self.weights, self.effective_counts = tails[: self.k - 1], tails[self.k - 1 :]  # views
         knots = prior.log_a_mean + prior.log_a_sd * _CENTRE_KNOTS
         centres = _centres(marginal, np.exp(knots), self.idx, self.effective_counts)
         slopes = np.gradient(centres, knots, axis=0)
         par = np.concatenate([[prior.log_a_mean, prior.log_a_sd, knots[0], knots[1] - knots[0],
                                len(knots)], centres.ravel(), slopes.ravel()])  # fmt: skip
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
-                      self.lik.scale_const, None, None,
-                      np.concatenate([self.weights, self.effective_counts]), self.idx,
+                      self.lik.scale_const, None, None, tails, self.idx,
                       par, *_NO_GAMMA, *_NO_SMOOTH)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
+        self.knots, self.centres, self.slopes = knots, centres, slopes
+
+    def theta_hyper(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``theta`` (N, K) and ``a`` (N,) at ``q`` (N, K): the map of :func:`_logp_grad_joint`
+        vectorised over draws, without its likelihood pass (the base class calls the kernel once
+        per draw: 13 ms of a 0.18 s fit on GRR, K = 10, n = 1e5, 4 x 1000 draws)."""
+        u, s = q[:, :-1], q[:, -1]
+        a = np.exp(s)[:, None]
+        big_l = np.sqrt(1.0 + a) / a
+        big_r = 1.0 / np.sqrt(1.0 + a + self.effective_counts)
+        z = (self._centre(s) + big_r * u
+             - self.weights * (big_l - big_r) * np.logaddexp(0.0, -u))  # fmt: skip
+        full = np.zeros((q.shape[0], self.k))
+        full[:, self.idx[:-1]] = z
+        full = np.exp(full - full.max(axis=1, keepdims=True))
+        return full / full.sum(axis=1, keepdims=True), a[:, 0]
+
+    def _centre(self, s: np.ndarray) -> np.ndarray:
+        """The centres ``c(a)`` (N, K - 1) at ``s = log a`` (N,), as :func:`_hermite`
+        interpolates them: cubic Hermite between the knots, linear beyond the end ones."""
+        step = self.knots[1] - self.knots[0]
+        pos = (s - self.knots[0]) / step
+        j = np.clip(np.floor(pos), 0, len(self.knots) - 2).astype(np.int64)
+        t = (pos - j)[:, None]
+        c0, c1, m0, m1 = self.centres[j], self.centres[j + 1], self.slopes[j], self.slopes[j + 1]
+        t2, t3 = t * t, t * t * t
+        inside = ((2 * t3 - 3 * t2 + 1) * c0 + (t3 - 2 * t2 + t) * step * m0
+                  + (-2 * t3 + 3 * t2) * c1 + (t3 - t2) * step * m1)  # fmt: skip
+        below = c0 + t * step * m0  # t < 0: only at the first knot
+        above = c1 + (t - 1.0) * step * m1  # t > 1: only at the last knot
+        return np.where(t < 0.0, below, np.where(t > 1.0, above, inside))
 
     def work(self) -> tuple:
         """As the base class's, with ``g`` of length 3K: the kernel keeps per-category values

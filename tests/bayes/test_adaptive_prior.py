@@ -153,6 +153,23 @@ def test_joint_kernel_is_loglik_plus_prior_plus_jacobian_and_its_gradient():
     np.testing.assert_allclose(np.diff(diffs), 0.0, atol=1e-6)
 
 
+def test_joint_draws_map_to_theta_as_the_kernel_maps_them():
+    """The joint target's vectorised ``theta_hyper`` (numpy, no likelihood pass) against the
+    kernel's own ``theta`` (the base class's, one kernel call per draw), at log a between the
+    centres' knots and beyond both ends, on GRR and OUE tallies."""
+    rng = np.random.default_rng(0)
+    for mech, n in ((bayesldp.GRR(10, 1.0), 100_000), (bayesldp.OUE(30, 0.5), 1_000)):
+        tally = mech.simulate_tally(rng.multinomial(n, rng.dirichlet(np.ones(mech.k))), rng=rng)
+        marginal = hmc._Target(tally, AdaptiveDirichlet(mech.k))
+        target = hmc._JointTarget(marginal, hmc._find_mode(marginal, np.zeros(mech.k - 1))[0])
+        q = rng.normal(size=(400, mech.k)) * 2
+        q[:, -1] = np.linspace(-20, 20, 400)  # the knots span log a from -8.7 to 7.3
+        theta, a = target.theta_hyper(q)
+        want_theta, want_a = hmc._CompiledTarget.theta_hyper(target, q)
+        np.testing.assert_allclose(theta, want_theta, rtol=1e-11, atol=1e-300)  # subnormals
+        np.testing.assert_array_equal(a, want_a)
+
+
 def test_centres_interpolate_a_cubic_through_the_knots_and_extend_it_linearly():
     """The joint scheme's centres in log a (:func:`hmc._hermite`): with exact slopes at the knots
     a cubic is reproduced between them, with its derivative; beyond the ends, the end knot's
