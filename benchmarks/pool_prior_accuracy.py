@@ -32,8 +32,9 @@ def summary(path: Path) -> dict[str, dict[str, float]]:
     cells, largest ratio and the coverage of each family (``"coverage <family>"``)."""
     lines = path.read_text().splitlines()
     start = lines.index("## Summary per prior")
-    table = [[c.strip() for c in x.strip().strip("|").split("|")]
-             for x in lines[start:] if x.startswith("|")]  # fmt: skip
+    first = next(i for i in range(start, len(lines)) if lines[i].startswith("|"))
+    end = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines))
+    table = [[c.strip() for c in x.strip().strip("|").split("|")] for x in lines[first:end]]
     names, out = table[0], {}
     for row in table[2:]:
         values = dict(zip(names, row, strict=True))
