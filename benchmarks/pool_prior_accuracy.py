@@ -6,7 +6,9 @@ population family's cells.  This script reads the committed markdown tables (no 
 writes, per mechanism and prior: cells at most 1.0x and 1.1x the best frequentist estimator and
 the largest ratio (summed and maxed over the tables' summary rows), and the 90% coverage per
 family pooled over the tables (each table's family coverage weighted by its number of cells:
-every table has the same populations and epsilons, one repeat per cell for OUE and OLH).
+every table has the same populations and epsilons, one repeat per cell for OUE and OLH); then
+the same counts for each frequentist estimator against the best of the other three (where
+every table of a mechanism has that section).
 
 Usage::
 
@@ -27,11 +29,18 @@ TABLES = {
 OUT = RESULTS / "prior_accuracy_pooled.md"
 
 
-def summary(path: Path) -> dict[str, dict[str, float]]:
-    """Per prior, the summary row of one results file: cells at most 1.0x and 1.1x (counts),
-    cells, largest ratio and the coverage of each family (``"coverage <family>"``)."""
+PRIORS = "## Summary per prior"
+SCALE = "## Each frequentist estimator against the best of the other three"
+
+
+def summary(path: Path, heading: str) -> dict[str, dict[str, float]] | None:
+    """Per row (a prior, or a frequentist estimator under ``SCALE``) of the table after
+    ``heading`` in one results file: cells at most 1.0x and 1.1x (counts), cells, largest ratio
+    and any coverage columns (``"coverage <family>"``); None if the file has no such table."""
     lines = path.read_text().splitlines()
-    start = lines.index("## Summary per prior")
+    if heading not in lines:
+        return None
+    start = lines.index(heading)
     first = next(i for i in range(start, len(lines)) if lines[i].startswith("|"))
     end = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines))
     table = [[c.strip() for c in x.strip().strip("|").split("|")] for x in lines[first:end]]
@@ -49,8 +58,11 @@ def summary(path: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def pooled(mechanism: str, files: list[str], families: list[str]) -> list[str]:
-    tables = [summary(RESULTS / name) for name in files]
+def pooled(mechanism: str, files: list[str], heading: str, families: list[str]) -> list[str]:
+    """One row per prior (or estimator) present in every file's table under ``heading``."""
+    tables = [summary(RESULTS / name, heading) for name in files]
+    if any(t is None for t in tables):
+        return []  # a table written before the script had this section
     lines = []
     for p in tables[0]:
         if not all(p in t for t in tables):
@@ -58,10 +70,10 @@ def pooled(mechanism: str, files: list[str], families: list[str]) -> list[str]:
         rows = [t[p] for t in tables]
         cells = sum(r["cells"] for r in rows)
         at1, at11 = sum(r["at1"] for r in rows), sum(r["at11"] for r in rows)
-        covs = " | ".join(f"{sum(r[f] * r['cells'] for r in rows) / cells:.3f}" for f in families)
+        covs = "".join(f" {sum(r[f] * r['cells'] for r in rows) / cells:.3f} |" for f in families)
         lines.append(f"| {mechanism} | {p} | {cells} | {at1 / cells:.1%} ({at1}/{cells}) | "
                      f"{at11 / cells:.1%} ({at11}/{cells}) | "
-                     f"{max(r['largest'] for r in rows):.2f} | {covs} |")  # fmt: skip
+                     f"{max(r['largest'] for r in rows):.2f} |{covs}")  # fmt: skip
     return lines
 
 
@@ -69,7 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    first = summary(RESULTS / TABLES["GRR"][0])["adaptive"]
+    first = summary(RESULTS / TABLES["GRR"][0], PRIORS)["adaptive"]
     families = [k for k in first if k.startswith("coverage ")]
     out = ["# Issue 10's targets over the whole n grid (pooled from the per-n tables)", "",
            "- Command: `python benchmarks/pool_prior_accuracy.py` (reads the committed tables, "
@@ -78,11 +90,17 @@ def main() -> None:
                                     for m, fs in TABLES.items()),
            "- Targets: at most 1.0x the best frequentist estimator in 90% of cells and never "
            "above 1.1x; 90% coverage between 0.85 and 0.95 in every family (pooled)", "",
+           "## The posteriors against the best frequentist estimator", "",
            "| mechanism | prior | cells | cells <= 1.0x | cells <= 1.1x | largest ratio | "
            + " | ".join(families) + " |",
            "|---|---|---:|---:|---:|---:|" + "---:|" * len(families)]  # fmt: skip
     for mechanism, files in TABLES.items():
-        out += pooled(mechanism, files, families)
+        out += pooled(mechanism, files, PRIORS, families)
+    out += ["", SCALE, "",
+            "| mechanism | estimator | cells | cells <= 1.0x | cells <= 1.1x | largest ratio |",
+            "|---|---|---:|---:|---:|---:|"]  # fmt: skip
+    for mechanism, files in TABLES.items():
+        out += pooled(mechanism, files, SCALE, [])
     args.out.write_text("\n".join(out) + "\n")
     print("\n".join(out))
 
