@@ -3,7 +3,7 @@
 Part 1: the HMC's ``shared_information`` (``bayesldp.bayes.hmc._shared_information``: the
 largest ratio, over categories, of the data's information about ``log theta_x`` on the
 likelihood's diagonal to what is left once the other categories are free) at the posterior
-mode under Dirichlet(1) and under the adaptive prior, for fourteen mechanism settings, K = 10 and
+mode under Dirichlet(1) and under the adaptive prior, for fifteen mechanism settings, K = 10 and
 30, n in 1e3, 1e4, 1e5, two Dirichlet(1) populations each (12 values per row).  About 1 where each
 category is measured by itself; RRRR's categories outside its subset are measured almost only
 through their total.
