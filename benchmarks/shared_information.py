@@ -10,9 +10,12 @@ through their total.
 
 Part 2: RRRR (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8: the quickstart's), n = 1e5, 30
 Dirichlet(1) populations; ``bayesldp.fit(method="hmc")`` with 4 chains x 1000 draws under
-Dirichlet(1) and the adaptive prior at several ``target_accept`` and at the default (0.95 where
-``shared_information`` exceeds ``SHARED_INFORMATION``): fits with a divergent draw, divergent
-draws, mean leapfrog steps per draw, median seconds and the median smallest bulk ESS of theta.
+Dirichlet(1) and the adaptive prior, on plain log-ratios (``coordinates="alr"``) at several
+``target_accept`` and at their default (0.95 where ``shared_information`` exceeds
+``SHARED_INFORMATION``), and on the default coordinates (nested log-ratios there,
+``hmc._NestedTarget``, at 0.8 / 0.9): fits with a divergent draw, divergent draws, mean
+leapfrog steps per draw, median seconds, the median smallest bulk ESS and the largest r_hat
+of theta.
 
 Usage::
 
@@ -101,28 +104,37 @@ def part2(repeats: int) -> list[str]:
         gen = np.random.default_rng([seed, 7])
         tallies.append(mech.simulate_tally(gen.multinomial(100_000, gen.dirichlet(np.ones(10))),
                                            rng=gen))  # fmt: skip
-    configs = [("Dirichlet(1)", 1.0, 0.8), ("Dirichlet(1)", 1.0, 0.9),
-               ("Dirichlet(1)", 1.0, 0.95), ("Dirichlet(1)", 1.0, None),
-               ("adaptive", "adaptive", 0.9), ("adaptive", "adaptive", 0.95),
-               ("adaptive", "adaptive", None)]  # fmt: skip
+    configs = [("Dirichlet(1)", 1.0, "alr", 0.8), ("Dirichlet(1)", 1.0, "alr", 0.9),
+               ("Dirichlet(1)", 1.0, "alr", 0.95), ("Dirichlet(1)", 1.0, "alr", None),
+               ("Dirichlet(1)", 1.0, "auto", None), ("Dirichlet(1)", 1.0, "auto", 0.9),
+               ("adaptive", "adaptive", "alr", 0.9), ("adaptive", "adaptive", "alr", 0.95),
+               ("adaptive", "adaptive", "alr", None), ("adaptive", "adaptive", "auto", None),
+               ("adaptive", "adaptive", "auto", 0.95)]  # fmt: skip
     lines = ["", f"## 2. RRRR, K = 10, n = 100,000, {repeats} populations", "",
-             "| prior | target_accept | fits with a divergence | divergent draws | steps per draw "
-             "| median s | median smallest bulk ESS |",
-             "|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for label, prior, accept in configs:
-        div, steps, secs, ess, used = [], [], [], [], []
+             "Coordinates: `alr` plain log-ratios (the sampler before nested ones); `auto` the "
+             "default (nested log-ratios where shared_information exceeds "
+             f"{hmc.SHARED_INFORMATION:g}).", "",
+             "| prior | coordinates | target_accept | fits with a divergence | divergent draws "
+             "| steps per draw | median s | median smallest bulk ESS | largest r_hat |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for label, prior, coordinates, accept in configs:
+        div, steps, secs, ess, rhat, used, nested = [], [], [], [], [], [], []
         for seed, tally in enumerate(tallies):
             opts = {} if accept is None else {"target_accept": accept}
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 idata = bayesldp.fit(tally, prior, method="hmc", random_seed=seed,
-                                     progressbar=False, **opts)  # fmt: skip
+                                     progressbar=False, coordinates=coordinates,
+                                     **opts)  # fmt: skip
             secs.append(time.perf_counter() - start)
             div.append(int(idata.sample_stats["diverging"].sum()))
             steps.append(float(idata.sample_stats["n_steps"].mean()))
             ess.append(float(az.ess(idata, var_names=["theta"]).to_array().min()))
-            used.append(json.loads(idata.posterior.attrs["backend_info"])["target_accept"])
+            rhat.append(float(az.rhat(idata, var_names=["theta"]).to_array().max()))
+            info = json.loads(idata.posterior.attrs["backend_info"])
+            used.append(info["target_accept"])
+            nested.append(info["coordinates"] == "nested")
         shown = (
             f"{accept:g}"
             if accept is not None
@@ -130,9 +142,11 @@ def part2(repeats: int) -> list[str]:
             + ", ".join(f"{v:g}: {used.count(v)}" for v in sorted(set(used)))
             + " fits)"
         )
+        coords = "alr" if coordinates == "alr" else f"auto (nested in {sum(nested)} fits)"
         fits = f"{sum(d > 0 for d in div)}/{len(div)}"
-        lines.append(f"| {label} | {shown} | {fits} | {sum(div)} | {np.mean(steps):.1f} | "
-                     f"{np.median(secs):.2f} | {np.median(ess):.0f} |")  # fmt: skip
+        lines.append(f"| {label} | {coords} | {shown} | {fits} | {sum(div)} | "
+                     f"{np.mean(steps):.1f} | {np.median(secs):.2f} | {np.median(ess):.0f} | "
+                     f"{max(rhat):.3f} |")  # fmt: skip
         print(lines[-1], flush=True)
     return lines
 

@@ -19,6 +19,20 @@ arXiv:1701.02434, appendix A):
             + \\log\\Gamma(A) - \\sum_x \\log\\Gamma(\\alpha_x),\\quad A = \\sum_x \\alpha_x,
 
   with gradient ``theta_x (g_x - n - A) + alpha_x``, ``g = L^T (c / L theta)``, ``n = sum c``.
+* Nested log-ratios (``coordinates="auto"``, where :func:`_shared_information` exceeds
+  ``SHARED_INFORMATION``): a mechanism can measure a group G of categories almost only through
+  their total (RRRR's categories outside its subset S).  On plain log-ratios the posterior then
+  lies near a curved surface (the log-sum-exp of the group's coordinates pinned, their split
+  loose), where the step size that ``target_accept = 0.8`` adapts to diverges.
+  :class:`_NestedTarget` samples G's total as one log-ratio to a reference outside G and the
+  split as log-ratios inside G (:func:`_nesting` picks G); by the Dirichlet's aggregation
+  property the log-density is the same function of ``theta`` (:func:`_logp_grad_nested`), and
+  the adaptive prior's joint scheme takes the same coordinates.  RRRR, K = 10, 30 tallies of
+  n = 1e5 (benchmarks/results/shared_information.md), nested in 27: Dirichlet(1) at 0.8 no
+  divergent draw in 10.3 leapfrog steps per draw (plain log-ratios: 12 divergent draws in 9
+  fits at 0.8, none at 0.95 in 26.6 steps), median smallest bulk ESS 2066 against 1615; the
+  adaptive prior at 0.9 one divergent draw in 13.9 steps (plain: 30 in 13 fits at 0.9, 10 in 7
+  fits at 0.95 in 27.6 steps).
 * Large K (``coordinates="auto"``: a fixed prior with K >= 200 and every ``alpha_x >= 1``):
   log-gamma coordinates ``x`` in R^K, ``theta = softmax(x)`` with independent log-Gamma(alpha_x)
   priors (:class:`_GammaTarget`), and a diagonal metric, O(K) per leapfrog step.  In ALR
@@ -226,7 +240,7 @@ class _Target(_CompiledTarget):
         """What the compiled kernels read: the likelihood's arrays, counts and the prior."""
         return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift,
                 self.const + self.lik.scale_const, self.prior_a, self.prior_c,
-                *_NO_JOINT, *_NO_GAMMA, *_NO_SMOOTH)  # fmt: skip
+                *_NO_JOINT, *_NO_GAMMA, *_NO_SMOOTH, *_NO_NEST)  # fmt: skip
 
     def theta(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``theta = softmax([z, 0])`` and ``log theta`` for ``z`` of shape (..., d)."""
@@ -294,6 +308,9 @@ _NO_JOINT = (None, None, None)
 _NO_GAMMA = (None,)
 #: the smoothness prior's slot (data[16]) when not sampling it: None, compiled only where used
 _NO_SMOOTH = (None,)
+#: the nested coordinates' slot (data[17]: category codes and order, :func:`_nesting`) when the
+#: coordinates are plain log-ratios: None, so numba compiles the nested density only where used
+_NO_NEST = (None,)
 
 
 class _JointTarget(_CompiledTarget):
@@ -310,27 +327,34 @@ class _JointTarget(_CompiledTarget):
     :func:`_centres` (``_CENTRE_KNOTS`` prior sd from the prior's mean).
     """
 
-    def __init__(self, marginal: _Target, z_mode: np.ndarray) -> None:
+    def __init__(self, marginal: _Target, z_mode: np.ndarray,
+                 codes: np.ndarray | None = None) -> None:  # fmt: skip
         prior = marginal.adaptive
         self.lik, self.n, self.k = marginal.lik, marginal.n, marginal.k
         self.d = self.k
+        self.codes = codes
         a0, theta = _pilot(marginal, z_mode)
-        _, g = self.lik.grad(theta)
-        fisher = self.lik.fisher_diag(theta)
-        info = np.maximum(theta**2 * (fisher - g) + theta * (1 - theta) * (self.n - g), 0.0)
-        ref = int(np.argmax(theta))
-        self.idx = np.concatenate([np.delete(np.arange(self.k), ref), [ref]]).astype(np.int64)
-        counts = info[self.idx[:-1]]
+        if codes is None:
+            _, g = self.lik.grad(theta)
+            fisher = self.lik.fisher_diag(theta)
+            info = np.maximum(theta**2 * (fisher - g) + theta * (1 - theta) * (self.n - g), 0.0)
+            ref = int(np.argmax(theta))
+            self.idx = np.concatenate([np.delete(np.arange(self.k), ref), [ref]]).astype(np.int64)
+            counts = info[self.idx[:-1]]
+        else:  # nested log-ratios (_NestedTarget), each with the information about itself
+            self.idx = _nested_order(codes, theta)
+            counts = np.maximum(_nested_information(self.lik, theta, codes, self.idx), 0.0)
         tails = np.concatenate([1.0 / (1.0 + a0 * counts), counts])  # the kernel's data[12]
         self.weights, self.effective_counts = tails[: self.k - 1], tails[self.k - 1 :]  # views
         knots = prior.log_a_mean + prior.log_a_sd * _CENTRE_KNOTS
-        centres = _centres(marginal, np.exp(knots), self.idx, self.effective_counts)
+        centres = _centres(marginal, np.exp(knots), self.idx, self.effective_counts, codes)
         slopes = np.gradient(centres, knots, axis=0)
         par = np.concatenate([[prior.log_a_mean, prior.log_a_sd, knots[0], knots[1] - knots[0],
                                len(knots)], centres.ravel(), slopes.ravel()])  # fmt: skip
+        nest = _NO_NEST if codes is None else ((codes, self.idx),)
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
                       self.lik.scale_const, None, None, tails, self.idx,
-                      par, *_NO_GAMMA, *_NO_SMOOTH)  # fmt: skip
+                      par, *_NO_GAMMA, *_NO_SMOOTH, *nest)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
         self.knots, self.centres, self.slopes = knots, centres, slopes
 
@@ -344,6 +368,8 @@ class _JointTarget(_CompiledTarget):
         big_r = 1.0 / np.sqrt(1.0 + a + self.effective_counts)
         z = (self._centre(s) + big_r * u
              - self.weights * (big_l - big_r) * np.logaddexp(0.0, -u))  # fmt: skip
+        if self.codes is not None:
+            return _nested_theta(z, self.codes, self.idx)[0], a[:, 0]
         full = np.zeros((q.shape[0], self.k))
         full[:, self.idx[:-1]] = z
         full = np.exp(full - full.max(axis=1, keepdims=True))
@@ -395,7 +421,7 @@ class _GammaTarget(_CompiledTarget):
         self.adaptive = None
         const = self.lik.scale_const - float(gammaln(self.alpha).sum())
         self._data = (*self.lik.arrays, self.lik.counts, self.alpha, float(self.n), const,
-                      None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH)  # fmt: skip
+                      None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH, *_NO_NEST)  # fmt: skip
         theta, log_theta = marginal.theta(z_mode[None, :])
         theta, log_theta = theta[0], log_theta[0]
         self.start = log_theta + math.log(float(self.alpha.sum()))  # sum(g) at its prior mean
@@ -408,6 +434,30 @@ class _GammaTarget(_CompiledTarget):
         xs = x - x.max(axis=-1, keepdims=True)
         log_theta = xs - np.log(np.exp(xs).sum(axis=-1, keepdims=True))
         return np.exp(log_theta), log_theta
+
+
+class _NestedTarget(_CompiledTarget):
+    """A fixed (or, under the marginal scheme, adaptive) Dirichlet prior's posterior on nested
+    log-ratios (:func:`_logp_grad_nested`): the categories outside a group G and G's total as
+    log-ratios to a reference outside G, then the split inside G as log-ratios to the group's
+    largest category.  Where the likelihood pins G's total and leaves its split loose (RRRR's
+    categories outside S, :func:`_nesting`), plain log-ratios to one reference put the
+    posterior near a curved surface (the log-sum-exp of the group's coordinates pinned); these
+    coordinates make it a flat direction."""
+
+    def __init__(self, marginal: _Target, z_mode: np.ndarray, codes: np.ndarray) -> None:
+        self.lik, self.n, self.k, self.d = marginal.lik, marginal.n, marginal.k, marginal.d
+        self.adaptive, self.alpha = marginal.adaptive, marginal.alpha
+        theta, log_theta = marginal.theta(z_mode[None, :])
+        self.codes, self.idx = codes, _nested_order(codes, theta[0])
+        self._data = (*marginal.data()[:17], (codes, self.idx))
+        self.start = _nested_coords(log_theta, codes, self.idx)[0]
+
+    def theta(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``theta`` and ``log theta`` (..., K) at nested coordinates ``q`` (..., K - 1)."""
+        shape = q.shape[:-1]
+        theta, log_theta = _nested_theta(q.reshape(-1, self.d), self.codes, self.idx)
+        return theta.reshape(*shape, self.k), log_theta.reshape(*shape, self.k)
 
 
 class _SmoothTarget(_CompiledTarget):
@@ -460,7 +510,7 @@ class _SmoothTarget(_CompiledTarget):
     def _set_map(self, idx: np.ndarray, centre: np.ndarray, t: np.ndarray) -> None:
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
                       self.lik.scale_const, None, None, *_NO_JOINT, *_NO_GAMMA,
-                      (*self._smooth, idx, centre, t))  # fmt: skip
+                      (*self._smooth, idx, centre, t), *_NO_NEST)  # fmt: skip
 
     def decorrelate(self, mode: np.ndarray, cov: np.ndarray,
                     n_modes: int = 1) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
@@ -489,8 +539,8 @@ class _SmoothTarget(_CompiledTarget):
         return v, inv @ cov @ inv.T
 
 
-def _centres(marginal: _Target, a: np.ndarray, idx: np.ndarray,
-             counts: np.ndarray) -> np.ndarray:  # fmt: skip
+def _centres(marginal: _Target, a: np.ndarray, idx: np.ndarray, counts: np.ndarray,
+             codes: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """The joint scheme's centres (len(a), K - 1) at the knots ``a``: the Dirichlet(a_j)
     posterior mode's log-ratios to the reference ``idx[-1]``, raised by
     ``log(1 + 1/(a_j + m_x))`` (``m`` the categories' effective ``counts``).
@@ -513,7 +563,10 @@ def _centres(marginal: _Target, a: np.ndarray, idx: np.ndarray,
     for j in range(first - 1, -1, -1):
         modes[j] = mode(j, modes[j + 1])
     log_theta = marginal.theta(modes)[1]
-    ratios = log_theta[:, idx[:-1]] - log_theta[:, idx[-1:]]
+    if codes is None:
+        ratios = log_theta[:, idx[:-1]] - log_theta[:, idx[-1:]]
+    else:  # nested log-ratios (codes: _nesting)
+        ratios = _nested_coords(log_theta, codes, idx)
     return ratios + np.log1p(1.0 / (a[:, None] + counts[None, :]))
 
 
@@ -596,16 +649,100 @@ SHARED_INFORMATION = 3.0
 def _default_accept(shared: float, hierarchical: bool) -> float:
     """The default ``target_accept``: 0.8, 0.9 under a hierarchical prior (smoothness, the
     adaptive prior's joint scheme), 0.95 where the likelihood measures some categories mostly
-    jointly (``shared > SHARED_INFORMATION``).  There the posterior of their split is loose
-    and skewed (a category near its lower quantiles while the others take up the total), and
-    the step size that 0.8 adapts to diverges: RRRR, K = 10, S = {0, 1, 2}, eps = 1,
-    eps1 = 0.8, n = 1e5, 30 Dirichlet(1) populations, Dirichlet(1) prior, 4 chains x 1000
-    draws: divergent draws in 9 fits at 0.8, 5 at 0.9, none at 0.95, for 19.6, 23.1 and 26.6
-    leapfrog steps per draw; the adaptive prior: 13 fits at 0.9, 7 at 0.95
-    (benchmarks/results/shared_information.md)."""
+    jointly (``shared > SHARED_INFORMATION``) and the coordinates are plain log-ratios
+    (``coordinates="alr"``, or no group for nested ones, :func:`_nesting`).  There the posterior
+    of their split is loose and skewed (a category near its lower quantiles while the others
+    take up the total), and the step size that 0.8 adapts to diverges: RRRR, K = 10,
+    S = {0, 1, 2}, eps = 1, eps1 = 0.8, n = 1e5, 30 Dirichlet(1) populations, Dirichlet(1)
+    prior, 4 chains x 1000 draws on plain log-ratios: divergent draws in 9 fits at 0.8, 5 at
+    0.9, none at 0.95, for 19.6, 23.1 and 26.6 leapfrog steps per draw; the adaptive prior: 13
+    fits at 0.9, 7 at 0.95 (benchmarks/results/shared_information.md).  Nested log-ratios
+    remove the curvature, and ``_run`` passes ``shared = 1`` for them."""
     if shared > SHARED_INFORMATION:
         return 0.95
     return 0.9 if hierarchical else 0.8
+
+
+#: with nested coordinates, the categories whose ratio ``m_x / m'_x`` (:func:`_information`)
+#: exceeds this form the group measured through its total (:func:`_nesting`)
+NESTED_GROUP = 2.0
+
+
+def _nesting(target: _Target, theta: np.ndarray) -> np.ndarray | None:
+    """Codes (K,) of nested log-ratios (:func:`_nested_softmax`) for the group of categories
+    the likelihood measures mostly through their total (``m_x / m'_x > NESTED_GROUP``, every
+    category with no information of its own included), the group's largest category its inner
+    reference; None when fewer than two categories, or all of them, qualify."""
+    m, m_free = _information(target, theta)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        group = np.where(m_free > 0.0, m / m_free, np.inf) > NESTED_GROUP
+    if group.sum() < 2 or group.all():
+        return None
+    codes = group.astype(np.int64)
+    members = np.flatnonzero(group)
+    codes[members[np.argmax(theta[members])]] = 2
+    return codes
+
+
+def _nested_order(codes: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """The categories in coordinate order: every category but the reference (the largest
+    outside the group), then the reference."""
+    outside = np.flatnonzero(codes == 0)
+    ref = int(outside[np.argmax(theta[outside])])
+    return np.concatenate([np.delete(np.arange(len(codes)), ref), [ref]]).astype(np.int64)
+
+
+def _nested_coords(log_theta: np.ndarray, codes: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Nested log-ratios (N, K - 1) of ``log theta`` (N, K) (:func:`_nested_softmax`)."""
+    group = codes != 0
+    gref = int(np.flatnonzero(codes == 2)[0])
+    full = log_theta - log_theta[:, idx[-1:]]
+    full[:, group] = log_theta[:, group] - log_theta[:, [gref]]
+    top = log_theta[:, group].max(axis=1, keepdims=True)
+    log_g = top[:, 0] + np.log(np.exp(log_theta[:, group] - top).sum(axis=1))
+    full[:, gref] = log_g - log_theta[:, idx[-1]]
+    return full[:, idx[:-1]]
+
+
+def _nested_theta(q: np.ndarray, codes: np.ndarray,
+                  idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """``theta`` and ``log theta`` (N, K) at nested log-ratios ``q`` (N, K - 1), as
+    :func:`_nested_softmax` computes them."""
+    full = np.zeros((q.shape[0], len(codes)))
+    full[:, idx[:-1]] = q
+    outer, group = codes != 1, codes != 0
+    gref = int(np.flatnonzero(codes == 2)[0])
+    log_theta = full - _logsumexp(full[:, outer])[:, None]
+    inner = full[:, group]
+    inner[:, np.flatnonzero(group) == gref] = 0.0
+    log_theta[:, group] = log_theta[:, [gref]] + inner - _logsumexp(inner)[:, None]
+    return np.exp(log_theta), log_theta
+
+
+def _logsumexp(x: np.ndarray) -> np.ndarray:
+    top = x.max(axis=1, keepdims=True)
+    return top[:, 0] + np.log(np.exp(x - top).sum(axis=1))
+
+
+def _nested_information(lik: Likelihood, theta: np.ndarray, codes: np.ndarray,
+                        idx: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The data's information about each nested log-ratio (K - 1,), the others held: the
+    diagonal of ``J^T L^T diag(c / mu^2) L J``, ``J = d theta / d q`` (on plain log-ratios
+    and direct counts, ``N theta_x (1 - theta_x)``, the joint scheme's effective count)."""
+    k = len(codes)
+    group = codes != 0
+    theta_g = theta[group].sum()
+    jac = np.empty((k, k - 1))
+    for i, x in enumerate(idx[:-1]):
+        if codes[x] == 0:
+            jac[:, i] = theta * ((np.arange(k) == x) - theta[x])
+        elif codes[x] == 2:
+            jac[:, i] = theta * (group - theta_g)
+        else:
+            jac[:, i] = np.where(group, theta * ((np.arange(k) == x) - theta[x] / theta_g), 0.0)
+    _, mu = lik.evaluate(theta)
+    gram = lik.full_gram(lik.counts / (mu * mu))
+    return np.einsum("xi,xy,yi->i", jac, gram, jac)
 
 
 def _find_mode(target: _Target, z0: np.ndarray, iters: int = 100) -> tuple[np.ndarray, np.ndarray]:
@@ -816,20 +953,29 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
         theta[nidx[i]] = zi
         if zi > top:
             top = zi
-    tot = 0.0
-    for x in range(k):
-        tot += math.exp(theta[x] - top)
-    log_norm = top + math.log(tot)
-    s_total = 0.0
-    for x in range(k):
-        log_theta = theta[x] - log_norm
-        s_total += log_theta
-        theta[x] = math.exp(log_theta)
+    nested = _is_nested(data[17])
+    log_g = 0.0
+    if nested:
+        s_total, _, log_g = _nest_softmax(data[17], theta, data[7])
+    else:
+        tot = 0.0
+        for x in range(k):
+            tot += math.exp(theta[x] - top)
+        log_norm = top + math.log(tot)
+        s_total = 0.0
+        for x in range(k):
+            log_theta = theta[x] - log_norm
+            s_total += log_theta
+            theta[x] = math.exp(log_theta)
     lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
                              0.0, r, lth, w, g[:k])  # fmt: skip
     lp += math.lgamma(k * a) - k * math.lgamma(a) + a * s_total - 0.5 * ((s - mu) / sd) ** 2
     ds = k * a * (_digamma(k * a) - _digamma(a)) + a * s_total - (s - mu) / (sd * sd)
     shift_a = shift + k * a
+    if nested:  # g[x] becomes the gradient in the coordinate x carries
+        for x in range(k):
+            g[x] = theta[x] * g[x] + a
+        _nest_gradient(data[17], g[:k], theta, shift_a, log_g)
     for i in range(d):
         x = nidx[i]
         u = q[i]
@@ -840,7 +986,7 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
         d_r = -0.5 * a * big_r**3
         d_b = wi * (d_l - d_r)
         slope = big_r + big_b * sig
-        gz = theta[x] * (g[x] - shift_a) + a
+        gz = g[x] if nested else theta[x] * (g[x] - shift_a) + a
         lp += math.log(slope)
         grad[i] = gz * slope - big_b * sig * (1.0 - sig) / slope
         dc = h[4] * npar[c0 + i] + h[5] * npar[m0 + i] + h[6] * npar[c1 + i] + h[7] * npar[m1 + i]
@@ -867,6 +1013,153 @@ def _joint_density(z, data, work, grad):  # pragma: no cover - replaced by the o
 
 
 overload(_joint_density)(_where_set(12, _logp_grad_joint))
+
+
+@nb.njit(cache=True)
+def _nested_softmax(theta, codes, alpha):  # pragma: no cover - compiled
+    """``theta`` from nested log-ratios, in place (:func:`_logp_grad_nested`): on entry
+    ``theta[x]`` holds the coordinate category ``x`` carries (0 for the reference), on exit
+    ``theta_x``.  Codes: 0 a category outside the group G, its log-ratio to the reference; 2
+    the group's inner reference, carrying ``log(theta_G / theta_ref)``; 1 the other members,
+    ``log(theta_x / theta_gref)``.  Returns ``S = sum_x log theta_x``,
+    ``sum_x alpha_x log theta_x`` and ``log theta_G``."""
+    k = theta.shape[0]
+    top_o = -math.inf
+    top_i = 0.0  # the inner reference's own coordinate is 0
+    for x in range(k):
+        if codes[x] == 1:
+            top_i = max(top_i, theta[x])
+        else:
+            top_o = max(top_o, theta[x])
+    tot_o = 0.0
+    tot_i = math.exp(-top_i)
+    group = 0.0
+    for x in range(k):
+        if codes[x] == 1:
+            tot_i += math.exp(theta[x] - top_i)
+        else:
+            tot_o += math.exp(theta[x] - top_o)
+            if codes[x] == 2:
+                group = theta[x]
+    norm_o = top_o + math.log(tot_o)
+    norm_i = top_i + math.log(tot_i)
+    log_g = group - norm_o
+    s_total = 0.0
+    s_alpha = 0.0
+    for x in range(k):
+        if codes[x] == 0:
+            log_theta = theta[x] - norm_o
+        elif codes[x] == 1:
+            log_theta = log_g + theta[x] - norm_i
+        else:
+            log_theta = log_g - norm_i
+        s_total += log_theta
+        s_alpha += alpha[x] * log_theta
+        theta[x] = math.exp(log_theta)
+    return s_total, s_alpha, log_g
+
+
+@nb.njit(cache=True)
+def _nested_gradient(f, theta, codes, shift, log_g):  # pragma: no cover - compiled
+    """In place: ``f_x = d logp / d log theta_x`` (``theta_x g_x + alpha_x``) on entry, the
+    gradient in the coordinate category ``x`` carries on exit (codes of
+    :func:`_nested_softmax`; ``shift = sum_x f_x = n + A``): ``f_x - theta_x shift`` outside G,
+    ``F_G - theta_G shift`` for the group's coordinate and ``f_x - (theta_x / theta_G) F_G``
+    inside it, ``F_G = sum_{x in G} f_x``."""
+    f_group = 0.0
+    for x in range(f.shape[0]):
+        if codes[x] != 0:
+            f_group += f[x]
+    theta_g = math.exp(log_g)
+    for x in range(f.shape[0]):
+        if codes[x] == 0:
+            f[x] -= theta[x] * shift
+        elif codes[x] == 1:
+            f[x] -= math.exp(math.log(theta[x]) - log_g) * f_group
+        else:
+            f[x] = f_group - theta_g * shift
+
+
+def _is_nested(slot):  # pragma: no cover - replaced by the overload
+    """True where data[17] holds nested coordinates' codes (compile-time constant)."""
+    raise NotImplementedError
+
+
+@overload(_is_nested)
+def _is_nested_overload(slot):
+    flag = not isinstance(slot, nb.types.NoneType)
+    return lambda slot: flag
+
+
+def _nest_softmax(slot, theta, alpha):  # pragma: no cover - replaced by the overload
+    """:func:`_nested_softmax` with ``slot = data[17]``; never compiled where it is None."""
+    raise NotImplementedError
+
+
+@overload(_nest_softmax)
+def _nest_softmax_overload(slot, theta, alpha):
+    if isinstance(slot, nb.types.NoneType):
+        return lambda slot, theta, alpha: (0.0, 0.0, 0.0)  # unreachable: not nested
+    return lambda slot, theta, alpha: _nested_softmax(theta, slot[0], alpha)
+
+
+def _nest_gradient(slot, f, theta, shift, log_g):  # pragma: no cover - replaced by the overload
+    """:func:`_nested_gradient` with ``slot = data[17]``; never compiled where it is None."""
+    raise NotImplementedError
+
+
+@overload(_nest_gradient)
+def _nest_gradient_overload(slot, f, theta, shift, log_g):
+    if isinstance(slot, nb.types.NoneType):
+        return lambda slot, f, theta, shift, log_g: None  # unreachable: not nested
+    return lambda slot, f, theta, shift, log_g: _nested_gradient(f, theta, slot[0], shift, log_g)
+
+
+@nb.njit(cache=True)
+def _logp_grad_nested(z, data, work, grad):  # pragma: no cover - compiled
+    """Log-density and gradient of a fixed or adaptive (marginal) Dirichlet prior's posterior on
+    nested log-ratios (:func:`_nesting`): ``data[17] = (codes, idx)``, coordinate ``i`` carried
+    by category ``idx[i]`` (:func:`_nested_softmax`), the reference ``idx[K-1]``.
+
+    By the Dirichlet's aggregation property, ``(theta_outside, theta_G) ~ Dirichlet(alpha_out,
+    sum_G alpha)`` and the split ``theta_G^{-1} theta_{x in G} ~ Dirichlet(alpha_G)`` apart;
+    with the Jacobians of both log-ratio maps the density on these coordinates is
+    ``loglik + sum_x alpha_x log theta_x + const``, the same function of ``theta`` as on plain
+    log-ratios (:func:`_logp_grad`); only the chain rule differs (:func:`_nested_gradient`).
+    """
+    dense, indptr, indices, delta, complement, offset, counts, alpha = data[:8]
+    shift, const, pa, pc = data[8:12]
+    idx = data[17][1]
+    theta, g, r, lth, w = work
+    d = z.shape[0]
+    for i in range(d):
+        theta[idx[i]] = z[i]
+    theta[idx[d]] = 0.0
+    s_total, s_alpha, log_g = _nest_softmax(data[17], theta, alpha)
+    lp = const + lk.gradient(dense, indptr, indices, delta, complement, offset, counts, theta,
+                             0.0, r, lth, w, g)  # fmt: skip
+    if pa is not None:
+        prior_lp, abar = _marginal_prior(s_total, pa, pc)
+        lp += prior_lp
+        shift += (d + 1) * abar
+        for x in range(d + 1):
+            g[x] = theta[x] * g[x] + abar
+    else:
+        lp += s_alpha
+        for x in range(d + 1):
+            g[x] = theta[x] * g[x] + alpha[x]
+    _nest_gradient(data[17], g, theta, shift, log_g)
+    for i in range(d):
+        grad[i] = g[idx[i]]
+    return lp
+
+
+def _nested_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
+    """:func:`_logp_grad_nested` where data[17] holds nested coordinates."""
+    raise NotImplementedError
+
+
+overload(_nested_density)(_where_set(17, _logp_grad_nested))
 
 
 @nb.njit(cache=True)
@@ -1027,6 +1320,8 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
         return _gamma_density(z, data, work, grad)
     if data[16] is not None:  # the smoothness prior on its RW2 coefficients
         return _smooth_density(z, data, work, grad)
+    if data[17] is not None:  # nested log-ratios (a group measured mostly through its total)
+        return _nested_density(z, data, work, grad)
     dense, indptr, indices, delta, complement, offset, counts, alpha = data[:8]
     shift, const, pa, pc = data[8:12]
     theta, g, r, lth, w = work
@@ -1369,7 +1664,7 @@ def sample(
     **options
         ``tune`` (int, default 1000): warm-up iterations per chain, discarded.
         ``target_accept`` (float in (0, 1), default 0.8; 0.9 under the smoothness prior and
-        the adaptive prior's joint scheme; 0.95 on ALR coordinates where the likelihood
+        the adaptive prior's joint scheme; 0.95 on plain ALR coordinates where the likelihood
         measures some categories mostly jointly, :func:`_shared_information`): dual-averaging
         target of the mean Metropolis acceptance along trajectories.  Under the smoothness
         prior 0.8 let a few trajectories diverge where a low-mass region's log-weights meet
@@ -1386,7 +1681,10 @@ def sample(
         data leave empty let the log-weights fall freely below an exponential wall, and the
         dense metric's larger steps run into it.
         ``coordinates`` ("auto", "alr" or "log_gamma", default "auto"): what NUTS moves in.
-        "alr": additive log-ratios (module docstring); "log_gamma": ``x`` in R^K with
+        "alr": additive log-ratios (module docstring), always plain; "auto" nests them where
+        the likelihood measures a group of categories through its total (nested log-ratios,
+        :class:`_NestedTarget`; ``backend_info["coordinates"] == "nested"`` and
+        ``"nested_group"``); "log_gamma": ``x`` in R^K with
         ``theta = softmax(x)`` and independent log-Gamma(``alpha_x``) priors
         (:class:`_GammaTarget`), fixed Dirichlet prior only, diagonal metric, O(K) per step
         besides the likelihood.  "auto" takes "log_gamma" for a fixed prior with every
@@ -1437,7 +1735,8 @@ def sample(
     with np.errstate(all="ignore"):
         return _run(target, rng, draws, chains, tune, max_treedepth, target_accept, metric,
                     started, random_seed, scheme, check_int(cores, "cores"),
-                    bool(progressbar), coordinates)  # fmt: skip
+                    bool(progressbar), coordinates,
+                    options.get("coordinates", "auto") == "auto")  # fmt: skip
 
 
 def _coordinates(value: Any, alpha: Any, k: int, metric: str | None) -> str:
@@ -1587,12 +1886,14 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
     return out_z, out_sc, out_int, divergences, eps
 
 
-def _pending_kernels(target: _Target, max_depth: int, joint: bool,
-                     gamma: bool = False) -> list[tuple[Any, tuple]]:  # fmt: skip
+def _pending_kernels(target: _Target, max_depth: int, joint: bool, gamma: bool = False,
+                     nested: bool = False) -> list[tuple[Any, tuple]]:  # fmt: skip
     """The compiled kernels a run calls from Python, each with arguments of the types it will
     be called with (for :func:`bayesldp.bayes._feedback.compile_notice`)."""
     d = target.k if joint or gamma else target.d
     data = target.data()
+    if nested:  # the nested coordinates' codes and order (see _NestedTarget)
+        data = (*data[:17], (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)))
     if joint:  # the joint scheme's slots hold arrays (see _JointTarget)
         data = (
             *data[:10],
@@ -1603,9 +1904,10 @@ def _pending_kernels(target: _Target, max_depth: int, joint: bool,
             np.empty(0),
             None,
             None,
+            *data[17:],
         )
     elif gamma:  # the log-gamma marker (see _GammaTarget)
-        data = (*data[:10], None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH)
+        data = (*data[:10], None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH, *_NO_NEST)
     z, grad, work = np.zeros(d), np.zeros(d), target.work()
     mat, ws = np.eye(d), np.empty((_N_SLOTS, d))
     lik = target.lik
@@ -1659,21 +1961,32 @@ def _run_chains(one_chain: Any, chains: int, cores: int, stop: threading.Event) 
 def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tune: int,
          max_treedepth: int, target_accept: float | None, metric: str, started: float,
          random_seed: int | None, scheme: str = "marginal", cores: int = 1,
-         progressbar: bool = False, coordinates: str = "alr") -> SamplerOutput:  # fmt: skip
+         progressbar: bool = False, coordinates: str = "alr",
+         nest: bool = False) -> SamplerOutput:  # fmt: skip
     joint = scheme == "joint" and target.adaptive is not None
     gamma = coordinates == "log_gamma"
     smooth = coordinates == "rw2"
-    _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma))
+    shared, codes = 1.0, None
     if smooth:  # the target found its mode; the Laplace covariance there, then the map
+        _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma))
         mode, laplace = target.decorrelate(target.start, target.laplace(target.start))
-    else:
+    else:  # the mode (numpy), then the coordinates, then the compiled kernels they need
         alpha = target.alpha
         mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
-    shared = _shared_information(target, mode) if coordinates == "alr" else 1.0
-    if target_accept is None:
-        target_accept = _default_accept(shared, smooth or joint)
+        if coordinates == "alr":
+            shared = _shared_information(target, mode)
+        if nest and shared > SHARED_INFORMATION:
+            codes = _nesting(target, target.theta(mode[None, :])[0][0])
+        _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma,
+                                                  codes is not None))  # fmt: skip
+    if target_accept is None:  # nested log-ratios remove what 0.95 was for (_default_accept)
+        target_accept = _default_accept(1.0 if codes is not None else shared, smooth or joint)
     if joint:  # from the marginal mode, a pilot; then (u, log a) jointly
-        target = _JointTarget(target, mode)
+        target = _JointTarget(target, mode, codes)
+        mode = target.start
+        laplace = target.laplace(mode)
+    elif codes is not None:  # nested log-ratios from the ALR mode
+        target = _NestedTarget(target, mode, codes)
         mode = target.start
         laplace = target.laplace(mode)
     elif gamma:  # from the ALR mode to log-gamma coordinates, a diagonal start
@@ -1730,15 +2043,18 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     info = {
         "backend": "bayesldp.hmc",
         "sampler": "NUTS (multinomial, generalised no-U-turn) on "
-        + {"log_gamma": "log-gamma", "rw2": "RW2-coefficient"}.get(coordinates, "ALR")
+        + {"log_gamma": "log-gamma", "rw2": "RW2-coefficient"}.get(
+            coordinates, "ALR" if codes is None else "nested ALR"
+        )
         + " coordinates, numba"
         + (", adaptive prior: (u, log a) jointly, tails rescaled by a" if joint else ""),
-        "coordinates": coordinates,
+        "coordinates": "nested" if codes is not None else coordinates,
         "tune": tune,
         "draws": draws,
         "chains": chains,
         "target_accept": target_accept,
         "shared_information": shared,
+        "nested_group": None if codes is None else np.flatnonzero(codes).tolist(),
         "max_treedepth": max_treedepth,
         "metric": metric,
         "random_seed": random_seed,

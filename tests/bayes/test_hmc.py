@@ -234,23 +234,113 @@ def test_information_of_direct_counts_is_multinomial():
     assert hmc._shared_information(target, z) == pytest.approx(1.0, abs=1e-9)
 
 
-def test_categories_measured_jointly_raise_the_default_target_accept():
+def test_categories_measured_jointly_get_nested_coordinates():
     """RRRR pins the total of the categories outside S and leaves their split loose: on this
-    tally (scratch rrrr_opts.py's seed 5) the default fit adapts its step size to 0.95 and has
-    no divergent draw, where 0.8 (the default before) had 2; GRR on the same population keeps
-    0.8, and a target_accept given is kept."""
+    tally (scratch rrrr_opts.py's seed 5) the default fit samples nested log-ratios (the group
+    S^c = {3..9} through its total, then its split) at target_accept 0.8 with no divergent
+    draw; plain log-ratios (coordinates="alr") keep the rule before nesting, 0.95, and at 0.8
+    have 2 divergent draws.  GRR on the same population keeps plain log-ratios and 0.8; the
+    adaptive prior's joint scheme nests too, at its 0.9."""
     rrrr, grr = rrrr_and_grr_tallies(5)
     out = hmc.sample(rrrr, np.ones(10), draws=1000, chains=4, random_seed=5)
     assert out.info["shared_information"] > 10
-    assert out.info["target_accept"] == 0.95
+    assert out.info["coordinates"] == "nested" and out.info["nested_group"] == list(range(3, 10))
+    assert out.info["target_accept"] == 0.8
     assert not out.sample_stats["diverging"].any()
-    old = hmc.sample(rrrr, np.ones(10), draws=1000, chains=4, random_seed=5, target_accept=0.8)
-    assert old.info["target_accept"] == 0.8 and old.sample_stats["diverging"].sum() == 2
-    plain = hmc.sample(grr, np.ones(10), draws=50, chains=1, random_seed=5, tune=50)
-    assert plain.info["shared_information"] < 1.5 and plain.info["target_accept"] == 0.8
+    plain = hmc.sample(rrrr, np.ones(10), draws=50, chains=1, random_seed=5, tune=50,
+                       coordinates="alr")  # fmt: skip
+    assert plain.info["coordinates"] == "alr" and plain.info["target_accept"] == 0.95
+    old = hmc.sample(rrrr, np.ones(10), draws=1000, chains=4, random_seed=5, target_accept=0.8,
+                     coordinates="alr")  # fmt: skip
+    assert old.sample_stats["diverging"].sum() == 2
+    other = hmc.sample(grr, np.ones(10), draws=50, chains=1, random_seed=5, tune=50)
+    assert other.info["shared_information"] < 1.5 and other.info["target_accept"] == 0.8
+    assert other.info["coordinates"] == "alr" and other.info["nested_group"] is None
     joint = hmc.sample(rrrr, bayesldp.bayes.AdaptiveDirichlet(10), draws=50, chains=1,
                        random_seed=5, tune=50)  # fmt: skip
-    assert joint.info["target_accept"] == 0.95
+    assert joint.info["coordinates"] == "nested" and joint.info["target_accept"] == 0.9
+
+
+def _assert_gradient_matches(target, q, h=1e-6):
+    """A compiled target's gradient at ``q`` against central differences of its log-density."""
+    _, grad = target(q[None, :])
+    for i in range(q.shape[0]):
+        dq = np.zeros_like(q)
+        dq[i] = h
+        diff = (target((q + dq)[None, :])[0][0] - target((q - dq)[None, :])[0][0]) / (2 * h)
+        assert grad[0, i] == pytest.approx(diff, rel=1e-5, abs=1e-6)
+
+
+def _rrrr_nested(prior):
+    """A small RRRR tally (K = 4, S = {0}), a target under ``prior`` at its mode and the codes
+    of the group {1, 2, 3} (inner reference 2)."""
+    mech = bayesldp.RRRR(k=4, epsilon=2.0, subset=[0], eps1=1.5)
+    tally = mech.simulate_tally(np.array([40, 25, 20, 15]), rng=np.random.default_rng(3))
+    target = hmc._Target(tally, prior)
+    mode, _ = hmc._find_mode(target, np.zeros(3))
+    return tally, target, mode, np.array([0, 1, 2, 1])
+
+
+@pytest.mark.parametrize("prior", ["fixed", "adaptive"])
+def test_nested_density_is_the_plain_one_and_its_gradient_matches_differences(prior):
+    """On nested log-ratios the density is the same function of theta as on plain ones (the
+    Dirichlet's aggregation property; both Jacobians included), so their difference at equal
+    theta is 0; the gradient matches central differences; the maps round-trip."""
+    alpha = np.array([0.8, 1.0, 1.5, 1.2])
+    prior = alpha if prior == "fixed" else bayesldp.bayes.AdaptiveDirichlet(4)
+    _, target, mode, codes = _rrrr_nested(prior)
+    nested = hmc._NestedTarget(target, mode, codes)
+    np.testing.assert_allclose(nested.theta(nested.start)[0], target.theta(mode)[0], atol=1e-15)
+    gen = np.random.default_rng(0)
+    for q in nested.start + gen.normal(0.0, 1.0, size=(4, 3)):
+        _, log_theta = nested.theta(q)
+        z = log_theta[:3] - log_theta[3]
+        assert nested(q[None, :])[0][0] == pytest.approx(target(z[None, :])[0][0], abs=1e-9)
+        np.testing.assert_allclose(hmc._nested_coords(log_theta[None, :], codes, nested.idx)[0],
+                                   q, atol=1e-12)  # fmt: skip
+        _assert_gradient_matches(nested, q)
+
+
+def test_joint_scheme_gradient_on_nested_coordinates_matches_differences():
+    _, target, mode, codes = _rrrr_nested(bayesldp.bayes.AdaptiveDirichlet(4))
+    joint = hmc._JointTarget(target, mode, codes)
+    gen = np.random.default_rng(1)
+    for q in joint.start + gen.normal(0.0, 0.7, size=(4, 4)):
+        _assert_gradient_matches(joint, q)
+        theta, _ = joint.theta_hyper(q[None, :])
+        kernel_theta, _ = hmc._CompiledTarget.theta_hyper(joint, q[None, :])
+        np.testing.assert_allclose(theta, kernel_theta, atol=1e-14)
+
+
+@pytest.mark.parametrize("prior", ["fixed", "adaptive"])
+def test_nested_hmc_matches_quadrature(prior, monkeypatch):
+    """NUTS on nested log-ratios (forced on the small RRRR tally) against the posterior mean by
+    midpoint quadrature on the 3-simplex (the adaptive prior: its grid's mixture of
+    Dirichlet(a 1) densities)."""
+    alpha = np.array([0.8, 1.0, 1.5, 1.2])
+    adaptive = bayesldp.bayes.AdaptiveDirichlet(4)
+    tally, _, _, codes = _rrrr_nested(alpha if prior == "fixed" else adaptive)
+    monkeypatch.setattr(hmc, "SHARED_INFORMATION", 0.0)
+    monkeypatch.setattr(hmc, "_nesting", lambda target, theta: codes)
+    m = 90
+    axes = np.meshgrid(*[(np.arange(m) + 0.5) / m] * 3, indexing="ij")
+    keep = axes[0] + axes[1] + axes[2] < 1
+    grid = np.stack([a[keep] for a in axes] + [1 - sum(a[keep] for a in axes)], axis=1)
+    if prior == "fixed":
+        log_prior = dirichlet.logpdf(grid.T, alpha)
+    else:
+        terms = [w + dirichlet.logpdf(grid.T, np.full(4, a))
+                 for w, a in zip(adaptive.log_w, adaptive.a, strict=True)]  # fmt: skip
+        log_prior = np.logaddexp.reduce(np.array(terms), axis=0)
+    logw = tally.loglik(grid) + log_prior
+    w = np.exp(logw - logw.max())
+    exact_mean = w @ grid / w.sum()
+    out = hmc.sample(tally, alpha if prior == "fixed" else adaptive, draws=DRAWS, chains=CHAINS,
+                     random_seed=11)  # fmt: skip
+    assert out.info["coordinates"] == "nested"
+    mean, mcse, rhat = _summary(out.theta)
+    assert np.all(np.abs(mean - exact_mean) < 4 * mcse + 2e-4)
+    assert rhat <= 1.01
 
 
 def test_same_seed_same_draws_and_forms_agree():
