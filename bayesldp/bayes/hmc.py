@@ -324,7 +324,10 @@ class _JointTarget(_CompiledTarget):
     and the weight ``w_x = 1 / (1 + a0 m_x)`` (``w = 1``: the lower side follows the prior's
     tail, for a category the data say little about; ``w = 0``: the data's scale).  The
     centre ``c_x(a)`` (``u_x = 0``) is interpolated in ``log a`` between the knots of
-    :func:`_centres` (``_CENTRE_KNOTS`` prior sd from the prior's mean).
+    :func:`_centres` (``_CENTRE_KNOTS`` prior sd from the prior's mean).  With ``codes``
+    (:func:`_nesting`) the log-ratios are nested ones (:class:`_NestedTarget`), the reference
+    the largest category outside the group and ``m`` the information about each nested
+    log-ratio (:func:`_nested_information`).
     """
 
     def __init__(self, marginal: _Target, z_mode: np.ndarray,
