@@ -9,7 +9,8 @@ family pooled over the tables (each table's family coverage weighted by its numb
 every table has the same populations and epsilons, one repeat per cell for OUE and OLH); then
 the same counts for each frequentist estimator against the best of the other three (where
 every table of a mechanism has that section), and for the best of the posteriors per cell (an
-oracle's choice among the priors the tables ran).
+oracle's choice among the priors the tables ran; on GRR also between the logistic-normal and
+the adaptive prior of ``prior_family_grid.md``, one repeat per cell).
 
 Usage::
 
@@ -28,6 +29,8 @@ TABLES = {
     "OLH": ["prior_accuracy_olh.md", "prior_accuracy_olh_1e4.md", "prior_accuracy_olh_1e5.md"],
 }
 OUT = RESULTS / "prior_accuracy_pooled.md"
+#: prior_family_fit.py --grid: the logistic-normal prior and the adaptive one on every GRR cell
+FAMILY_GRID = ("prior_family_grid.md", "## MSE over the best frequentist estimator, per cell")
 
 
 CELLS = "## MSE of each posterior mean over the best frequentist estimator, per cell"
@@ -48,15 +51,17 @@ def table_after(path: Path, heading: str) -> list[list[str]] | None:
     return [table[0], *table[2:]]
 
 
-def best_posterior(mechanism: str, files: list[str]) -> str:
-    """Per cell, the smallest ratio among the posteriors its table ran (an oracle's choice of
-    prior, cell by cell, with the truth known: a bound on what choosing among these priors
-    could reach, not an estimator): cells at most 1.0x and 1.1x and the largest."""
+def best_posterior(mechanism: str, files: list[str], heading: str = CELLS,
+                   columns: slice = slice(4, None)) -> str:  # fmt: skip
+    """Per cell, the smallest ratio among the posteriors its table ran (``columns`` of the
+    table after ``heading``; an oracle's choice of prior, cell by cell, with the truth known: a
+    bound on what choosing among these priors could reach, not an estimator): cells at most
+    1.0x and 1.1x and the largest."""
     ratios, priors = [], set()
     for name in files:
-        names, *rows = table_after(RESULTS / name, CELLS)
-        priors.update(names[4:])
-        ratios += [min(float(v) for v in row[4:]) for row in rows]
+        names, *rows = table_after(RESULTS / name, heading)
+        priors.update(names[columns])
+        ratios += [min(float(v) for v in row[columns]) for row in rows]
     cells = len(ratios)
     at1, at11 = sum(r <= 1.0 for r in ratios), sum(r <= 1.1 for r in ratios)
     shares = f"{at1 / cells:.1%} ({at1}/{cells}) | {at11 / cells:.1%} ({at11}/{cells})"
@@ -134,6 +139,8 @@ def main() -> None:
             "| mechanism | priors | cells | cells <= 1.0x | cells <= 1.1x | largest ratio |",
             "|---|---|---:|---:|---:|---:|"]  # fmt: skip
     out += [best_posterior(mechanism, files) for mechanism, files in TABLES.items()]
+    out.append(best_posterior("GRR (one repeat; `prior_family_grid.md`)", [FAMILY_GRID[0]],
+                              FAMILY_GRID[1], slice(3, 5)))  # fmt: skip
     args.out.write_text("\n".join(out) + "\n")
     print("\n".join(out))
 
