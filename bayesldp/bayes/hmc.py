@@ -326,8 +326,11 @@ class _JointTarget(_CompiledTarget):
     centre ``c_x(a)`` (``u_x = 0``) is interpolated in ``log a`` between the knots of
     :func:`_centres` (``_CENTRE_KNOTS`` prior sd from the prior's mean).  With ``codes``
     (:func:`_nesting`) the log-ratios are nested ones (:class:`_NestedTarget`), the reference
-    the largest category outside the group and ``m`` the information about each nested
-    log-ratio (:func:`_nested_information`).
+    the larger of the largest category outside the group and the group's total
+    (:func:`_nested_order`), ``m`` the information about each nested log-ratio
+    (:func:`_nested_information`), and the group's total has the prior concentration
+    ``|G| a`` (Dirichlet aggregation), which its ``R``, ``L``, weight and centre use
+    (``concentration``).
     """
 
     def __init__(self, marginal: _Target, z_mode: np.ndarray,
@@ -347,10 +350,17 @@ class _JointTarget(_CompiledTarget):
         else:  # nested log-ratios (_NestedTarget), each with the information about itself
             self.idx = _nested_order(codes, theta)
             counts = np.maximum(_nested_information(self.lik, theta, codes, self.idx), 0.0)
-        tails = np.concatenate([1.0 / (1.0 + a0 * counts), counts])  # the kernel's data[12]
-        self.weights, self.effective_counts = tails[: self.k - 1], tails[self.k - 1 :]  # views
+        d = self.k - 1
+        self.concentration = np.ones(d)  # of each coordinate's prior, in units of a
+        if codes is not None:  # the group's total: Dirichlet(|G| a) by aggregation
+            self.concentration[codes[self.idx[:-1]] == 2] = np.count_nonzero(codes)
+        tails = np.concatenate([1.0 / (1.0 + a0 * self.concentration * counts), counts])
+        if codes is not None:
+            tails = np.concatenate([tails, self.concentration])  # the kernel's data[12]
+        self.weights, self.effective_counts = tails[:d], tails[d : 2 * d]  # views
         knots = prior.log_a_mean + prior.log_a_sd * _CENTRE_KNOTS
-        centres = _centres(marginal, np.exp(knots), self.idx, self.effective_counts, codes)
+        centres = _centres(marginal, np.exp(knots), self.idx, self.effective_counts, codes,
+                           self.concentration)  # fmt: skip
         slopes = np.gradient(centres, knots, axis=0)
         par = np.concatenate([[prior.log_a_mean, prior.log_a_sd, knots[0], knots[1] - knots[0],
                                len(knots)], centres.ravel(), slopes.ravel()])  # fmt: skip
@@ -367,8 +377,9 @@ class _JointTarget(_CompiledTarget):
         per draw: 13 ms of a 0.18 s fit on GRR, K = 10, n = 1e5, 4 x 1000 draws; scratch)."""
         u, s = q[:, :-1], q[:, -1]
         a = np.exp(s)[:, None]
-        big_l = np.sqrt(1.0 + a) / a
-        big_r = 1.0 / np.sqrt(1.0 + a + self.effective_counts)
+        ca = a * self.concentration
+        big_l = np.sqrt(1.0 + ca) / ca
+        big_r = 1.0 / np.sqrt(1.0 + ca + self.effective_counts)
         z = (self._centre(s) + big_r * u
              - self.weights * (big_l - big_r) * np.logaddexp(0.0, -u))  # fmt: skip
         if self.codes is not None:
@@ -442,11 +453,11 @@ class _GammaTarget(_CompiledTarget):
 class _NestedTarget(_CompiledTarget):
     """A fixed (or, under the marginal scheme, adaptive) Dirichlet prior's posterior on nested
     log-ratios (:func:`_logp_grad_nested`): the categories outside a group G and G's total as
-    log-ratios to a reference outside G, then the split inside G as log-ratios to the group's
-    largest category.  Where the likelihood pins G's total and leaves its split loose (RRRR's
-    categories outside S, :func:`_nesting`), plain log-ratios to one reference put the
-    posterior near a curved surface (the log-sum-exp of the group's coordinates pinned); these
-    coordinates make it a flat direction."""
+    log-ratios to a reference (the largest of them, :func:`_nested_order`), then the split
+    inside G as log-ratios to the group's largest category.  Where the likelihood pins G's
+    total and leaves its split loose (RRRR's categories outside S, :func:`_nesting`), plain
+    log-ratios to one reference put the posterior near a curved surface (the log-sum-exp of
+    the group's coordinates pinned); these coordinates make it a flat direction."""
 
     def __init__(self, marginal: _Target, z_mode: np.ndarray, codes: np.ndarray) -> None:
         self.lik, self.n, self.k, self.d = marginal.lik, marginal.n, marginal.k, marginal.d
@@ -543,7 +554,8 @@ class _SmoothTarget(_CompiledTarget):
 
 
 def _centres(marginal: _Target, a: np.ndarray, idx: np.ndarray, counts: np.ndarray,
-             codes: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+             codes: np.ndarray | None = None,
+             concentration: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """The joint scheme's centres (len(a), K - 1) at the knots ``a``: the Dirichlet(a_j)
     posterior mode's log-ratios to the reference ``idx[-1]``, raised by
     ``log(1 + 1/(a_j + m_x))`` (``m`` the categories' effective ``counts``).
@@ -570,7 +582,8 @@ def _centres(marginal: _Target, a: np.ndarray, idx: np.ndarray, counts: np.ndarr
         ratios = log_theta[:, idx[:-1]] - log_theta[:, idx[-1:]]
     else:  # nested log-ratios (codes: _nesting)
         ratios = _nested_coords(log_theta, codes, idx)
-    return ratios + np.log1p(1.0 / (a[:, None] + counts[None, :]))
+    conc = a[:, None] if concentration is None else a[:, None] * concentration[None, :]
+    return ratios + np.log1p(1.0 / (conc + counts[None, :]))
 
 
 def _pilot(marginal: _Target, z_mode: np.ndarray) -> tuple[float, np.ndarray]:
@@ -681,6 +694,12 @@ def _nesting(target: _Target, theta: np.ndarray) -> np.ndarray | None:
         group = np.where(m_free > 0.0, m / m_free, np.inf) > NESTED_GROUP
     if group.sum() < 2 or group.all():
         return None
+    return _group_codes(group, theta)
+
+
+def _group_codes(group: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Codes (:func:`_nested_softmax`) of the group ``group`` (K,) of bool, its largest
+    category at ``theta`` the inner reference: log-ratios to a small category are loose."""
     codes = group.astype(np.int64)
     members = np.flatnonzero(group)
     codes[members[np.argmax(theta[members])]] = 2
@@ -688,10 +707,12 @@ def _nesting(target: _Target, theta: np.ndarray) -> np.ndarray | None:
 
 
 def _nested_order(codes: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """The categories in coordinate order: every category but the reference (the largest
-    outside the group), then the reference."""
-    outside = np.flatnonzero(codes == 0)
-    ref = int(outside[np.argmax(theta[outside])])
+    """The categories in coordinate order: every category but the reference, then the
+    reference: the largest of the categories outside the group and the group's total (the
+    group's inner reference stands for its total, whose coordinate is then 0)."""
+    outer = np.flatnonzero(codes != 1)
+    size = np.where(codes[outer] == 2, theta[codes != 0].sum(), theta[outer])
+    ref = int(outer[np.argmax(size)])
     return np.concatenate([np.delete(np.arange(len(codes)), ref), [ref]]).astype(np.int64)
 
 
@@ -699,11 +720,12 @@ def _nested_coords(log_theta: np.ndarray, codes: np.ndarray, idx: np.ndarray) ->
     """Nested log-ratios (N, K - 1) of ``log theta`` (N, K) (:func:`_nested_softmax`)."""
     group = codes != 0
     gref = int(np.flatnonzero(codes == 2)[0])
-    full = log_theta - log_theta[:, idx[-1:]]
-    full[:, group] = log_theta[:, group] - log_theta[:, [gref]]
     top = log_theta[:, group].max(axis=1, keepdims=True)
-    log_g = top[:, 0] + np.log(np.exp(log_theta[:, group] - top).sum(axis=1))
-    full[:, gref] = log_g - log_theta[:, idx[-1]]
+    outer = log_theta.copy()  # the outer level's log-weights: the group's total at gref
+    outer[:, gref] = top[:, 0] + np.log(np.exp(log_theta[:, group] - top).sum(axis=1))
+    full = outer - outer[:, idx[-1:]]
+    members = codes == 1
+    full[:, members] = log_theta[:, members] - log_theta[:, [gref]]
     return full[:, idx[:-1]]
 
 
@@ -919,6 +941,9 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
     ``S = sum_x log theta_x``) ``+ sum_x log dz_x/du_x`` (Jacobian of ``u -> z``)
     ``- (s - mu)^2 / (2 sd^2)`` (the normal prior on ``log a``).  ``data[12:15]`` = (``w``
     then ``m`` (2 (K-1),), category order ``idx`` (K,), parameters (:class:`_JointTarget`)).
+    On nested log-ratios (``data[17]``, :func:`_nested_softmax`) ``data[12]`` holds a third
+    block, each coordinate's prior concentration in units of ``a`` (``|G|`` for the group's
+    total, by aggregation, 1 otherwise), which takes ``a``'s place in ``R_x`` and ``L``.
     ``grad[:K-1]`` holds ``exp(-|u_x|)`` between the two passes and ``g[K:3K-2]`` (the joint
     target's ``g`` has 3K entries, the likelihood's gradient in the first K) ``R_x`` and
     ``softplus(-u_x)``: each computed once per category.
@@ -945,18 +970,22 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
     ref = nidx[d]
     theta[ref] = 0.0  # holds z until the softmax
     top = 0.0
+    nested = _is_nested(data[17])
     for i in range(d):
         u = q[i]
         e = math.exp(-abs(u))
-        big_r = 1.0 / math.sqrt(1.0 + a + tails[d + i])
+        ca, bl = a, big_l
+        if nested:  # the coordinate's concentration: |G| a for the group's total
+            ca = a * tails[2 * d + i]
+            bl = math.sqrt(1.0 + ca) / ca
+        big_r = 1.0 / math.sqrt(1.0 + ca + tails[d + i])
         sp = max(-u, 0.0) + math.log1p(e)  # softplus(-u)
         grad[i], g[k + i], g[2 * k + i] = e, big_r, sp  # kept for the second pass
         ci = h[0] * npar[c0 + i] + h[1] * npar[m0 + i] + h[2] * npar[c1 + i] + h[3] * npar[m1 + i]
-        zi = ci + big_r * u - tails[i] * (big_l - big_r) * sp
+        zi = ci + big_r * u - tails[i] * (bl - big_r) * sp
         theta[nidx[i]] = zi
         if zi > top:
             top = zi
-    nested = _is_nested(data[17])
     log_g = 0.0
     if nested:
         s_total, _, log_g = _nest_softmax(data[17], theta, data[7])
@@ -985,9 +1014,14 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
         e, big_r, sp = grad[i], g[k + i], g[2 * k + i]
         sig = e / (1.0 + e) if u >= 0.0 else 1.0 / (1.0 + e)  # sigmoid(-u)
         wi = tails[i]
-        big_b = wi * (big_l - big_r)
-        d_r = -0.5 * a * big_r**3
-        d_b = wi * (d_l - d_r)
+        ca, bl, dl = a, big_l, d_l
+        if nested:
+            ca = a * tails[2 * d + i]
+            bl = math.sqrt(1.0 + ca) / ca
+            dl = bl * (0.5 * ca / (1.0 + ca) - 1.0)
+        big_b = wi * (bl - big_r)
+        d_r = -0.5 * ca * big_r**3
+        d_b = wi * (dl - d_r)
         slope = big_r + big_b * sig
         gz = g[x] if nested else theta[x] * (g[x] - shift_a) + a
         lp += math.log(slope)

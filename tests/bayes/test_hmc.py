@@ -271,25 +271,29 @@ def _assert_gradient_matches(target, q, h=1e-6):
         assert grad[0, i] == pytest.approx(diff, rel=1e-5, abs=1e-6)
 
 
-def _rrrr_nested(prior):
+def _rrrr_nested(prior, counts=(40, 25, 20, 15)):
     """A small RRRR tally (K = 4, S = {0}), a target under ``prior`` at its mode and the codes
-    of the group {1, 2, 3} (inner reference 2)."""
+    of the group {1, 2, 3} (inner reference 2).  The reference is the larger of category 0 and
+    the group's total (:func:`hmc._nested_order`): the group for these counts."""
     mech = bayesldp.RRRR(k=4, epsilon=2.0, subset=[0], eps1=1.5)
-    tally = mech.simulate_tally(np.array([40, 25, 20, 15]), rng=np.random.default_rng(3))
+    tally = mech.simulate_tally(np.array(counts), rng=np.random.default_rng(3))
     target = hmc._Target(tally, prior)
     mode, _ = hmc._find_mode(target, np.zeros(3))
     return tally, target, mode, np.array([0, 1, 2, 1])
 
 
 @pytest.mark.parametrize("prior", ["fixed", "adaptive"])
-def test_nested_density_is_the_plain_one_and_its_gradient_matches_differences(prior):
+@pytest.mark.parametrize("counts, ref", [((40, 25, 20, 15), 2), ((70, 12, 10, 8), 0)])
+def test_nested_density_is_the_plain_one_and_its_gradient_matches_differences(prior, counts, ref):
     """On nested log-ratios the density is the same function of theta as on plain ones (the
     Dirichlet's aggregation property; both Jacobians included), so their difference at equal
-    theta is 0; the gradient matches central differences; the maps round-trip."""
+    theta is 0; the gradient matches central differences; the maps round-trip.  The reference
+    is the group's total (its inner reference 2 stands for it) or category 0."""
     alpha = np.array([0.8, 1.0, 1.5, 1.2])
     prior = alpha if prior == "fixed" else bayesldp.bayes.AdaptiveDirichlet(4)
-    _, target, mode, codes = _rrrr_nested(prior)
+    _, target, mode, codes = _rrrr_nested(prior, counts)
     nested = hmc._NestedTarget(target, mode, codes)
+    assert nested.idx[-1] == ref
     np.testing.assert_allclose(nested.theta(nested.start)[0], target.theta(mode)[0], atol=1e-15)
     gen = np.random.default_rng(0)
     for q in nested.start + gen.normal(0.0, 1.0, size=(4, 3)):
@@ -321,7 +325,7 @@ def test_nested_hmc_matches_quadrature(prior, monkeypatch):
     adaptive = bayesldp.bayes.AdaptiveDirichlet(4)
     tally, _, _, codes = _rrrr_nested(alpha if prior == "fixed" else adaptive)
     monkeypatch.setattr(hmc, "SHARED_INFORMATION", 0.0)
-    monkeypatch.setattr(hmc, "_nesting", lambda target, theta: codes)
+    monkeypatch.setattr(hmc, "_nesting", lambda target, theta: hmc._group_codes(codes > 0, theta))
     m = 90
     axes = np.meshgrid(*[(np.arange(m) + 0.5) / m] * 3, indexing="ij")
     keep = axes[0] + axes[1] + axes[2] < 1
