@@ -279,8 +279,9 @@ def test_hmc_on_nested_log_ratios_is_calibrated_rrrr(prior, monkeypatch):
     adaptive prior (its joint scheme on the same coordinates): L = 200, chi-square p > 0.001,
     coverage 85-95 % per coordinate.  Under the adaptive prior a few replications whose
     group total is near 0 (a Dirichlet(a) draw at small a) mix slower (8 of 200 below 99
-    effective draws); the default nests none of those (the next test), so up to 10 are
-    allowed here."""
+    effective draws in a scratch run), so up to 10 are allowed here; left to itself, the
+    default nested none of these 200 data sets (scratch), and the next test checks the
+    default where it nests."""
     from bayesldp.bayes import hmc
     from bayesldp.mechanisms.rrrr import RRRR
 
