@@ -261,16 +261,6 @@ def test_categories_measured_jointly_get_nested_coordinates():
     assert joint.info["coordinates"] == "nested" and joint.info["target_accept"] == 0.9
 
 
-def _assert_gradient_matches(target, q, h=1e-6):
-    """A compiled target's gradient at ``q`` against central differences of its log-density."""
-    _, grad = target(q[None, :])
-    for i in range(q.shape[0]):
-        dq = np.zeros_like(q)
-        dq[i] = h
-        diff = (target((q + dq)[None, :])[0][0] - target((q - dq)[None, :])[0][0]) / (2 * h)
-        assert grad[0, i] == pytest.approx(diff, rel=1e-5, abs=1e-6)
-
-
 def _rrrr_nested(prior, counts=(40, 25, 20, 15)):
     """A small RRRR tally (K = 4, S = {0}), a target under ``prior`` at its mode and the codes
     of the group {1, 2, 3} (inner reference 2).  The reference is the larger of category 0 and
@@ -302,7 +292,7 @@ def test_nested_density_is_the_plain_one_and_its_gradient_matches_differences(pr
         assert nested(q[None, :])[0][0] == pytest.approx(target(z[None, :])[0][0], abs=1e-9)
         np.testing.assert_allclose(hmc._nested_coords(log_theta[None, :], codes, nested.idx)[0],
                                    q, atol=1e-12)  # fmt: skip
-        _assert_gradient_matches(nested, q)
+        assert_derivatives_match_differences(nested, q, rel_grad=1e-5, abs_grad=1e-6)
 
 
 def test_joint_scheme_gradient_on_nested_coordinates_matches_differences():
@@ -310,7 +300,7 @@ def test_joint_scheme_gradient_on_nested_coordinates_matches_differences():
     joint = hmc._JointTarget(target, mode, codes)
     gen = np.random.default_rng(1)
     for q in joint.start + gen.normal(0.0, 0.7, size=(4, 4)):
-        _assert_gradient_matches(joint, q)
+        assert_derivatives_match_differences(joint, q, rel_grad=1e-5, abs_grad=1e-6)
         theta, _ = joint.theta_hyper(q[None, :])
         kernel_theta, _ = hmc._CompiledTarget.theta_hyper(joint, q[None, :])
         np.testing.assert_allclose(theta, kernel_theta, atol=1e-14)
