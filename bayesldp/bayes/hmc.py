@@ -125,7 +125,7 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 from scipy.linalg import solve_triangular
-from scipy.special import gammaln
+from scipy.special import gammaln, logsumexp
 
 from bayesldp import likelihood as lk
 from bayesldp._validation import as_generator, check_choice, check_int, check_open_unit
@@ -720,9 +720,8 @@ def _nested_coords(log_theta: np.ndarray, codes: np.ndarray, idx: np.ndarray) ->
     """Nested log-ratios (N, K - 1) of ``log theta`` (N, K) (:func:`_nested_softmax`)."""
     group = codes != 0
     gref = int(np.flatnonzero(codes == 2)[0])
-    top = log_theta[:, group].max(axis=1, keepdims=True)
     outer = log_theta.copy()  # the outer level's log-weights: the group's total at gref
-    outer[:, gref] = top[:, 0] + np.log(np.exp(log_theta[:, group] - top).sum(axis=1))
+    outer[:, gref] = logsumexp(log_theta[:, group], axis=1)
     full = outer - outer[:, idx[-1:]]
     members = codes == 1
     full[:, members] = log_theta[:, members] - log_theta[:, [gref]]
@@ -737,16 +736,11 @@ def _nested_theta(q: np.ndarray, codes: np.ndarray,
     full[:, idx[:-1]] = q
     outer, group = codes != 1, codes != 0
     gref = int(np.flatnonzero(codes == 2)[0])
-    log_theta = full - _logsumexp(full[:, outer])[:, None]
+    log_theta = full - logsumexp(full[:, outer], axis=1, keepdims=True)
     inner = full[:, group]
     inner[:, np.flatnonzero(group) == gref] = 0.0
-    log_theta[:, group] = log_theta[:, [gref]] + inner - _logsumexp(inner)[:, None]
+    log_theta[:, group] = log_theta[:, [gref]] + inner - logsumexp(inner, axis=1, keepdims=True)
     return np.exp(log_theta), log_theta
-
-
-def _logsumexp(x: np.ndarray) -> np.ndarray:
-    top = x.max(axis=1, keepdims=True)
-    return top[:, 0] + np.log(np.exp(x - top).sum(axis=1))
 
 
 def _nested_information(lik: Likelihood, theta: np.ndarray, codes: np.ndarray,
@@ -1108,11 +1102,12 @@ def _nested_gradient(f, theta, codes, shift, log_g):  # pragma: no cover - compi
         if codes[x] != 0:
             f_group += f[x]
     theta_g = math.exp(log_g)
+    inv_g = 1.0 / theta_g if theta_g > 0.0 else 0.0  # theta_G = 0: every member's theta is 0
     for x in range(f.shape[0]):
         if codes[x] == 0:
             f[x] -= theta[x] * shift
         elif codes[x] == 1:
-            f[x] -= math.exp(math.log(theta[x]) - log_g) * f_group
+            f[x] -= theta[x] * inv_g * f_group
         else:
             f[x] = f_group - theta_g * shift
 
