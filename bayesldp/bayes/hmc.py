@@ -29,9 +29,9 @@ arXiv:1701.02434, appendix A):
   property the log-density is the same function of ``theta`` (:func:`_logp_grad_nested`), and
   the adaptive prior's joint scheme takes the same coordinates.  RRRR, K = 10, 30 tallies of
   n = 1e5 (benchmarks/results/shared_information.md), nested in 27: Dirichlet(1) at 0.8 no
-  divergent draw in 10.6 leapfrog steps per draw (plain log-ratios: 12 divergent draws in 9
-  fits at 0.8, none at 0.95 in 26.6 steps), median smallest bulk ESS 2009 against 1615; the
-  adaptive prior at 0.9 one divergent draw in 13.8 steps (plain: 30 in 13 fits at 0.9, 10 in 7
+  divergent draw in 10.4 leapfrog steps per draw (plain log-ratios: 12 divergent draws in 9
+  fits at 0.8, none at 0.95 in 26.6 steps), median smallest bulk ESS 2029 against 1615; the
+  adaptive prior at 0.9 one divergent draw in 14.1 steps (plain: 30 in 13 fits at 0.9, 10 in 7
   fits at 0.95 in 27.6 steps).
 * Large K (``coordinates="auto"``: a fixed prior with K >= 200 and every ``alpha_x >= 1``):
   log-gamma coordinates ``x`` in R^K, ``theta = softmax(x)`` with independent log-Gamma(alpha_x)
