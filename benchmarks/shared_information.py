@@ -6,16 +6,17 @@ likelihood's diagonal to what is left once the other categories are free) at the
 mode under Dirichlet(1) and under the adaptive prior, for fifteen mechanism settings, K = 10 and
 30, n in 1e3, 1e4, 1e5, two Dirichlet(1) populations each (12 values per row).  About 1 where each
 category is measured by itself; RRRR's categories outside its subset are measured almost only
-through their total.
+through their total.  Also, at the same modes: how often ``hmc._nesting`` finds a group of
+categories measured mostly through their total (the default coordinates then nest them).
 
-Part 2: RRRR (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8: the quickstart's), n = 1e5, 30
-Dirichlet(1) populations; ``bayesldp.fit(method="hmc")`` with 4 chains x 1000 draws under
+Parts 2 and 3: RRRR (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8: the quickstart's), n = 1e5 and 1e3,
+30 Dirichlet(1) populations; ``bayesldp.fit(method="hmc")`` with 4 chains x 1000 draws under
 Dirichlet(1) and the adaptive prior, on plain log-ratios (``coordinates="alr"``) at several
-``target_accept`` and at their default (0.95 where ``shared_information`` exceeds
-``SHARED_INFORMATION``), and on the default coordinates (nested log-ratios there,
-``hmc._NestedTarget``, at 0.8 / 0.9): fits with a divergent draw, divergent draws, mean
-leapfrog steps per draw, median seconds, the median smallest bulk ESS and the largest r_hat
-of theta.
+``target_accept`` (n = 1e5) and at their default (0.95 where ``shared_information`` exceeds
+``SHARED_INFORMATION``), and on the default coordinates (nested log-ratios wherever
+``hmc._nesting`` finds a group, ``hmc._NestedTarget``, at 0.8 / 0.9): fits with a divergent
+draw, divergent draws, mean leapfrog steps per draw, median seconds, the median smallest bulk
+ESS and the largest r_hat of theta.
 
 Usage::
 
@@ -67,54 +68,69 @@ def settings(k: int) -> dict[str, bayesldp.Mechanism]:
     }
 
 
-def shared_at_modes(tally: bayesldp.Tally) -> list[float]:
-    """``shared_information`` at the Dirichlet(1) mode and at the adaptive prior's mode."""
+def shared_at_modes(tally: bayesldp.Tally) -> list[tuple[float, bool]]:
+    """``shared_information`` at the Dirichlet(1) mode and at the adaptive prior's mode, and
+    whether ``hmc._nesting`` finds a group there."""
     out = []
     for prior in (np.ones(tally.k), AdaptiveDirichlet(tally.k)):
         target = hmc._Target(tally, prior)
         z, _ = hmc._find_mode(target, np.zeros(tally.k - 1))
-        out.append(hmc._shared_information(target, z))
+        theta = target.theta(z[None, :])[0][0]
+        m, m_free = hmc._information(target, theta)
+        out.append((hmc._shared_ratio(m, m_free), hmc._nesting(m, m_free, theta) is not None))
     return out
 
 
 def part1() -> list[str]:
     lines = ["## 1. shared_information by mechanism", "",
-             f"Above {hmc.SHARED_INFORMATION:g} the HMC samples nested log-ratios by default "
-             "(on plain ones, `coordinates=\"alr\"`, its default target_accept is 0.95).", "",
-             "| K | mechanism | median | largest | values above the threshold |",
-             "|---:|---|---:|---:|---:|"]  # fmt: skip
+             f"Above {hmc.SHARED_INFORMATION:g} the default target_accept on plain log-ratios "
+             "(`coordinates=\"alr\"`) is 0.95. Group found: modes where `hmc._nesting` finds "
+             "a group of categories measured mostly through their total; the default "
+             "coordinates then nest them.", "",
+             "| K | mechanism | median | largest | values above the threshold | group found |",
+             "|---:|---|---:|---:|---:|---:|"]  # fmt: skip
     for k in (10, 30):
         for name, mech in settings(k).items():
-            vals = []
+            vals, groups = [], []
             for n in (1_000, 10_000, 100_000):
                 for seed in range(2):
                     gen = np.random.default_rng([seed, k, n])
                     counts = gen.multinomial(n, gen.dirichlet(np.ones(k)))
-                    vals += shared_at_modes(mech.simulate_tally(counts, rng=gen))
+                    for shared, group in shared_at_modes(mech.simulate_tally(counts, rng=gen)):
+                        vals.append(shared)
+                        groups.append(group)
             over = sum(v > hmc.SHARED_INFORMATION for v in vals)
             lines.append(f"| {k} | {name} | {np.median(vals):.2f} | {max(vals):.2f} | "
-                         f"{over}/{len(vals)} |")  # fmt: skip
+                         f"{over}/{len(vals)} | {sum(groups)}/{len(groups)} |")  # fmt: skip
             print(lines[-1], flush=True)
     return lines
 
 
-def part2(repeats: int) -> list[str]:
-    mech = bayesldp.RRRR(k=10, epsilon=1.0, **RRRR_ARGS)
-    tallies = []
-    for seed in range(repeats):
-        gen = np.random.default_rng([seed, 7])
-        tallies.append(mech.simulate_tally(gen.multinomial(100_000, gen.dirichlet(np.ones(10))),
-                                           rng=gen))  # fmt: skip
-    configs = [("Dirichlet(1)", 1.0, "alr", 0.8), ("Dirichlet(1)", 1.0, "alr", 0.9),
+#: part 2's fits at n = 1e5: (label, prior, coordinates, target_accept or None for the default)
+CONFIGS = [("Dirichlet(1)", 1.0, "alr", 0.8), ("Dirichlet(1)", 1.0, "alr", 0.9),
                ("Dirichlet(1)", 1.0, "alr", 0.95), ("Dirichlet(1)", 1.0, "alr", None),
                ("Dirichlet(1)", 1.0, "auto", None), ("Dirichlet(1)", 1.0, "auto", 0.9),
                ("adaptive", "adaptive", "alr", 0.9), ("adaptive", "adaptive", "alr", 0.95),
                ("adaptive", "adaptive", "alr", None), ("adaptive", "adaptive", "auto", None),
                ("adaptive", "adaptive", "auto", 0.95)]  # fmt: skip
-    lines = ["", f"## 2. RRRR, K = 10, n = 100,000, {repeats} populations", "",
+#: at n = 1e3, each prior's default on either coordinates
+DEFAULTS = [
+    (label, prior, coordinates, None)
+    for label, prior in (("Dirichlet(1)", 1.0), ("adaptive", "adaptive"))
+    for coordinates in ("alr", "auto")
+]
+
+
+def part2(repeats: int, n: int, configs: list[tuple], number: int = 2) -> list[str]:
+    mech = bayesldp.RRRR(k=10, epsilon=1.0, **RRRR_ARGS)
+    tallies = []
+    for seed in range(repeats):
+        gen = np.random.default_rng([seed, 7])
+        tallies.append(mech.simulate_tally(gen.multinomial(n, gen.dirichlet(np.ones(10))),
+                                           rng=gen))  # fmt: skip
+    lines = ["", f"## {number}. RRRR, K = 10, n = {n:,}, {repeats} populations", "",
              "Coordinates: `alr` plain log-ratios (the sampler before nested ones); `auto` the "
-             "default (nested log-ratios where shared_information exceeds "
-             f"{hmc.SHARED_INFORMATION:g}).", "",
+             "default (nested log-ratios wherever `hmc._nesting` finds a group).", "",
              "| prior | coordinates | target_accept | fits with a divergence | divergent draws "
              "| steps per draw | median s | median smallest bulk ESS | largest r_hat |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
@@ -159,7 +175,7 @@ def main() -> None:
     args = parser.parse_args()
     load = os.getloadavg()
     start = time.perf_counter()
-    body = part1() + part2(args.repeats)
+    body = part1() + part2(args.repeats, 100_000, CONFIGS) + part2(args.repeats, 1_000, DEFAULTS, 3)
     minutes = (time.perf_counter() - start) / 60
     header = [
         "# Categories measured only jointly: shared information and target acceptance", "",

@@ -57,13 +57,13 @@ def assert_derivatives_match_differences(target, z, h=1e-6, rel_grad=1e-6, rel_h
                                        rtol=rel_hess)  # fmt: skip
 
 
-def rrrr_and_grr_tallies(seed: int) -> tuple:
+def rrrr_and_grr_tallies(seed: int, n: int = 100_000) -> tuple:
     """RRRR (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8) and GRR (eps = 1) tallies of one
-    population of 100,000 users drawn from Dirichlet(1) (the quickstart's setting)."""
+    population of ``n`` users drawn from Dirichlet(1) (the quickstart's setting at 100,000)."""
     import bayesldp
 
     gen = np.random.default_rng([seed, 7])
-    counts = gen.multinomial(100_000, gen.dirichlet(np.ones(10)))
+    counts = gen.multinomial(n, gen.dirichlet(np.ones(10)))
     rrrr = bayesldp.RRRR(k=10, epsilon=1.0, subset=[0, 1, 2], eps1=0.8)
     grr = bayesldp.GRR(10, 1.0)
     return rrrr.simulate_tally(counts, rng=gen), grr.simulate_tally(counts, rng=gen)

@@ -279,23 +279,23 @@ def test_hmc_on_nested_log_ratios_is_calibrated_rrrr(prior, monkeypatch):
     adaptive prior (its joint scheme on the same coordinates): L = 200, chi-square p > 0.001,
     coverage 85-95 % per coordinate.  Under the adaptive prior a few replications whose
     group total is near 0 (a Dirichlet(a) draw at small a) mix slower (8 of 200 below 99
-    effective draws in a scratch run), so up to 10 are allowed here; left to itself, the
-    default nested none of these 200 data sets (scratch), and the next test checks the
-    default where it nests."""
+    effective draws in a scratch run), so up to 10 are allowed here, at target_accept 0.95
+    as in that run (11 at the default 0.9); the default does not nest a group whose total is
+    below ``hmc.NESTED_TOTAL``, and the next test checks the default where it nests."""
     from bayesldp.bayes import hmc
     from bayesldp.mechanisms.rrrr import RRRR
 
     calls = []
 
-    def nesting(target, theta):
+    def nesting(m, m_free, theta):
         calls.append(1)
         return hmc._group_codes(np.array([False, True, True, True]), theta)
 
-    monkeypatch.setattr(hmc, "SHARED_INFORMATION", 0.0)
     monkeypatch.setattr(hmc, "_nesting", nesting)
     alpha = np.ones(4) if prior == "Dirichlet(1)" else AdaptiveDirichlet(4)
     mech = RRRR(k=4, epsilon=2.0, subset=[0], eps1=1.5)
-    summary, _ = run_sbc(mech, alpha, 500, BackendSampler("hmc", 1000, 2), 200, 20261126)
+    sampler = BackendSampler("hmc", 1000, 2, {"target_accept": 0.95})
+    summary, _ = run_sbc(mech, alpha, 500, sampler, 200, 20261126)
     assert len(calls) == 200
     assert summary.low_ess <= (0 if prior == "Dirichlet(1)" else 10)
     assert summary.min_p > 1e-3, summary.pvalues
@@ -308,18 +308,19 @@ def test_default_hmc_on_rrrr_is_calibrated_under_the_adaptive_prior(monkeypatch)
     eps1 = 0.8, n = 20,000) under the adaptive prior, with the default's own choice of
     coordinates (nested log-ratios in most replications): L = 200, chi-square p > 0.001 per
     coordinate, pooled coverage 85-95 % and each coordinate's within 83-97 % (about 3 binomial
-    s.e.), at most 10 replications below 99 effective draws."""
+    s.e.), at most 6 replications below 99 effective draws (11 when every group found was
+    nested, whatever its total; 4 in a scratch run of this code, s19_sbc_rrrr.py)."""
     from bayesldp.bayes import hmc
     from bayesldp.mechanisms.rrrr import RRRR
 
     nested = []
     nesting = hmc._nesting
-    monkeypatch.setattr(hmc, "_nesting", lambda t, th: nested.append(nesting(t, th)) or nested[-1])
+    monkeypatch.setattr(hmc, "_nesting", lambda *a: nested.append(nesting(*a)) or nested[-1])
     mech = RRRR(k=10, epsilon=1.0, subset=[0, 1, 2], eps1=0.8)
     summary, _ = run_sbc(mech, AdaptiveDirichlet(10), 20_000, BackendSampler("hmc", 1000, 2), 200,
                          20261126)  # fmt: skip
     assert sum(c is not None for c in nested) >= 100
-    assert summary.low_ess <= 10
+    assert summary.low_ess <= 6
     assert summary.min_p > 1e-3, summary.pvalues
     assert 0.85 <= summary.mean_coverage <= 0.95, summary.coverage
     assert np.all((summary.coverage >= 0.83) & (summary.coverage <= 0.97)), summary.coverage
