@@ -9,11 +9,11 @@ category is measured by itself; RRRR's categories outside its subset are measure
 through their total.  Also, at the same modes: how often ``hmc._nesting`` finds a group of
 categories measured mostly through their total (the default coordinates then nest them).
 
-Parts 2 and 3: RRRR (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8: the quickstart's), n = 1e5 and 1e3,
-30 Dirichlet(1) populations; ``bayesldp.fit(method="hmc")`` with 4 chains x 1000 draws under
-Dirichlet(1) and the adaptive prior, on plain log-ratios (``coordinates="alr"``) at several
-``target_accept`` (n = 1e5) and at their default (0.95 where ``shared_information`` exceeds
-``SHARED_INFORMATION``), and on the default coordinates (nested log-ratios wherever
+Parts 2 and 3: RRRR (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8: the quickstart's), n = 1e5 and
+1e3, 30 Dirichlet(1) populations; ``bayesldp.fit(method="hmc")`` with 4 chains x 1000 draws
+under Dirichlet(1) and the adaptive prior, on plain log-ratios (``coordinates="alr"``) at
+several ``target_accept`` (n = 1e5) and at their default (0.95 where ``shared_information``
+exceeds ``SHARED_INFORMATION``), and on the default coordinates (nested log-ratios wherever
 ``hmc._nesting`` finds a group, ``hmc._NestedTarget``, at 0.8 / 0.9): fits with a divergent
 draw, divergent draws, mean leapfrog steps per draw, median seconds, the median smallest bulk
 ESS and the largest r_hat of theta.
@@ -108,11 +108,11 @@ def part1() -> list[str]:
 
 #: part 2's fits at n = 1e5: (label, prior, coordinates, target_accept or None for the default)
 CONFIGS = [("Dirichlet(1)", 1.0, "alr", 0.8), ("Dirichlet(1)", 1.0, "alr", 0.9),
-               ("Dirichlet(1)", 1.0, "alr", 0.95), ("Dirichlet(1)", 1.0, "alr", None),
-               ("Dirichlet(1)", 1.0, "auto", None), ("Dirichlet(1)", 1.0, "auto", 0.9),
-               ("adaptive", "adaptive", "alr", 0.9), ("adaptive", "adaptive", "alr", 0.95),
-               ("adaptive", "adaptive", "alr", None), ("adaptive", "adaptive", "auto", None),
-               ("adaptive", "adaptive", "auto", 0.95)]  # fmt: skip
+           ("Dirichlet(1)", 1.0, "alr", 0.95), ("Dirichlet(1)", 1.0, "alr", None),
+           ("Dirichlet(1)", 1.0, "auto", None), ("Dirichlet(1)", 1.0, "auto", 0.9),
+           ("adaptive", "adaptive", "alr", 0.9), ("adaptive", "adaptive", "alr", 0.95),
+           ("adaptive", "adaptive", "alr", None), ("adaptive", "adaptive", "auto", None),
+           ("adaptive", "adaptive", "auto", 0.95)]  # fmt: skip
 #: at n = 1e3, each prior's default on either coordinates
 DEFAULTS = [
     (label, prior, coordinates, None)
