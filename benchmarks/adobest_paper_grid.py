@@ -94,7 +94,9 @@ def _check_reference_patch() -> str:
     """Run in a worker: its surveys' candidate constants are those of the reference eps2."""
     from bayesldp.adaptive import AdaptiveSurvey
 
-    survey = AdaptiveSurvey(20, 1.0, utility="fisher", eps1_fraction=0.8, n_expected=10)
+    survey = AdaptiveSurvey(
+        20, 1.0, utility="fisher", eps1_fraction=0.8, n_expected=10, engine="sgld"
+    )
     want = [math.exp(-reference_eps2_NOT_LDP(1.0, 0.8, s, 20)) for s in range(20)]
     m1 = np.arange(20, 0, -1) - 1.0
     got = (1.0 / survey._params[2] - 1.0) / np.where(m1 > 0, m1, np.nan)  # e^-eps2
@@ -279,10 +281,10 @@ def time_ours(k: int, n: int, eps: float, frac: float, utility: str, theta: np.n
         cpu = time.process_time()
         started = time.perf_counter()
         survey = AdaptiveSurvey(k, eps, utility=utility, eps1_fraction=frac, n_expected=xs.size,
-                                random_seed=1)  # fmt: skip
+                                engine="sgld", prior=1.0, random_seed=1)  # fmt: skip
         survey.simulate(xs)
         middle = time.perf_counter()
-        est = survey.posterior(chains=1).posterior["theta"].values.mean(axis=(0, 1))
+        est = survey.posterior(chains=1, engine="sgld").posterior["theta"].values.mean(axis=(0, 1))
         end = time.perf_counter()
         size = float(survey.history["subset_size"].values.mean())
         tv = float(0.5 * np.abs(est - theta).sum())
@@ -548,7 +550,8 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
         "20 SGLD updates per user, minibatch 50, step 0.5/n, final 2000 updates.  Octave: "
         "`AdOBEst_LDP(X, ...)` timed by tic/toc inside Octave (process time beside it), its own "
         "eps2, from a local copy of the MATLAB files with `eye()` wrapped in `full()`.  bayesldp: "
-        "`AdaptiveSurvey(...).simulate(x)` + `posterior()`, numba kernels compiled beforehand, "
+        '`AdaptiveSurvey(..., engine="sgld").simulate(x)` + `posterior(engine="sgld")`, '
+        "numba kernels compiled beforehand, "
         f"best of 3.  Measured {t['date']} UTC, back to back, loadavg {t['load_start']} before, "
         f"{t['load_end']} after: on a loaded machine the wall times include waiting for a core, "
         "so the CPU times (user + system of the Octave process, `time.process_time` of ours) "

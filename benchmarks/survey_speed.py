@@ -1,4 +1,4 @@
-"""Whole-process time of an AdOBEst-LDP survey at the paper's scale (seed 004).
+"""Whole-process time of an AdOBEst-LDP survey at the paper's scale (seed 004), both engines.
 
 n = 500,000 users, K = 20, epsilon = 1, the paper's schedule: subset selection before every user
 (``batch_size = 1``), 20 SGLD updates per user with minibatch 50, constant step 0.5/n, then the
@@ -44,20 +44,24 @@ CHILD = textwrap.dedent(
     import numpy as np
     from bayesldp.adaptive import AdaptiveSurvey
     t1 = time.perf_counter()
-    n, k, utility = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    n, k, utility, engine = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     gen = np.random.default_rng(2025)
     theta = gen.dirichlet(np.full(k, 0.1))
     x = gen.choice(k, size=n, p=theta)
-    survey = AdaptiveSurvey(k, 1.0, utility=utility, random_seed=1, n_expected=n)
+    paper = {"engine": "sgld", "prior": 1.0} if engine == "sgld" else {}
+    survey = AdaptiveSurvey(k, 1.0, utility=utility, random_seed=1, n_expected=n, **paper)
     t2 = time.perf_counter()
     survey.simulate(x)
     t3 = time.perf_counter()
-    idata = survey.posterior(chains=1)
-    est = idata.posterior["theta"].mean(("chain", "draw")).values
+    idata = survey.posterior(chains=1, engine="sgld") if paper else survey.posterior()
+    draws = idata.posterior["theta"].values.reshape(-1, k)
+    est = draws.mean(axis=0)
+    lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
     t4 = time.perf_counter()
     print(json.dumps({
         "import": t1 - t0, "setup": t2 - t1, "simulate": t3 - t2, "posterior": t4 - t3,
         "tv": float(0.5 * np.abs(est - theta).sum()),
+        "covered": int(((lo <= theta) & (theta <= hi)).sum()),
         "mean_size": float(survey.history["subset_size"].mean()),
         "subsets": int(survey._store.n_sub), "rows": int(survey._store.n_rows),
     }))
@@ -82,11 +86,11 @@ def machine() -> dict[str, str]:
     }
 
 
-def run_child(n: int, k: int, utility: str, cache_dir: str) -> dict[str, float]:
+def run_child(n: int, k: int, utility: str, engine: str, cache_dir: str) -> dict[str, float]:
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(n), str(k), utility],
+        [sys.executable, "-c", CHILD, str(n), str(k), utility, engine],
         capture_output=True,
         text=True,
         env=env,
@@ -148,6 +152,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=500_000)
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--utilities", default="fisher,tv")
+    parser.add_argument("--engines", default="sgld,posterior")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "survey_speed.md"))
     args = parser.parse_args()
 
@@ -155,11 +160,13 @@ def main() -> int:
     load_before = os.getloadavg()
     rows = []
     for utility in args.utilities.split(","):
-        with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
-            for label in ("uncached", "cached"):
-                res = run_child(args.n, args.k, utility, cache)
-                rows.append((utility, label, res))
-                print(utility, label, json.dumps({k: round(v, 3) for k, v in res.items()}))
+        for engine in args.engines.split(","):
+            with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
+                for label in ("uncached", "cached"):
+                    res = run_child(args.n, args.k, utility, engine, cache)
+                    rows.append((utility, engine, label, res))
+                    print(utility, engine, label,
+                          json.dumps({k: round(v, 3) for k, v in res.items()}))  # fmt: skip
     sel = selection_micro(args.k)
     stacked, looped = stack_micro(args.k)
     load_after = os.getloadavg()
@@ -175,20 +182,33 @@ def main() -> int:
         "jobs, so these wall times are upper bounds.",
         "",
         f"Survey: n = {args.n:,} users, K = {args.k}, epsilon = 1, theta ~ Dirichlet(0.1), "
-        "the paper's schedule (selection before every user, 20 SGLD updates per user, "
-        "minibatch 50, step 0.5/n), then `posterior()` (2000 updates, 1000 burn-in, "
-        "InferenceData).  Whole process = a fresh `python` timed from outside.",
+        "selection before every user (`batch_size = 1`).  Engine `sgld`: the paper's schedule "
+        "(20 SGLD updates per user, minibatch 50, step 0.5/n, prior Dirichlet(1)), then "
+        "`posterior(chains=1, engine='sgld')` (2000 updates, 1000 burn-in).  Engine "
+        "`posterior` (the default): subsets from draws of the calibrated posterior, refreshed "
+        "as the reports grow by 25% (`bayesldp.adaptive.pool`), then the default `posterior()` "
+        "(`bayesldp.fit` under the adaptive prior, 4 chains x 1000 draws).  Whole process = a "
+        "fresh `python` timed from outside.  Covered: categories (of K) whose true frequency "
+        "is inside the final posterior's 90% interval.",
         "",
-        "| utility | numba cache | whole process (s) | import (s) | simulate (s) | posterior (s) "
-        "| users/s in simulate | mean size of S | distinct subsets | TV |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| utility | engine | numba cache | whole process (s) | import (s) | simulate (s) "
+        "| posterior (s) | users/s in simulate | mean size of S | distinct subsets | TV "
+        "| covered |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for utility, label, r in rows:
+    for utility, engine, label, r in rows:
         lines.append(
-            f"| {utility} | {label} | {r['wall']:.1f} | {r['import']:.1f} | {r['simulate']:.1f} "
-            f"| {r['posterior']:.1f} | {args.n / r['simulate']:,.0f} | {r['mean_size']:.2f} "
-            f"| {r['subsets']} | {r['tv']:.4f} |"
+            f"| {utility} | {engine} | {label} | {r['wall']:.1f} | {r['import']:.1f} "
+            f"| {r['simulate']:.1f} | {r['posterior']:.1f} | {args.n / r['simulate']:,.0f} "
+            f"| {r['mean_size']:.2f} | {r['subsets']} | {r['tv']:.4f} | {r['covered']}/{args.k} |"
         )
+    cached = {(u, e): r["wall"] for u, e, label, r in rows if label == "cached"}
+    ratios = [f"{u}: {cached[(u, 'posterior')] / cached[(u, 'sgld')]:.2f}x"
+              for u in args.utilities.split(",") if (u, "posterior") in cached
+              and (u, "sgld") in cached]  # fmt: skip
+    if ratios:
+        lines += ["", "Whole process, cached, engine `posterior` over `sgld`: "
+                  + ", ".join(ratios) + "."]  # fmt: skip
     lines += [
         "",
         "The uncached simulate time includes compiling the survey kernels on first call.",

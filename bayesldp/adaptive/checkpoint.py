@@ -23,6 +23,8 @@ FORMAT_TAG = "bayesldp.AdaptiveSurvey"
 FORMAT_VERSION = 1
 #: the state arrays, in checksum order
 ARRAY_KEYS = ("phi", "theta_hist", "batch_sizes", "row_of", "row_sub", "row_y", "sub_mask")
+#: arrays only some engines write (the posterior engine's pool and trajectory), checksummed too
+OPTIONAL_KEYS = ("pool", "pool_users", "trajectory_users", "trajectory")
 
 
 class CheckpointError(InvalidInputError):
@@ -99,7 +101,7 @@ def _contents(path: Path, data: Any) -> tuple[str, str, dict[str, np.ndarray]]:
     missing = [key for key in ("config", "checksum", *ARRAY_KEYS) if key not in files]
     if missing:
         raise CheckpointError(f"checkpoint: {str(path)!r} lacks {missing[0]!r}")
-    arrays = {name: data[name] for name in ARRAY_KEYS}
+    arrays = {name: data[name] for name in (*ARRAY_KEYS, *OPTIONAL_KEYS) if name in files}
     return str(data["config"][()]), str(data["checksum"][()]), arrays
 
 
@@ -108,7 +110,7 @@ def _digest(config: str, arrays: dict[str, np.ndarray]) -> str:
     h.update(FORMAT_TAG.encode())
     h.update(str(FORMAT_VERSION).encode())
     h.update(config.encode())
-    for name in ARRAY_KEYS:
+    for name in (*ARRAY_KEYS, *(key for key in OPTIONAL_KEYS if key in arrays)):
         arr = np.ascontiguousarray(arrays[name])
         h.update(f"{name}:{arr.dtype.str}:{arr.shape}".encode())
         h.update(arr.tobytes())

@@ -23,18 +23,22 @@ from bayesldp._validation import (
 )
 from bayesldp.adaptive.selection import RULES
 from bayesldp.adaptive.utilities import UTILITIES
-from bayesldp.bayes.prior import Dirichlet, as_dirichlet
+from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, as_dirichlet, as_prior
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 
-ENGINES = ("sgld", "fit")
+ENGINES = ("posterior", "sgld", "fit")
+#: settings added after the first checkpoints were written, with the value that reproduces them
+#: (a checkpoint without them was made by the "sgld" or "fit" engine, which do not read them)
+LATER_SETTINGS = {"refresh": 0.25, "pool_draws": 100, "pool_tune": 200}
 
 
 @dataclass(frozen=True)
 class SurveyConfig:
     """Validated settings of an :class:`~bayesldp.adaptive.AdaptiveSurvey` (see its parameters).
 
-    ``prior`` holds the Dirichlet concentrations ``rho``; ``entropy`` and ``spawn_key`` the seed
-    of every random stream of the survey.
+    ``prior`` holds the Dirichlet concentrations ``rho`` or, for the adaptive prior, its
+    :meth:`~bayesldp.bayes.AdaptiveDirichlet.to_dict`; ``entropy`` and ``spawn_key`` the seed of
+    every random stream of the survey.
     """
 
     k: int
@@ -42,7 +46,7 @@ class SurveyConfig:
     utility: str
     alpha: float | None
     eps1_fraction: float
-    prior: tuple[float, ...]
+    prior: tuple[float, ...] | dict[str, Any]
     engine: str
     batch_size: int
     sgld_steps_per_user: int
@@ -52,24 +56,29 @@ class SurveyConfig:
     final_steps: int
     burn_in: int
     fit_method: str
+    refresh: float
+    pool_draws: int
+    pool_tune: int
     entropy: int
     spawn_key: tuple[int, ...]
 
     @classmethod
     def create(cls, **settings: Any) -> SurveyConfig:
         """Validate the settings (``random_seed`` or ``entropy``/``spawn_key``) into a config."""
+        settings = {**LATER_SETTINGS, **settings}
         if "random_seed" in settings:
             settings["entropy"], settings["spawn_key"] = seed_entropy(settings.pop("random_seed"))
         k = check_k(settings["k"])
         rule = canonical_rule(settings["utility"])
+        engine = _check_engine(settings["engine"], settings["fit_method"])
         return cls(
             k=k,
             epsilon=check_epsilon(settings["epsilon"]),
             utility=rule,
             alpha=_check_alpha(settings["alpha"], rule),
             eps1_fraction=check_probability(settings["eps1_fraction"], "eps1_fraction"),
-            prior=tuple(float(v) for v in as_dirichlet(settings["prior"], k).alpha),
-            engine=_check_engine(settings["engine"], settings["fit_method"]),
+            prior=_check_prior(settings["prior"], k, engine),
+            engine=engine,
             batch_size=check_int(settings["batch_size"], "batch_size", 1),
             sgld_steps_per_user=check_int(settings["sgld_steps_per_user"], "sgld_steps_per_user"),
             minibatch=check_int(settings["minibatch"], "minibatch", 1),
@@ -78,6 +87,9 @@ class SurveyConfig:
             final_steps=check_int(settings["final_steps"], "final_steps", 2),
             burn_in=_check_burn_in(settings["burn_in"], settings["final_steps"]),
             fit_method=settings["fit_method"],
+            refresh=check_positive(settings["refresh"], "refresh"),
+            pool_draws=check_int(settings["pool_draws"], "pool_draws", 1),
+            pool_tune=check_int(settings["pool_tune"], "pool_tune", 0),
             entropy=_check_entropy(settings["entropy"]),
             spawn_key=tuple(int(v) for v in settings["spawn_key"]),
         )
@@ -91,9 +103,16 @@ class SurveyConfig:
         )
 
     @property
-    def dirichlet(self) -> Dirichlet:
-        """The prior as a :class:`~bayesldp.bayes.Dirichlet`."""
+    def dirichlet(self) -> Dirichlet | AdaptiveDirichlet:
+        """The prior: a :class:`~bayesldp.bayes.Dirichlet` or the adaptive prior."""
+        if isinstance(self.prior, dict):
+            return AdaptiveDirichlet.from_dict(self.prior)
         return as_dirichlet(np.asarray(self.prior), self.k)
+
+    @property
+    def rho(self) -> np.ndarray:
+        """Fixed Dirichlet concentrations for the SGLD (the adaptive prior's have none: ones)."""
+        return np.ones(self.k) if isinstance(self.prior, dict) else np.asarray(self.prior)
 
     @property
     def gamma(self) -> float | None:
@@ -116,7 +135,7 @@ class SurveyConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly settings (what a checkpoint stores)."""
         out = dataclasses.asdict(self)
-        out["prior"] = list(self.prior)
+        out["prior"] = dict(self.prior) if isinstance(self.prior, dict) else list(self.prior)
         out["entropy"] = str(self.entropy)
         out["spawn_key"] = list(self.spawn_key)
         return out
@@ -124,10 +143,14 @@ class SurveyConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SurveyConfig:
         """Rebuild (and re-validate) a config from :meth:`to_dict` output."""
-        missing = sorted({f.name for f in dataclasses.fields(cls)} - set(data))
+        missing = sorted(
+            {f.name for f in dataclasses.fields(cls)} - set(data) - set(LATER_SETTINGS)
+        )
         if missing:
             raise InvalidInputError(f"config: lacks {', '.join(missing)}")
-        return cls.create(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+        return cls.create(
+            **{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        )
 
     def differences(self, other: SurveyConfig) -> list[str]:
         """The names of the settings in which ``other`` differs from this config."""
@@ -205,6 +228,30 @@ def _check_engine(engine: Any, fit_method: Any) -> str:
         if _resolve_method(fit_method) not in BACKENDS:  # pragma: no cover - raises first
             raise InvalidInputError(f"fit_method: unknown {fit_method!r}")
     return engine
+
+
+def _check_prior(prior: Any, k: int, engine: str) -> tuple[float, ...] | dict[str, Any]:
+    """The prior as stored: Dirichlet concentrations, or the adaptive prior's settings.
+
+    ``None`` is the engine's default: the paper's ``Dirichlet(1)`` for the SGLD, the adaptive
+    prior (:func:`bayesldp.fit`'s default) for the posterior engines.
+    """
+    if prior is None:
+        prior = 1.0 if engine == "sgld" else "adaptive"
+    if isinstance(prior, dict):  # a stored adaptive prior
+        prior = AdaptiveDirichlet.from_dict(prior)
+    if isinstance(prior, str) and prior != "adaptive":
+        raise InvalidInputError(
+            f"prior: the survey takes 'adaptive', a number, K numbers or a Dirichlet, got {prior!r}"
+        )
+    if isinstance(prior, str | AdaptiveDirichlet):
+        if engine == "sgld":
+            raise InvalidInputError(
+                "prior: the SGLD engine needs a fixed Dirichlet prior (a number or K numbers); "
+                "the adaptive prior is for engine='posterior' or 'fit'"
+            )
+        return as_prior(prior, k).to_dict()
+    return tuple(float(v) for v in as_dirichlet(prior, k).alpha)
 
 
 def _optional(value: Any, check: Any, name: str) -> Any:

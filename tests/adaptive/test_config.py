@@ -36,7 +36,7 @@ def test_config_is_frozen_canonical_and_round_trips():
         ({"utility": "semi_adaptive"}, InvalidInputError, "alpha: utility='semi_adaptive' needs"),
         ({"alpha": 0.5}, InvalidInputError, "alpha: only used with utility='semi_adaptive'"),
         ({"burn_in": 2000}, InvalidInputError, "burn_in: must be smaller than final_steps"),
-        ({"engine": "mcmc"}, InvalidInputError, "engine: must be one of sgld, fit"),
+        ({"engine": "mcmc"}, InvalidInputError, "engine: must be one of posterior, sgld, fit"),
         ({"step_size": -1.0}, InvalidInputError, "step_size: must be finite and > 0"),
     ],
 )
@@ -45,10 +45,15 @@ def test_bad_settings_are_refused_once(change, error, match):
         _config(**change)
 
 
-def test_checkpoint_stores_the_config(tmp_path):
+@pytest.mark.parametrize("engine", ["posterior", "sgld"])
+def test_checkpoint_stores_the_config(tmp_path, engine):
     path = tmp_path / "s.ckpt"
     x = np.random.default_rng(0).choice(4, size=200)
-    survey = AdaptiveSurvey(4, 1.0, utility="tv", batch_size=50, random_seed=2, checkpoint=path)
+    survey = AdaptiveSurvey(
+        4, 1.0, utility="tv", batch_size=50, random_seed=2, checkpoint=path, engine=engine
+    )
     survey.simulate(x)
     resumed = AdaptiveSurvey.resume(path)
-    assert resumed.config == survey.config and resumed.config.n_expected == 200
+    assert resumed.config == survey.config
+    # the SGLD's step is planned from the users of the first simulate; the posterior plans none
+    assert resumed.config.n_expected == (200 if engine == "sgld" else None)

@@ -132,7 +132,8 @@ def test_same_seed_same_history_and_posterior():
         for _ in range(2)
     ]
     xr.testing.assert_identical(runs[0].history, runs[1].history)
-    a, b = (r.posterior(draws=50, chains=2) for r in runs)
+    short = {"draws": 50, "chains": 2, "tune": 100, "compute_convergence_checks": False}
+    a, b = (r.posterior(**short) for r in runs)
     assert np.array_equal(a.posterior["theta"].values, b.posterior["theta"].values)
     other = AdaptiveSurvey(6, 1.0, utility="entropy", batch_size=10, random_seed=6).simulate(x)
     assert not np.array_equal(other.history["report"].values, runs[0].history["report"].values)
@@ -166,7 +167,8 @@ def test_posterior_mean_close_to_truth():
 def test_sgld_stationary_law_matches_hmc():
     """A long final SGLD run on one survey's reports against bayesldp's HMC (mean and sd)."""
     theta = np.array([0.5, 0.25, 0.15, 0.07, 0.03])
-    survey = AdaptiveSurvey(5, 1.0, utility="tv", random_seed=3).simulate(_users(theta, 2000, 0))
+    survey = AdaptiveSurvey(5, 1.0, utility="tv", engine="sgld", random_seed=3)
+    survey.simulate(_users(theta, 2000, 0))
     rows, sgld = survey._store.sgld_rows(), survey._sgld(survey.gamma)
     draws = kn.run_final(survey._phi, rows, 2000, 4, 20_000, 400_000, sgld, 0)
     draws = draws[:, ::100].reshape(-1, 5)
@@ -206,7 +208,7 @@ def test_next_subset_and_record():
 
 
 def test_record_errors():
-    survey = AdaptiveSurvey(4, 1.0, random_seed=1)
+    survey = AdaptiveSurvey(4, 1.0, engine="sgld", random_seed=1)
     with pytest.raises(ValueError, match="step_size"):
         survey.record([0, 1])  # no step size yet: give step_size or n_expected
     survey = AdaptiveSurvey(4, 1.0, random_seed=1, n_expected=10)
@@ -224,7 +226,7 @@ def test_record_errors():
 
 
 def test_default_step_size_rule():
-    survey = AdaptiveSurvey(4, 1.0, random_seed=1)
+    survey = AdaptiveSurvey(4, 1.0, engine="sgld", random_seed=1)
     assert survey.gamma is None
     survey.simulate(np.zeros(200, dtype=int))
     assert survey.gamma == pytest.approx(0.5 / 200)

@@ -1,0 +1,105 @@
+"""The survey's default engine: subsets picked from draws of the calibrated posterior (a pool
+refreshed on a geometric schedule), its trajectory, and ``posterior()`` as ``bayesldp.fit``."""
+
+import numpy as np
+import pytest
+
+import bayesldp
+from bayesldp.adaptive import AdaptiveSurvey
+from bayesldp.adaptive import _kernels as kn
+from bayesldp.adaptive.pool import REFRESH_STREAM, PosteriorPool, pick_index
+from bayesldp.bayes import AdaptiveDirichlet
+
+THETA = np.array([0.45, 0.25, 0.15, 0.1, 0.05])
+
+
+def _users(n, seed=0):
+    return np.random.default_rng(seed).choice(5, size=n, p=THETA)
+
+
+@pytest.fixture(scope="module")
+def survey():
+    return AdaptiveSurvey(5, 1.0, utility="tv", batch_size=20, random_seed=4).simulate(_users(800))
+
+
+def test_refreshes_follow_the_geometric_schedule(survey):
+    users = survey.history["posterior_users"].values
+    # each refresh at the first batch boundary (20 users) at or past max(K, ceil(1.25 n_last))
+    expected, last = [], 0
+    for n in range(20, 801, 20):
+        if n >= max(5, int(np.ceil(1.25 * last))):
+            expected.append(n)
+            last = n
+    assert users.tolist() == expected
+    pool = PosteriorPool(5, 0.25, 100, 200)
+    pool.users = 100
+    assert pool.next_refresh() == 125 and pool.due(125) and not pool.due(124)
+
+
+def test_the_pool_is_the_fit_of_the_reports_at_its_last_refresh(survey):
+    """The draws subsets are picked from are bayesldp.fit's HMC draws given those reports."""
+    hist = survey.history
+    n_last = int(hist["posterior_users"].values[-1])
+    b_next = n_last // 20  # the batch after the refresh
+    seed = int(kn.derive_seed(survey._key0, survey._key1, b_next, REFRESH_STREAM))
+    first = AdaptiveSurvey(5, 1.0, utility="tv", batch_size=20, random_seed=4)
+    first.simulate(_users(800)[:n_last])
+    ref = bayesldp.fit(first.tally(), "adaptive", method="hmc", draws=100, chains=1, tune=200,
+                       random_seed=seed, compute_convergence_checks=False)  # fmt: skip
+    draws = ref.posterior["theta"].values[0]
+    np.testing.assert_array_equal(survey._pool.draws, draws)
+    stats = hist["posterior_mean"].values[-1], hist["posterior_lower"].values[-1]
+    np.testing.assert_allclose(stats[0], draws.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(stats[1], np.quantile(draws, 0.05, axis=0), rtol=1e-12)
+    # each batch selected its subset from the pool draw its own stream picks
+    theta = hist["theta"].values
+    for b in range(b_next + 1, 40):
+        j = pick_index(survey._key0, survey._key1, b, 100)
+        np.testing.assert_array_equal(theta[b], draws[j])
+
+
+def test_trajectory_bands_hold_their_means_and_narrow(survey):
+    hist = survey.history
+    lo, mean, hi = (hist[f"posterior_{v}"].values for v in ("lower", "mean", "upper"))
+    assert np.all(lo <= mean) and np.all(mean <= hi)
+    width = (hi - lo).sum(axis=1)
+    assert width[-1] < 0.5 * width[0]
+
+
+def test_posterior_is_fit_of_the_tally_under_the_adaptive_prior(survey):
+    short = {"draws": 40, "chains": 1, "tune": 50, "compute_convergence_checks": False}
+    idata = survey.posterior(**short)
+    seed = int(kn.derive_seed(survey._key0, survey._key1, survey.n_batches, 2))
+    ref = bayesldp.fit(survey.tally(), AdaptiveDirichlet(5), random_seed=seed, **short)
+    np.testing.assert_array_equal(idata.posterior["theta"].values, ref.posterior["theta"].values)
+    assert "a" in idata.posterior  # the adaptive prior's concentration
+
+
+def test_the_papers_sgld_run_stays_available():
+    paper = AdaptiveSurvey(5, 1.0, utility="tv", engine="sgld", random_seed=2)
+    idata = paper.simulate(_users(400)).posterior(engine="sgld", draws=30)
+    assert idata.posterior["theta"].shape == (1, 30, 5)
+    assert "SGLD" in idata.posterior.attrs["backend_info"]
+    assert paper.prior == bayesldp.bayes.Dirichlet.symmetric(5, 1.0)  # the paper's prior
+    fixed = AdaptiveSurvey(5, 1.0, prior=1.0, batch_size=100, random_seed=2)
+    assert fixed.simulate(_users(400)).posterior(engine="sgld", draws=10).posterior[
+        "theta"
+    ].shape == (1, 10, 5)
+
+
+def test_bad_engine_and_prior_combinations_are_refused(survey):
+    with pytest.raises(ValueError, match="engine: must be 'fit' or 'sgld'"):
+        survey.posterior(engine="nuts")
+    with pytest.raises(NotImplementedError, match="fixed Dirichlet"):
+        survey.posterior(engine="sgld")  # the adaptive prior has no SGLD
+    with pytest.raises(ValueError, match="takes none"):
+        AdaptiveSurvey(5, 1.0, prior=1.0, random_seed=1).simulate(_users(50)).posterior(
+            engine="sgld", tune=10
+        )
+    with pytest.raises(ValueError, match="SGLD engine needs a fixed Dirichlet"):
+        AdaptiveSurvey(5, 1.0, engine="sgld", prior="adaptive")
+    with pytest.raises(ValueError, match="prior: the survey takes 'adaptive'"):
+        AdaptiveSurvey(5, 1.0, prior="smooth")
+    for bad in ({"refresh": 0.0}, {"pool_draws": 0}, {"pool_tune": -1}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            AdaptiveSurvey(5, 1.0, **bad)
