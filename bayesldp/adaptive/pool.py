@@ -10,7 +10,7 @@ refreshed at the first batch boundary where the survey holds at least
 .. math:: n_{next} = \\max\\big(K,\\ \\lceil (1 + r)\\, n_{last} \\rceil\\big)
 
 reports (``r = refresh``), a geometric schedule: ``log(n / K) / log(1 + r)`` fits for ``n``
-users (58 for n = 500,000, K = 20, r = 0.25), each on the merged tally (distinct likelihood rows),
+users (46 for n = 500,000, K = 20, r = 0.25), each on the merged tally (distinct likelihood rows),
 so the cost does not grow with the number of users.  Batch ``b`` uses draw
 ``j_b ~ U{0, .., pool_draws - 1}`` from its own stream (stream 1 of the batch: the SGLD engine's,
 unused here), so a resumed survey picks the same draws.  Before the first refresh the pool holds

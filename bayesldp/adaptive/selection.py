@@ -23,6 +23,7 @@ These numpy functions are the reference; the survey loop runs the compiled equiv
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from bayesldp._validation import check_epsilon, check_probability
 from bayesldp.adaptive._kernels import TIE_RTOL
 from bayesldp.adaptive.utilities import UTILITIES, get_utility
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.mechanisms.rrrr import rrrr_eps2
+from bayesldp.mechanisms.rrrr import RRRR, rrrr_eps2
 
 __all__ = [
     "candidate_channels",
@@ -178,3 +179,58 @@ def non_adaptive_subset(theta: Any = None) -> tuple[int, ...]:
 
 #: names accepted as ``utility`` by :class:`~bayesldp.adaptive.survey.AdaptiveSurvey`
 RULES = (*UTILITIES, "semi_adaptive", "non_adaptive")
+
+
+def subset_masks(subsets: Any, n: int, k: int, epsilon: float, eps1: float) -> np.ndarray:
+    """The (n, K) boolean masks of the subsets ``n`` client reports were made with.
+
+    ``subsets``: an :class:`~bayesldp.RRRR` of this ``k``/``epsilon``/``eps1``, one subset for
+    all (a sequence of categories or a boolean mask of shape (K,)), one subset per report (a
+    sequence of n sequences) or a boolean (n, K) array; each is checked (|S| <= K - 1).
+    """
+    if isinstance(subsets, RRRR):
+        if subsets.k != k or subsets.epsilon != epsilon or subsets.eps1 != eps1:
+            raise InvalidInputError(
+                f"subsets: the RRRR {subsets!r} does not match this survey (k={k}, "
+                f"epsilon={epsilon}, eps1={eps1})"
+            )
+        subsets = subsets.subset
+    if isinstance(subsets, np.ndarray) and subsets.dtype == np.bool_:
+        if subsets.shape == (k,):
+            masks = np.broadcast_to(subsets, (n, k)).copy()
+        elif subsets.shape == (n, k):
+            masks = subsets.copy()
+        else:
+            raise InvalidInputError(
+                f"subsets: a boolean mask must have shape ({k},) or ({n}, {k}), got {subsets.shape}"
+            )
+        if np.any(masks.sum(axis=1) >= k):
+            raise InvalidInputError(f"subsets: |S| must be at most k - 1 = {k - 1}")
+        return masks
+    if isinstance(subsets, str | bytes) or not hasattr(subsets, "__len__"):
+        raise InvalidTypeError(
+            "subsets: expected None, an RRRR, a subset (sequence of categories), one subset "
+            f"per report or a boolean mask, got {type(subsets).__name__}"
+        )
+    items = list(subsets)
+    nested = [not isinstance(v, numbers.Integral) and hasattr(v, "__len__") for v in items]
+    if items and all(nested):
+        if len(items) != n:
+            raise InvalidInputError(
+                f"subsets: got {len(items)} subsets for {n} reports (give one per report or "
+                "one for all)"
+            )
+    elif any(nested):
+        raise InvalidInputError(
+            "subsets: mixes categories and sequences; give one subset (a sequence of "
+            "categories) or one subset per report"
+        )
+    else:
+        items = [items]
+    masks = np.zeros((len(items), k), dtype=np.bool_)
+    for i, item in enumerate(items):
+        members = RRRR(k, epsilon, item, eps1=eps1).subset  # validates
+        masks[i, list(members)] = True
+    if masks.shape[0] != n:
+        masks = np.broadcast_to(masks[0], (n, k)).copy()
+    return masks

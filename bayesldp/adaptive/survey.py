@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 import os
 import sys
 from collections.abc import Callable
@@ -63,7 +62,7 @@ from bayesldp.adaptive import _kernels as kn
 from bayesldp.adaptive.checkpoint import CheckpointError, read_state, write_state
 from bayesldp.adaptive.config import ENGINES, SurveyConfig
 from bayesldp.adaptive.pool import REFRESH_STREAM, PosteriorPool, run_simulate_pool
-from bayesldp.adaptive.selection import candidate_params
+from bayesldp.adaptive.selection import candidate_params, subset_masks
 from bayesldp.adaptive.store import ReportStore, grown
 from bayesldp.bayes.prior import AdaptiveDirichlet
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
@@ -321,58 +320,6 @@ class AdaptiveSurvey:
         subset = sorted(int(v) for v in self._order[:s])
         return RRRR(self.k, self.epsilon, subset, eps1=self.eps1)
 
-    def _masks_from(self, subsets: Any, n: int) -> np.ndarray:
-        k = self.k
-        if subsets is None:
-            subsets = self.next_subset()
-        if isinstance(subsets, RRRR):
-            if subsets.k != k or subsets.epsilon != self.epsilon or subsets.eps1 != self.eps1:
-                raise InvalidInputError(
-                    f"subsets: the RRRR {subsets!r} does not match this survey (k={k}, "
-                    f"epsilon={self.epsilon}, eps1={self.eps1})"
-                )
-            subsets = subsets.subset
-        if isinstance(subsets, np.ndarray) and subsets.dtype == np.bool_:
-            if subsets.shape == (k,):
-                masks = np.broadcast_to(subsets, (n, k)).copy()
-            elif subsets.shape == (n, k):
-                masks = subsets.copy()
-            else:
-                raise InvalidInputError(
-                    f"subsets: a boolean mask must have shape ({k},) or ({n}, {k}), "
-                    f"got {subsets.shape}"
-                )
-            if np.any(masks.sum(axis=1) >= k):
-                raise InvalidInputError(f"subsets: |S| must be at most k - 1 = {k - 1}")
-            return masks
-        if isinstance(subsets, str | bytes) or not hasattr(subsets, "__len__"):
-            raise InvalidTypeError(
-                "subsets: expected None, an RRRR, a subset (sequence of categories), one subset "
-                f"per report or a boolean mask, got {type(subsets).__name__}"
-            )
-        items = list(subsets)
-        nested = [not isinstance(v, numbers.Integral) and hasattr(v, "__len__") for v in items]
-        if items and all(nested):
-            if len(items) != n:
-                raise InvalidInputError(
-                    f"subsets: got {len(items)} subsets for {n} reports (give one per report or "
-                    "one for all)"
-                )
-        elif any(nested):
-            raise InvalidInputError(
-                "subsets: mixes categories and sequences; give one subset (a sequence of "
-                "categories) or one subset per report"
-            )
-        else:
-            items = [items]
-        masks = np.zeros((len(items), k), dtype=np.bool_)
-        for i, item in enumerate(items):
-            members = RRRR(k, self.epsilon, item, eps1=self.eps1).subset  # validates
-            masks[i, list(members)] = True
-        if masks.shape[0] != n:
-            masks = np.broadcast_to(masks[0], (n, k)).copy()
-        return masks
-
     def record(self, reports: Any, subsets: Any = None, *, batch: int | None = None) -> bool:
         """Record one batch of client reports (``Y = RRRR(X; S, eps)`` computed by the clients).
 
@@ -401,7 +348,9 @@ class AdaptiveSurvey:
         and, with a checkpoint, written to disk before this returns.
         """
         y = check_values(reports, self.k, "reports")
-        masks = self._masks_from(subsets, y.shape[0])
+        if subsets is None:
+            subsets = self.next_subset()
+        masks = subset_masks(subsets, y.shape[0], self.k, self.epsilon, self.eps1)
         if batch is not None:
             index = check_int(batch, "batch", 0)
             if index > self._n_batches:
@@ -833,22 +782,10 @@ def _progress_callback(progress: Any) -> Callable[[int, int], None] | None:
 def _inference_data(
     theta: np.ndarray, info: dict[str, Any], tally: Tally, prior: Any, entropy: int
 ) -> arviz.InferenceData:
-    """Label draws as :func:`bayesldp.fit` does (or with arviz.from_dict if fit is absent)."""
-    try:
-        from bayesldp.bayes._types import SamplerOutput
-        from bayesldp.bayes.fit import build_inference_data
-    except ImportError:  # pragma: no cover - depends on the installation
-        import warnings
+    """Label the SGLD's draws as :func:`bayesldp.fit` does."""
+    from bayesldp.bayes._types import SamplerOutput
+    from bayesldp.bayes.fit import build_inference_data
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            import arviz as az
-        return az.from_dict(
-            posterior={"theta": theta},
-            dims={"theta": ["category"]},
-            coords={"category": np.arange(theta.shape[-1])},
-            attrs={"method": "sgld", "backend_info": json.dumps(info)},
-        )
     out = SamplerOutput(theta=theta, sample_stats={}, info=info)
     seed = entropy if entropy < 2**63 else None
     return build_inference_data(
