@@ -95,15 +95,23 @@ class AdaptiveSurvey:
     eps1_fraction : float
         ``eps1 = eps1_fraction * epsilon``, in (0, 1] (paper: 0.8 or 0.9); unused by the semi-
         (``eps1 = eps``) and non-adaptive rules.
-    prior : float, array_like or Dirichlet
-        Dirichlet prior ``rho`` of theta (the SGLD latent ``phi_i ~ Gamma(rho_i, 1)``).  The
-        paper's update moves theta by about ``sqrt(gamma) / sum(phi)`` per step and
-        ``sum(phi) ~ Gamma(sum rho)``: a prior of small total mass makes the steps erratic, so
-        the default is the uniform ``Dirichlet(1)``.
-    engine : {"sgld", "fit"}
-        ``"sgld"``: the paper's compiled per-user SGLD.  ``"fit"``: at every batch boundary the
-        new draw is one draw of :func:`bayesldp.fit` (``fit_method``) given all reports so far
-        (exact samplers, for large batches), and :meth:`posterior` calls ``fit`` too.
+    prior : None, "adaptive", AdaptiveDirichlet, float, array_like or Dirichlet
+        The prior of theta.  None: the engine's default, the adaptive prior
+        (:class:`~bayesldp.bayes.AdaptiveDirichlet`, :func:`bayesldp.fit`'s default) for the
+        posterior engines, ``Dirichlet(1)`` for the SGLD.  The SGLD needs a fixed Dirichlet
+        ``rho`` (its latent ``phi_i ~ Gamma(rho_i, 1)``); the paper's update moves theta by
+        about ``sqrt(gamma) / sum(phi)`` per step and ``sum(phi) ~ Gamma(sum rho)``, so a prior
+        of small total mass makes its steps erratic.
+    engine : {"posterior", "sgld", "fit"}
+        How the draw each subset is selected from is made.  ``"posterior"`` (default): one draw
+        of a pool of draws of the exact posterior of all reports so far (``bayesldp.fit``'s HMC,
+        one chain of ``pool_draws`` draws after ``pool_tune`` warm-up iterations), refreshed
+        when the reports have grown by the fraction ``refresh``
+        (:mod:`bayesldp.adaptive.pool`); each refresh adds the posterior's mean and 90% band to
+        :attr:`history`.  ``"sgld"``: the paper's compiled per-user SGLD, whose draw lags the
+        reports (see Notes).  ``"fit"``: at every batch boundary the new draw is one draw of
+        :func:`bayesldp.fit` (``fit_method``) given all reports so far (for a few large
+        batches).
     batch_size : int
         Users per batch (>= 1): one subset per batch, SGLD after the batch, one checkpoint per
         batch.  The paper's loop is ``batch_size = 1``.
@@ -123,7 +131,12 @@ class AdaptiveSurvey:
         Path of the state file written after every batch (must not exist yet; continue an
         existing one with :meth:`resume`).
     fit_method : str
-        The :func:`bayesldp.fit` method used by ``engine="fit"`` (default ``"auto"``).
+        The :func:`bayesldp.fit` method of :meth:`posterior` and of ``engine="fit"`` (default
+        ``"auto"``).
+    refresh, pool_draws, pool_tune : float, int, int
+        ``engine="posterior"``'s schedule (refresh once the reports have grown by this
+        fraction, > 0; default 0.25) and the size of each refresh fit (100 draws after 200
+        warm-up iterations).
 
     Notes
     -----
@@ -136,11 +149,12 @@ class AdaptiveSurvey:
     The SGLD contracts towards the posterior at a rate ``~ gamma n F / sum(phi)^2`` per update
     (``F`` the information of one report), which with ``gamma = 0.5 / n`` does not grow with
     ``n``: the draw lags the posterior by a fixed number of users, and the final 2000 updates
-    barely move it, so :meth:`posterior` is close to one lagged draw (its spread is not the
-    posterior's).  For a posterior of the reports use ``bayesldp.fit(survey.tally())``.
+    barely move it, so its final run (``posterior(engine="sgld")``) is close to one lagged draw
+    (its spread is not the posterior's; its coverage and the default engine's are in
+    benchmarks/results/survey_posterior.md).  :meth:`posterior` is therefore
+    ``bayesldp.fit(survey.tally())`` by default, whatever the engine.
 
-    Speed (benchmarks/results/survey_speed.md): n = 500,000, K = 20, the paper's schedule,
-    about 15-35 s for :meth:`simulate` on 2 shared cores once the kernels are cached.
+    Speed: benchmarks/results/survey_speed.md (n = 500,000, K = 20, both engines).
 
     Examples
     --------
