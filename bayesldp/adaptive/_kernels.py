@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit
 
 # utility / rule codes shared with survey.py
-FISHER, ENTROPY, EXPECTED_TV, TV, MSE, HONEST, SEMI_ADAPTIVE, NON_ADAPTIVE = range(8)
+FISHER, ENTROPY, EXPECTED_TV, TV, MSE, HONEST, SEMI_ADAPTIVE, NON_ADAPTIVE, LOOKAHEAD = range(9)
 RULE_CODES = {
     "fisher": FISHER,
     "entropy": ENTROPY,
@@ -63,6 +63,7 @@ RULE_CODES = {
     "honest": HONEST,
     "semi_adaptive": SEMI_ADAPTIVE,
     "non_adaptive": NON_ADAPTIVE,
+    "lookahead": LOOKAHEAD,
 }
 
 #: scores within this relative distance of the best count as ties (the smallest ``|S|`` wins)
@@ -350,6 +351,8 @@ def choose(theta, order, rank, code, alpha, params, buf):  # pragma: no cover - 
     k = theta.shape[0]
     if code == NON_ADAPTIVE:
         return 0
+    if code == LOOKAHEAD:  # |S| fixed by the caller (bayesldp.adaptive.lookahead), in alpha
+        return min(np.int64(alpha), k - 1)
     if code == SEMI_ADAPTIVE:
         if alpha >= 1.0:
             return 0

@@ -24,7 +24,7 @@ FORMAT_VERSION = 1
 #: the state arrays, in checksum order
 ARRAY_KEYS = ("phi", "theta_hist", "batch_sizes", "row_of", "row_sub", "row_y", "sub_mask")
 #: arrays only some engines write (the posterior engine's pool and trajectory), checksummed too
-OPTIONAL_KEYS = ("pool", "pool_users", "trajectory_users", "trajectory")
+OPTIONAL_KEYS = ("pool", "pool_users", "trajectory_users", "trajectory", "pool_size")
 
 
 class CheckpointError(InvalidInputError):

@@ -69,8 +69,16 @@ class SurveyConfig:
         if "random_seed" in settings:
             settings["entropy"], settings["spawn_key"] = seed_entropy(settings.pop("random_seed"))
         k = check_k(settings["k"])
-        rule = canonical_rule(settings["utility"])
         engine = _check_engine(settings["engine"], settings["fit_method"])
+        utility = settings["utility"]
+        if utility is None:  # the engine's default rule
+            utility = "lookahead" if engine == "posterior" else "fisher"
+        rule = canonical_rule(utility)
+        if rule == "lookahead" and engine != "posterior":
+            raise InvalidInputError(
+                f"utility: 'lookahead' chooses |S| from the posterior pool of "
+                f"engine='posterior', got engine={engine!r}"
+            )
         return cls(
             k=k,
             epsilon=check_epsilon(settings["epsilon"]),

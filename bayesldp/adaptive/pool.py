@@ -64,6 +64,8 @@ class PosteriorPool:
         self.users = 0  # reports at the last refresh (0: prior draws)
         self.trajectory_users = np.empty(0, dtype=np.int64)
         self.trajectory = np.empty((0, 3, k))  # (refresh, [mean, 5%, 95%], category)
+        self.size = 0  # the lookahead rule's |S| (bayesldp.adaptive.lookahead); 0 = GRR
+        self.size_users = 0  # reports when it was chosen (0: not yet)
 
     # ------------------------------------------------------------------ schedule
     def next_refresh(self) -> int:
@@ -104,6 +106,7 @@ class PosteriorPool:
             "pool_users": np.array(self.users, dtype=np.int64),
             "trajectory_users": self.trajectory_users.copy(),
             "trajectory": self.trajectory.copy(),
+            "pool_size": np.array([self.size, self.size_users], dtype=np.int64),
         }
 
     def restore(self, arrays: dict[str, np.ndarray], n: int, bad: Any) -> None:
@@ -113,12 +116,16 @@ class PosteriorPool:
             users = int(np.asarray(arrays["pool_users"]))
             t_users = np.asarray(arrays["trajectory_users"], dtype=np.int64)
             traj = np.asarray(arrays["trajectory"], dtype=float)
-        except KeyError:
+            size, size_users = (int(v) for v in np.asarray(arrays["pool_size"]))
+        except (KeyError, ValueError):
             raise bad("the posterior pool is missing") from None
         if draws.shape != (self.n_draws, self.k) or not np.all(np.isfinite(draws)):
             raise bad("posterior pool")
         if not 0 <= users <= n or traj.shape != (t_users.shape[0], 3, self.k):
             raise bad("posterior trajectory")
+        if not (0 <= size < self.k and 0 <= size_users <= n):
+            raise bad("lookahead subset size")
+        self.size, self.size_users = size, size_users
         self.draws[:] = draws
         self.users = users
         self.trajectory_users = t_users

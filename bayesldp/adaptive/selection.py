@@ -178,7 +178,7 @@ def non_adaptive_subset(theta: Any = None) -> tuple[int, ...]:
 
 
 #: names accepted as ``utility`` by :class:`~bayesldp.adaptive.survey.AdaptiveSurvey`
-RULES = (*UTILITIES, "semi_adaptive", "non_adaptive")
+RULES = (*UTILITIES, "semi_adaptive", "non_adaptive", "lookahead")
 
 
 def subset_masks(subsets: Any, n: int, k: int, epsilon: float, eps1: float) -> np.ndarray:

@@ -61,6 +61,7 @@ from bayesldp._validation import check_int, check_values
 from bayesldp.adaptive import _kernels as kn
 from bayesldp.adaptive.checkpoint import CheckpointError, read_state, write_state
 from bayesldp.adaptive.config import ENGINES, SurveyConfig
+from bayesldp.adaptive.lookahead import lookahead_size
 from bayesldp.adaptive.pool import REFRESH_STREAM, PosteriorPool, run_simulate_pool
 from bayesldp.adaptive.selection import candidate_params, subset_masks
 from bayesldp.adaptive.store import ReportStore, grown
@@ -85,10 +86,13 @@ class AdaptiveSurvey:
         Number of categories K (>= 2).
     epsilon : float
         Privacy budget of every report (each RRRR used is epsilon-LDP).
-    utility : str
-        ``"fisher"``, ``"entropy"``, ``"expected_tv"``, ``"tv"``, ``"mse"``, ``"honest"``
-        (U1..U6 of seed 004; also ``"U1"``..``"U6"``), ``"semi_adaptive"`` (``eps1 = eps``, ``S``
-        the smallest top set of mass ``>= alpha``) or ``"non_adaptive"`` (plain GRR).
+    utility : str or None
+        ``"lookahead"`` (the default with ``engine="posterior"``, which it needs: ``|S|`` is the
+        size whose MLE would err least by simulation under posterior draws, GRR included,
+        :mod:`bayesldp.adaptive.lookahead`), ``"fisher"`` (the default of the other engines),
+        ``"entropy"``, ``"expected_tv"``, ``"tv"``, ``"mse"``, ``"honest"`` (U1..U6 of seed 004;
+        also ``"U1"``..``"U6"``), ``"semi_adaptive"`` (``eps1 = eps``, ``S`` the smallest top
+        set of mass ``>= alpha``) or ``"non_adaptive"`` (plain GRR).
     alpha : float, optional
         The semi-adaptive mass threshold in (0, 1] (required for, and only for,
         ``"semi_adaptive"``; ``alpha = 1`` is plain SRR).
@@ -171,7 +175,7 @@ class AdaptiveSurvey:
         k: int,
         epsilon: float,
         *,
-        utility: str = "fisher",
+        utility: str | None = None,
         alpha: float | None = None,
         eps1_fraction: float = 0.8,
         prior: Any = None,
@@ -318,7 +322,7 @@ class AdaptiveSurvey:
                 self._order,
                 self._rank,
                 self._code,
-                float(self.alpha or 1.0),
+                self._rule_param(),
                 self._params,
                 buf,
             )
@@ -477,7 +481,7 @@ class AdaptiveSurvey:
         self._theta_hist = grown(self._theta_hist, b0 + part.shape[0] + 1)
         self._batch_sizes = grown(self._batch_sizes, b0 + part.shape[0])
         offset = self._n - start_user
-        selection = (self._code, float(self.alpha or 1.0), self._params, self._order, self._rank)
+        selection = (self._code, self._rule_param(), self._params, self._order, self._rank)
         n_done = kn.run_simulate(x[offset : offset + n_part], self._n, b0, part, selection,
                                  self._phi, st.tables(), self._theta_hist,
                                  self.sgld_steps_per_user, self._sgld(gamma))  # fmt: skip
@@ -503,7 +507,7 @@ class AdaptiveSurvey:
         self._theta_hist = grown(self._theta_hist, b0 + part.shape[0] + 1)
         self._batch_sizes = grown(self._batch_sizes, b0 + part.shape[0])
         offset = self._n - start_user
-        selection = (self._code, float(self.alpha or 1.0), self._params, self._order, self._rank)
+        selection = (self._code, self._rule_param(), self._params, self._order, self._rank)
         n_done = run_simulate_pool(x[offset : offset + n_part], self._n, b0, part, selection,
                                    self._pool.draws, st.tables(), self._theta_hist,
                                    (self._key0, self._key1))  # fmt: skip
@@ -516,11 +520,24 @@ class AdaptiveSurvey:
                 self.save()
         return n_done
 
+    def _rule_param(self) -> float:
+        """The rule's number for the kernels: ``alpha``, or the lookahead rule's ``|S|``."""
+        return float(self._pool.size) if self.utility == "lookahead" else float(self.alpha or 1.0)
+
     def _refresh_pool(self, b: int) -> None:
         """Refit the pool if due (``b``: the next batch) and pick batch ``b``'s draw."""
-        if self._pool.due(self._n):
+        pool = self._pool
+        if pool.due(self._n):
             seed = int(kn.derive_seed(self._key0, self._key1, b, REFRESH_STREAM))
-            self._pool.refresh(self.tally(), self.prior, seed)
+            pool.refresh(self.tally(), self.prior, seed)
+            if self.utility == "lookahead" and (
+                pool.size_users == 0 or self._n >= 2 * pool.size_users
+            ):
+                # the users this choice governs: until the reports double (or n_expected)
+                horizon = max(self.config.n_expected or 0, 2 * self._n)
+                rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
+                pool.size = lookahead_size(pool.draws, self.epsilon, self.eps1, horizon, rng)
+                pool.size_users = self._n
         self._theta_hist[b] = self._pool.pick(self._key0, self._key1, b)
         self._phi = self._theta_hist[b] * self._rho.sum()
 
