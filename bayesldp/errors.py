@@ -34,3 +34,7 @@ class ConvergenceWarning(UserWarning):
 
 class ClippingWarning(UserWarning):
     """Values outside a numerical mechanism's domain were clipped, as the caller asked."""
+
+
+class StoppingWarning(UserWarning):
+    """A survey's stopping target was not met within the users it was given."""

@@ -51,6 +51,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,9 +65,15 @@ from bayesldp.adaptive.config import ENGINES, SurveyConfig
 from bayesldp.adaptive.lookahead import lookahead_size
 from bayesldp.adaptive.pool import REFRESH_STREAM, PosteriorPool, run_simulate_pool
 from bayesldp.adaptive.selection import candidate_params, subset_masks
+from bayesldp.adaptive.stopping import StopRule
 from bayesldp.adaptive.store import ReportStore, grown
 from bayesldp.bayes.prior import AdaptiveDirichlet
-from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.errors import (
+    InvalidInputError,
+    InvalidTypeError,
+    NotSupportedError,
+    StoppingWarning,
+)
 from bayesldp.mechanisms.rrrr import RRRR
 from bayesldp.tally import Tally
 
@@ -224,6 +231,7 @@ class AdaptiveSurvey:
                 "AdaptiveSurvey.resume(path) or choose a new path"
             )
         self._checkpoint = path
+        self.stopped: dict[str, Any] | None = None  # where the last simulate(stop=...) stopped
         # initial draw theta_0: a draw of the prior
         seq = np.random.SeedSequence(self.config.entropy, spawn_key=(*self.config.spawn_key, 1))
         gen = np.random.default_rng(seq)
@@ -429,7 +437,11 @@ class AdaptiveSurvey:
             )
 
     def simulate(
-        self, x: Any, progress: bool | Callable[[int, int], None] | None = None
+        self,
+        x: Any,
+        progress: bool | Callable[[int, int], None] | None = None,
+        *,
+        stop: Any = None,
     ) -> AdaptiveSurvey:
         """Run the survey on the true values ``x`` (users in order; appended to the survey).
 
@@ -439,6 +451,14 @@ class AdaptiveSurvey:
             True categories of the arriving users, split into batches of ``batch_size``.
         progress : bool or callable, optional
             True prints progress to stderr; a callable gets ``(users_done, users_total)``.
+        stop : dict, optional
+            Stop at the first refresh of the posterior pool where a target is met:
+            ``{"width": w}`` (the largest 90% interval of a category at most ``w``) or
+            ``{"expected_tv": t}`` (the posterior expected TV of the posterior mean at most
+            ``t``); :mod:`bayesldp.adaptive.stopping`.  ``engine="posterior"`` only.  Where it
+            is met, :attr:`stopped` says at which report and the remaining users of ``x`` are
+            not surveyed; where it is not, the survey ends at the last user and a
+            :class:`~bayesldp.errors.StoppingWarning` says so.
 
         Returns
         -------
@@ -446,6 +466,13 @@ class AdaptiveSurvey:
             ``self`` (so ``AdaptiveSurvey(...).simulate(x).posterior()`` works).
         """
         x = check_values(x, self.k, "x")
+        rule = StopRule.parse(stop)
+        if rule is not None and self.engine != "posterior":
+            raise InvalidInputError(
+                f"stop: needs engine='posterior' (its pool is what is checked), got "
+                f"engine={self.engine!r}"
+            )
+        self.stopped = None
         total = x.shape[0]
         gamma = self._require_gamma(self._n + total) if self.engine == "sgld" else 0.0
         report = _progress_callback(progress)
@@ -471,6 +498,20 @@ class AdaptiveSurvey:
                 done += self._simulate_sgld(x, start_user, part, gamma)
             if report is not None:
                 report(self._n - start_user, total)
+            if rule is not None and self._pool.users == self._n:  # just refreshed
+                value = rule.value(self._pool.draws)
+                if value <= rule.target:
+                    self.stopped = {"users": self._n, "measure": rule.measure,
+                                    "target": rule.target, "value": value}  # fmt: skip
+                    return self
+        if rule is not None:
+            warnings.warn(
+                f"stop: {rule.describe()} was not met within the {total:,} users given "
+                f"({rule.value(self._pool.draws):.4g} at the last refresh, {self._pool.users:,} "
+                "reports); the survey ended at the last user",
+                StoppingWarning,
+                stacklevel=2,
+            )
         return self
 
     def _simulate_sgld(self, x: np.ndarray, start_user: int, part: np.ndarray, gamma: float) -> int:
@@ -753,6 +794,7 @@ class AdaptiveSurvey:
                 f"checkpoint: {str(path)!r} holds an invalid config: {exc}"
             ) from None
         survey._restore(arrays, path)
+        survey.stopped = None
         survey._checkpoint = path if checkpoint else None
         return survey
 

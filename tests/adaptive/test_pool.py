@@ -138,3 +138,32 @@ def test_lookahead_survey_uses_the_chosen_size_and_resumes_exactly(tmp_path):
     with pytest.raises(ValueError, match="lookahead"):
         AdaptiveSurvey(5, 1.0, utility="lookahead", engine="sgld")
     assert AdaptiveSurvey(5, 1.0, engine="sgld").utility == "fisher"
+
+
+# ------------------------------------------------------------------------------- stopping
+def test_stop_at_the_first_refresh_that_meets_the_target():
+    x = _users(20_000, 5)
+    survey = AdaptiveSurvey(5, 2.0, batch_size=50, random_seed=6)
+    survey.simulate(x, stop={"width": 0.08})
+    stop = survey.stopped
+    assert stop["users"] == survey.n_users < 20_000 and stop["value"] <= 0.08
+    hist = survey.history
+    widths = (hist["posterior_upper"] - hist["posterior_lower"]).max("category").values
+    # the pool's widths are from its draws; every earlier refresh missed the target
+    assert np.all(widths[:-1] > 0.08) and widths[-1] <= 0.08 + 1e-12
+    tv = AdaptiveSurvey(5, 2.0, batch_size=50, random_seed=6)
+    tv.simulate(x, stop={"expected_tv": 0.03})
+    assert tv.stopped["measure"] == "expected_tv" and tv.stopped["value"] <= 0.03
+
+
+def test_a_target_not_met_ends_at_the_last_user_and_says_so():
+    survey = AdaptiveSurvey(5, 0.5, batch_size=50, random_seed=6)
+    with pytest.warns(bayesldp.errors.StoppingWarning, match="was not met within the 300 users"):
+        survey.simulate(_users(300), stop={"width": 1e-4})
+    assert survey.n_users == 300 and survey.stopped is None
+    for bad, err in [({"width": 0}, ValueError), ({"width": 0.1, "expected_tv": 0.1}, ValueError),
+                     ({"mse": 0.1}, ValueError), (0.1, TypeError)]:  # fmt: skip
+        with pytest.raises(err, match="stop"):
+            survey.simulate(_users(10), stop=bad)
+    with pytest.raises(ValueError, match="engine='posterior'"):
+        AdaptiveSurvey(5, 1.0, engine="sgld").simulate(_users(10), stop={"width": 0.1})

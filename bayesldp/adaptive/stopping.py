@@ -1,0 +1,68 @@
+"""Stopping a survey when its answer is good enough (``AdaptiveSurvey.simulate(stop=...)``).
+
+A target is checked at every refresh of the posterior pool (:mod:`bayesldp.adaptive.pool`), on
+its draws of the posterior of all reports so far, and the survey stops at the first refresh
+where it is met:
+
+* ``{"width": w}``: the largest 90% equal-tailed interval of a category, ``max_x (q95_x - q5_x)``;
+* ``{"expected_tv": t}``: the posterior expected total variation of the posterior mean,
+  ``E[TV(theta, E theta)] = E[1/2 sum_x |theta_x - E theta_x|]`` (the Bayes risk of the mean in
+  TV, estimated from the pool's draws).
+
+Why a Bayesian rule keeps its coverage: the posterior depends on the reports only through the
+likelihood, and a stopping time that looks only at the reports so far multiplies the likelihood
+by a factor free of theta (the likelihood principle), so the posterior given "stopped at n" is
+the posterior given those n reports; averaged over populations from the prior, its 90% intervals
+cover 90% whatever the rule.  Under a fixed population the coverage is measured, not assumed
+(``benchmarks/results/survey_stopping.md``).  The checks are as frequent as the refreshes
+(``refresh``, 25% growth by default), so a survey may run past the first user where the target
+would have been met by up to that fraction; a smaller ``refresh`` checks more often.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bayesldp._validation import check_positive
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+
+MEASURES = ("width", "expected_tv")
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """A stopping target: ``measure`` (one of :data:`MEASURES`) at most ``target``."""
+
+    measure: str
+    target: float
+
+    @classmethod
+    def parse(cls, stop: Any) -> StopRule | None:
+        """None, a one-entry dict ``{measure: target}`` or a StopRule."""
+        if stop is None or isinstance(stop, StopRule):
+            return stop
+        if not isinstance(stop, dict):
+            raise InvalidTypeError(
+                f"stop: expected None or a dict such as {{'width': 0.05}}, got {stop!r}"
+            )
+        if len(stop) != 1 or next(iter(stop)) not in MEASURES:
+            raise InvalidInputError(
+                f"stop: give one target, {{'width': w}} (the largest 90% interval) or "
+                f"{{'expected_tv': t}} (the posterior expected TV), got {stop!r}"
+            )
+        measure, target = next(iter(stop.items()))
+        return cls(measure, check_positive(target, f"stop[{measure!r}]"))
+
+    def value(self, draws: np.ndarray) -> float:
+        """The measure on posterior draws of shape (D, K)."""
+        if self.measure == "width":
+            lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
+            return float((hi - lo).max())
+        return float(0.5 * np.abs(draws - draws.mean(axis=0)).sum(axis=1).mean())
+
+    def describe(self) -> str:
+        name = "the largest 90% interval" if self.measure == "width" else "the expected TV"
+        return f"{name} <= {self.target:g}"
