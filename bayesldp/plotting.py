@@ -337,6 +337,43 @@ def plot_survey_trajectory(
     return ax
 
 
+def plot_survey_posterior(history, theta_true=None, ax=None, top: int = 4, labels=None):
+    """The posterior's trajectory along a survey: mean and 90% band of the ``top`` categories.
+
+    ``history`` is :attr:`bayesldp.AdaptiveSurvey.history` of a survey with
+    ``engine="posterior"`` (variables ``posterior_users``, ``posterior_mean``,
+    ``posterior_lower``, ``posterior_upper``: one entry per refresh of its posterior pool);
+    the categories shown are the ``top`` largest of the last posterior mean, each with the true
+    frequency as a dashed line when ``theta_true`` is given.  Users on a log axis.  Returns the
+    axis.
+    """
+    plt = _pyplot()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 4))
+    if "posterior_users" not in history:
+        from bayesldp.errors import InvalidInputError
+
+        raise InvalidInputError(
+            "history: has no posterior trajectory (a survey with engine='posterior' records it)"
+        )
+    users = np.asarray(history["posterior_users"].values)
+    mean = np.asarray(history["posterior_mean"].values)
+    lower = np.asarray(history["posterior_lower"].values)
+    upper = np.asarray(history["posterior_upper"].values)
+    shown = np.argsort(-mean[-1], kind="stable")[:top] if users.size else []
+    for c in shown:
+        name = str(labels[c]) if labels is not None else f"category {c}"
+        (line,) = ax.plot(users, mean[:, c], lw=1.5, label=name)
+        ax.fill_between(users, lower[:, c], upper[:, c], color=line.get_color(), alpha=0.2)
+        if theta_true is not None:
+            ax.axhline(float(theta_true[c]), color=line.get_color(), ls="--", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("users so far")
+    ax.set_ylabel("θ: posterior mean, 90% band")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return ax
+
+
 def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]:
     """The standard figures of a study report; returns the file names written."""
     plt = _pyplot()

@@ -74,7 +74,7 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
     if resume and not (out / f"{runs[0][0]}.ckpt").exists():
         raise SpecError(f"--resume: {out} holds no survey checkpoint ({runs[0][0]}.ckpt); "
                         "nothing to resume")  # fmt: skip
-    histories = {}
+    histories, stops = {}, []
     for label, utility in runs:
         path = out / f"{label}.ckpt"
         if resume and path.exists():
@@ -87,15 +87,25 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
         start, done = time.perf_counter(), survey.n_users
         progress = None if quiet else _progress(names[label], utility, survey, theta, start)
         if done < cfg["n"]:
-            survey.simulate(x[done:], progress=progress)
+            survey.simulate(x[done:], progress=progress, stop=_stop(cfg))
+        stops.append(_stop_line(names[label], survey, cfg))
         post = survey.posterior().posterior["theta"].values.reshape(-1, cfg["k"]).mean(axis=0)
         size = _mean_subset_size(utility, survey.history["subset_size"].values)
         tv = total_variation(post, theta)
         lines.append(f"| {names[label]} | {utility} | {survey.n_users:,} | {size} | {tv:.4f} |")
         histories[label] = survey.history
         histories[label].to_netcdf(out / f"{label}_history.nc")
-    lines += ["", "![trajectories](trajectories.png)"]
+    lines += ["", *[line for line in stops if line], "", "![trajectories](trajectories.png)"]
     _plot_trajectories(histories, dict(runs), names, theta, out / "trajectories.png")
+    if all("posterior_users" in h for h in histories.values()):
+        lines += [
+            "",
+            "The posterior along each survey (mean and 90% band of the four largest categories "
+            "at every refresh; dashed: the truth):",
+            "",
+            "![posterior](posterior.png)",
+        ]
+        _plot_posterior(histories, names, theta, out / "posterior.png")
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines[4:]))
     print(f"\nreport: {out / 'report.md'}")
@@ -119,6 +129,42 @@ def run_name(utility: str, cfg: dict[str, Any]) -> str:
 def _mean_subset_size(utility: str, sizes: np.ndarray) -> str:
     """The mean of |S_t| over users, or why there is none (GRR has no subset)."""
     return "none (GRR, no subset)" if utility == "non_adaptive" else f"{sizes.mean():.2f}"
+
+
+def _stop(cfg: dict[str, Any]) -> dict[str, float] | None:
+    """The spec's stopping target as ``simulate(stop=...)`` takes it."""
+    if cfg.get("stop_width") is not None:
+        return {"width": float(cfg["stop_width"])}
+    if cfg.get("stop_expected_tv") is not None:
+        return {"expected_tv": float(cfg["stop_expected_tv"])}
+    return None
+
+
+def _stop_line(name: str, survey: Any, cfg: dict[str, Any]) -> str:
+    """Where a survey with a stopping target stopped, or that it ran out of users."""
+    target = _stop(cfg)
+    if target is None:
+        return ""
+    (measure, value), = target.items()
+    if survey.stopped is None:
+        return f"- {name}: the target {measure} <= {value:g} was not met in {cfg['n']:,} users."
+    return (f"- {name}: stopped at {survey.stopped['users']:,} users "
+            f"({measure} {survey.stopped['value']:.4g} <= {value:g}).")  # fmt: skip
+
+
+def _plot_posterior(histories, names, theta, path: Path) -> None:
+    """One panel per run: the posterior's trajectory (:func:`plot_survey_posterior`)."""
+    from bayesldp.plotting import _pyplot, plot_survey_posterior
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(histories), figsize=(5.5 * len(histories) + 1.5, 3.8),
+                             sharey=True, squeeze=False)  # fmt: skip
+    for ax, (label, history) in zip(axes[0], histories.items(), strict=True):
+        plot_survey_posterior(history, theta, ax)
+        ax.set_title(names[label], fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _plot_trajectories(histories, utilities, names, theta, path: Path) -> None:

@@ -209,8 +209,9 @@ def test_survey_runs_and_resumes(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
     report = (out / "report.md").read_text()
-    assert "| adaptive RRRR | tv | 600 |" in report
+    assert "| adaptive RRRR | lookahead | 600 |" in report  # the spec's default rule
     assert "| non-adaptive baseline: GRR(K = 4, eps = 1.0) | non_adaptive | 600 |" in report
+    assert "![posterior](posterior.png)" in report and (out / "posterior.png").is_file()
     # a finished survey resumes as a no-op with the same report; a fresh run refuses to overwrite
     assert main(["survey", str(spec), "--resume", str(out), "--quiet"]) == 0
     assert (out / "report.md").read_text() == report
@@ -218,11 +219,25 @@ def test_survey_runs_and_resumes(tmp_path, capsys):
     assert "--resume" in capsys.readouterr().err
 
 
+def test_survey_stops_at_its_target(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SURVEY_SPEC.replace("batch_size = 100", "batch_size = 100\nstop_width = 0.5"))
+    out = tmp_path / "out"
+    assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
+    report = (out / "report.md").read_text()
+    assert "- adaptive RRRR: stopped at " in report and "(width " in report
+
+
 def test_survey_bad_spec(tmp_path, capsys):
     spec = tmp_path / "s.toml"
     spec.write_text(SURVEY_SPEC.replace("epsilon = 1.0", 'epsilon = "high"'))
     assert main(["survey", str(spec), "--quiet"]) == 2
     assert "[survey].epsilon: expected" in capsys.readouterr().err
+    spec.write_text(
+        SURVEY_SPEC.replace("n = 600", "n = 600\nstop_width = 0.1\nstop_expected_tv = 0.1")
+    )
+    assert main(["survey", str(spec), "--quiet"]) == 2
+    assert "stop_width or stop_expected_tv, not both" in capsys.readouterr().err
 
 
 TINY_SPECS = {

@@ -20,11 +20,13 @@ SURVEY = {
     "n": Field(int, required=True, doc="number of users"),
     "k": Field(int, doc="number of categories (from the data set when kind = 'dataset')"),
     "epsilon": Field((int, float), required=True),
-    "utility": Field(str, default="tv"),
+    "utility": Field(str, default="lookahead"),
     "alpha": Field((int, float), doc="semi-adaptive mass threshold"),
     "eps1_fraction": Field((int, float), default=0.8),
     "batch_size": Field(int, default=500),
     "compare_non_adaptive": Field(bool, default=True),
+    "stop_width": Field((int, float), doc="stop once every 90% interval is at most this wide"),
+    "stop_expected_tv": Field((int, float), doc="stop once the posterior expected TV is this"),
 }
 TABLES = {"survey": SURVEY, "population": POPULATION}
 
@@ -43,4 +45,9 @@ def validate_survey(raw: Mapping[str, Any], source: str = "spec") -> dict[str, A
     if population["k"] != survey["k"]:
         raise SpecError(f"{source}: [population].k: {population['k']} != [survey].k {survey['k']}")
     check_value(check_int, survey["n"], f"{source}: [survey].n", 1)
+    if survey["stop_width"] is not None and survey["stop_expected_tv"] is not None:
+        raise SpecError(f"{source}: [survey]: give stop_width or stop_expected_tv, not both")
+    for key in ("stop_width", "stop_expected_tv"):
+        if survey[key] is not None and not survey[key] > 0:
+            raise SpecError(f"{source}: [survey].{key}: must be > 0, got {survey[key]}")
     return spec
