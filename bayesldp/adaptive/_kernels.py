@@ -3,7 +3,8 @@
 Everything the per-user loop of :class:`bayesldp.adaptive.survey.AdaptiveSurvey` does is here:
 subset selection (sorting a posterior draw, scoring the K top-k candidates with one of the six
 utilities, or the semi-/non-adaptive rules), the RRRR perturbation of one user, the likelihood
-row of a report, and the warm-started SGLD updates.  The numpy reference implementations are
+row of a report and one batch of the loop; the paper's SGLD updates are in
+:mod:`bayesldp.adaptive.sgld`.  The numpy reference implementations are
 :mod:`bayesldp.adaptive.selection`, :mod:`bayesldp.adaptive.utilities` and
 :meth:`bayesldp.RRRR.perturb`; tests check that these kernels agree with them (same selections,
 same law of the reports, bit-identical likelihood rows).
@@ -613,171 +614,50 @@ def build_rows(masks, reports, params, rows):  # pragma: no cover - compiled
         fill_row(rows[u], masks[u], reports[u], s, params)
 
 
-# ------------------------------------------------------------------------------------ SGLD
-@njit(cache=True)
-def sgld_steps(
-    phi,
-    row_of,
-    row_sub,
-    row_y,
-    meta,
-    sub_list,
-    sub_size,
-    t,
-    n_steps,
-    minibatch,
-    gamma,
-    rho,
-    floor,
-    st,
-    sp,
-    acc,
-    stamp,
-    phis,
-    coefs,
-    touched,
-):  # pragma: no cover - compiled
-    """``n_steps`` reflected SGLD updates of ``phi`` given the first ``t`` reports (seed 004).
-
-    ``phi <- | phi + (gamma/2) (grad log prior + (t/m) sum_j grad log Pr(y_j | phi))
-    + sqrt(gamma) W |`` with ``m`` reports drawn with replacement,
-    ``grad log Pr(y | phi) = L_y / (L_y . phi) - 1 / sum(phi)`` and the Gamma(rho, 1) prior
-    gradient ``(rho - 1) / max(phi, floor) - 1``.
-
-    A report's row is ``L = base + d_S 1_S + d_y e_y`` (``meta[row_of[i]]``, subset
-    ``row_sub``, report ``row_y``), so ``L . phi = base sum(phi) + d_S phi(S) + d_y phi_y`` needs
-    ``phi(S)`` once per distinct subset in the minibatch, and ``sum_j L_j / (L_j . phi)`` is
-    assembled from a scalar, a per-subset coefficient and per-category spikes: O(m + K x
-    (distinct subsets)) per update instead of O(m K) (``sub_list[sid, :sub_size[sid]]`` are the
-    members of subset ``sid``).  ``stamp`` (>= the subset capacity, all
-    -1), ``phis``, ``coefs`` and ``touched`` (>= m) are work arrays; ``acc`` has K entries.
-    """
-    k = phi.shape[0]
-    half = 0.5 * gamma
-    noise = np.sqrt(gamma)
-    scale = t / minibatch
-    for _ in range(n_steps):
-        total = 0.0
-        for c in range(k):
-            total += phi[c]
-            acc[c] = 0.0
-        base_sum = 0.0
-        nt = 0
-        for _j in range(minibatch):
-            r = row_of[_randint(st, t)]
-            sid = row_sub[r]
-            if stamp[sid] < 0:
-                stamp[sid] = nt
-                touched[nt] = sid
-                nt += 1
-                ps = 0.0
-                for j in range(sub_size[sid]):
-                    ps += phi[sub_list[sid, j]]
-                phis[sid] = ps
-                coefs[sid] = 0.0
-            y = row_y[r]
-            base = meta[r, 0]
-            d_s = meta[r, 1]
-            d_y = meta[r, 2]
-            w = 1.0 / (base * total + d_s * phis[sid] + d_y * phi[y])
-            base_sum += base * w
-            coefs[sid] += d_s * w
-            acc[y] += d_y * w
-        for i in range(nt):
-            sid = touched[i]
-            stamp[sid] = -1
-            cf = coefs[sid]
-            if cf != 0.0:
-                for j in range(sub_size[sid]):
-                    acc[sub_list[sid, j]] += cf
-        shift = t / total
-        for c in range(k):
-            v = phi[c]
-            g = (rho[c] - 1.0) / max(v, floor) - 1.0 + scale * (base_sum + acc[c]) - shift
-            phi[c] = abs(v + half * g + noise * _normal(st, sp))
-
-
-@njit(cache=True)
-def _work(k, n_sub_cap, minibatch):  # pragma: no cover - compiled
-    st = np.empty(4, np.uint64)
-    sp = np.zeros(2)
-    acc = np.empty(k)
-    stamp = np.full(n_sub_cap, -1, np.int64)
-    phis = np.empty(n_sub_cap)
-    coefs = np.empty(n_sub_cap)
-    touched = np.empty(minibatch, np.int64)
-    return st, sp, acc, stamp, phis, coefs, touched
-
-
 # ------------------------------------------------------------------------------- the loops
-# The entry points take the survey's arrays in three groups (tuples, built by
-# bayesldp.adaptive.store.ReportStore and the survey):
+# The compiled loops (here, in bayesldp.adaptive.sgld and bayesldp.adaptive.pool) take the
+# survey's arrays in groups (tuples, built by bayesldp.adaptive.store.ReportStore and the survey):
 #   store = (row_of, zob, sub_mask, sub_size, sub_list, hkeys, hvals, row_index, table, meta,
 #            row_sub, row_y, cnt)                 the deduplicated report storage
 #   rows  = (row_of, row_sub, row_y, meta, sub_list, sub_size)      what the SGLD reads
 #   sgld  = (minibatch, gamma, rho, floor, key0, key1)               the SGLD settings and keys
 @njit(cache=True)
-def _sgld(phi, rows, t, n_steps, sgld, work):  # pragma: no cover - compiled
-    """``n_steps`` SGLD updates (:func:`sgld_steps`) from grouped arguments."""
-    row_of, row_sub, row_y, meta, sub_list, sub_size = rows
-    minibatch, gamma, rho, floor, _, _ = sgld
-    st, sp, acc, stamp, phis, coefs, touched = work
-    sgld_steps(phi, row_of, row_sub, row_y, meta, sub_list, sub_size, t, n_steps, minibatch,
-               gamma, rho, floor, st, sp, acc, stamp, phis, coefs, touched)  # fmt: skip
+def store_rows(store):  # pragma: no cover - compiled
+    """The ``rows`` group (what the SGLD reads) of a ``store`` group."""
+    return (store[0], store[10], store[11], store[9], store[4], store[3])
 
 
 @njit(cache=True)
-def run_simulate(
-    x, u0, b0, batch_sizes, selection, phi, store, theta_hist, steps_per_user, sgld
-):  # pragma: no cover - compiled
-    """Simulate consecutive batches (select, perturb ``x``, store, SGLD), users from ``u0``.
+def has_room(store, size, k):  # pragma: no cover - compiled
+    """Whether the subset and row tables can take one more batch of ``size`` users."""
+    sub_mask, hvals, table, cnt = store[2], store[6], store[8], store[12]
+    return not (
+        cnt[0] + 1 > sub_mask.shape[0]
+        or 2 * (cnt[0] + 1) > hvals.shape[0]
+        or cnt[1] + min(size, k) > table.shape[0]
+    )
 
-    ``selection = (code, alpha, params, order, rank)``.  Returns the number of batches done: it
-    stops early, at a batch boundary, when the subset or row tables might overflow (the caller
-    grows them and calls again).
-    """
+
+@njit(cache=True)
+def survey_batch(x, u, b, theta, selection, store, key0, key1, st, sp, buf, mask):
+    """One batch: ``|S|`` from the draw ``theta``, the users ``x`` perturbed (batch ``b``'s
+    stream 0) and their likelihood rows stored from user ``u``."""  # pragma: no cover
     code, alpha, params, order, rank = selection
     (row_of, zob, sub_mask, sub_size, sub_list, hkeys, hvals, row_index, table, meta, row_sub,
      row_y, cnt) = store  # fmt: skip
-    rows = (row_of, row_sub, row_y, meta, sub_list, sub_size)
-    key0, key1 = sgld[4], sgld[5]
-    k = phi.shape[0]
-    work = _work(k, sub_mask.shape[0], sgld[0])
-    st, sp = work[0], work[1]
-    theta = np.empty(k)
-    buf = np.empty(k)
-    mask = np.zeros(k, np.bool_)
-    u = u0
-    i = 0
-    for bi in range(batch_sizes.shape[0]):
-        size = batch_sizes[bi]
-        if (
-            cnt[0] + 1 > sub_mask.shape[0]
-            or 2 * (cnt[0] + 1) > hvals.shape[0]
-            or cnt[1] + min(size, k) > table.shape[0]
-        ):
-            return bi
-        b = b0 + bi
-        normalise(phi, theta)
-        s = choose(theta, order, rank, code, alpha, params, buf)
-        mask[:] = False
-        for c in range(s):
-            mask[order[c]] = True
-        sid = subset_id(mask, zob, sub_mask, sub_size, sub_list, hkeys, hvals, cnt)
-        k1 = params[0, s]
-        k2 = params[2, s]
-        seed_stream(st, sp, key0, key1, b, 0)
-        for j in range(size):
-            y = _perturb_one(x[i + j], s, order, rank, k1, k2, st)
-            row_of[u + j] = row_id(
-                sid, y, params, sub_mask, sub_size, row_index, table, meta, row_sub, row_y, cnt
-            )
-        i += size
-        u += size
-        seed_stream(st, sp, key0, key1, b, 1)
-        _sgld(phi, rows, u, steps_per_user * size, sgld, work)
-        normalise(phi, theta_hist[b + 1])
-    return batch_sizes.shape[0]
+    s = choose(theta, order, rank, code, alpha, params, buf)
+    mask[:] = False
+    for c in range(s):
+        mask[order[c]] = True
+    sid = subset_id(mask, zob, sub_mask, sub_size, sub_list, hkeys, hvals, cnt)
+    k1 = params[0, s]
+    k2 = params[2, s]
+    seed_stream(st, sp, key0, key1, b, 0)
+    for j in range(x.shape[0]):
+        y = _perturb_one(x[j], s, order, rank, k1, k2, st)
+        row_of[u + j] = row_id(
+            sid, y, params, sub_mask, sub_size, row_index, table, meta, row_sub, row_y, cnt
+        )
 
 
 @njit(cache=True)
@@ -791,29 +671,3 @@ def store_reports(reports, masks, u0, params, store):  # pragma: no cover - comp
             sid, reports[j], params, sub_mask, sub_size, row_index, table, meta, row_sub, row_y,
             cnt,
         )  # fmt: skip
-
-
-@njit(cache=True)
-def run_sgld_batch(phi, rows, t, n_steps, b, sgld, theta_out):  # pragma: no cover - compiled
-    """The SGLD updates after batch ``b`` (stream 1 of the batch) and the new draw."""
-    work = _work(phi.shape[0], rows[4].shape[0], sgld[0])
-    seed_stream(work[0], work[1], sgld[4], sgld[5], b, 1)
-    _sgld(phi, rows, t, n_steps, sgld, work)
-    normalise(phi, theta_out)
-
-
-@njit(cache=True)
-def run_final(phi0, rows, t, chains, burn_in, draws, sgld, batch):  # pragma: no cover - compiled
-    """The final SGLD run: ``chains`` chains warm-started at ``phi0``; draws after burn-in."""
-    k = phi0.shape[0]
-    out = np.empty((chains, draws, k))
-    work = _work(k, rows[4].shape[0], sgld[0])
-    phi = np.empty(k)
-    for c in range(chains):
-        phi[:] = phi0
-        seed_stream(work[0], work[1], sgld[4], sgld[5], batch, 2 + c)
-        _sgld(phi, rows, t, burn_in, sgld, work)
-        for d in range(draws):
-            _sgld(phi, rows, t, 1, sgld, work)
-            normalise(phi, out[c, d])
-    return out

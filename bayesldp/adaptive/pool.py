@@ -152,9 +152,6 @@ def run_simulate_pool(x, u0, b0, batch_sizes, selection, pool, store, theta_hist
     boundary, when the subset or row tables might overflow (the caller grows them and calls
     again).
     """  # pragma: no cover - compiled
-    code, alpha, params, order, rank = selection
-    (row_of, zob, sub_mask, sub_size, sub_list, hkeys, hvals, row_index, table, meta, row_sub,
-     row_y, cnt) = store  # fmt: skip
     key0, key1 = keys
     k = pool.shape[1]
     st = np.empty(4, np.uint64)
@@ -165,27 +162,12 @@ def run_simulate_pool(x, u0, b0, batch_sizes, selection, pool, store, theta_hist
     i = 0
     for bi in range(batch_sizes.shape[0]):
         size = batch_sizes[bi]
-        if (
-            cnt[0] + 1 > sub_mask.shape[0]
-            or 2 * (cnt[0] + 1) > hvals.shape[0]
-            or cnt[1] + min(size, k) > table.shape[0]
-        ):
+        if not kn.has_room(store, size, k):
             return bi
         b = b0 + bi
         theta = theta_hist[b].copy()
-        s = kn.choose(theta, order, rank, code, alpha, params, buf)
-        mask[:] = False
-        for c in range(s):
-            mask[order[c]] = True
-        sid = kn.subset_id(mask, zob, sub_mask, sub_size, sub_list, hkeys, hvals, cnt)
-        k1 = params[0, s]
-        k2 = params[2, s]
-        kn.seed_stream(st, sp, key0, key1, b, 0)
-        for j in range(size):
-            y = kn._perturb_one(x[i + j], s, order, rank, k1, k2, st)
-            row_of[u + j] = kn.row_id(
-                sid, y, params, sub_mask, sub_size, row_index, table, meta, row_sub, row_y, cnt
-            )
+        kn.survey_batch(x[i : i + size], u, b, theta, selection, store, key0, key1, st, sp, buf,
+                        mask)  # fmt: skip
         i += size
         u += size
         theta_hist[b + 1] = pool[pick_index(key0, key1, b + 1, pool.shape[0])]

@@ -3,31 +3,21 @@ REFERENCE.md section 4).
 
 The loop, for batches ``b = 0, 1, ...`` of users (one user per batch in the paper):
 
-1. subset selection: from the current posterior draw ``theta_b`` pick ``S_b`` (the top-k set
-   maximising a utility, :mod:`bayesldp.adaptive.selection`; or a semi-/non-adaptive rule);
+1. subset selection: from the current posterior draw ``theta_b`` pick ``S_b`` (the top-s set of
+   a size chosen by a rule: the ``lookahead`` rule, :mod:`bayesldp.adaptive.lookahead`; one of
+   seed 004's six utilities, :mod:`bayesldp.adaptive.selection`; or a semi-/non-adaptive rule);
 2. each user ``t`` of the batch reports ``Y_t = RRRR(X_t; S_b, eps)`` (``eps1 = eps1_fraction *
    eps``, ``eps2`` from the seed's formula, so every report is eps-LDP);
-3. the posterior draw is refreshed: ``sgld_steps_per_user`` warm-started SGLD updates per arriving
-   user (the paper: 20), each with a minibatch of ``minibatch`` reports (50) drawn with
-   replacement from all reports so far, constant step ``gamma``, on the latent
-   ``phi_i ~ Gamma(rho_i, 1)``, ``theta = phi / sum(phi)``:
+3. the draw is refreshed by the engine: ``"posterior"`` (default) takes a draw of a pool of draws
+   of the exact posterior of all reports, refitted by bayesldp's HMC whenever the reports have
+   grown by 25% (:mod:`bayesldp.adaptive.pool`); ``"sgld"`` runs the paper's warm-started SGLD
+   (:mod:`bayesldp.adaptive.sgld`), whose draw lags the reports; ``"fit"`` draws once from
+   :func:`bayesldp.fit` after every batch.
 
-   .. math:: \\phi \\leftarrow \\Big|\\phi + \\frac{\\gamma}{2}\\Big(\\frac{\\rho - 1}
-             {\\max(\\phi, f)} - 1 + \\frac{t}{m}\\sum_{j} \\Big(\\frac{L_{y_j}}
-             {L_{y_j}\\cdot\\phi} - \\frac{1}{\\sum_i\\phi_i}\\Big)\\Big)
-             + \\sqrt{\\gamma}\\,W\\Big|,
-
-   ``L_y = P_S[:, y]`` the likelihood row of a report, ``W ~ N(0, I)``, the absolute value the
-   reflection at 0.  ``f = sqrt(gamma)/2`` floors ``phi`` *inside the prior gradient only*, so a
-   coordinate near 0 with ``rho < 1`` cannot be thrown far away by one step (the state itself is
-   never clipped; with ``rho = 1`` the term vanishes).
-
-The default step is the reference code's ``gamma = 0.5 / n`` with ``n`` the planned number of
-users (``n_expected``; when neither ``step_size`` nor ``n_expected`` is given, the first
-:meth:`AdaptiveSurvey.simulate` call fixes ``n_expected = len(x)``).  At the end,
-:meth:`AdaptiveSurvey.posterior` runs the final SGLD (``final_steps = 2000`` updates, the first
-``burn_in = 1000`` discarded).  The per-user loop is compiled with numba
-(:mod:`bayesldp.adaptive._kernels`); reports are stored as ids of distinct likelihood rows.
+:meth:`AdaptiveSurvey.posterior` is :func:`bayesldp.fit` of the survey's reports (each through
+the channel of its subset); ``posterior(engine="sgld")`` the paper's final SGLD run.  The loops
+are compiled with numba (:mod:`bayesldp.adaptive._kernels`); reports are stored as ids of
+distinct likelihood rows.
 
 Durability and reproducibility.  Every batch ``b`` draws its random numbers from fresh streams
 seeded from ``(survey key, b)`` (see :mod:`bayesldp.adaptive._kernels`), so the state after a
@@ -60,6 +50,7 @@ import numpy as np
 
 from bayesldp._validation import check_int, check_values
 from bayesldp.adaptive import _kernels as kn
+from bayesldp.adaptive import sgld
 from bayesldp.adaptive.checkpoint import CheckpointError, read_state, write_state
 from bayesldp.adaptive.config import ENGINES, SurveyConfig
 from bayesldp.adaptive.lookahead import lookahead_size
@@ -413,7 +404,7 @@ class AdaptiveSurvey:
         t = self._n + n_new
         if self.engine == "sgld":
             steps = self.sgld_steps_per_user * n_new
-            kn.run_sgld_batch(self._phi, self._store.sgld_rows(), t, steps, b, self._sgld(gamma),
+            sgld.run_sgld_batch(self._phi, self._store.sgld_rows(), t, steps, b, self._sgld(gamma),
                               self._theta_hist[b + 1])  # fmt: skip
         elif self.engine == "posterior":
             self._n = t
@@ -492,10 +483,10 @@ class AdaptiveSurvey:
             if self.engine == "fit":
                 self._simulate_fit_batch(x[self._n - start_user :][: int(part[0])])
                 done += 1
-            elif self.engine == "posterior":
-                done += self._simulate_pool(x, start_user, self._until_refresh(part))
             else:
-                done += self._simulate_sgld(x, start_user, part, gamma)
+                if self.engine == "posterior":
+                    part = self._until_refresh(part)
+                done += self._simulate_batches(x, start_user, part, gamma)
             if report is not None:
                 report(self._n - start_user, total)
             if rule is not None and self._pool.users == self._n:  # just refreshed
@@ -514,24 +505,34 @@ class AdaptiveSurvey:
             )
         return self
 
-    def _simulate_sgld(self, x: np.ndarray, start_user: int, part: np.ndarray, gamma: float) -> int:
+    def _simulate_batches(
+        self, x: np.ndarray, start_user: int, part: np.ndarray, gamma: float
+    ) -> int:
+        """Run the compiled loop of the engine ("sgld" or "posterior") over the batches ``part``
+        of ``x``; returns how many it did (it stops early when the store's tables are full)."""
         st = self._store
         b0 = self._n_batches
         n_part = int(part.sum())
         st.ensure(self._n + n_part, 1, min(n_part, self.k))
         self._theta_hist = grown(self._theta_hist, b0 + part.shape[0] + 1)
         self._batch_sizes = grown(self._batch_sizes, b0 + part.shape[0])
-        offset = self._n - start_user
+        xs = x[self._n - start_user :][:n_part]
         selection = (self._code, self._rule_param(), self._params, self._order, self._rank)
-        n_done = kn.run_simulate(x[offset : offset + n_part], self._n, b0, part, selection,
-                                 self._phi, st.tables(), self._theta_hist,
-                                 self.sgld_steps_per_user, self._sgld(gamma))  # fmt: skip
-        self._check_state(b0 + n_done)
-        users = int(part[:n_done].sum())
+        if self.engine == "sgld":
+            n_done = sgld.run_simulate(xs, self._n, b0, part, selection, self._phi, st.tables(),
+                                     self._theta_hist, self.sgld_steps_per_user,
+                                     self._sgld(gamma))  # fmt: skip
+            self._check_state(b0 + n_done)
+        else:
+            n_done = run_simulate_pool(xs, self._n, b0, part, selection, self._pool.draws,
+                                       st.tables(), self._theta_hist,
+                                       (self._key0, self._key1))  # fmt: skip
         self._batch_sizes[b0 : b0 + n_done] = part[:n_done]
-        self._n += users
+        self._n += int(part[:n_done].sum())
         self._n_batches = b0 + n_done
-        if self._checkpoint is not None and n_done:
+        if n_done and self.engine == "posterior":
+            self._refresh_pool(self._n_batches)
+        if n_done and self._checkpoint is not None:
             self.save()
         return n_done
 
@@ -539,27 +540,6 @@ class AdaptiveSurvey:
         """The leading batches of ``part`` up to the one that makes the pool's refresh due."""
         reached = self._n + np.cumsum(part) >= self._pool.next_refresh()
         return part[: int(np.argmax(reached)) + 1] if reached.any() else part
-
-    def _simulate_pool(self, x: np.ndarray, start_user: int, part: np.ndarray) -> int:
-        st = self._store
-        b0 = self._n_batches
-        n_part = int(part.sum())
-        st.ensure(self._n + n_part, 1, min(n_part, self.k))
-        self._theta_hist = grown(self._theta_hist, b0 + part.shape[0] + 1)
-        self._batch_sizes = grown(self._batch_sizes, b0 + part.shape[0])
-        offset = self._n - start_user
-        selection = (self._code, self._rule_param(), self._params, self._order, self._rank)
-        n_done = run_simulate_pool(x[offset : offset + n_part], self._n, b0, part, selection,
-                                   self._pool.draws, st.tables(), self._theta_hist,
-                                   (self._key0, self._key1))  # fmt: skip
-        self._batch_sizes[b0 : b0 + n_done] = part[:n_done]
-        self._n += int(part[:n_done].sum())
-        self._n_batches = b0 + n_done
-        if n_done:
-            self._refresh_pool(self._n_batches)
-            if self._checkpoint is not None:
-                self.save()
-        return n_done
 
     def _rule_param(self) -> float:
         """The rule's number for the kernels: ``alpha``, or the lookahead rule's ``|S|``."""
@@ -713,7 +693,7 @@ class AdaptiveSurvey:
         chains = 1 if chains is None else check_int(chains, "chains", 1)
         # the paper's step 0.5 / n (the posterior engines plan no step: the reports so far)
         gamma = self._require_gamma(None) if self.engine == "sgld" else 0.5 / self._n
-        theta = kn.run_final(self._phi, self._store.sgld_rows(), self._n, chains, self.burn_in,
+        theta = sgld.run_final(self._phi, self._store.sgld_rows(), self._n, chains, self.burn_in,
                              draws, self._sgld(gamma), self._n_batches)  # fmt: skip
         info = {
             "sampler": "AdOBEst-LDP SGLD (seed 004)",

@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 import bayesldp
-from bayesldp.adaptive import AdaptiveSurvey, select_subset
+from bayesldp.adaptive import AdaptiveSurvey, select_subset, sgld
 from bayesldp.adaptive import _kernels as kn
 from bayesldp.adaptive.selection import candidate_params
 from tests.stats_helpers import assert_matches_distribution
@@ -169,8 +169,8 @@ def test_sgld_stationary_law_matches_hmc():
     theta = np.array([0.5, 0.25, 0.15, 0.07, 0.03])
     survey = AdaptiveSurvey(5, 1.0, utility="tv", engine="sgld", random_seed=3)
     survey.simulate(_users(theta, 2000, 0))
-    rows, sgld = survey._store.sgld_rows(), survey._sgld(survey.gamma)
-    draws = kn.run_final(survey._phi, rows, 2000, 4, 20_000, 400_000, sgld, 0)
+    rows, settings = survey._store.sgld_rows(), survey._sgld(survey.gamma)
+    draws = sgld.run_final(survey._phi, rows, 2000, 4, 20_000, 400_000, settings, 0)
     draws = draws[:, ::100].reshape(-1, 5)
     ref = bayesldp.fit(survey.tally(), 1.0, method="hmc", draws=2000, chains=4, random_seed=1)
     ref = ref.posterior["theta"].values.reshape(-1, 5)
