@@ -17,7 +17,7 @@ where the difference is inside two standard errors) in every cell, at most 0.8 f
 Usage::
 
     python benchmarks/survey_adaptive_gain.py --workers 2   # results/survey_adaptive_gain.md
-    python benchmarks/survey_adaptive_gain.py --repeats 2 --cells 3 --out /tmp/g.md
+    python benchmarks/survey_adaptive_gain.py --repeats 2 --cells 0,1 --out /tmp/g.md
 """
 
 from __future__ import annotations
@@ -83,55 +83,66 @@ def _ratio(a: np.ndarray, g: np.ndarray) -> tuple[float, float]:
     return float(r), float(np.sqrt(max(var, 0.0)))
 
 
+def _row(cell: tuple[int, float, float], res: list[dict[str, float]]) -> str:
+    """One cell's table row from its populations' results."""
+    k, rho, eps = cell
+    col = {key: np.array([r[key] for r in res]) for key in res[0]}
+    rm, sm = _ratio(col["mle_a"], col["mle_g"])
+    rp, sp = _ratio(col["post_a"], col["post_g"])
+    return (
+        f"| {k} | {rho} | {eps} | {col['mle_g'].mean():.4f} | {col['mle_a'].mean():.4f} | "
+        f"{rm:.3f} ({sm:.3f}) | {col['post_g'].mean():.4f} | {col['post_a'].mean():.4f} | "
+        f"{rp:.3f} ({sp:.3f}) | {col['size'].mean():.2f} | {col['seconds'].mean():.1f} |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--utility", default="default")
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--cells", type=int, default=len(GRID), help="the first N cells only")
+    parser.add_argument("--cells", default="all", help="grid indices (K, rho, eps order), or all")
     default_out = ROOT / "benchmarks/results/survey_adaptive_gain.md"
     parser.add_argument("--out", type=Path, default=default_out)
     args = parser.parse_args()
     load = os.getloadavg()
     started = time.perf_counter()
-    cells = GRID[: args.cells]
+    cells = GRID if args.cells == "all" else [GRID[int(i)] for i in args.cells.split(",")]
     jobs = [(*cell, rep, args.utility) for cell in cells for rep in range(args.repeats)]
-    with ProcessPoolExecutor(args.workers) as pool:
-        results = list(pool.map(one_population, *zip(*jobs, strict=True)))
-    rows = []
-    for i, (k, rho, eps) in enumerate(cells):
-        res = results[i * args.repeats : (i + 1) * args.repeats]
-        col = {key: np.array([r[key] for r in res]) for key in res[0]}
-        rm, sm = _ratio(col["mle_a"], col["mle_g"])
-        rp, sp = _ratio(col["post_a"], col["post_g"])
-        rows.append(
-            f"| {k} | {rho} | {eps} | {col['mle_g'].mean():.4f} | {col['mle_a'].mean():.4f} | "
-            f"{rm:.3f} ({sm:.3f}) | {col['post_g'].mean():.4f} | {col['post_a'].mean():.4f} | "
-            f"{rp:.3f} ({sp:.3f}) | {col['size'].mean():.2f} | {col['seconds'].mean():.1f} |"
-        )
+    rows, res = [], []
+    with ProcessPoolExecutor(args.workers) as pool:  # rows print as each cell completes
+        for result in pool.map(one_population, *zip(*jobs, strict=True)):
+            res.append(result)
+            if len(res) == args.repeats:
+                rows.append(_row(cells[len(rows)], res))
+                print(rows[-1], flush=True)
+                res = []
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
-    text = "\n".join([
-        "# The default adaptive survey against plain GRR at the exact budget (issue 35, item 3)",
-        "",
-        f"`python benchmarks/survey_adaptive_gain.py --repeats {args.repeats} --utility "
-        f"{args.utility} --workers {args.workers}`; {_dt.date.today()}, commit {commit}; "
-        f"{platform.machine()}, {os.cpu_count()} cores, load average at the start "
-        f"{load[0]:.2f}; {time.perf_counter() - started:.0f} s in all.",
-        "",
-        f"n = 500 K users, {args.repeats} populations per cell, every report eps-LDP (seed "
-        "004's eps2).  Adaptive: the default survey (`AdaptiveSurvey(K, eps)`, utility "
-        f"`{args.utility}`); GRR: every user through GRR at the full budget.  TV: mean over "
-        "the populations of the MLE's and of the posterior mean's (bayesldp.fit, adaptive "
-        "prior); ratio adaptive / GRR with its standard error (delta method).  Seconds: the "
-        "adaptive survey's `simulate`.",
-        "",
-        "| K | rho | eps | GRR MLE TV | adaptive MLE TV | ratio (se) | GRR posterior TV | "
-        "adaptive posterior TV | ratio (se) | mean S | simulate s |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        *rows,
-        "",
-    ])
+    text = "\n".join(
+        [
+            "# The default adaptive survey against plain GRR at the exact budget (issue 35, item 3)",
+            "",
+            f"`python benchmarks/survey_adaptive_gain.py --repeats {args.repeats} --utility "
+            f"{args.utility} --workers {args.workers} --cells {args.cells}`; {_dt.date.today()}, "
+            f"commit {commit}; "
+            f"{platform.machine()}, {os.cpu_count()} cores, load average at the start "
+            f"{load[0]:.2f}; {time.perf_counter() - started:.0f} s in all.",
+            "",
+            f"n = 500 K users, {args.repeats} populations per cell, every report eps-LDP (seed "
+            "004's eps2).  Adaptive: the default survey (`AdaptiveSurvey(K, eps)`, utility "
+            f"`{args.utility}`); GRR: every user through GRR at the full budget.  TV: mean over "
+            "the populations of the MLE's and of the posterior mean's (bayesldp.fit, adaptive "
+            "prior); ratio adaptive / GRR with its standard error (delta method).  Seconds: the "
+            "adaptive survey's `simulate`.",
+            "",
+            "| K | rho | eps | GRR MLE TV | adaptive MLE TV | ratio (se) | GRR posterior TV | "
+            "adaptive posterior TV | ratio (se) | mean S | simulate s |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *rows,
+            "",
+        ]
+    )
     args.out.write_text(text)
     print(text)
 
