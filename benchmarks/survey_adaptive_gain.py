@@ -121,7 +121,8 @@ def main() -> None:
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     text = "\n".join(
         [
-            "# The default adaptive survey against plain GRR at the exact budget (issue 35, item 3)",
+            "# The default adaptive survey against plain GRR at the exact budget "
+            "(issue 35, item 3)",
             "",
             f"`python benchmarks/survey_adaptive_gain.py --repeats {args.repeats} --utility "
             f"{args.utility} --workers {args.workers} --cells {args.cells}`; {_dt.date.today()}, "

@@ -5,9 +5,9 @@ Runs (``--runs``, utility:engine): the paper's engine ``sgld`` (20 SGLD updates 
 minibatch 50, constant step 0.5/n, then the final SGLD run, 2000 updates, 1000 burn-in) with
 ``fisher`` (U1; its O(1)-per-candidate closed form) and ``tv`` (U4, O(K) per candidate), and the
 default engine ``posterior`` (subsets from draws of the calibrated posterior, refreshed as the
-reports grow by 25%, then ``bayesldp.fit``) with ``tv`` and the default rule ``lookahead``; each
-in a fresh Python process timed from outside (interpreter start, imports, data generation, numba
-compilation or cache loading, the survey, the posterior):
+reports grow by 25%, or by ``refresh``, then ``bayesldp.fit``) with ``tv`` and the default rule
+``lookahead``; each in a fresh Python process timed from outside (interpreter start, imports,
+data generation, numba compilation or cache loading, the survey, the posterior):
 
 * "uncached": ``NUMBA_CACHE_DIR`` points at an empty directory, so every kernel is compiled;
 * "cached": the same directory again, now holding the compiled kernels.
@@ -47,11 +47,13 @@ CHILD = textwrap.dedent(
     from bayesldp.adaptive import AdaptiveSurvey
     t1 = time.perf_counter()
     n, k, utility, engine = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    refresh = {"refresh": float(sys.argv[5])} if len(sys.argv) > 5 else {}
     gen = np.random.default_rng(2025)
     theta = gen.dirichlet(np.full(k, 0.1))
     x = gen.choice(k, size=n, p=theta)
     paper = {"engine": "sgld", "prior": 1.0} if engine == "sgld" else {}
-    survey = AdaptiveSurvey(k, 1.0, utility=utility, random_seed=1, n_expected=n, **paper)
+    survey = AdaptiveSurvey(k, 1.0, utility=utility, random_seed=1, n_expected=n, **paper,
+                            **refresh)
     t2 = time.perf_counter()
     survey.simulate(x)
     t3 = time.perf_counter()
@@ -88,11 +90,11 @@ def machine() -> dict[str, str]:
     }
 
 
-def run_child(n: int, k: int, utility: str, engine: str, cache_dir: str) -> dict[str, float]:
+def run_child(n: int, k: int, run: list[str], cache_dir: str) -> dict[str, float]:
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(n), str(k), utility, engine],
+        [sys.executable, "-c", CHILD, str(n), str(k), *run],
         capture_output=True,
         text=True,
         env=env,
@@ -153,8 +155,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=500_000)
     parser.add_argument("--k", type=int, default=20)
-    parser.add_argument("--runs", default="fisher:sgld,tv:sgld,tv:posterior,lookahead:posterior",
-                        help="utility:engine pairs")  # fmt: skip
+    parser.add_argument("--runs", default="fisher:sgld,tv:sgld,tv:posterior,lookahead:posterior,"
+                        "lookahead:posterior:1.0", help="utility:engine[:refresh]")  # fmt: skip
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "survey_speed.md"))
     args = parser.parse_args()
 
@@ -162,10 +164,12 @@ def main() -> int:
     load_before = os.getloadavg()
     rows = []
     for run in args.runs.split(","):
-        utility, engine = run.split(":")
+        utility, engine = run.split(":")[:2]
+        if run.count(":") == 2:
+            engine += f" (refresh {run.split(':')[2]})"
         with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
             for label in ("uncached", "cached"):
-                res = run_child(args.n, args.k, utility, engine, cache)
+                res = run_child(args.n, args.k, run.split(":"), cache)
                 rows.append((utility, engine, label, res))
                 print(utility, engine, label, json.dumps({k: round(v, 3) for k, v in res.items()}))
     sel = selection_micro(args.k)
@@ -205,7 +209,7 @@ def main() -> int:
         )
     cached = {f"{u}:{e}": r["wall"] for u, e, label, r in rows if label == "cached"}
     ratios = [f"{new} / {old}: {cached[new] / cached[old]:.2f}x"
-              for new in cached if new.endswith(":posterior")
+              for new in cached if ":posterior" in new
               for old in cached if old.endswith(":sgld")]  # fmt: skip
     if ratios:
         lines += ["", "Whole process, cached, each posterior-engine run over each SGLD run "
