@@ -11,7 +11,16 @@ is uniform on ``{0, ..., M}`` (Talts et al., Theorem 1), because ``theta~`` and 
 are exchangeable draws from ``p(theta | y)``.  A sampler whose
 draws do not follow the posterior shows up as a non-uniform rank histogram over many
 replications (Talts et al. discuss the shapes: a U shape for posteriors that are too narrow,
-a hump for too wide ones, a slope for a bias).  Here ``f`` is each coordinate ``theta_x`` in turn.
+a hump for too wide ones, a slope for a bias).  Here ``f`` is each coordinate ``theta_x`` in turn,
+and the log-likelihood ``f(theta) = log p(y | theta)`` of the replication's tally.
+
+Ranks of functions of ``theta`` alone cannot see a sampler that ignores the data: prior draws
+rank ``theta~ ~ p(theta)`` uniformly.  A test quantity that depends on the data can
+(Modrak, Moon, Kim, Kennedy, Gabry, Vehtari and Buerkner, "Simulation-based calibration
+checking for Bayesian computation: the choice of test quantities shapes sensitivity",
+Bayesian Analysis 2023): ``theta~`` generated ``y``, so its likelihood is higher than that of
+most prior draws and its log-likelihood rank piles up at ``M``.  The theorem holds for any
+``f(theta, y)``, so the log-likelihood rank of exact posterior draws is uniform too.
 
 Correlated draws (MCMC) make the ranks non-uniform even for a correct sampler; Talts et al.
 (Algorithm 2) thin each chain to about its effective sample size before ranking,
@@ -51,6 +60,7 @@ __all__ = [
     "ThinnedDraws",
     "effective_sample_size",
     "interval_contains",
+    "loglik_ranks",
     "rank_histogram",
     "rank_statistics",
     "rank_uniformity_test",
@@ -218,6 +228,36 @@ def interval_contains(truth: Any, draws: Any, level: float = 0.9) -> np.ndarray:
     return (lo <= truth) & (truth <= hi)
 
 
+def loglik_ranks(tally: Tally, truth: Any, draws: Any, rng: RNGLike = None) -> np.ndarray:
+    """SBC rank of the log-likelihood at the truth among its values at the draws.
+
+    ``r = #{l : log p(y | theta_l) < log p(y | theta~)}`` with ``log p(y | theta) =
+    tally.loglik(theta)``: the rank of a data-dependent test quantity (Modrak et al. 2023),
+    uniform on ``{0, ..., M}`` for exact posterior draws and piled up at ``M`` for draws that
+    ignore the data (prior draws).  ``-inf`` (a draw under which an observed report is
+    impossible) ranks below every finite value; ties are split as in :func:`rank_statistics`.
+
+    Parameters
+    ----------
+    tally : Tally
+        The replication's reports.
+    truth : array_like, shape (K,)
+    draws : array_like, shape (M, K)
+    rng : Generator, SeedSequence, int or None
+        Tie-breaking uniforms.
+
+    Returns
+    -------
+    int
+        Rank in ``0..M`` (a 0-d integer array).
+    """
+    truth = _float_array(truth, "truth", 1)
+    draws = _float_array(draws, "draws", 2)
+    values = np.asarray(tally.loglik(np.vstack([truth[None, :], draws])), dtype=float)
+    values = np.where(values == -np.inf, -np.finfo(float).max, values)
+    return rank_statistics(values[:1], values[1:, None], rng)[0]
+
+
 # ---------------------------------------------------------------------------- thinning
 def effective_sample_size(theta: Any) -> np.ndarray:
     """Per-coordinate effective sample size: the smaller of ArviZ's ESS_bulk and ESS_tail.
@@ -371,6 +411,9 @@ class SBCReplication:
         Thinning factor used.
     sufficient : bool
         Whether the thinned draws numbered at least ``size`` (see :class:`ThinnedDraws`).
+    loglik_rank : int or None
+        Rank of the tally's log-likelihood at ``truth`` among its values at the thinned
+        draws, in ``0..size`` (see :func:`loglik_ranks`).
     """
 
     truth: np.ndarray
@@ -379,6 +422,7 @@ class SBCReplication:
     ess: float
     thin: int
     sufficient: bool
+    loglik_rank: int | None = None
 
 
 def sbc_replication(
@@ -398,7 +442,8 @@ def sbc_replication(
     ``~ Multinomial(n, theta~)``; ``tally = mechanism.simulate_tally(counts)``;
     ``theta = sampler(tally, alpha, seed)``;
     the draws are thinned to ``size`` by :func:`thin_by_ess` and ranked against ``theta~``
-    (:func:`rank_statistics`), and the central ``level`` interval of all draws is checked
+    (:func:`rank_statistics`), coordinate by coordinate and through the tally's log-likelihood
+    (:func:`loglik_ranks`), and the central ``level`` interval of all draws is checked
     (:func:`interval_contains`).
 
     The prior draw, the counts, the tally and the sampler's seed all come, in this order, from
@@ -450,6 +495,7 @@ def sbc_replication(
         ess=thinned.ess,
         thin=thinned.thin,
         sufficient=thinned.sufficient,
+        loglik_rank=int(loglik_ranks(tally, truth, thinned.draws, gen)),
     )
 
 
@@ -478,6 +524,10 @@ class SBCSummary:
         Each coordinate's p-value must exceed this.
     coverage_range : tuple of float
         The mean coverage over coordinates must lie in this closed range.
+    loglik_counts : ndarray, shape (bins,), or None
+        Rank histogram of the log-likelihood (:func:`loglik_ranks`), if given.
+    loglik_pvalue : float or None
+        Its chi-square p-value; it must exceed ``p_threshold`` too.
     """
 
     reps: int
@@ -491,6 +541,8 @@ class SBCSummary:
     low_ess: int
     p_threshold: float
     coverage_range: tuple[float, float]
+    loglik_counts: np.ndarray | None = None
+    loglik_pvalue: float | None = None
 
     @property
     def min_p(self) -> float:
@@ -514,8 +566,10 @@ class SBCSummary:
 
     @property
     def ranks_ok(self) -> bool:
-        """Every coordinate's rank histogram passes the chi-square test."""
-        return bool(self.pvalues.min() > self.p_threshold)
+        """Every coordinate's rank histogram, and the log-likelihood's if given, passes the
+        chi-square test."""
+        loglik_ok = self.loglik_pvalue is None or self.loglik_pvalue > self.p_threshold
+        return bool(self.pvalues.min() > self.p_threshold and loglik_ok)
 
     @property
     def coverage_ok(self) -> bool:
@@ -532,8 +586,10 @@ class SBCSummary:
     def verdict(self) -> str:
         """ "pass" or "FAIL (...)" naming the failed checks."""
         failed = []
-        if not self.ranks_ok:
+        if not self.pvalues.min() > self.p_threshold:
             failed.append(f"ranks: min p {self.min_p:.1e}")
+        if self.loglik_pvalue is not None and not self.loglik_pvalue > self.p_threshold:
+            failed.append(f"loglik ranks: p {self.loglik_pvalue:.1e}")
         if not self.coverage_ok:
             failed.append(f"coverage {self.mean_coverage:.3f}")
         return "pass" if not failed else "FAIL (" + "; ".join(failed) + ")"
@@ -549,12 +605,14 @@ def summarise_sbc(
     low_ess: int = 0,
     p_threshold: float = 1e-3,
     coverage_range: Sequence[float] = (0.85, 0.95),
+    loglik_ranks: Any = None,
 ) -> SBCSummary:
     """Reduce SBC replications to rank-uniformity p-values, coverage and a verdict.
 
     The criteria are those of a calibration check in the spirit of Talts et al. (2018): the
     chi-square p-value of every coordinate's rank histogram exceeds ``p_threshold`` and the
-    ``level`` interval's coverage, pooled over coordinates, lies in ``coverage_range``.  The
+    ``level`` interval's coverage, pooled over coordinates, lies in ``coverage_range``; with
+    ``loglik_ranks`` the log-likelihood's rank histogram must pass the chi-square test too.  The
     per-coordinate coverages are kept too; each has binomial standard error
     ``sqrt(level (1 - level) / L)`` (2.1 points for ``L = 200``, ``level = 0.9``).
 
@@ -572,6 +630,8 @@ def summarise_sbc(
         Number of replications with too few effective draws (reported only).
     p_threshold : float
     coverage_range : (float, float)
+    loglik_ranks : array_like of int, shape (L,), optional
+        Log-likelihood ranks (:attr:`SBCReplication.loglik_rank`), in ``0..max_rank``.
     """
     level = check_open_unit(level, "level")
     inside_arr = np.asarray(inside)
@@ -586,6 +646,16 @@ def summarise_sbc(
     if not 0.0 <= lo <= hi <= 1.0:
         raise InvalidInputError(f"coverage_range: expected 0 <= lo <= hi <= 1, got {(lo, hi)}")
     statistic, pvalues = rank_uniformity_test(ranks_arr, max_rank, bins)
+    loglik_counts = loglik_pvalue = None
+    if loglik_ranks is not None:
+        ll = np.asarray(loglik_ranks)
+        if ll.shape != ranks_arr.shape[:1]:
+            raise InvalidInputError(
+                f"loglik_ranks: expected shape {ranks_arr.shape[:1]} (one per replication), "
+                f"got {ll.shape}"
+            )
+        loglik_counts = rank_histogram(ll[:, None], max_rank, bins)[:, 0]
+        loglik_pvalue = float(rank_uniformity_test(ll[:, None], max_rank, bins)[1][0])
     return SBCSummary(
         reps=int(ranks_arr.shape[0]),
         max_rank=int(max_rank),
@@ -598,6 +668,8 @@ def summarise_sbc(
         low_ess=int(low_ess),
         p_threshold=float(p_threshold),
         coverage_range=(lo, hi),
+        loglik_counts=loglik_counts,
+        loglik_pvalue=loglik_pvalue,
     )
 
 
@@ -650,5 +722,6 @@ def run_sbc(
         low_ess=sum(not r.sufficient for r in out),
         p_threshold=p_threshold,
         coverage_range=coverage_range,
+        loglik_ranks=np.array([r.loglik_rank for r in out]),
     )
     return summary, out

@@ -16,6 +16,7 @@ from bayesldp.bayes.calibration import (
     BackendSampler,
     effective_sample_size,
     interval_contains,
+    loglik_ranks,
     rank_histogram,
     rank_statistics,
     rank_uniformity_test,
@@ -123,6 +124,25 @@ def test_miscalibrated_draws_fail(scale, shift, coverage_side):
         assert summary.mean_coverage > 0.97
     else:  # shifted up: truth ranks low
         assert counts[:5].sum() > 1.5 * counts[5:].sum()
+
+
+def test_loglik_ranks_count_draws_with_a_lower_likelihood():
+    """Direct observation of counts (3, 1): log-likelihood 3 log theta_0 + log theta_1, highest
+    at the MLE (0.75, 0.25); a draw that makes an observed report impossible ranks lowest."""
+    tally = _Direct(2).simulate_tally([3, 1])
+    draws = np.array([[0.5, 0.5], [0.9, 0.1], [0.6, 0.4]])
+    assert loglik_ranks(tally, np.array([0.75, 0.25]), draws) == 3
+    # -3.26 at (0.4, 0.6) is below -2.77, -2.62 and -2.45 at the draws
+    assert loglik_ranks(tally, np.array([0.4, 0.6]), draws) == 0
+    impossible = np.array([[1.0, 0.0], [0.75, 0.25]])
+    assert loglik_ranks(tally, np.array([0.5, 0.5]), impossible) == 1
+    ranks = np.tile(np.arange(100), 2)[:, None]
+    inside = np.ones((200, 1), dtype=bool)
+    piled = summarise_sbc(ranks, inside, max_rank=99, loglik_ranks=np.full(200, 99))
+    assert piled.ranks_ok is False and piled.verdict.startswith("FAIL (loglik ranks: p")
+    assert piled.loglik_counts.tolist() == [0] * 9 + [200]
+    with pytest.raises(InvalidInputError, match="loglik_ranks"):
+        summarise_sbc(ranks, inside, max_rank=99, loglik_ranks=np.zeros(5, dtype=int))
 
 
 def test_interval_contains_matches_quantiles():

@@ -239,8 +239,13 @@ def test_categories_measured_jointly_get_nested_coordinates():
     tally (scratch rrrr_opts.py's seed 5) the default fit samples nested log-ratios (the group
     S^c = {3..9} through its total, then its split) at target_accept 0.8 with no divergent
     draw; plain log-ratios (coordinates="alr") keep the rule before nesting, 0.95, and at 0.8
-    have 2 divergent draws.  GRR on the same population keeps plain log-ratios and 0.8; the
-    adaptive prior's joint scheme nests too, at its 0.9."""
+    meet divergent draws.  GRR on the same population keeps plain log-ratios and 0.8; the
+    adaptive prior's joint scheme nests too, at its 0.9.
+
+    Divergences are random: over seeds 0..39 (scratch /tmp/s36/div.py, 4 x 1000 draws each)
+    the nested default had 0 divergent draws in 160,000, plain log-ratios at 0.8 had 64, in 27
+    of the 40 runs (13 runs had none, so one run's count proves nothing); the 6 runs of plain
+    log-ratios here all have none with probability about (13/40)^6 = 0.001."""
     rrrr, grr = rrrr_and_grr_tallies(5)
     out = hmc.sample(rrrr, np.ones(10), draws=1000, chains=4, random_seed=5)
     assert out.info["shared_information"] > 10
@@ -250,9 +255,9 @@ def test_categories_measured_jointly_get_nested_coordinates():
     plain = hmc.sample(rrrr, np.ones(10), draws=50, chains=1, random_seed=5, tune=50,
                        coordinates="alr")  # fmt: skip
     assert plain.info["coordinates"] == "alr" and plain.info["target_accept"] == 0.95
-    old = hmc.sample(rrrr, np.ones(10), draws=1000, chains=4, random_seed=5, target_accept=0.8,
-                     coordinates="alr")  # fmt: skip
-    assert old.sample_stats["diverging"].sum() == 2
+    old = [hmc.sample(rrrr, np.ones(10), draws=1000, chains=4, random_seed=seed,
+                      target_accept=0.8, coordinates="alr") for seed in range(5, 11)]  # fmt: skip
+    assert sum(int(o.sample_stats["diverging"].sum()) for o in old) >= 1
     other = hmc.sample(grr, np.ones(10), draws=50, chains=1, random_seed=5, tune=50)
     assert other.info["shared_information"] < 1.5 and other.info["target_accept"] == 0.8
     assert other.info["coordinates"] == "alr" and other.info["nested_group"] is None
