@@ -30,18 +30,36 @@ import numpy as np
 __all__ = ["BatchContent", "batch_content"]
 
 
+#: rows turned into bytes at a time (a batch is hashed in chunks: bounded memory)
+CHUNK_ROWS = 1 << 16
+
+
 @dataclass(frozen=True)
 class BatchContent:
-    """The normalised rows of one report table: ``rows`` of them, as one byte string."""
+    """The normalised rows of one report table: ``rows`` of them, hashed chunk by chunk."""
 
     header: bytes
-    body: bytes
-    #: byte offset of the end of each row in ``body`` (``ends[-1] == len(body)``)
-    ends: np.ndarray
+    rows: int
+    #: fixed-width form: one array per column (integers or booleans, hashed as int64; float64);
+    #: None in text form
+    columns: list[np.ndarray] | None
+    #: text form: one byte string per row
+    lines: list[bytes] | None
 
-    @property
-    def rows(self) -> int:
-        return int(self.ends.size)
+    def _bytes(self, start: int, stop: int) -> bytes:
+        """The normalised bytes of rows ``start:stop``."""
+        if self.lines is not None:
+            return b"".join(self.lines[start:stop])
+        chunks = [column[start:stop] for column in self.columns]
+        if all(chunk.dtype.kind in "biu" for chunk in chunks):  # integers: one stacked copy
+            return np.column_stack([c.astype("<i8", copy=False) for c in chunks]).tobytes()
+        table = np.empty((stop - start, len(self.columns)), dtype="<u8")
+        for j, column in enumerate(self.columns):
+            chunk = column[start:stop]
+            if chunk.dtype.kind != "f":
+                chunk = chunk.astype(np.int64, copy=False)
+            table[:, j] = chunk.view(np.uint64)
+        return table.tobytes()
 
     @property
     def digest(self) -> str:
@@ -51,14 +69,16 @@ class BatchContent:
     def prefix_digests(self, lengths: Any) -> dict[int, str]:
         """``{m: digest of the first m rows}`` for each ``m`` in ``lengths`` (0 < m <= rows).
 
-        One pass over the rows: the digest state is copied at each length."""
+        One pass over the rows, ``CHUNK_ROWS`` at a time: the digest state is copied at each
+        length."""
         wanted = sorted({int(m) for m in lengths if 0 < int(m) <= self.rows})
         hasher = hashlib.sha256(self.header)
         done, out = 0, {}
         for m in wanted:
-            end = int(self.ends[m - 1])
-            hasher.update(memoryview(self.body)[done:end])
-            done = end
+            while done < m:
+                stop = min(m, done + CHUNK_ROWS)
+                hasher.update(self._bytes(done, stop))
+                done = stop
             out[m] = hasher.copy().hexdigest()
         return out
 
@@ -74,9 +94,9 @@ def _normalised_columns(frame: Any) -> tuple[list[str], list[str], list[np.ndarr
         fits = kind != "u" or data.size == 0 or data.max() <= np.iinfo(np.int64).max
         if kind == "b" or (kind in "iu" and fits):
             kinds.append("i")
-            values.append(data.astype(np.int64))
+            values.append(data)  # widened to int64 a chunk at a time
         elif kind == "f":
-            as_float = data.astype(np.float64)
+            as_float = data.astype(np.float64, copy=False)
             integral = np.isfinite(as_float).all() and np.all(np.abs(as_float) < 2.0**62)
             if integral and np.array_equal(as_float, np.round(as_float)):
                 kinds.append("i")
@@ -92,22 +112,19 @@ def _normalised_columns(frame: Any) -> tuple[list[str], list[str], list[np.ndarr
 
 
 def batch_content(frame: Any) -> BatchContent:
-    """The normalised rows of a report table (a pandas DataFrame as ``read_table`` returns)."""
+    """The normalised rows of a report table (a pandas DataFrame as ``read_table`` returns).
+
+    Numbers take 8 bytes each, hashed ``CHUNK_ROWS`` rows at a time (a copy of the frame's
+    columns as 64-bit values, not of its rows as bytes); a table with a text column is hashed
+    as text lines."""
     names, kinds, values = _normalised_columns(frame)
     header = ("\x1f".join(f"{n}:{k}" for n, k in zip(names, kinds, strict=True)) + "\n").encode()
     n_rows = int(frame.shape[0])
-    if all(k != "s" for k in kinds):  # fixed width: 8 bytes a value
-        width = 8 * len(names)
-        table = np.empty((n_rows, len(names)), dtype=np.uint64)
-        for j, column in enumerate(values):
-            table[:, j] = np.asarray(column).view(np.uint64)
-        body = np.ascontiguousarray(table).astype("<u8", copy=False).tobytes()
-        ends = np.arange(1, n_rows + 1, dtype=np.int64) * width
-        return BatchContent(header, body, ends)
+    if all(k != "s" for k in kinds):
+        return BatchContent(header, n_rows, [np.asarray(v) for v in values], None)
     cells = [
         [repr(float(v)) if k == "f" else str(v) for v in column]
         for column, k in zip(values, kinds, strict=True)
     ]
     lines = [("\x1f".join(row) + "\n").encode() for row in zip(*cells, strict=True)]
-    ends = np.cumsum([len(line) for line in lines], dtype=np.int64)
-    return BatchContent(header, b"".join(lines), ends)
+    return BatchContent(header, n_rows, None, lines)
