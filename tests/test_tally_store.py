@@ -133,3 +133,25 @@ def test_a_read_follows_an_append_committed_under_it(tmp_path, monkeypatch):
     lost = r"manifest-1\.json is missing.*generation 3 is intact.*printf 3 >"
     with pytest.raises(DamagedStoreError, match=lost):
         store.inputs()
+
+
+def test_a_store_written_before_checksums_reads_and_appends(tmp_path):
+    """A store of the earlier format (no checksums, no state digest, inputs known by SHA-256
+    only) reads as before; its inputs are still skipped by their bytes, and new inputs are
+    recorded by their rows."""
+    import json
+
+    mech = bayesldp.GRR(4, 1.0)
+    paths = write_batches(mech, tmp_path, 2)
+    store, _ = TallyStore.append_to(tmp_path / "store", paths[:1], mech)
+    manifest_path = store.path / "manifest-1.json"
+    manifest = json.loads(manifest_path.read_text())
+    keys = ("name", "sha256", "reports", "appended_at")
+    inputs = [{k: e[k] for k in keys} for e in manifest["inputs"]]
+    old = {"mechanism": manifest["mechanism"], "params": manifest["params"], "inputs": inputs}
+    manifest_path.write_text(json.dumps(old))
+    assert store.tally() == direct_tally(mech, paths[:1])
+    records = store.append(paths)
+    assert [r["status"] for r in records] == ["already counted", "counted"]
+    assert store.tally() == direct_tally(mech, paths)
+    assert "content" in store.inputs()[1] and "content" not in store.inputs()[0]

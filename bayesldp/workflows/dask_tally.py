@@ -55,6 +55,10 @@ def report_files(source: Any) -> list[Path]:
             files = [path]  # a path that exists is that file, whatever characters it holds
         else:
             files = sorted(Path(p) for p in glob.glob(str(source)))
+            if not files:
+                raise InvalidInputError(
+                    f"source: no such file {source}, and as a glob pattern it matches no file"
+                )
     elif isinstance(source, Iterable):
         files = [Path(p) for p in source]
     else:

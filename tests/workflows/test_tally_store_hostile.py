@@ -176,6 +176,8 @@ def test_a_path_that_exists_is_that_file_never_a_glob(tmp_path, capsys):
     assert json.loads(out)["reports"] == 4
     pattern = tmp_path / "survey[02].csv"  # no such file: a glob of the two others
     assert report_files(pattern) == [tmp_path / "survey0.csv", tmp_path / "survey2.csv"]
+    with pytest.raises(InvalidInputError, match=r"no such file .*survey\[13\]\.csv, and as a glob"):
+        report_files(tmp_path / "survey[13].csv")
     store = tmp_path / "store"
     code, out, err = run_cli(capsys, ["append", store, target, *GRR3, "--epsilon", "1",
                                       "--output", "json"])  # fmt: skip
