@@ -60,6 +60,7 @@ import datetime as _dt
 import hashlib
 import io
 import os
+import re
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -111,6 +112,12 @@ def _report_files(files: Any) -> list[Path]:
     return paths
 
 
+def _leftover(name: str) -> bool:
+    """A file that a failed or killed creation may leave (the lock, a temporary file, a state
+    file written before its manifest): it does not stop a new store from being made here."""
+    return name in _OWN_FILES or name.endswith(".tmp") or re.fullmatch(r"state-\d+\.npz", name)
+
+
 def _check_new_store_path(path: Path) -> None:
     """``path`` can become a new store: not a file, not under one, not a foreign directory."""
     for parent in (path, *path.parents):
@@ -118,8 +125,7 @@ def _check_new_store_path(path: Path) -> None:
             where = "is" if parent == path else f"lies under {parent}, which is"
             raise InvalidInputError(f"store: {path} {where} a file, not a tally store directory")
     if path.is_dir():
-        foreign = sorted(p.name for p in path.iterdir()
-                         if p.name not in _OWN_FILES and not p.name.endswith(".tmp"))  # fmt: skip
+        foreign = sorted(p.name for p in path.iterdir() if not _leftover(p.name))
         if foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise InvalidInputError(

@@ -146,6 +146,18 @@ def test_a_failed_first_append_leaves_no_store(tmp_path, capsys):
     assert TallyStore(store).mechanism == bayesldp.GRR(4, 2.0) and TallyStore(store).tally().n == 3
 
 
+def test_a_creation_killed_before_its_manifest_leaves_no_store(tmp_path):
+    """What a kill during creation can leave before the manifest is in place (the lock, a
+    temporary file, a state file) is not a store, and the next append creates one there."""
+    store = tmp_path / "store"
+    store.mkdir()
+    for name in (".bayesldp.lock", "state-1.npz.tmp", "state-1.npz"):
+        (store / name).write_bytes(b"partial")
+    a = write_reports(tmp_path / "a.csv", [0, 1, 2, 1])
+    created, records = TallyStore.append_to(store, [a], bayesldp.GRR(3, 1.0))
+    assert records[0]["status"] == "counted" and created.tally().n == 4
+
+
 def test_a_writer_waits_for_the_lock_then_names_its_holder(tmp_path):
     mech = bayesldp.GRR(3, 1.0)
     a = write_reports(tmp_path / "a.csv", [0, 1, 2])
