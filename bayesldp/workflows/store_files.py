@@ -46,11 +46,15 @@ def file_digest(path: Path) -> str:
 def write_atomic(path: Path, write: Any) -> None:
     """``write(fh)`` into a temporary file, fsync it, rename it to ``path``."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk or an interrupt: no stray temporary file
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def fsync_dir(path: Path) -> None:

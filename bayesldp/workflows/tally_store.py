@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp.errors import BayesLDPError, InvalidInputError
+from bayesldp.errors import BayesLDPError, InvalidInputError, StoreWriteError
 from bayesldp.mechanisms import make_mechanism
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
@@ -243,6 +243,8 @@ class TallyStore:
             return sf.parse_manifest(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise sf.damaged(self.path, f"{path.name} is damaged: {exc}", generation) from None
+        except (PermissionError, IsADirectoryError) as exc:
+            raise InvalidInputError(f"store: cannot read {path}: {exc.strerror}") from None
 
     def _at_current(self, read: Callable[[int], Any]) -> Any:
         """``read(generation)`` at the current generation.  An append in another process may
@@ -290,7 +292,10 @@ class TallyStore:
         if not manifest["inputs"]:  # only the empty store's generation has no state file
             raise InvalidInputError(f"store: {self.path} holds no reports yet; append some")
         state = self.path / sf.state_name(generation)
-        raw = state.read_bytes()  # FileNotFoundError: _at_current decides
+        try:
+            raw = state.read_bytes()  # FileNotFoundError: _at_current decides
+        except (PermissionError, IsADirectoryError) as exc:
+            raise InvalidInputError(f"store: cannot read {state}: {exc.strerror}") from None
         expected = manifest.get("state_sha256")
         where = f"{state.name} (the tally)"
         if expected is not None and hashlib.sha256(raw).hexdigest() != expected:
@@ -356,12 +361,27 @@ class TallyStore:
         np.savez(buffer, **arrays)
         state = buffer.getvalue()
         manifest["state_sha256"] = hashlib.sha256(state).hexdigest()
-        sf.write_atomic(self.path / sf.state_name(generation), lambda fh: fh.write(state))
-        sf.write_atomic(self.path / sf.manifest_name(generation),
-                        lambda fh: fh.write(sf.manifest_bytes(manifest)))  # fmt: skip
-        sf.fsync_dir(self.path)
-        sf.write_atomic(self.path / sf.CURRENT, lambda fh: fh.write(str(generation).encode()))
-        sf.fsync_dir(self.path)
+        try:
+            sf.write_atomic(self.path / sf.state_name(generation), lambda fh: fh.write(state))
+            sf.write_atomic(self.path / sf.manifest_name(generation),
+                            lambda fh: fh.write(sf.manifest_bytes(manifest)))  # fmt: skip
+            sf.fsync_dir(self.path)
+            sf.write_atomic(self.path / sf.CURRENT, lambda fh: fh.write(str(generation).encode()))
+        except OSError as exc:  # CURRENT still names the previous generation: undo the new one
+            self._drop(generation)
+            before = (f"the store is unchanged at generation {generation - 1}"
+                      if generation > 1 else "no store was created")  # fmt: skip
+            raise StoreWriteError(
+                f"store: cannot write {self.path} ({exc.strerror or exc}); {before}, nothing "
+                "of this append was counted"
+            ) from None
+        try:
+            sf.fsync_dir(self.path)
+        except OSError as exc:
+            raise StoreWriteError(
+                f"store: generation {generation} of {self.path} was written but the directory "
+                f"could not be synced to disk ({exc.strerror or exc})"
+            ) from None
 
     def _drop(self, generation: int) -> None:
         if generation < 0:

@@ -387,6 +387,32 @@ def test_a_store_with_no_intact_generation_says_so(tmp_path, capsys):
     one_line_error(code, err, "state-1.npz", "no other intact generation", "cannot be rolled")
 
 
+def test_a_write_that_fails_leaves_the_store_as_it_was(tmp_path):
+    """``append`` under a 600-byte file-size limit (the state file and manifest need more): exit
+    2, one line saying the store is unchanged at generation 1, no temporary file left; the same
+    append without the limit then counts the file."""
+    import resource
+
+    a = write_reports(tmp_path / "a.csv", [0, 1, 2])
+    store, _ = TallyStore.append_to(tmp_path / "store", [a], bayesldp.GRR(3, 1.0))
+    b = write_reports(tmp_path / "b.csv", [2, 1, 1, 0])
+    before = sorted(p.name for p in store.path.iterdir())
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    argv = [sys.executable, "-m", "bayesldp.workflows.cli", "append", str(store.path), str(b)]
+    run = subprocess.run(argv, env=env, capture_output=True, text=True, preexec_fn=limit,
+                         timeout=120)  # fmt: skip
+    one_line_error(run.returncode, run.stderr, "cannot write", "File too large",
+                   "unchanged at generation 1")  # fmt: skip
+    assert sorted(p.name for p in store.path.iterdir()) == before
+    assert TallyStore(store.path).tally().n == 3
+    assert subprocess.run(argv, env=env, capture_output=True, timeout=120).returncode == 0
+    assert TallyStore(store.path).tally().n == 7
+
+
 # ------------------------------------------------------------------ 6. bad paths to append
 @pytest.mark.parametrize(
     ("case", "expected"),
