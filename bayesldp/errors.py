@@ -38,3 +38,14 @@ class ClippingWarning(UserWarning):
 
 class StoppingWarning(UserWarning):
     """A survey's stopping target was not met within the users it was given."""
+
+
+class DamagedStoreError(InvalidInputError):
+    """A durable store on disk (a tally store) is damaged: a file is missing, truncated or
+    altered.  The message names the part, says whether an earlier generation is intact and how
+    to roll back to it."""
+
+
+class StoreWriteError(BayesLDPError, OSError):
+    """A durable store could not be written (disk full, a file-size limit, permissions); the
+    message says what was left as it was."""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bayesldp
-from bayesldp.errors import InvalidInputError
+from bayesldp.errors import DamagedStoreError, InvalidInputError
 from bayesldp.workflows.tally_store import TallyStore
 
 
@@ -115,19 +115,43 @@ def test_sigkill_during_appends_leaves_a_consistent_store(tmp_path):
 
 
 def test_a_read_follows_an_append_committed_under_it(tmp_path, monkeypatch):
-    """A reader that read CURRENT just before another process committed the next generation
-    (and removed the files of the one it read) reads again at the new generation; a file
-    missing from the current generation is still an error."""
+    """A reader that read CURRENT just before other appends committed (and removed the files of
+    the generation it read; an append keeps one previous generation) reads again at the new
+    generation; a file missing from the current generation is damage, named as such."""
     mech = bayesldp.GRR(4, 1.0)
-    paths = write_batches(mech, tmp_path, 2)
+    paths = write_batches(mech, tmp_path, 3)
     store = TallyStore.create(tmp_path / "store", mech)
-    store.append(paths[:1])
-    store.append(paths[1:])  # generation 2; generation 1's files are gone
-    stale = iter([1, 2])  # CURRENT as a reader saw it just before, then after, the commit
-    monkeypatch.setattr(TallyStore, "_generation", lambda self: next(stale, 2))
+    for path in paths:
+        store.append([path])  # generation 3; generation 2 kept, generation 1's files gone
+    assert not (tmp_path / "store" / "manifest-1.json").exists()
+    stale = iter([1, 3])  # CURRENT as a reader saw it just before, then after, the commits
+    monkeypatch.setattr(TallyStore, "_generation", lambda self: next(stale, 3))
     assert [e["name"] for e in store.inputs()] == [str(p) for p in paths]
-    stale = iter([1, 2, 2])
+    stale = iter([1, 3, 3])
     assert store.tally() == direct_tally(mech, paths)
     monkeypatch.setattr(TallyStore, "_generation", lambda self: 1)  # a lost file: no retry
-    with pytest.raises(FileNotFoundError):
+    lost = r"manifest-1\.json is missing.*generation 3 is intact.*printf 3 >"
+    with pytest.raises(DamagedStoreError, match=lost):
         store.inputs()
+
+
+def test_a_store_written_before_checksums_reads_and_appends(tmp_path):
+    """A store of the earlier format (no checksums, no state digest, inputs known by SHA-256
+    only) reads as before; its inputs are still skipped by their bytes, and new inputs are
+    recorded by their rows."""
+    import json
+
+    mech = bayesldp.GRR(4, 1.0)
+    paths = write_batches(mech, tmp_path, 2)
+    store, _ = TallyStore.append_to(tmp_path / "store", paths[:1], mech)
+    manifest_path = store.path / "manifest-1.json"
+    manifest = json.loads(manifest_path.read_text())
+    keys = ("name", "sha256", "reports", "appended_at")
+    inputs = [{k: e[k] for k in keys} for e in manifest["inputs"]]
+    old = {"mechanism": manifest["mechanism"], "params": manifest["params"], "inputs": inputs}
+    manifest_path.write_text(json.dumps(old))
+    assert store.tally() == direct_tally(mech, paths[:1])
+    records = store.append(paths)
+    assert [r["status"] for r in records] == ["already counted", "counted"]
+    assert store.tally() == direct_tally(mech, paths)
+    assert "content" in store.inputs()[1] and "content" not in store.inputs()[0]

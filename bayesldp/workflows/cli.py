@@ -223,7 +223,8 @@ def _read_tally(args: argparse.Namespace):
     if len(files) == 1 and args.scheduler is None:
         return mech, tally_file(mech, files[0])
     scheduler = None if args.scheduler in (None, "local") else args.scheduler
-    return mech, tally_reports(files, mech, scheduler=scheduler, progress=not args.quiet)
+    progress = not args.quiet and sys.stderr.isatty()  # a bar on a terminal, never on stdout
+    return mech, tally_reports(files, mech, scheduler=scheduler, progress=progress)
 
 
 def _check_store_options(args: argparse.Namespace, store) -> None:
@@ -254,16 +255,16 @@ def cmd_append(args: argparse.Namespace) -> int:
     if is_tally_store(args.store):
         store = TallyStore(args.store)
         _check_store_options(args, store)
-    else:
+        records = store.append(args.files)
+    else:  # created with its first files in one step, under the store's lock
         missing = [f"--{n}" for n in ("mechanism", "k", "epsilon") if getattr(args, n) is None]
         if missing:
             raise InvalidInputError(
                 f"{', '.join(missing)}: required to create the new tally store {args.store}"
             )
         mech = make_mechanism(args.mechanism, args.k, args.epsilon, **_mechanism_params(args))
-        store = TallyStore.create(args.store, mech)
-    records = store.append(args.files)
-    columns = ["name", "reports", "status"]
+        store, records = TallyStore.append_to(args.store, args.files, mech)
+    columns = ["name", "reports", "status", "note"]
     table = Table(
         columns,
         [[r[c] if r[c] is not None else "" for c in columns] for r in records],
@@ -537,9 +538,12 @@ def build_parser() -> argparse.ArgumentParser:
     app = sub.add_parser(
         "append",
         help="count report files into a durable tally store (created on first use)",
-        description="Tally report files into STORE, one atomic step: a file whose content was "
-        "counted before is skipped, and a crash leaves the previous tally intact. `bayesldp "
-        "estimate STORE` reads it.",
+        description="Tally report files into STORE, one atomic step (a new STORE appears with "
+        "its first files counted, or not at all; a crash leaves the previous tally intact). A "
+        "file is identified by its rows, not its bytes: the same reports saved differently "
+        "(CRLF, BOM, column order, Parquet) are skipped, a file that grew counts only its new "
+        "rows, and other content under a path counted before is refused. Two appends take "
+        "turns. `bayesldp estimate STORE` reads it.",
     )
     app.add_argument("store", help="the tally store directory")
     app.add_argument("files", nargs="+", help="CSV or Parquet report files")

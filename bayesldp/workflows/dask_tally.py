@@ -12,14 +12,16 @@ Schedulers: ``scheduler=None`` starts a ``dask.distributed`` LocalCluster (one s
 worker process per core) for the call; an address (``"tcp://host:8786"``) connects to a running
 cluster, and fails within ``timeout`` seconds, naming the address, when nothing answers there;
 ``"threads"`` or ``"synchronous"`` use dask's local schedulers without ``distributed`` (small jobs,
-tests).  ``progress=True`` shows ``distributed``'s progress bar in the terminal (the cluster's
+tests).  ``progress=True`` shows ``distributed``'s progress bar on stderr (the cluster's
 dashboard shows the tasks too).
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -42,16 +44,21 @@ TASKS_PER_WORKER = 1
 
 
 def report_files(source: Any) -> list[Path]:
-    """The report files of ``source``: a directory (its CSV and Parquet files, sorted), a glob
-    pattern, one path, or a list of paths."""
+    """The report files of ``source``: a directory (its CSV and Parquet files, sorted), one path,
+    a glob pattern, or a list of paths.  A path that exists is that file even when its name holds
+    glob characters (``survey[2024].csv``); only a path that does not exist is expanded."""
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         if path.is_dir():
             files = sorted(p for p in path.iterdir() if p.suffix.lower() in SUFFIXES)
-        elif any(ch in str(source) for ch in "*?["):
-            files = sorted(Path(p) for p in glob.glob(str(source)))
+        elif path.exists() or not any(ch in str(source) for ch in "*?["):
+            files = [path]  # a path that exists is that file, whatever characters it holds
         else:
-            files = [path]
+            files = sorted(Path(p) for p in glob.glob(str(source)))
+            if not files:
+                raise InvalidInputError(
+                    f"source: no such file {source}, and as a glob pattern it matches no file"
+                )
     elif isinstance(source, Iterable):
         files = [Path(p) for p in source]
     else:
@@ -166,8 +173,9 @@ def _compute_distributed(
     try:
         workers = sum(client.nthreads().values()) or 1
         future = client.compute(_graph(files, mechanism, workers))
-        if progress:
-            show_progress(future)
+        if progress:  # distributed's text bar prints to stdout: keep stdout for results
+            with contextlib.redirect_stdout(sys.stderr):
+                show_progress(future)
         return future.result()
     finally:
         client.close()

@@ -4,19 +4,40 @@ A tally is additive, so the reports of a collection that grows by the day never 
 twice: each batch of report files (CSV or Parquet, the mechanism's own layout) is tallied and
 added to the stored tally.  The store is a directory:
 
-* ``manifest-G.json``: the mechanism (name and parameters) and every input counted so far, by
-  SHA-256 of its bytes, with its name, report count and time of appending;
+* ``manifest-G.json``: the mechanism (name and parameters), every input counted so far (its
+  name, path, SHA-256 of its bytes, the identity of its rows, its row and report counts, its time
+  of appending), the SHA-256 of ``state-G.npz`` and a checksum of the manifest itself;
 * ``state-G.npz``: the tally of those inputs (counts, rows or support and levels, statistic);
 * ``CURRENT``: the generation ``G`` in force.
 
-An append writes generation ``G + 1`` next to ``G`` (each file to a temporary name, flushed,
+**Identity of a batch.**  A report has no identity of its own (two users may send the same one),
+so the store recognises *batches*: a file's identity is the digest of its normalised rows
+(:mod:`bayesldp.workflows.batch_identity`), the same whatever its line ends, byte-order mark,
+quoting, column order or format (CSV or Parquet).  When a file is appended:
+
+* the same reports as an input counted before (in any encoding): skipped, ``"already counted"``;
+* those reports followed by new ones (a log that grew): only the rows after them are counted,
+  ``"new rows counted"``, and the note says how many rows were counted before and as which input;
+* other content under the path of an input counted before (edited, truncated or replaced): the
+  append is refused, since its reports may have been counted; a file of only new reports is
+  appended under a new name;
+* anything else is a new batch: ``"counted"``.
+
+**Atomicity.**  An append (and the creation of a store with its first files) tallies every file
+first, then writes generation ``G + 1`` next to ``G`` (each file to a temporary name, flushed,
 fsynced and renamed into place), then replaces ``CURRENT`` atomically (``os.replace``), then
-removes generation ``G``.  A crash at any point (a SIGKILL included) leaves ``CURRENT`` naming a
-complete generation: the previous one until the final rename, the new one after it.  Files
-whose content was counted before are skipped (``"already counted"``), so re-running the same
-append never counts a report twice.  One append at a time holds an ``fcntl`` lock on the
-directory; readers take no lock, and a read that finds the generation it started from removed
-by a concurrent append reads the new one.
+removes generation ``G - 1``: the previous generation stays on disk for a roll-back.  A crash
+at any point (a SIGKILL included) leaves ``CURRENT`` naming a complete generation, and a file
+that cannot be read leaves nothing (a store that did not exist still does not).  Writers take
+turns on an ``fcntl`` lock of the directory (``STORE/.bayesldp.lock``), creation included, so
+two processes creating one store cannot mix their settings: the second waits, then appends if
+its mechanism is the store's and refuses otherwise.  Readers take no lock; a read that finds
+its generation removed by a concurrent append reads the new one.
+
+**Damage.**  Every read checks what it reads (``CURRENT`` a generation number, the manifest's
+checksum, the state file's SHA-256); a damaged part raises
+:class:`~bayesldp.errors.DamagedStoreError` naming it and the newest intact generation before it,
+with the command that rolls back to it.
 
 Examples
 --------
@@ -37,57 +58,84 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import json
+import io
 import os
+import re
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bayesldp.errors import InvalidInputError
+from bayesldp.errors import BayesLDPError, InvalidInputError, StoreWriteError
 from bayesldp.mechanisms import make_mechanism
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
-from bayesldp.workflows.outputs import directory_lock
-from bayesldp.workflows.report_files import tally_file
+from bayesldp.workflows import store_files as sf
+from bayesldp.workflows.batch_identity import batch_content
+from bayesldp.workflows.report_files import read_table
 
 __all__ = ["TallyStore", "is_tally_store"]
 
-_CURRENT = "CURRENT"
 #: reads of the current generation before a reader gives up on concurrent appends
 _READ_ATTEMPTS = 20
+#: seconds a writer waits for another writer's lock before it gives up
+WAIT = 600.0
+#: files in a directory that may become a new store (left by a failed or racing creation)
+_OWN_FILES = (sf.LOCK,)
 
 
 def is_tally_store(path: Any) -> bool:
-    """True when ``path`` is a directory holding a tally store (its ``CURRENT`` file)."""
-    return isinstance(path, str | os.PathLike) and (Path(path) / _CURRENT).is_file()
+    """True when ``path`` is a directory holding a tally store (its ``CURRENT`` file, or the
+    generations of a store whose ``CURRENT`` is lost)."""
+    if not isinstance(path, str | os.PathLike) or not Path(path).is_dir():
+        return False
+    return (Path(path) / sf.CURRENT).is_file() or bool(sf.generations_on_disk(Path(path)))
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _report_files(files: Any) -> list[Path]:
+    """``files`` as paths, each an existing regular file (checked before anything is locked)."""
+    if isinstance(files, str | os.PathLike):
+        files = [files]
+    paths = [Path(f) for f in files]
+    if not paths:
+        raise InvalidInputError("files: no report files given")
+    for path in paths:
+        if path.is_dir():
+            raise InvalidInputError(
+                f"files: {path} is a directory, not a report file (give its files, e.g. "
+                f"{path / '*.csv'})"
+            )
+        if not path.is_file():
+            raise InvalidInputError(f"files: no such file {path}")
+    return paths
 
 
-def _write_atomic(path: Path, write: Any) -> None:
-    """``write(fh)`` into a temporary file, fsync it, rename it to ``path``."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def _leftover(name: str) -> bool:
+    """A file that a failed or killed creation may leave (the lock, a temporary file, a state
+    file written before its manifest): it does not stop a new store from being made here."""
+    return name in _OWN_FILES or name.endswith(".tmp") or re.fullmatch(r"state-\d+\.npz", name)
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _check_new_store_path(path: Path) -> None:
+    """``path`` can become a new store: not a file, not under one, not a foreign directory."""
+    for parent in (path, *path.parents):
+        if parent.exists() and not parent.is_dir():
+            where = "is" if parent == path else f"lies under {parent}, which is"
+            raise InvalidInputError(f"store: {path} {where} a file, not a tally store directory")
+    if path.is_dir():
+        foreign = sorted(p.name for p in path.iterdir() if not _leftover(p.name))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise InvalidInputError(
+                f"store: {path} is a directory holding other files ({shown}), not a tally "
+                "store; give a new or empty directory"
+            )
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 class TallyStore:
@@ -96,115 +144,211 @@ class TallyStore:
     Parameters
     ----------
     path : str or Path
-        An existing store (made by :meth:`create`).
+        An existing store (made by :meth:`create` or :meth:`append_to`).
+    wait : float
+        Seconds an append waits for another process's append to finish before it gives up.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, wait: float = WAIT) -> None:
         self.path = Path(path)
+        self.wait = wait
+        if self.path.exists() and not self.path.is_dir():
+            raise InvalidInputError(f"store: {self.path} is a file, not a tally store directory")
         if not is_tally_store(self.path):
             raise InvalidInputError(
-                f"store: {self.path} is not a tally store (no {_CURRENT} file); make one with "
+                f"store: {self.path} is not a tally store (no {sf.CURRENT} file); make one with "
                 "TallyStore.create(path, mechanism)"
             )
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], mechanism: Mechanism) -> TallyStore:
         """A new, empty store for reports of ``mechanism`` (the directory must not hold one)."""
+        return cls._open(Path(path), mechanism, [], exist_ok=False)[0]
+
+    @classmethod
+    def append_to(
+        cls,
+        path: str | os.PathLike[str],
+        files: Any,
+        mechanism: Mechanism,
+        *,
+        wait: float = WAIT,
+    ) -> tuple[TallyStore, list[dict[str, Any]]]:
+        """Append ``files`` to the store at ``path``, creating it for ``mechanism`` first if it
+        does not exist, as one atomic step: the store appears with its first files counted, or
+        not at all (a file that cannot be read leaves no store).  A store that exists (or that
+        another process creates meanwhile) must have been made for ``mechanism``, else an
+        :class:`~bayesldp.InvalidInputError` and nothing is appended.
+
+        Returns the store and :meth:`append`'s records.
+        """
+        return cls._open(Path(path), mechanism, _report_files(files), exist_ok=True, wait=wait)
+
+    @classmethod
+    def _open(
+        cls, path: Path, mechanism: Mechanism, files: list[Path], exist_ok: bool, wait: float = WAIT
+    ) -> tuple[TallyStore, list[dict[str, Any]]]:
         if not isinstance(mechanism, Mechanism):
             raise InvalidInputError(
                 f"mechanism: expected a bayesldp mechanism, got {type(mechanism).__name__}"
             )
-        path = Path(path)
-        if (path / _CURRENT).exists():
-            raise InvalidInputError(f"store: {path} already holds a tally store")
-        path.mkdir(parents=True, exist_ok=True)
-        params = mechanism.params()
-        manifest = {"mechanism": type(mechanism).__name__, "params": params, "inputs": []}
-        _write_atomic(path / "manifest-0.json", lambda fh: fh.write(json.dumps(manifest).encode()))
-        _write_atomic(path / _CURRENT, lambda fh: fh.write(b"0"))
-        _fsync_dir(path)
-        return cls(path)
+        if not is_tally_store(path):
+            _check_new_store_path(path)
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InvalidInputError(f"store: cannot create {path}: {exc.strerror}") from None
+        with sf.store_lock(path, wait):  # creation and appends take turns
+            if is_tally_store(path):  # it was there, or another process created it meanwhile
+                if not exist_ok:
+                    raise InvalidInputError(f"store: {path} already holds a tally store")
+                store = cls(path, wait=wait)
+                if store.mechanism != mechanism:
+                    raise InvalidInputError(
+                        f"store: {path} holds reports of {store.mechanism!r} (created by another "
+                        f"process meanwhile?), not of {mechanism!r}; nothing appended"
+                    )
+                return store, store._append_locked(files)
+            _check_new_store_path(path)
+            manifest = {"mechanism": type(mechanism).__name__, "params": mechanism.params(),
+                        "inputs": []}  # fmt: skip
+            store = cls.__new__(cls)
+            store.path, store.wait = path, wait
+            if not files:
+                sf.write_atomic(path / sf.manifest_name(0), lambda fh: fh.write(
+                    sf.manifest_bytes(manifest)))  # fmt: skip
+                sf.write_atomic(path / sf.CURRENT, lambda fh: fh.write(b"0"))
+                sf.fsync_dir(path)
+                return store, []
+            records, total = _count(files, manifest, mechanism, None)
+            store._commit(1, manifest, total)  # the first generation, whole, then CURRENT
+            return store, records
 
     # ------------------------------------------------------------------ reading
     def _generation(self) -> int:
-        return int((self.path / _CURRENT).read_text().strip())
+        try:
+            text = (self.path / sf.CURRENT).read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            raise sf.damaged(self.path, f"{sf.CURRENT} is missing", None) from None
+        except (UnicodeDecodeError, OSError):
+            text = None
+        if not text or not text.isdigit():
+            shown = "empty" if text == "" else f"holds {text!r}" if text else "is not text"
+            raise sf.damaged(self.path, f"{sf.CURRENT} {shown}, not a generation number", None)
+        return int(text)
 
     def _manifest(self, generation: int) -> dict[str, Any]:
-        return json.loads((self.path / f"manifest-{generation}.json").read_text())
+        path = self.path / sf.manifest_name(generation)
+        try:
+            return sf.parse_manifest(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise sf.damaged(self.path, f"{path.name} is damaged: {exc}", generation) from None
+        except (PermissionError, IsADirectoryError) as exc:
+            raise InvalidInputError(f"store: cannot read {path}: {exc.strerror}") from None
 
     def _at_current(self, read: Callable[[int], Any]) -> Any:
         """``read(generation)`` at the current generation.  An append in another process may
-        commit generation ``G + 1`` and remove ``G``'s files between reading ``CURRENT`` and
-        reading them (readers take no lock): then read again at the new generation."""
-        for _ in range(_READ_ATTEMPTS - 1):
+        commit generations ``G + 1`` and ``G + 2`` and remove ``G``'s files between reading
+        ``CURRENT`` and reading them (readers take no lock): then read again at the new one.
+        A file missing from the generation still in force is damage."""
+        for attempt in range(_READ_ATTEMPTS):
             generation = self._generation()
             try:
                 return read(generation)
-            except FileNotFoundError:
-                if self._generation() == generation:
-                    raise  # not a concurrent commit: the store lost a file
-        return read(self._generation())
+            except FileNotFoundError as exc:
+                if self._generation() == generation or attempt == _READ_ATTEMPTS - 1:
+                    name = Path(exc.filename).name if exc.filename else "a file"
+                    raise sf.damaged(self.path, f"{name} is missing", generation) from None
+        raise AssertionError("unreachable")
+
+    def _mechanism_of(self, manifest: dict[str, Any], generation: int) -> Mechanism:
+        try:
+            params = dict(manifest["params"])
+            return make_mechanism(manifest["mechanism"], params.pop("k"), params.pop("epsilon"),
+                                  **params)  # fmt: skip
+        except (BayesLDPError, KeyError, TypeError, ValueError) as exc:
+            raise sf.damaged(
+                self.path, f"{sf.manifest_name(generation)} names no valid mechanism: {exc}",
+                generation,
+            ) from None
 
     @property
     def mechanism(self) -> Mechanism:
         """The mechanism every input of the store was collected with."""
-        manifest = self._at_current(self._manifest)
-        params = dict(manifest["params"])
-        return make_mechanism(manifest["mechanism"], params.pop("k"), params.pop("epsilon"),
-                              **params)  # fmt: skip
+        return self._at_current(lambda g: self._mechanism_of(self._manifest(g), g))
 
     def inputs(self) -> list[dict[str, Any]]:
-        """Every input counted so far: ``name``, ``sha256``, ``reports``, ``appended_at``."""
+        """Every input counted so far: ``name``, ``sha256``, ``reports``, ``appended_at`` (and,
+        for inputs counted since batches have an identity, ``path``, ``content``, ``rows`` and,
+        for a file that grew, ``continues`` and ``rows_before``)."""
         return list(self._at_current(self._manifest)["inputs"])
 
     def tally(self) -> Tally:
         """The tally of every input counted so far (for ``estimate`` and ``fit``)."""
-        mechanism = self.mechanism
-        return self._at_current(lambda generation: self._read_state(generation, mechanism))
+        return self._at_current(lambda g: self._read_state(g, self._manifest(g)))
 
-    def _read_state(self, generation: int, mechanism: Mechanism) -> Tally:
-        state = self.path / f"state-{generation}.npz"
-        if generation == 0:  # only the empty store's generation has no state file
+    def _read_state(self, generation: int, manifest: dict[str, Any]) -> Tally:
+        mechanism = self._mechanism_of(manifest, generation)
+        if not manifest["inputs"]:  # only the empty store's generation has no state file
             raise InvalidInputError(f"store: {self.path} holds no reports yet; append some")
-        with np.load(state, allow_pickle=False) as data:
-            common = {"stat": data["stat"], "mechanism": mechanism, "dedupe": False}
-            if "support" in data:
-                levels = tuple(float(v) for v in data["levels"])
-                return Tally(data["counts"], support=data["support"], levels=levels, **common)
-            return Tally(data["counts"], rows=data["rows"], **common)
+        state = self.path / sf.state_name(generation)
+        try:
+            raw = state.read_bytes()  # FileNotFoundError: _at_current decides
+        except (PermissionError, IsADirectoryError) as exc:
+            raise InvalidInputError(f"store: cannot read {state}: {exc.strerror}") from None
+        expected = manifest.get("state_sha256")
+        where = f"{state.name} (the tally)"
+        if expected is not None and hashlib.sha256(raw).hexdigest() != expected:
+            raise sf.damaged(self.path, f"{where} is damaged: its SHA-256 differs from the one "
+                             f"{sf.manifest_name(generation)} records (truncated or altered)",
+                             generation)  # fmt: skip
+        try:
+            with np.load(io.BytesIO(raw), allow_pickle=False) as data:
+                common = {"stat": data["stat"], "mechanism": mechanism, "dedupe": False}
+                if "support" in data:
+                    levels = tuple(float(v) for v in data["levels"])
+                    tally = Tally(data["counts"], support=data["support"], levels=levels, **common)
+                else:
+                    tally = Tally(data["counts"], rows=data["rows"], **common)
+        except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+            raise sf.damaged(self.path, f"{where} cannot be read: {exc}", generation) from None
+        listed = [entry.get("reports") for entry in manifest["inputs"]]
+        if all(isinstance(r, int) for r in listed) and sum(listed) != tally.n:
+            raise sf.damaged(self.path, f"{where} holds {tally.n:,} reports where its inputs "
+                             f"list {sum(listed):,}", generation)  # fmt: skip
+        return tally
 
     # ------------------------------------------------------------------ appending
     def append(self, files: Any) -> list[dict[str, Any]]:
         """Tally the report files and add them to the store, as one atomic step.
 
-        Returns one record per file: ``name``, ``sha256``, ``reports`` and ``status``
-        (``"counted"``, or ``"already counted"`` for content counted before, in this call or an
-        earlier one).  A file that cannot be read as this mechanism's reports raises an
-        :class:`~bayesldp.InvalidInputError` naming it, and nothing of the call is stored.
+        Returns one record per file: ``name``, ``sha256``, ``reports`` (how many were counted
+        now), ``status`` and ``note``.  ``status`` is ``"counted"``; ``"already counted"`` for
+        the same reports as an input counted before, in this call or an earlier one, in any
+        encoding (nothing counted); or ``"new rows counted"`` for a file that starts with the
+        rows of an input counted before (only the rows after them are counted).  A file that
+        cannot be read as this mechanism's reports, or that holds other content under the path
+        of an input counted before, raises an :class:`~bayesldp.InvalidInputError` naming it,
+        and nothing of the call is stored.
         """
-        paths = [Path(f) for f in ([files] if isinstance(files, str | os.PathLike) else files)]
-        with directory_lock(self.path):
-            generation = self._generation()
-            manifest = self._manifest(generation)
-            seen = {entry["sha256"] for entry in manifest["inputs"]}
-            mech = self.mechanism
-            total = self.tally() if manifest["inputs"] else None
-            records = []
-            for path in paths:
-                digest = _file_digest(path)
-                record = {"name": str(path), "sha256": digest}
-                if digest in seen:
-                    records.append({**record, "reports": None, "status": "already counted"})
-                    continue
-                tally = tally_file(mech, path)
-                total = tally if total is None else total + tally
-                seen.add(digest)
-                stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-                manifest["inputs"].append({**record, "reports": int(tally.n), "appended_at": stamp})
-                records.append({**record, "reports": int(tally.n), "status": "counted"})
-            if any(r["status"] == "counted" for r in records):
-                self._commit(generation + 1, manifest, total)
-                self._drop(generation)
+        paths = _report_files(files)
+        with sf.store_lock(self.path, self.wait):
+            return self._append_locked(paths)
+
+    def _append_locked(self, paths: list[Path]) -> list[dict[str, Any]]:
+        if not paths:
+            return []
+
+        def read(g: int) -> tuple[int, dict[str, Any], Tally | None]:
+            manifest = self._manifest(g)
+            return g, manifest, self._read_state(g, manifest) if manifest["inputs"] else None
+
+        generation, manifest, total = self._at_current(read)  # locked: nothing moves meanwhile
+        mechanism = self._mechanism_of(manifest, generation)
+        records, total = _count(paths, manifest, mechanism, total)
+        if any(r["status"] != "already counted" for r in records):
+            self._commit(generation + 1, manifest, total)
+            self._drop(generation - 1)  # generation stays: the roll-back target
         return records
 
     def _commit(self, generation: int, manifest: dict[str, Any], tally: Tally) -> None:
@@ -213,13 +357,100 @@ class TallyStore:
             arrays |= {"support": tally.support, "levels": np.asarray(tally.levels, dtype=float)}
         else:
             arrays["rows"] = tally.rows
-        _write_atomic(self.path / f"state-{generation}.npz", lambda fh: np.savez(fh, **arrays))
-        _write_atomic(self.path / f"manifest-{generation}.json",
-                      lambda fh: fh.write(json.dumps(manifest).encode()))  # fmt: skip
-        _fsync_dir(self.path)
-        _write_atomic(self.path / _CURRENT, lambda fh: fh.write(str(generation).encode()))
-        _fsync_dir(self.path)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        state = buffer.getvalue()
+        manifest["state_sha256"] = hashlib.sha256(state).hexdigest()
+        try:
+            sf.write_atomic(self.path / sf.state_name(generation), lambda fh: fh.write(state))
+            sf.write_atomic(self.path / sf.manifest_name(generation),
+                            lambda fh: fh.write(sf.manifest_bytes(manifest)))  # fmt: skip
+            sf.fsync_dir(self.path)
+            sf.write_atomic(self.path / sf.CURRENT, lambda fh: fh.write(str(generation).encode()))
+        except OSError as exc:  # CURRENT still names the previous generation: undo the new one
+            self._drop(generation)
+            before = (f"the store is unchanged at generation {generation - 1}"
+                      if generation > 1 else "no store was created")  # fmt: skip
+            raise StoreWriteError(
+                f"store: cannot write {self.path} ({exc.strerror or exc}); {before}, nothing "
+                "of this append was counted"
+            ) from None
+        try:
+            sf.fsync_dir(self.path)
+        except OSError as exc:
+            raise StoreWriteError(
+                f"store: generation {generation} of {self.path} was written but the directory "
+                f"could not be synced to disk ({exc.strerror or exc})"
+            ) from None
 
     def _drop(self, generation: int) -> None:
-        for name in (f"state-{generation}.npz", f"manifest-{generation}.json"):
+        if generation < 0:
+            return
+        for name in (sf.state_name(generation), sf.manifest_name(generation)):
             (self.path / name).unlink(missing_ok=True)
+
+
+def _tally_rows(mechanism: Mechanism, frame: Any, path: Path) -> Tally:
+    """The tally of a file's rows (all of them, or the new ones); errors name the file."""
+    try:
+        return mechanism.tally_frame(frame, path)
+    except InvalidInputError as exc:
+        if str(path) in str(exc):
+            raise
+        raise InvalidInputError(f"{path}: {exc}") from None
+
+
+def _count(
+    paths: list[Path], manifest: dict[str, Any], mechanism: Mechanism, total: Tally | None
+) -> tuple[list[dict[str, Any]], Tally | None]:
+    """Count ``paths`` into ``manifest`` (its inputs grow in place) and ``total``; returns the
+    records and the new total.  Raises before anything is written when a file is refused."""
+    inputs = manifest["inputs"]
+    by_sha = {e["sha256"]: e for e in inputs}
+    by_content = {e["content"]: e for e in inputs if "content" in e}
+    by_path = {e["path"]: e for e in inputs if "path" in e}
+    records = []
+    for path in paths:
+        sha = sf.file_digest(path)
+        record = {"name": str(path), "sha256": sha}
+        if sha in by_sha:
+            note = f"the same bytes as {by_sha[sha]['name']}, counted before; nothing counted"
+            records.append({**record, "reports": 0, "status": "already counted", "note": note})
+            continue
+        frame = read_table(path)
+        content = batch_content(frame)
+        lengths = {e["rows"] for e in by_content.values() if e["rows"] < content.rows}
+        prefixes = content.prefix_digests({*lengths, content.rows})  # one pass over the rows
+        digest = prefixes.pop(content.rows)
+        if digest in by_content:
+            note = (f"the same reports as {by_content[digest]['name']} (saved differently), "
+                    "counted before; nothing counted")  # fmt: skip
+            records.append({**record, "reports": 0, "status": "already counted", "note": note})
+            continue
+        before = max((m for m, d in prefixes.items() if d in by_content), default=0)
+        absolute = str(path.resolve())
+        if not before and absolute in by_path:
+            old = by_path[absolute]
+            raise InvalidInputError(
+                f"{path}: a file at this path was counted before ({old.get('rows', '?')} rows, "
+                f"appended at {old['appended_at']}) and now holds other reports (neither the same "
+                "rows nor those rows followed by new ones): refused, since some of its reports "
+                "may be counted already; if every report in it is new, append it under another "
+                "name (nothing of this call was stored)"
+            )
+        tally = _tally_rows(mechanism, frame.iloc[before:].reset_index(drop=True), path)
+        total = tally if total is None else total + tally
+        entry = {**record, "path": absolute, "content": digest, "rows": content.rows,
+                 "reports": int(tally.n), "appended_at": _now()}  # fmt: skip
+        if before:
+            earlier = by_content[prefixes[before]]["name"]
+            entry |= {"continues": earlier, "rows_before": before}
+            note = (f"its first {before:,} rows were counted before (as {earlier}); only the "
+                    f"{content.rows - before:,} rows after them were counted")  # fmt: skip
+            status = "new rows counted"
+        else:
+            note, status = "", "counted"
+        inputs.append(entry)
+        by_sha[sha] = by_content[digest] = by_path[absolute] = entry
+        records.append({**record, "reports": int(tally.n), "status": status, "note": note})
+    return records, total
