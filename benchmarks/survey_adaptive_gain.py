@@ -110,15 +110,21 @@ def main() -> None:
     cells = GRID if args.cells == "all" else [GRID[int(i)] for i in args.cells.split(",")]
     jobs = [(*cell, rep, args.utility) for cell in cells for rep in range(args.repeats)]
     rows, res = [], []
-    with ProcessPoolExecutor(args.workers) as pool:  # rows print as each cell completes
+    with ProcessPoolExecutor(args.workers) as pool:  # the file is rewritten as each cell ends
         for result in pool.map(one_population, *zip(*jobs, strict=True)):
             res.append(result)
             if len(res) == args.repeats:
                 rows.append(_row(cells[len(rows)], res))
                 print(rows[-1], flush=True)
                 res = []
+                _write(args, rows, len(cells), load[0], time.perf_counter() - started)
+
+
+def _write(args: argparse.Namespace, rows: list[str], n_cells: int, load: float, secs: float):
+    """The results file with the cells done so far."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
+    done = "" if len(rows) == n_cells else f" (so far: {len(rows)} of {n_cells} cells)"
     text = "\n".join(
         [
             "# The default adaptive survey against plain GRR at the exact budget "
@@ -126,9 +132,8 @@ def main() -> None:
             "",
             f"`python benchmarks/survey_adaptive_gain.py --repeats {args.repeats} --utility "
             f"{args.utility} --workers {args.workers} --cells {args.cells}`; {_dt.date.today()}, "
-            f"commit {commit}; "
-            f"{platform.machine()}, {os.cpu_count()} cores, load average at the start "
-            f"{load[0]:.2f}; {time.perf_counter() - started:.0f} s in all.",
+            f"commit {commit}; {platform.machine()}, {os.cpu_count()} cores, load average at "
+            f"the start {load:.2f}; {secs:.0f} s{done}.",
             "",
             f"n = 500 K users, {args.repeats} populations per cell, every report eps-LDP (seed "
             "004's eps2).  Adaptive: the default survey (`AdaptiveSurvey(K, eps)`, utility "
@@ -145,7 +150,6 @@ def main() -> None:
         ]
     )
     args.out.write_text(text)
-    print(text)
 
 
 if __name__ == "__main__":
