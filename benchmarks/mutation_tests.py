@@ -329,12 +329,16 @@ def run_mutant(mutant: Mutant, tier: str, timeout: float, all_failures: bool, co
         except subprocess.TimeoutExpired as exc:
             code, tail = None, (exc.stdout or b"")[-3000:]
             tail = tail.decode() if isinstance(tail, bytes) else tail
-        failed, n_tests = [], 0
+        failed, n_tests, message = [], 0, ""
         if junit.exists():
             for case in ET.parse(junit).getroot().iter("testcase"):
                 n_tests += 1
-                if case.find("failure") is not None or case.find("error") is not None:
+                bad = case.find("failure")
+                bad = case.find("error") if bad is None else bad
+                if bad is not None:
                     failed.append(f"{case.get('classname')}::{case.get('name')}")
+                    if not message:
+                        message = " ".join((bad.get("message") or "").split())[:160]
     seconds = time.perf_counter() - started
     if code is None:
         status = "timeout"
@@ -349,6 +353,7 @@ def run_mutant(mutant: Mutant, tier: str, timeout: float, all_failures: bool, co
         "tier": tier,
         "status": status,
         "failed": failed,
+        "message": message,
         "tests_run": n_tests,
         "seconds": round(seconds, 1),
         **machine,
@@ -391,8 +396,10 @@ def render(results: dict) -> str:
                 continue
             first = r["failed"][0].replace("tests.", "", 1) if r["failed"] else ""
             more = f" (+{len(r['failed']) - 1})" if len(r["failed"]) > 1 else ""
+            why = r.get("message", "").replace("|", "/")
+            why = f": {why}" if why else ""
             lines.append(
-                f"| {m.id} | {m.file} | {change} | **{r['status']}** | {first}{more} | "
+                f"| {m.id} | {m.file} | {change} | **{r['status']}** | {first}{more}{why} | "
                 f"{r['tests_run']} | {r['seconds']:.0f} | {r['date']} | {r['commit']} | "
                 f"{r['load']} |"
             )
