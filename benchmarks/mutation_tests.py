@@ -72,10 +72,10 @@ FAST_TIER = [
     "tests/bayes/test_prior.py",
     "tests/bayes/test_calibration.py",
     "tests/bayes/test_exact.py",
+    "tests/bayes/test_sampler_reference.py",
     "tests/bayes/test_laplace.py",
     "tests/bayes/test_sgld.py",
     "tests/bayes/test_adaptive_prior.py",
-    "tests/bayes/test_sampler_reference.py",
     "tests/bayes/test_hmc.py",
     "tests/bayes/test_calibration_power.py",
 ]
