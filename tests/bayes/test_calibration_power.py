@@ -38,7 +38,9 @@ from bayesldp.bayes.calibration import (
     loglik_ranks,
     rank_statistics,
     run_sbc,
+    sbc_replication,
     summarise_sbc,
+    thin_by_ess,
 )
 from bayesldp.tally import Tally
 
@@ -247,3 +249,22 @@ def test_hmc_passes_a_fast_sbc_on_grr():
     summary, _ = run_sbc(bayesldp.GRR(3, 1.0), ALPHA, 200, _fit_hmc, FAST_L, 20261127)
     assert summary.low_ess <= 0.04 * FAST_L, summary.low_ess  # 14 of 1000 below 99 draws
     assert summary.passed, summary.verdict
+
+
+def test_sbc_replication_ranks_the_thinned_draws_for_coordinates_and_log_likelihood():
+    """Deterministic: :func:`sbc_replication`'s coordinate ranks and log-likelihood rank are
+    those of the truth among :func:`thin_by_ess`'s draws of the sampler's output (the same
+    draws for both; a harness that ranked the first draws for either fails here)."""
+    sampler = AR1Posterior()
+    seen = []
+
+    def keep_tally(tally, alpha, seed):
+        seen.append(tally)
+        return sampler(tally, alpha, seed)
+
+    for seed in (1, 2, 3):
+        rep = sbc_replication(Direct(2), np.ones(2), USERS, keep_tally, seed)
+        thinned = thin_by_ess(sampler.raw[-1], M)
+        assert rep.thin == thinned.thin >= 20 and thinned.sufficient
+        np.testing.assert_array_equal(rep.rank, rank_statistics(rep.truth, thinned.draws))
+        assert rep.loglik_rank == int(loglik_ranks(seen[-1], rep.truth, thinned.draws))
