@@ -156,7 +156,8 @@ class AdaptiveSurvey:
     benchmarks/results/survey_posterior.md).  :meth:`posterior` is therefore
     ``bayesldp.fit(survey.tally())`` by default, whatever the engine.
 
-    Speed: benchmarks/results/survey_speed.md (n = 500,000, K = 20, both engines).
+    Speed: benchmarks/results/survey_speed.md (n = 500,000, K = 20; the committed table is the
+    SGLD engine's, the script now times both engines).
 
     Examples
     --------
