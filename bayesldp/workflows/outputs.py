@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,22 +44,30 @@ def writable_file(path: str | os.PathLike[str], what: str) -> Path:
 
 
 @contextlib.contextmanager
-def directory_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on an output directory for the duration of a run.
+def directory_lock(path: Path, wait: float = 0.0, what: str = "") -> Iterator[None]:
+    """Hold an exclusive lock on an output directory (or a tally store) while a run writes it.
 
-    A second run into the same directory fails at once with ``DIR is in use by process N``
-    instead of interleaving its files (and checkpoints) with the first.  The lock is an
-    ``fcntl`` lock on ``DIR/.bayesldp.lock``, released when the run ends or its process dies.
+    A second run into the same directory waits up to ``wait`` seconds (default: not at all),
+    then fails with ``[what: ]DIR is in use by process N`` instead of interleaving its files
+    (and checkpoints) with the first.  The lock is an ``fcntl`` lock on ``DIR/.bayesldp.lock``,
+    released when the run ends or its process dies, so a killed run never blocks.
     """
-    lock_path = Path(path) / ".bayesldp.lock"
-    fh = open(lock_path, "a+")
+    fh = open(Path(path) / ".bayesldp.lock", "a+")
     try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            owner = fh.read().strip() or "unknown"
-            raise InvalidInputError(f"{path} is in use by process {owner}") from None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    fh.seek(0)
+                    owner = fh.read().strip() or "unknown"
+                    waited = f" (waited {wait:g} s for it)" if wait else ""
+                    raise InvalidInputError(
+                        f"{what}{path} is in use by process {owner}{waited}"
+                    ) from None
+                time.sleep(0.05)
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))

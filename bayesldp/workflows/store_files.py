@@ -7,22 +7,18 @@ generation reaches the disk and how a damaged one is recognised and described.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bayesldp.errors import DamagedStoreError, InvalidInputError
+from bayesldp.errors import DamagedStoreError
 
 CURRENT = "CURRENT"
 LOCK = ".bayesldp.lock"
-#: seconds between attempts to take a store's lock while another process holds it
-_POLL = 0.05
 _MANIFEST = re.compile(r"manifest-(\d+)\.json")
 
 
@@ -67,32 +63,14 @@ def fsync_dir(path: Path) -> None:
 
 @contextlib.contextmanager
 def store_lock(path: Path, wait: float) -> Iterator[None]:
-    """Hold the store's writer lock (``fcntl.flock`` on ``STORE/.bayesldp.lock``, the lock
-    ``bayesldp run`` takes on an output directory too), waiting up to ``wait`` seconds for a
-    writer that holds it; then an :class:`~bayesldp.InvalidInputError` naming its process.
-    The kernel releases the lock when its holder dies, so a killed append never blocks."""
-    fh = open(path / LOCK, "a+")
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    fh.seek(0)
-                    owner = fh.read().strip() or "unknown"
-                    raise InvalidInputError(
-                        f"store: {path} is in use by process {owner} (waited {wait:g} s for it)"
-                    ) from None
-                time.sleep(_POLL)
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
+    """Hold the store's writer lock (``STORE/.bayesldp.lock``, the lock ``bayesldp run`` takes on
+    an output directory too: :func:`bayesldp.workflows.outputs.directory_lock`), waiting up to
+    ``wait`` seconds for a writer that holds it; then an :class:`~bayesldp.InvalidInputError`
+    naming its process."""
+    from bayesldp.workflows.outputs import directory_lock
+
+    with directory_lock(path, wait, "store: "):
         yield
-    finally:
-        fh.close()
 
 
 def manifest_bytes(manifest: dict[str, Any]) -> bytes:
