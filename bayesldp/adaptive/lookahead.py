@@ -5,45 +5,71 @@ matters for the final estimate -- which channel, used by every user, gives the s
 asymptotic error -- but its trace of the inverse Fisher information weighs the categories near
 0 as if their estimates could go negative, and it prefers plain GRR everywhere on the paper's
 grid.  Yet with theta known, one top-s subset beats GRR by far on sparse populations
-(benchmarks/results/survey_oracle.md).  This rule asks the oracle's question under the posterior:
+(benchmarks/results/survey_oracle.md).  This rule asks the oracle's question under the posterior,
+with the uncertainty the survey really has about which categories are on top:
 
-.. math:: s^* = \\arg\\min_{s} \\frac{1}{J}\\sum_{j=1}^{J}
-          \\mathrm{TV}\\big(\\hat\\theta_{\\mathrm{MLE}}(Y^{(j, s)}),\\ \\theta^{(j)}\\big),
+.. math:: e_{js} = \\mathrm{TV}\\big(\\hat\\theta_{\\mathrm{MLE}}(Y^{(j, s)}),
+          \\theta^{(j)}\\big), \\qquad g_{js} = e_{j0} - e_{js},
 
-``theta^(j)`` ``J`` draws of the survey's posterior pool, ``Y^(j, s)`` the reports of ``N``
-users drawn from ``theta^(j)`` through the RRRR of ``S = the top s of theta^(j)`` (``s = 0``:
-GRR at the full budget, an honest candidate), the same users for every ``s`` (common random
-numbers), ties to the smaller ``s``.  ``N`` is twice the reports so far (the users this choice
-governs: the next choice comes when the reports have doubled) or ``n_expected`` if larger; it
-depends on the survey's state alone, so a survey resumed or simulated in pieces chooses alike.
-Each batch then uses the top ``s*`` categories of its own pool draw, so which categories enter
-``S`` still follows the posterior.  The choice is made at the pool's refreshes where the
-reports have doubled since the last choice (15 choices for 500,000 users at K = 20), each
-``J K`` simulated MLEs.
+``theta^(j)`` one of ``J`` draws of the survey's posterior pool taken as the truth, ``Y^(j, s)``
+the reports of ``N`` users drawn from ``theta^(j)`` through the RRRR of ``S`` = the top ``s`` of
+*another* draw ``theta^(j+1)`` (the survey picks ``S`` from a draw of its own, never from the
+truth; ``s = 0`` is GRR at the full budget), the same users for every ``s`` (common random
+numbers).  The rule takes
+
+.. math:: s^* = \\arg\\min_{s \\in A} \\bar e_{\\cdot s}, \\qquad
+          A = \\{0\\} \\cup \\{s : \\bar g_{\\cdot s} > 2\\, \\mathrm{se}(\\bar g_{\\cdot s})\\},
+
+so a subset replaces GRR only where its simulated gain is larger than twice its standard error
+over the draws: the minimum of ``K`` noisy scores is biased towards a spurious winner, and GRR
+is what a survey that does not know better should do.  ``N`` is twice the reports so far (the
+users this choice governs: the next choice comes when the reports have doubled) or
+``n_expected`` if larger; it depends on the survey's state alone, so a survey resumed or
+simulated in pieces chooses alike.  Each batch then uses the top ``s*`` categories of its own
+pool draw, so which categories enter ``S`` still follows the posterior.  The choice is made at
+the pool's refreshes where the reports have doubled since the last choice (15 choices for
+500,000 users at K = 20), each ``J K`` simulated MLEs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: posterior draws per choice
-N_DRAWS = 4
+#: posterior draws per choice (each the truth once and the ordering once)
+N_DRAWS = 8
+#: a subset must beat GRR by this many standard errors of the simulated gain
+MARGIN_SE = 2.0
 
 
 def lookahead_size(
     draws: np.ndarray, epsilon: float, eps1: float, horizon: int, rng: np.random.Generator
 ) -> int:
     """``s*`` for the pool ``draws`` (shape (D, K)) at ``horizon`` users (module docstring)."""
+    errors = simulated_errors(draws, epsilon, eps1, horizon, rng)
+    gain = errors[:, :1] - errors
+    se = gain.std(axis=0, ddof=1) / np.sqrt(gain.shape[0])
+    admitted = gain.mean(axis=0) > MARGIN_SE * se
+    admitted[0] = True
+    mean = np.where(admitted, errors.mean(axis=0), np.inf)
+    return int(np.flatnonzero(mean <= mean.min() * (1 + 1e-12))[0])
+
+
+def simulated_errors(
+    draws: np.ndarray, epsilon: float, eps1: float, horizon: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``e_{js}`` of the module docstring, shape (J, K)."""
     from bayesldp.adaptive.selection import candidate_channels
     from bayesldp.estimators.mle import mle
     from bayesldp.tally import Tally
 
     k = draws.shape[1]
     picks = np.linspace(0, draws.shape[0] - 1, N_DRAWS).round().astype(int)
-    errors = np.zeros(k)
-    for theta in draws[picks]:
-        theta = np.maximum(theta, 0.0) / np.maximum(theta, 0.0).sum()
-        channels = candidate_channels(np.argsort(-theta, kind="stable"), epsilon, eps1)
+    thetas = np.maximum(draws[picks], 0.0)
+    thetas /= thetas.sum(axis=1, keepdims=True)
+    errors = np.zeros((N_DRAWS, k))
+    for j, theta in enumerate(thetas):
+        guide = thetas[(j + 1) % N_DRAWS]
+        channels = candidate_channels(np.argsort(-guide, kind="stable"), epsilon, eps1)
         users = rng.multinomial(horizon, theta)
         for s in range(k):
             reports = rng.multinomial(users, channels[s]).sum(axis=0)
@@ -51,6 +77,5 @@ def lookahead_size(
             tally = Tally(reports[seen], rows=channels[s].T[seen], stat=reports.astype(float),
                           family="rrrr")  # fmt: skip
             est = mle(tally, std_errors=False).frequencies
-            errors[s] += 0.5 * np.abs(est - theta).sum()
-    best = errors.min()
-    return int(np.flatnonzero(errors <= best * (1 + 1e-12))[0])
+            errors[j, s] = 0.5 * np.abs(est - theta).sum()
+    return errors
