@@ -37,7 +37,6 @@ thousands of users rather than single users.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -51,14 +50,15 @@ import numpy as np
 from bayesldp._validation import check_int, check_values
 from bayesldp.adaptive import _kernels as kn
 from bayesldp.adaptive import sgld
-from bayesldp.adaptive.checkpoint import CheckpointError, read_state, write_state
+from bayesldp.adaptive.checkpoint import CheckpointError
 from bayesldp.adaptive.config import ENGINES, SurveyConfig
 from bayesldp.adaptive.lookahead import lookahead_size
 from bayesldp.adaptive.pool import REFRESH_STREAM, PosteriorPool, run_simulate_pool
 from bayesldp.adaptive.selection import candidate_params, subset_masks
 from bayesldp.adaptive.stopping import StopRule
 from bayesldp.adaptive.store import ReportStore, grown
-from bayesldp.bayes.prior import AdaptiveDirichlet
+from bayesldp.adaptive.survey_outputs import SurveyOutputs
+from bayesldp.adaptive.survey_state import SurveyState
 from bayesldp.errors import (
     InvalidInputError,
     InvalidTypeError,
@@ -66,16 +66,14 @@ from bayesldp.errors import (
     StoppingWarning,
 )
 from bayesldp.mechanisms.rrrr import RRRR
-from bayesldp.tally import Tally
 
 if TYPE_CHECKING:
-    import arviz
-    import xarray
+    pass
 
 __all__ = ["ENGINES", "AdaptiveSurvey", "CheckpointError"]
 
 
-class AdaptiveSurvey:
+class AdaptiveSurvey(SurveyOutputs, SurveyState):
     """An AdOBEst-LDP survey: adaptive RRRR subsets chosen from posterior draws (seed 004).
 
     Parameters
@@ -575,236 +573,6 @@ class AdaptiveSurvey:
         st.add(y, masks, self._n, self._params)
         self._finish_batch(b, y.shape[0], 0.0)
 
-    # ------------------------------------------------------------------ outputs
-    def _reports_view(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._store.reports(self._n)
-
-    @property
-    def history(self) -> xarray.Dataset:
-        """The survey so far as an xarray Dataset.
-
-        Variables: ``report`` (user), ``subset`` (user, category; boolean mask of ``S_t``),
-        ``subset_size`` (user), ``batch`` (user), ``theta`` (step, category: ``theta[b]`` is the
-        draw batch ``b``'s subset was selected from; the last step is the current draw) and
-        ``batch_size`` (batch).  With ``engine="posterior"`` also the trajectory of the
-        posterior, one entry per refresh of the pool (:mod:`bayesldp.adaptive.pool`):
-        ``posterior_users`` (refresh: the reports it was fitted on), ``posterior_mean``,
-        ``posterior_lower`` and ``posterior_upper`` (refresh, category: the mean and the 5% and
-        95% quantiles of the pool's draws).  The configuration is in the attrs (``config``,
-        JSON).
-        """
-        import xarray as xr
-
-        sid, y = self._reports_view()
-        st = self._store
-        nb = self._n_batches
-        batch = np.repeat(np.arange(nb), self._batch_sizes[:nb])
-        out = xr.Dataset(
-            {
-                "report": (("user",), y),
-                "subset": (("user", "category"), st.sub_mask[sid]),
-                "subset_size": (("user",), st.sub_size[sid]),
-                "batch": (("user",), batch),
-                "theta": (("step", "category"), self._theta_hist[: nb + 1].copy()),
-                "batch_size": (("batch_index",), self._batch_sizes[:nb].copy()),
-            },
-            coords={
-                "user": np.arange(self._n),
-                "category": np.arange(self.k),
-                "step": np.arange(nb + 1),
-                "batch_index": np.arange(nb),
-            },
-            attrs={
-                "config": json.dumps(self.config.to_dict(), sort_keys=True),
-                "epsilon": self.epsilon,
-                "eps1": self.eps1,
-                "utility": self.utility,
-                "method": "AdOBEst-LDP (Aydin and Yildirim, seed 004)",
-            },
-        )
-        if self.engine == "posterior":
-            pool = self._pool
-            out["posterior_users"] = ("refresh", pool.trajectory_users.copy())
-            for i, name in enumerate(("mean", "lower", "upper")):
-                out[f"posterior_{name}"] = (("refresh", "category"), pool.trajectory[:, i].copy())
-        return out
-
-    def tally(self) -> Tally:
-        """All reports as one merged RRRR Tally (``mechanism=None``; rows ``P_{S_t}[:, y_t]``)."""
-        if self._n == 0:
-            raise InvalidInputError("tally: the survey has no reports yet")
-        st = self._store
-        counts = np.bincount(st.row_of[: self._n], minlength=st.n_rows)
-        _, y = self._reports_view()
-        stat = np.bincount(y, minlength=self.k).astype(float)
-        family = RRRR(self.k, self.epsilon, ()).family
-        return Tally(counts, rows=st.table[: st.n_rows].copy(), stat=stat, family=family)
-
-    def posterior(
-        self,
-        draws: int | None = None,
-        chains: int | None = None,
-        *,
-        engine: str = "fit",
-        **options: Any,
-    ) -> arviz.InferenceData:
-        """Posterior draws of theta given all reports so far.
-
-        ``engine="fit"`` (the default): :func:`bayesldp.fit` of :meth:`tally` under the survey's
-        prior with ``fit_method`` (default ``draws = 1000``, ``chains = 4``, fit's defaults):
-        the exact likelihood of every report through the RRRR channel of the subset it was made
-        with, sampled by the package's calibrated samplers, with fit's convergence checks;
-        ``options`` go to :func:`bayesldp.fit` (``tune=``, ``compute_convergence_checks=``,
-        ``progressbar=``, ...).
-
-        ``engine="sgld"``: the final SGLD run of seed 004 (AdOBEst-LDP's estimator): each chain
-        starts from the current SGLD state (for the other engines: the current draw scaled by
-        the prior's total mass) and runs ``burn_in + draws`` updates of step ``gamma``, keeping
-        the last ``draws`` (default ``final_steps - burn_in``, ``chains = 1``).  Its spread is
-        not the posterior's: on n = 5,000 users of sparse populations its 90% intervals held
-        0-50% of the true frequencies (issue 35; ``benchmarks/results/survey_posterior.md``).
-
-        Returns
-        -------
-        arviz.InferenceData
-            The layout of :func:`bayesldp.fit` (``posterior.theta`` with dims
-            ``chain, draw, category``; the merged tally in ``observed_data``).
-        """
-        if self._n == 0:
-            raise InvalidInputError("posterior: the survey has no reports yet")
-        if engine not in ("fit", "sgld"):
-            raise InvalidInputError(f"engine: must be 'fit' or 'sgld', got {engine!r}")
-        if engine == "fit":
-            return self._fit_draws(
-                self._n,
-                draws=1000 if draws is None else check_int(draws, "draws", 1),
-                chains=4 if chains is None else check_int(chains, "chains", 1),
-                stream=2,
-                batch=self._n_batches,
-                **options,
-            )
-        if options:
-            raise InvalidInputError(f"options: engine='sgld' takes none, got {sorted(options)}")
-        if isinstance(self.prior, AdaptiveDirichlet):
-            raise NotSupportedError(
-                "engine: the SGLD needs a fixed Dirichlet prior; this survey has the adaptive "
-                "prior (give prior=1.0 when creating it to compare with the paper's SGLD)"
-            )
-        draws = self.final_steps - self.burn_in if draws is None else check_int(draws, "draws", 1)
-        chains = 1 if chains is None else check_int(chains, "chains", 1)
-        # the paper's step 0.5 / n (the posterior engines plan no step: the reports so far)
-        gamma = self._require_gamma(None) if self.engine == "sgld" else 0.5 / self._n
-        theta = sgld.run_final(self._phi, self._store.sgld_rows(), self._n, chains, self.burn_in,
-                             draws, self._sgld(gamma), self._n_batches)  # fmt: skip
-        info = {
-            "sampler": "AdOBEst-LDP SGLD (seed 004)",
-            "burn_in": self.burn_in,
-            "step_size": gamma,
-            "minibatch": self.minibatch,
-            "n_users": self._n,
-            "n_batches": self._n_batches,
-            "utility": self.utility,
-        }
-        return _inference_data(theta, info, self.tally(), self.prior, self.config.entropy)
-
-    def _fit_draws(
-        self, t: int, *, draws: int, chains: int, stream: int, batch: int, **options: Any
-    ) -> Any:
-        from bayesldp.bayes.fit import fit
-
-        saved = self._n
-        self._n = t  # the tally of the first t reports
-        try:
-            tally = self.tally()
-        finally:
-            self._n = saved
-        seed = int(kn.derive_seed(self._key0, self._key1, batch, stream))
-        # the per-batch single draws have no diagnostics to speak of
-        options.setdefault("compute_convergence_checks", stream == 2)
-        return fit(tally, self.prior, method=self.fit_method, draws=draws, chains=chains,
-                   random_seed=seed, **options)  # fmt: skip
-
-    # ------------------------------------------------------------------ persistence
-    def _state_arrays(self) -> dict[str, np.ndarray]:
-        nb = self._n_batches
-        return {
-            "phi": self._phi.copy(),
-            "theta_hist": self._theta_hist[: nb + 1].copy(),
-            "batch_sizes": self._batch_sizes[:nb].copy(),
-            **self._store.state_arrays(self._n),
-            **(self._pool.state_arrays() if self.engine == "posterior" else {}),
-        }
-
-    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Write the survey's state atomically (:mod:`bayesldp.adaptive.checkpoint`).
-
-        Defaults to the ``checkpoint`` path.  Returns the path written.
-        """
-        if path is None:
-            if self._checkpoint is None:
-                raise InvalidInputError("path: the survey has no checkpoint path; give one")
-            target = self._checkpoint
-        else:
-            target = Path(os.fspath(path))
-        return write_state(target, self.config.to_dict(), self._state_arrays())
-
-    @classmethod
-    def resume(cls, path: str | os.PathLike[str], *, checkpoint: bool = True) -> AdaptiveSurvey:
-        """Load a survey from its state file and continue it (bit-identically).
-
-        Parameters
-        ----------
-        path : str or PathLike
-            A file written by :meth:`save` (the ``checkpoint`` of a survey).
-        checkpoint : bool
-            Keep writing the state to ``path`` after every batch (default True).
-
-        Raises
-        ------
-        CheckpointError
-            The file is missing, unreadable, truncated, fails its checksum, is not an
-            AdaptiveSurvey state, has another format version, or is inconsistent.
-        """
-        path = Path(os.fspath(path))
-        config, arrays = read_state(path)
-        survey = cls.__new__(cls)
-        try:
-            survey._setup(SurveyConfig.from_dict(config))
-        except (InvalidInputError, InvalidTypeError, KeyError) as exc:
-            raise CheckpointError(
-                f"checkpoint: {str(path)!r} holds an invalid config: {exc}"
-            ) from None
-        survey._restore(arrays, path)
-        survey.stopped = None
-        survey._checkpoint = path if checkpoint else None
-        return survey
-
-    def _restore(self, arrays: dict[str, np.ndarray], path: Path) -> None:
-        k = self.k
-
-        def bad(what: str) -> CheckpointError:
-            return CheckpointError(f"checkpoint: {str(path)!r} is inconsistent: {what}")
-
-        phi = np.asarray(arrays["phi"], dtype=float)
-        theta_hist = np.asarray(arrays["theta_hist"], dtype=float)
-        sizes = np.asarray(arrays["batch_sizes"])
-        nb = sizes.shape[0]
-        if phi.shape != (k,) or not (np.all(np.isfinite(phi)) and phi.min() >= 0):
-            raise bad("phi")
-        if theta_hist.shape != (nb + 1, k) or sizes.ndim != 1 or (nb and sizes.min() < 1):
-            raise bad("batch records")
-        n = int(sizes.sum())
-        self._store = ReportStore.from_state(k, self._params, arrays, n, bad)
-        self._phi = phi.copy()
-        self._theta_hist = grown(theta_hist.copy(), nb + 1)
-        self._batch_sizes = grown(sizes.astype(np.int64), nb)
-        self._n_batches = nb
-        self._n = n
-        if self.engine == "posterior":
-            self._pool.restore(arrays, n, bad)
-        self._order = np.arange(k)
-        self._rank = np.arange(k)
-
     def __repr__(self) -> str:
         rule = self.utility if self.alpha is None else f"{self.utility}(alpha={self.alpha})"
         return (
@@ -831,17 +599,3 @@ def _progress_callback(progress: Any) -> Callable[[int, int], None] | None:
     if callable(progress):
         return progress
     raise InvalidTypeError(f"progress: expected True, False, None or a callable, got {progress!r}")
-
-
-def _inference_data(
-    theta: np.ndarray, info: dict[str, Any], tally: Tally, prior: Any, entropy: int
-) -> arviz.InferenceData:
-    """Label the SGLD's draws as :func:`bayesldp.fit` does."""
-    from bayesldp.bayes._types import SamplerOutput
-    from bayesldp.bayes.fit import build_inference_data
-
-    out = SamplerOutput(theta=theta, sample_stats={}, info=info)
-    seed = entropy if entropy < 2**63 else None
-    return build_inference_data(
-        out, tally, prior, method="sgld", requested_method="AdaptiveSurvey", random_seed=seed
-    )
