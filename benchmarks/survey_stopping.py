@@ -82,21 +82,36 @@ def main() -> None:
     started = time.perf_counter()
     rhos = (0.1, 1.0)
     jobs = [(rho, rep, args.k, args.epsilon, args.width, args.n_max)
-            for rho in rhos for rep in range(args.surveys)]  # fmt: skip
-    with ProcessPoolExecutor(args.workers) as pool:
-        results = list(pool.map(one_survey, *zip(*jobs, strict=True)))
+            for rep in range(args.surveys) for rho in rhos]  # fmt: skip
     n_fixed = fixed_size(args.k, args.epsilon, args.width)
-    rows = []
-    for i, rho in enumerate((*rhos, "both")):
-        res = results if rho == "both" else results[i * args.surveys : (i + 1) * args.surveys]
-        users = np.array([r["users"] for r in res])
-        rows.append(
-            f"| {rho} | {len(res)} | {sum(r['stopped'] for r in res)} | "
-            f"{np.mean([r['covered'] for r in res]):.3f} | "
-            f"{np.mean([r['pool_covered'] for r in res]):.3f} | "
-            f"{np.mean([r['width'] for r in res]):.4f} | {np.median(users):,.0f} | "
-            f"{np.quantile(users, 0.9):,.0f} | {users.mean() / n_fixed:.3f} |"
-        )
+    results: dict[float, list[dict]] = {rho: [] for rho in rhos}
+    with ProcessPoolExecutor(args.workers) as pool:  # the table is rewritten every 20 surveys
+        for i, result in enumerate(pool.map(one_survey, *zip(*jobs, strict=True)), 1):
+            results[jobs[i - 1][0]].append(result)
+            if i % 20 == 0 or i == len(jobs):
+                _write(args, results, n_fixed, load[0], time.perf_counter() - started)
+
+
+def _row(rho: float | str, res: list[dict], n_fixed: int) -> str:
+    users = np.array([r["users"] for r in res])
+    covered = np.array([r["covered"] for r in res])
+    return (
+        f"| {rho} | {len(res)} | {sum(r['stopped'] for r in res)} | {covered.mean():.3f} | "
+        f"{covered.std(ddof=1) / np.sqrt(len(res)):.3f} | "
+        f"{np.mean([r['pool_covered'] for r in res]):.3f} | "
+        f"{np.mean([r['width'] for r in res]):.4f} | {np.median(users):,.0f} | "
+        f"{np.quantile(users, 0.9):,.0f} | {users.mean() / n_fixed:.3f} |"
+    )
+
+
+def _write(args, results: dict[float, list[dict]], n_fixed: int, load: float, secs: float):
+    """The results file with the surveys done so far."""
+    every = [r for res in results.values() for r in res]
+    rows = [_row(rho, res, n_fixed) for rho, res in results.items() if len(res) > 1]
+    rows.append(_row("both", every, n_fixed))
+    done = len(every)
+    total = args.surveys * len(results)
+    so_far = "" if done == total else f" (so far: {done} of {total} surveys)"
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     text = "\n".join([
@@ -105,27 +120,27 @@ def main() -> None:
         f"`python benchmarks/survey_stopping.py --surveys {args.surveys} --k {args.k} "
         f"--epsilon {args.epsilon} --width {args.width} --n-max {args.n_max} --workers "
         f"{args.workers}`; {_dt.date.today()}, commit {commit}; {platform.machine()}, "
-        f"{os.cpu_count()} cores, load average at the start {load[0]:.2f}; "
-        f"{time.perf_counter() - started:.0f} s in all.",
+        f"{os.cpu_count()} cores, load average at the start {load:.2f}; "
+        f"{secs:.0f} s{so_far}.",
         "",
         f"K = {args.k}, eps = {args.epsilon}, the default survey with `stop={{'width': "
         f"{args.width}}}`, at most {args.n_max:,} users.  Coverage: share of the true "
         "frequencies inside the 90% intervals at the stop, pooled over categories and surveys "
-        "(the default `posterior()`; pool: the in-loop pool's draws that met the target).  "
+        "(the default `posterior()`), with its standard error over the surveys; pool: the "
+        "in-loop pool's draws that met the target).  "
         "Width: the largest 90% interval of `posterior()`.  Users: where the surveys stopped; "
         f"n_fixed = {n_fixed:,}, the users a fixed-size GRR survey needs for that width "
         "whatever the population (GRR's exact oracle variance at its worst case, a category "
         "holding every user), against which the last column sets the mean users of the "
         "stopped surveys.",
         "",
-        "| rho | surveys | stopped | coverage | pool coverage | mean width | median users | "
+        "| rho | surveys | stopped | coverage | se | pool coverage | mean width | median users | "
         "90% quantile users | mean users / n_fixed |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
     ])
     args.out.write_text(text)
-    print(text)
 
 
 if __name__ == "__main__":
