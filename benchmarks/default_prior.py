@@ -65,7 +65,7 @@ def both_fits(tally: bayesldp.Tally, seed: int, theta: np.ndarray) -> dict[str, 
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fits[label] = bayesldp.fit(tally, prior, random_seed=seed, progressbar=False)
+                fits[label] = bayesldp.fit(tally, prior=prior, random_seed=seed, progressbar=False)
             seconds[label] = min(seconds[label], time.perf_counter() - start)
     return {label: summary(fits[label], seconds[label], theta) for label in PRIORS}
 

@@ -46,7 +46,7 @@ def timed_fit(tally, cores: int, progressbar: bool) -> tuple[float, float, np.nd
 
     with open(os.devnull, "w") as sink, contextlib.redirect_stderr(sink):
         start = time.perf_counter()
-        idata = bayesldp.fit(tally, 1.0, random_seed=1, cores=cores, progressbar=progressbar)
+        idata = bayesldp.fit(tally, prior=1.0, random_seed=1, cores=cores, progressbar=progressbar)
         seconds = time.perf_counter() - start
     sampler = json.loads(idata.posterior.attrs["backend_info"])["wall_time"]
     return seconds, sampler, idata.posterior["theta"].values

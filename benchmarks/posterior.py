@@ -63,7 +63,7 @@ def worker(name: str, out: str) -> None:
     if name == "hmc":
         import bayesldp
 
-        idata = bayesldp.fit(tally, 1.0, draws=DRAWS, chains=CHAINS, random_seed=SAMPLE_SEED)
+        idata = bayesldp.fit(tally, prior=1.0, draws=DRAWS, chains=CHAINS, random_seed=SAMPLE_SEED)
         theta = idata.posterior["theta"].values
         diverging = idata.sample_stats["diverging"].values
     elif name == "hmc-backend":

@@ -80,7 +80,7 @@ def worker(task: str, name: str, k: int, out: str) -> None:
     else:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            idata = bayesldp.fit(tally, 1.0, random_seed=1)
+            idata = bayesldp.fit(tally, prior=1.0, random_seed=1)
         attrs = idata.posterior.attrs
         info = json.loads(attrs["backend_info"])
         result.update(
@@ -164,10 +164,10 @@ def agree() -> str:
 
     tally = make_tally("OUE", 10, 100_000)
     started = time.perf_counter()
-    lap = bayesldp.fit(tally, 1.0, method="laplace", random_seed=1)
+    lap = bayesldp.fit(tally, prior=1.0, method="laplace", random_seed=1)
     lap_s = time.perf_counter() - started
     started = time.perf_counter()
-    ref = bayesldp.fit(tally, 1.0, method="hmc", random_seed=2)
+    ref = bayesldp.fit(tally, prior=1.0, method="hmc", random_seed=2)
     hmc_s = time.perf_counter() - started
     a = lap.posterior["theta"].values.reshape(-1, tally.k)
     b = ref.posterior["theta"].values.reshape(-1, tally.k)

@@ -80,7 +80,7 @@ def errors(estimate: np.ndarray, theta: np.ndarray) -> tuple[float, float]:
 def posterior_mean(tally: bayesldp.Tally, seed: int) -> np.ndarray:
     idata = bayesldp.fit(
         tally,
-        1.0,
+        prior=1.0,
         method="hmc",
         draws=POSTERIOR_DRAWS,
         chains=POSTERIOR_CHAINS,

@@ -141,7 +141,7 @@ def part2(repeats: int, n: int, configs: list[tuple], number: int = 2) -> list[s
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                idata = bayesldp.fit(tally, prior, method="hmc", random_seed=seed,
+                idata = bayesldp.fit(tally, prior=prior, method="hmc", random_seed=seed,
                                      progressbar=False, coordinates=coordinates,
                                      **opts)  # fmt: skip
             secs.append(time.perf_counter() - start)

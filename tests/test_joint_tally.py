@@ -40,7 +40,7 @@ def test_joint_exact_posterior_equals_brute_force_on_a_tiny_case():
     grr, ue = bayesldp.GRR(3, 1.0), bayesldp.SUE(3, 1.5)
     a = grr.tally_from_report_counts([3, 1, 1])
     b = ue.tally(np.array([[1, 0, 0], [1, 1, 0], [0, 0, 1]], dtype=bool))
-    idata = bayesldp.fit([a, b], 1.0, method="exact", draws=20_000, chains=1, random_seed=3)
+    idata = bayesldp.fit([a, b], prior=1.0, method="exact", draws=20_000, chains=1, random_seed=3)
     mean = idata.posterior["theta"].mean(("chain", "draw")).values
     # brute force: the uniform prior times both likelihoods on a fine simplex grid
     g = np.linspace(0, 1, 801)

@@ -85,9 +85,9 @@ class PosteriorPool:
         """Refit the pool on all reports so far and append to the trajectory."""
         from bayesldp.bayes.fit import fit
 
-        idata = fit(tally, prior, method="hmc", draws=self.n_draws, chains=1, random_seed=seed,
-                    progressbar=False, compute_convergence_checks=False,
-                    tune=self.tune)  # fmt: skip
+        idata = fit(tally, self.n_draws, tune=self.tune, chains=1, prior=prior, method="hmc",
+                    random_seed=seed, progressbar=False,
+                    compute_convergence_checks=False)  # fmt: skip
         self.draws[:] = idata.posterior["theta"].values[0]
         self.users = int(tally.n)
         stats = np.stack([self.draws.mean(axis=0), *np.quantile(self.draws, [0.05, 0.95], axis=0)])

@@ -176,7 +176,7 @@ class SurveyOutputs:
         seed = int(kn.derive_seed(self._key0, self._key1, batch, stream))
         # the per-batch single draws have no diagnostics to speak of
         options.setdefault("compute_convergence_checks", stream == 2)
-        return fit(tally, self.prior, method=self.fit_method, draws=draws, chains=chains,
+        return fit(tally, prior=self.prior, method=self.fit_method, draws=draws, chains=chains,
                    random_seed=seed, **options)  # fmt: skip
 
 

@@ -42,6 +42,7 @@ from bayesldp.bayes import _feedback
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.diagnostics import diagnose
+from bayesldp.bayes.fit_options import check_draws, check_options, method_options
 from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, Prior, SmoothDensity, as_prior
 from bayesldp.errors import (
     BayesLDPError,
@@ -94,13 +95,14 @@ _SIMPLEX_TOL = 1e-6
 
 def fit(
     tally: Tally,
+    draws: int = 1000,
+    *,
+    tune: int | None = None,
+    chains: int = 4,
     prior: Any = None,
     method: str = "auto",
-    draws: int = 1000,
-    chains: int = 4,
     random_seed: Any = None,
     progressbar: bool | None = None,
-    *,
     cores: int | None = None,
     labels: Sequence[Any] | None = None,
     compute_convergence_checks: bool = True,
@@ -145,8 +147,17 @@ def fit(
         ``"laplace"`` (for large n, whose cost per draw does not grow with n) 3 times less; the
         choice and the reason are the posterior attrs ``method`` and ``auto_reason``.  A method
         the cost model predicts to take over a minute warns (``UserWarning``) before it starts.
-    draws, chains : int
-        Posterior draws per chain (after any tuning) and number of chains, both >= 1.
+    draws : int
+        Posterior draws per chain (after any tuning), >= 1: ``fit(tally, 2000)`` as
+        ``pm.sample(2000)``.  Everything after ``draws`` is keyword-only; a prior in
+        ``draws``' place (the old ``fit(tally, 1.0)``) is refused with a message naming
+        ``prior=``.
+    tune : int or None
+        Warm-up iterations per chain of the methods that tune ("hmc", "nuts", "laplace"'s
+        chain, "sgld"); None: the method's default.  "exact" draws independent samples and
+        refuses it.
+    chains : int
+        Number of chains, >= 1.
     random_seed : int, sequence of int, numpy Generator, SeedSequence or None
         Same seed, same draws.  None draws a fresh 63-bit seed (recorded in the attrs, so every
         fit can be reproduced); a Generator or SeedSequence is turned into such a seed.  A
@@ -184,8 +195,9 @@ def fit(
         either way).  Any other key is an :class:`~bayesldp.InvalidInputError`.
     **options
         Passed to the backend (e.g. ``max_components`` for "exact", ``nuts_sampler`` for
-        "nuts"); a backend raises :class:`~bayesldp.InvalidInputError` for options it does not
-        know.
+        "nuts"); an option the chosen method does not take is an
+        :class:`~bayesldp.InvalidInputError` that names the methods taking it, or, where none
+        does, the nearest name fit knows (:mod:`bayesldp.bayes.fit_options`).
 
     Returns
     -------
@@ -216,9 +228,12 @@ def fit(
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     if tally.n < 1:  # pragma: no cover - a Tally cannot be empty
         raise InvalidInputError("tally: holds no reports")
+    check_draws(draws)
     resolved = _resolve_method(method)
     prior_obj = as_prior(_default_prior(prior, tally, resolved), tally.k)
     draws = check_int(draws, "draws")
+    if tune is not None:
+        options["tune"] = check_int(tune, "tune", 0)
     chains = check_int(chains, "chains")
     seed = _resolve_seed(random_seed)
     storage = _resolve_idata_kwargs(idata_kwargs)
@@ -240,6 +255,11 @@ def fit(
             f"one of {list(ADAPTIVE_METHODS)}"
         )
     backend = _load_backend(method, resolved)
+    if "tune" in options and "tune" not in method_options(resolved):
+        raise InvalidInputError(
+            f"tune: method {resolved!r} draws independent samples and has no warm-up"
+        )
+    check_options(method, resolved, auto_reason, options)
     if "cores" in inspect.signature(backend.sample).parameters:
         options["cores"] = cores
     elif cores_given and resolved == "nuts":  # PyMC's own option (processes)

@@ -34,7 +34,7 @@ NUTS_SAMPLERS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "numpyro": (("numpyro", "jax"), "numpyro"),
     "blackjax": (("blackjax", "jax"), "blackjax"),
 }
-_OPTIONS = ("nuts_sampler", "tune", "target_accept", "cores", "init", "nuts_sampler_kwargs")
+OPTIONS = ("nuts_sampler", "tune", "target_accept", "cores", "init", "nuts_sampler_kwargs")
 #: sample-stat names of the external samplers -> ArviZ names
 _STAT_ALIASES = {
     "depth": "tree_depth",
@@ -117,10 +117,10 @@ def sample(
     import pymc as pm
 
     started = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
-    unknown = sorted(set(options) - set(_OPTIONS))
+    unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise InvalidInputError(
-            f"options: {unknown[0]!r} is not an option of method 'nuts'; valid: {list(_OPTIONS)}"
+            f"options: {unknown[0]!r} is not an option of method 'nuts'; valid: {list(OPTIONS)}"
         )
     nuts_sampler = require_sampler(nuts_sampler, installed=False)
     tune = check_int(tune, "tune", 0)

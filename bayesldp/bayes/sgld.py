@@ -112,7 +112,7 @@ _DEFAULT_STEP = 0.2  # expanded metric, in posterior variances
 _DEFAULT_TUNE = 1000
 _DEFAULT_THIN = 10
 
-_SAMPLE_OPTIONS = (
+OPTIONS = (
     "step_size",
     "tune",
     "thin",
@@ -718,11 +718,11 @@ def sample(
     prior = alpha if isinstance(alpha, AdaptiveDirichlet) else None
     if prior is None:
         _check_total_concentration(alpha)
-    unknown = sorted(set(options) - set(_SAMPLE_OPTIONS))
+    unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise InvalidInputError(
             f"options: unknown option(s) {unknown} for method 'sgld'; "
-            f"valid options are {list(_SAMPLE_OPTIONS)}"
+            f"valid options are {list(OPTIONS)}"
         )
     metric_kind = options.get("metric", "adaptive")
     if metric_kind not in ("adaptive", "fisher", "identity"):

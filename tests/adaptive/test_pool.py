@@ -44,7 +44,7 @@ def test_the_pool_is_the_fit_of_the_reports_at_its_last_refresh(survey):
     seed = int(kn.derive_seed(survey._key0, survey._key1, b_next, REFRESH_STREAM))
     first = AdaptiveSurvey(5, 1.0, utility="tv", batch_size=20, random_seed=4)
     first.simulate(_users(800)[:n_last])
-    ref = bayesldp.fit(first.tally(), "adaptive", method="hmc", draws=100, chains=1, tune=200,
+    ref = bayesldp.fit(first.tally(), prior="adaptive", method="hmc", draws=100, chains=1, tune=200,
                        random_seed=seed, compute_convergence_checks=False)  # fmt: skip
     draws = ref.posterior["theta"].values[0]
     np.testing.assert_array_equal(survey._pool.draws, draws)
@@ -70,7 +70,7 @@ def test_posterior_is_fit_of_the_tally_under_the_adaptive_prior(survey):
     short = {"draws": 40, "chains": 1, "tune": 50, "compute_convergence_checks": False}
     idata = survey.posterior(**short)
     seed = int(kn.derive_seed(survey._key0, survey._key1, survey.n_batches, 2))
-    ref = bayesldp.fit(survey.tally(), AdaptiveDirichlet(5), random_seed=seed, **short)
+    ref = bayesldp.fit(survey.tally(), prior=AdaptiveDirichlet(5), random_seed=seed, **short)
     np.testing.assert_array_equal(idata.posterior["theta"].values, ref.posterior["theta"].values)
     assert "a" in idata.posterior  # the adaptive prior's concentration
 

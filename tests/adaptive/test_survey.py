@@ -172,7 +172,7 @@ def test_sgld_stationary_law_matches_hmc():
     rows, settings = survey._store.sgld_rows(), survey._sgld(survey.gamma)
     draws = sgld.run_final(survey._phi, rows, 2000, 4, 20_000, 400_000, settings, 0)
     draws = draws[:, ::100].reshape(-1, 5)
-    ref = bayesldp.fit(survey.tally(), 1.0, method="hmc", draws=2000, chains=4, random_seed=1)
+    ref = bayesldp.fit(survey.tally(), prior=1.0, method="hmc", draws=2000, chains=4, random_seed=1)
     ref = ref.posterior["theta"].values.reshape(-1, 5)
     np.testing.assert_allclose(draws.mean(axis=0), ref.mean(axis=0), atol=0.01)
     np.testing.assert_allclose(draws.std(axis=0), ref.std(axis=0), rtol=0.15)

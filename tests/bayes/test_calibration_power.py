@@ -229,7 +229,7 @@ def test_sbc_ranks_the_thinned_draws_not_the_first_ones():
 # ---------------------------------------------------------------------------- fast tier: hmc
 def _fit_hmc(tally, alpha, seed):
     """``bayesldp.fit(method="hmc")``, 4 chains x 300 draws after 200 warm-up steps."""
-    idata = bayesldp.fit(tally, alpha, method="hmc", draws=300, chains=4, random_seed=seed,
+    idata = bayesldp.fit(tally, prior=alpha, method="hmc", draws=300, chains=4, random_seed=seed,
                          tune=200, compute_convergence_checks=False)  # fmt: skip
     return np.asarray(idata.posterior["theta"].values)
 

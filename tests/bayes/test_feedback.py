@@ -156,12 +156,12 @@ def test_no_notice_once_the_sampler_is_compiled(prior, capsys):
     """Dirichlet(1) and the default (adaptive, joint scheme): once a fit has run, none of the
     kernels its notice lists needs compiling, and the next fit prints no notice."""
     tally = _tally()
-    bayesldp.fit(tally, prior, chains=1, **SMALL)
+    bayesldp.fit(tally, prior=prior, chains=1, **SMALL)
     capsys.readouterr()
     target = hmc._Target(tally, np.ones(tally.k) if prior else AdaptiveDirichlet(tally.k))
     pending = hmc._pending_kernels(target, 10, prior is None)
     assert not any(_feedback.needs_compilation(d, a) for d, a in pending)
-    bayesldp.fit(tally, prior, chains=1, **SMALL)
+    bayesldp.fit(tally, prior=prior, chains=1, **SMALL)
     assert _feedback.COMPILE_MESSAGE not in capsys.readouterr().err
 
 
@@ -281,7 +281,7 @@ def test_a_backend_reporting_pareto_k_warns_through_fit(monkeypatch):
     monkeypatch.setitem(sys.modules, "bayesldp_fake_is_backend", fake)
     monkeypatch.setitem(fit_module.BACKENDS, "fake_is", "bayesldp_fake_is_backend")
     with pytest.warns(ConvergenceWarning, match=r"Pareto k .* is 0\.93"):
-        idata = bayesldp.fit(_tally(), 1.0, method="fake_is", draws=200, chains=2, random_seed=0)
+        idata = bayesldp.fit(_tally(), 200, prior=1.0, method="fake_is", chains=2, random_seed=0)
     assert idata.posterior.attrs["pareto_k"] == 0.93 == idata.sample_stats.attrs["pareto_k"]
 
 

@@ -276,7 +276,7 @@ def test_missing_backend_and_missing_dependency(grr_tally, monkeypatch):
     with pytest.raises(
         NotImplementedError, match=r"backend module bayesldp\.bayes\._no_such_backend"
     ):
-        fit(grr_tally, 1.0, method="ghost", draws=5, chains=1)
+        fit(grr_tally, prior=1.0, method="ghost", draws=5, chains=1)
 
     def needs_nutpie(*args, **kwargs):
         raise ModuleNotFoundError("No module named 'nutpie'", name="nutpie")
@@ -286,14 +286,45 @@ def test_missing_backend_and_missing_dependency(grr_tally, monkeypatch):
     monkeypatch.setitem(sys.modules, "bayesldp_fake_backend", fake)
     monkeypatch.setitem(fit_module.BACKENDS, "fake", "bayesldp_fake_backend")
     with pytest.raises(NotImplementedError, match=r"'nutpie'.*pip install 'bayesldp\[nutpie\]'"):
-        fit(grr_tally, 1.0, method="fake", draws=5, chains=1)
+        fit(grr_tally, prior=1.0, method="fake", draws=5, chains=1)
 
     def bad_shape(tally, alpha, *, draws, chains, random_seed, progressbar=False, **options):
         return SamplerOutput(theta=np.full((chains, draws + 1, tally.k), 1 / tally.k))
 
     fake.sample = bad_shape
     with pytest.raises(bayesldp.BayesLDPError, match="theta has shape"):
-        fit(grr_tally, 1.0, method="fake", draws=5, chains=1)
+        fit(grr_tally, prior=1.0, method="fake", draws=5, chains=1)
+
+
+# --------------------------------------------------------------- pm.sample-shaped arguments
+def test_fit_takes_draws_and_tune_as_pm_sample_does(grr_tally):
+    """``fit(tally, 200, tune=100)`` is 200 draws after 100 warm-up iterations (issue 38)."""
+    idata = fit(grr_tally, 200, tune=100, chains=2, method="hmc", random_seed=0,
+                compute_convergence_checks=False)  # fmt: skip
+    assert idata.posterior["theta"].shape == (2, 200, grr_tally.k)
+    assert json.loads(idata.posterior.attrs["backend_info"])["tune"] == 100
+
+
+@pytest.mark.parametrize("old", [1.0, 200.0, "adaptive", [1.0, 1.0, 1.0]])
+def test_a_prior_in_draws_place_is_refused_naming_prior(grr_tally, old):
+    """The old ``fit(tally, prior)``: never a silent Dirichlet(200) or 1 draw."""
+    with pytest.raises(bayesldp.InvalidTypeError, match=r"fit's second argument.*prior="):
+        fit(grr_tally, old)
+
+
+def test_options_no_method_takes_are_named_as_such(grr_tally):
+    def refused(match, **kwargs):
+        with pytest.raises(bayesldp.InvalidInputError, match=match):
+            fit(grr_tally, 10, chains=1, method="laplace", **kwargs)
+
+    refused(r"'draw' is not an option of fit or of any method; did you mean 'draws'", draw=5)
+    refused(r"'return_inferencedata' is PyMC's.*always returns", return_inferencedata=False)
+    refused(r"'nuts_sampler' is not an option of method 'laplace'.*option of 'nuts'",
+            nuts_sampler="pymc")  # fmt: skip
+    with pytest.raises(bayesldp.InvalidInputError, match=r"chosen by method='auto'"):
+        fit(grr_tally, 10, chains=1, nuts_sampler="pymc")
+    with pytest.raises(bayesldp.InvalidInputError, match="'exact' draws independent samples"):
+        fit(grr_tally, 10, chains=1, method="exact", tune=5)
 
 
 # ------------------------------------------------------------------------------ save / load

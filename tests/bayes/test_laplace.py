@@ -154,7 +154,7 @@ def test_too_few_reports_warn_with_the_shift_of_the_weighted_mean():
     """Twelve reports for eight categories: measured is_shift_sd 0.16 (k 0.38)."""
     tally = _tally("OUE", 8, 12, seed=2, epsilon=4.0)
     with pytest.warns(UserWarning, match=r"differs from the draws' mean by 0\.\d\d posterior sd"):
-        idata = fit(tally, 1.0, method="laplace", draws=500, chains=2, random_seed=1,
+        idata = fit(tally, prior=1.0, method="laplace", draws=500, chains=2, random_seed=1,
                     compute_convergence_checks=False)  # fmt: skip
     info = json.loads(idata.posterior.attrs["backend_info"])
     assert info["is_shift_sd"] > laplace.SHIFT_WARN
@@ -187,7 +187,7 @@ def test_auto_takes_exact_for_a_small_mixture():
     tally = mech.tally(mech.perturb(np.array([0] * 12 + [1] * 5 + [2] * 3), rng=1))
     method, reason, _ = cost.choose_method(tally, draws=100, chains=2)
     assert method == "exact" and "components" in reason
-    idata = fit(tally, 1.0, draws=100, chains=2, random_seed=0)
+    idata = fit(tally, prior=1.0, draws=100, chains=2, random_seed=0)
     attrs = idata.posterior.attrs
     assert attrs["method"] == "exact" and attrs["requested_method"] == "auto"
     assert attrs["auto_reason"] == reason

@@ -147,7 +147,7 @@ def test_check_passes_with_the_true_mechanism_and_fails_with_a_wrong_epsilon(nam
     p_values = []
     for epsilon in (3.0, 1.0):
         tally = _mechanism(name, epsilon, **params).tally(reports)
-        idata = fit(tally, 1.0, draws=150, chains=2, random_seed=0,  # Dirichlet(1), no warning
+        idata = fit(tally, 150, prior=1.0, chains=2, random_seed=0,  # Dirichlet(1), no warning
                     compute_convergence_checks=False)  # fmt: skip
         p_values.append(_p_value(sample_posterior_predictive(idata, random_seed=1)))
     right, wrong = p_values
