@@ -1,10 +1,12 @@
 """Leave-one-report-out cross-validation of a fit (PSIS-LOO, per report, from a tally).
 
 A tally keeps the distinct likelihood rows ``L_u`` and their counts ``c_u``; the observations are
-the ``N = sum_u c_u`` reports, not the rows.  ``arviz.loo`` on the ``log_likelihood`` group
-(``c_u log(L_u . theta)``, one value per row) would treat each row, with all its reports, as one
-observation: the pointwise values and ``p_loo`` are then meaningless (a GRR tally of 100,000
-reports has only K rows).  :func:`loo` leaves out one *report* at a time instead.
+the ``N = sum_u c_u`` reports, not the rows.  :func:`loo` leaves out one *report* at a time from
+the posterior draws and the tally alone, and its pointwise values are per report, so
+``arviz.compare`` of two :func:`loo` results gives the same ``elpd_diff`` and ``dse`` as
+:func:`loo_compare`.  ``fit(..., idata_kwargs={"log_likelihood": True})`` stores one value per
+report too, so ``arviz.loo`` and ``arviz.waic`` on it agree with :func:`loo` (at the cost of
+``chains * draws * N`` floats).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 
 #: floats of ``log(L_u . theta_s)`` computed at once (rows are processed in blocks)
 _BLOCK = 1 << 22
+#: reports up to which ``loo_i`` and ``pareto_k`` hold one value per report (beyond: per row)
+POINTWISE_MAX = 10**7
 
 
 def loo(
@@ -79,11 +83,12 @@ def loo(
     -------
     arviz.ELPDData
         ``elpd_loo``, ``se``, ``p_loo``, ``n_samples`` (S), ``n_data_points`` (N, the reports),
-        ``warning`` (a Pareto k above ``good_k``), ``loo_i`` (``elpd_u``, dim ``row``: the value
-        of *each* report of row u), ``pareto_k`` (``k_u``, dim ``row``: it applies to every
-        report of the row), ``scale`` ("log"), ``good_k`` (``min(1 - 1/log10 S, 0.7)``),
-        ``counts`` (``c_u``) and ``p_loo_i`` (``lppd_u - elpd_u``).  Printing it counts the
-        Pareto k of distinct rows, not of reports.
+        ``warning`` (a Pareto k above ``good_k``), ``loo_i`` and ``pareto_k`` (dim ``report``:
+        ``elpd_u`` and ``k_u`` of each report's row, so ``arviz.compare`` and the printed Pareto
+        k table count reports; beyond ``POINTWISE_MAX`` reports they are per row, dim ``row``,
+        with a warning that ``arviz.compare`` would then count rows), ``scale`` ("log"),
+        ``good_k`` (``min(1 - 1/log10 S, 0.7)``), and per distinct row ``counts`` (``c_u``),
+        ``loo_row`` (``elpd_u``) and ``p_loo_i`` (``lppd_u - elpd_u``).
 
     Examples
     --------
@@ -145,37 +150,33 @@ def loo(
         )
 
     row_coord = {"row": np.arange(n_rows)}
+
+    def per_row(values: np.ndarray, name: str) -> Any:
+        return xr.DataArray(values, dims=["row"], coords=row_coord, name=name)
+
+    loo_i, k_i = per_row(elpd, "loo_i"), per_row(pareto_k, "pareto_k")
+    if n <= POINTWISE_MAX:
+        report = {"report": np.arange(int(n))}
+        loo_i, k_i = (
+            xr.DataArray(np.repeat(v, tally.counts), dims=["report"], coords=report, name=name)
+            for v, name in ((elpd, "loo_i"), (pareto_k, "pareto_k"))
+        )
+    else:
+        warnings.warn(
+            f"loo: {int(n):,} reports, more than {POINTWISE_MAX:,}: the pointwise values are per "
+            "distinct row, which arviz.compare would count as observations; compare with "
+            "bayesldp.loo_compare",
+            UserWarning,
+            stacklevel=2,
+        )
     ELPDData = _elpd_data_class()
-    return ELPDData(
-        data=[
-            elpd_loo,
-            se,
-            p_loo,
-            n_samples,
-            int(n),
-            bool(np.any(bad)),
-            xr.DataArray(elpd, dims=["row"], coords=row_coord, name="loo_i"),
-            xr.DataArray(pareto_k, dims=["row"], coords=row_coord, name="pareto_k"),
-            "log",
-            good_k,
-            xr.DataArray(tally.counts, dims=["row"], coords=row_coord, name="counts"),
-            xr.DataArray(p_loo_i, dims=["row"], coords=row_coord, name="p_loo_i"),
-        ],
-        index=[
-            "elpd_loo",
-            "se",
-            "p_loo",
-            "n_samples",
-            "n_data_points",
-            "warning",
-            "loo_i",
-            "pareto_k",
-            "scale",
-            "good_k",
-            "counts",
-            "p_loo_i",
-        ],
-    )
+    fields = {
+        "elpd_loo": elpd_loo, "se": se, "p_loo": p_loo, "n_samples": n_samples,
+        "n_data_points": int(n), "warning": bool(np.any(bad)), "loo_i": loo_i, "pareto_k": k_i,
+        "scale": "log", "good_k": good_k, "counts": per_row(tally.counts, "counts"),
+        "loo_row": per_row(elpd, "loo_row"), "p_loo_i": per_row(p_loo_i, "p_loo_i"),
+    }  # fmt: skip
+    return ELPDData(data=list(fields.values()), index=list(fields))
 
 
 def loo_compare(first: Any, second: Any) -> dict[str, float]:
@@ -195,7 +196,7 @@ def loo_compare(first: Any, second: Any) -> dict[str, float]:
         ``elpd_diff``, ``se``, ``n_data_points``.
     """
     for name, value in (("first", first), ("second", second)):
-        if not all(key in getattr(value, "index", ()) for key in ("loo_i", "counts")):
+        if not all(key in getattr(value, "index", ()) for key in ("loo_row", "counts")):
             raise InvalidTypeError(f"{name}: expected the result of bayesldp.loo, got {value!r}")
     c1 = np.asarray(first["counts"].values)
     c2 = np.asarray(second["counts"].values)
@@ -204,7 +205,7 @@ def loo_compare(first: Any, second: Any) -> dict[str, float]:
             "loo_compare: the two results are not on the same tally (different rows or counts); "
             "PSIS-LOO compares models of the same reports"
         )
-    diff = np.asarray(first["loo_i"].values) - np.asarray(second["loo_i"].values)
+    diff = np.asarray(first["loo_row"].values) - np.asarray(second["loo_row"].values)
     counts = c1.astype(float)
     n = float(counts.sum())
     total = float(np.sum(counts * diff))

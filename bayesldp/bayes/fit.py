@@ -188,7 +188,8 @@ def fit(
     idata_kwargs : dict, optional
         What the InferenceData holds, as PyMC's ``pm.sample(idata_kwargs=...)``:
         ``"log_likelihood"`` (bool, default False): add the ``log_likelihood`` group (one value
-        per draw and distinct row, ``chains * draws * U`` floats; :func:`bayesldp.loo` does not
+        per draw and report, ``chains * draws * N`` floats, as PyMC's one per observation, so
+        ``arviz.loo``, ``waic`` and ``compare`` count the reports; :func:`bayesldp.loo` does not
         need it); ``"dtype"`` (``"float64"``, the default, or ``"float32"``): the storage dtype of
         the floating posterior variables (``theta``, ``a``) and of the log_likelihood group
         (float32 halves the file :func:`bayesldp.save_fit` writes; draws are computed in float64
@@ -203,14 +204,15 @@ def fit(
     -------
     arviz.InferenceData
         Groups: ``posterior`` (``theta``, dims ``chain, draw, category``), ``sample_stats``,
-        ``log_likelihood`` (``counts``: ``c_u log(L_u . theta)``, dim ``row``; only with
-        ``idata_kwargs={"log_likelihood": True}``), ``observed_data`` (the tally: ``counts``,
-        ``rows`` or ``support`` + ``levels``, ``stat``), ``constant_data`` (``prior_alpha``,
-        ``epsilon``, mechanism parameters, ``channel`` when finite and ``K * |Y| <= 1e6``).  The
-        posterior attrs hold ``method``, ``mechanism``, ``family``, ``prior``, ``random_seed``,
-        ``bayesldp_version`` and ``backend_info`` (JSON strings where structured), so the fit
-        round-trips through :func:`bayesldp.save_fit` / :func:`bayesldp.load_fit`.  Every group
-        also carries ArviZ's standard attrs (``created_at``, ``arviz_version``,
+        ``log_likelihood`` (``counts``: ``log(L_u . theta)`` for each report, dim ``report`` with
+        its row ``u`` as coordinate ``row``, so ``arviz.loo`` / ``waic`` / ``compare`` count
+        reports; only with ``idata_kwargs={"log_likelihood": True}``), ``observed_data`` (the tally:
+        ``counts``, ``rows`` or ``support`` + ``levels``, ``stat``), ``constant_data``
+        (``prior_alpha``, ``epsilon``, mechanism parameters, ``channel`` when finite and ``K * |Y|
+        <= 1e6``).  The posterior attrs hold ``method``, ``mechanism``, ``family``, ``prior``,
+        ``random_seed``, ``bayesldp_version`` and ``backend_info`` (JSON strings where structured),
+        so the fit round-trips through :func:`bayesldp.save_fit` / :func:`bayesldp.load_fit`.  Every
+        group also carries ArviZ's standard attrs (``created_at``, ``arviz_version``,
         ``inference_library`` = "bayesldp", ``inference_library_version``), as PyMC's do.
 
     Examples
@@ -352,16 +354,8 @@ def build_inference_data(
     groups: dict[str, Any] = {"posterior": posterior, "sample_stats": sample_stats}
 
     if storage["log_likelihood"]:
-        with np.errstate(divide="ignore"):
-            loglik = tally.counts * np.log(tally.row_dot(out.theta))
-        groups["log_likelihood"] = xr.Dataset(
-            {"counts": (("chain", "draw", "row"), loglik.astype(float_dtype))},
-            coords={**chain_draw, "row": rows},
-            attrs={
-                **standard,
-                "definition": "c_u log(L_u . theta) per distinct likelihood row u",
-            },
-        )
+        groups["log_likelihood"] = _log_likelihood_group(out.theta, tally, float_dtype, chain_draw)
+        groups["log_likelihood"].attrs.update(standard)
 
     observed: dict[str, Any] = {
         "counts": (("row",), tally.counts),
@@ -544,6 +538,32 @@ def _resolve_seed(random_seed: object) -> int:
     if not 0 <= random_seed < 2**63:
         raise InvalidInputError(f"random_seed: must lie in 0..2**63-1, got {random_seed}")
     return int(random_seed)
+
+
+def _log_likelihood_group(theta: np.ndarray, tally: Tally, dtype: Any, chain_draw: dict) -> Any:
+    """One value per *report* (PyMC's layout: one per observation), ``log(L_u . theta)`` for a
+    report of row ``u``, so ``arviz.loo``, ``waic`` and ``compare`` count the ``N`` reports, not
+    the distinct rows; ``chains * draws * N`` values, refused beyond memory."""
+    import xarray as xr
+
+    from bayesldp._validation import check_memory
+
+    n_samples = theta.shape[0] * theta.shape[1]
+    check_memory(
+        n_samples * tally.n * np.dtype(dtype).itemsize,
+        "idata_kwargs['log_likelihood']",
+        f"it holds one value per draw and report ({n_samples:,} x {tally.n:,}); "
+        "bayesldp.loo and loo_compare need no log_likelihood group",
+    )
+    with np.errstate(divide="ignore"):
+        per_row = np.log(tally.row_dot(theta)).astype(dtype)
+    values = np.repeat(per_row, tally.counts, axis=-1)
+    report_row = np.repeat(np.arange(tally.n_rows), tally.counts)
+    return xr.Dataset(
+        {"counts": (("chain", "draw", "report"), values)},
+        coords={**chain_draw, "report": np.arange(tally.n), "row": ("report", report_row)},
+        attrs={"definition": "log(L_u . theta) for each report, u its distinct likelihood row"},
+    )
 
 
 def _resolve_idata_kwargs(idata_kwargs: object) -> dict[str, Any]:

@@ -44,9 +44,11 @@ def test_matches_brute_force_leave_one_report_out(grr_fit, grr_tally):
     exact = _exact_loo(grr_tally, 0.5)
     result = loo(grr_fit)
     assert result.n_data_points == grr_tally.n == 20 and result.n_samples == 4000
-    assert result.loo_i.dims == ("row",) and result.pareto_k.shape == (grr_tally.n_rows,)
+    assert result.loo_i.dims == ("report",) and result.pareto_k.shape == (grr_tally.n,)
+    assert result.loo_row.dims == ("row",)
     # Monte Carlo error of elpd_u with 4000 exact draws is about 0.005 (20 seeds)
-    np.testing.assert_allclose(result.loo_i.values, exact, atol=0.03)
+    np.testing.assert_allclose(result.loo_row.values, exact, atol=0.03)
+    np.testing.assert_array_equal(result.loo_i.values, np.repeat(result.loo_row, grr_tally.counts))
     assert result.elpd_loo == pytest.approx(float(grr_tally.counts @ exact), abs=0.1)
     assert np.all(result.pareto_k.values < 0.5) and not result.warning
     assert 0 < result.p_loo < grr_tally.k
@@ -67,36 +69,37 @@ def test_equals_arviz_loo_on_the_reports_one_by_one(grr_fit, grr_tally):
     for key in ("elpd_loo", "se", "p_loo"):
         assert ours[key] == pytest.approx(reference[key], rel=1e-10), key
     assert ours.n_data_points == reference.n_data_points
-    np.testing.assert_allclose(
-        np.repeat(ours.loo_i.values, grr_tally.counts), reference.loo_i.values, rtol=1e-10
-    )
-    np.testing.assert_allclose(
-        np.repeat(ours.pareto_k.values, grr_tally.counts), reference.pareto_k.values, rtol=1e-10
-    )
-    np.testing.assert_allclose(
-        ours.se, np.sqrt(grr_tally.n * np.var(np.repeat(ours.loo_i.values, grr_tally.counts)))
-    )
+    np.testing.assert_allclose(ours.loo_i.values, reference.loo_i.values, rtol=1e-10)
+    np.testing.assert_allclose(ours.pareto_k.values, reference.pareto_k.values, rtol=1e-10)
+    np.testing.assert_allclose(ours.se, np.sqrt(grr_tally.n * np.var(ours.loo_i.values)))
 
 
-def test_p_loo_counts_reports_not_rows():
-    """arviz.loo on the per-row log_likelihood group treats the 7 rows as 7 observations."""
+# ArviZ 0.23's compare sorts with pandas' deprecated inplace=True (pandas >= 3.1 warns)
+@pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::pandas.errors.Pandas4Warning")
+def test_arviz_loo_waic_and_compare_count_reports():
+    """fit's log_likelihood group holds one value per report, so arviz.loo and waic agree with
+    bayesldp.loo (about K - 1 effective parameters, not one per report), and arviz.compare of
+    two bayesldp.loo results agrees with loo_compare to 1e-6 (issue 38)."""
     mech = bayesldp.GRR(7, 1.0)
-    tally = mech.simulate_tally(np.array([4000, 2500, 1500, 1000, 500, 300, 200]), rng=3)
-    idata = fit(
-        tally,
-        method="hmc",
-        draws=1000,
-        chains=2,
-        random_seed=1,
-        compute_convergence_checks=False,
-        idata_kwargs={"log_likelihood": True},
-    )
-    ours = loo(idata)
-    assert ours.n_data_points == tally.n == 10_000
+    tally = mech.simulate_tally(np.array([400, 250, 150, 100, 50, 30, 20]), rng=3)
+    kwargs = {"method": "hmc", "chains": 2, "compute_convergence_checks": False}
+    idata = fit(tally, 1000, random_seed=1, idata_kwargs={"log_likelihood": True}, **kwargs)
+    assert idata.log_likelihood["counts"].dims == ("chain", "draw", "report")
+    ours, theirs = loo(idata), az.loo(idata)
+    assert theirs.n_data_points == ours.n_data_points == tally.n == 1_000
     assert 1 < ours.p_loo < tally.k  # about K - 1 free frequencies
-    with pytest.warns(UserWarning):
-        per_row = az.loo(idata)
-    assert per_row.n_data_points == tally.n_rows and per_row.p_loo > 10 * tally.k
+    for key in ("elpd_loo", "se", "p_loo"):
+        assert theirs[key] == pytest.approx(ours[key], rel=1e-9), key
+    waic = az.waic(idata)
+    assert waic.elpd_waic == pytest.approx(ours.elpd_loo, abs=0.05) and waic.p_waic < tally.k
+    other = loo(fit(tally, 1000, prior=50.0, random_seed=2, **kwargs))
+    table = az.compare({"adaptive": ours, "dir50": other})
+    paired = loo_compare(ours, other)
+    worse = table.index[1]
+    sign = 1.0 if worse == "dir50" else -1.0
+    assert table.loc[worse, "elpd_diff"] == pytest.approx(sign * paired["elpd_diff"], abs=1e-6)
+    assert table.loc[worse, "dse"] == pytest.approx(paired["se"], abs=1e-6)
 
 
 def test_rebuilt_tally_dense_rows_and_float32(grr_fit, grr_tally):
@@ -119,7 +122,7 @@ def test_compare_priors(grr_tally):
     b = loo(fit(grr_tally, prior=50.0, **kwargs))
     diff = loo_compare(a, b)
     assert diff["elpd_diff"] == pytest.approx(a.elpd_loo - b.elpd_loo)
-    d = np.repeat(a.loo_i.values - b.loo_i.values, grr_tally.counts)
+    d = a.loo_i.values - b.loo_i.values
     assert diff["se"] == pytest.approx(np.sqrt(d.size * np.var(d)))
     assert diff["n_data_points"] == grr_tally.n
     exact = grr_tally.counts @ (_exact_loo(grr_tally, 0.5) - _exact_loo(grr_tally, 50.0))
