@@ -116,8 +116,8 @@ def finite_channel_form(
 def pointwise_loglik(tally: Tally, theta: Any) -> np.ndarray:
     """Per-row log-likelihood ``c_u log(L_u . theta)`` for draws ``theta`` (..., K) -> (..., U).
 
-    The terms sum to ``tally.loglik(theta)``; this is what the InferenceData
-    ``log_likelihood`` group holds (dimension "row").
+    The terms sum to ``tally.loglik(theta)``; :func:`bayesldp.fit`'s ``log_likelihood`` group
+    holds them divided by ``c_u`` and repeated ``c_u`` times (one value per report).
     """
     theta = np.asarray(theta, dtype=float)
     with np.errstate(divide="ignore"):
