@@ -7,7 +7,7 @@ the functions that need it.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bayesldp.errors import (
     BayesLDPError,
@@ -18,6 +18,56 @@ from bayesldp.errors import (
 )
 from bayesldp.mechanisms.registry import MODULES
 from bayesldp.tally import Tally
+
+if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-exported)
+    from bayesldp import audit as audit
+    from bayesldp import bounds as bounds
+    from bayesldp import numerical as numerical
+    from bayesldp.adaptive import AdaptiveSurvey as AdaptiveSurvey
+    from bayesldp.bayes import AdaptiveDirichlet as AdaptiveDirichlet
+    from bayesldp.bayes import Dirichlet as Dirichlet
+    from bayesldp.bayes import SmoothDensity as SmoothDensity
+    from bayesldp.bayes import build_model as build_model
+    from bayesldp.bayes import fit as fit
+    from bayesldp.bayes import load_fit as load_fit
+    from bayesldp.bayes import loo as loo
+    from bayesldp.bayes import loo_compare as loo_compare
+    from bayesldp.bayes import sample_posterior_predictive as sample_posterior_predictive
+    from bayesldp.bayes import save_fit as save_fit
+    from bayesldp.bayes import tally_likelihood as tally_likelihood
+    from bayesldp.categories import encode as encode
+    from bayesldp.estimators import Estimate as Estimate
+    from bayesldp.estimators import estimate as estimate
+    from bayesldp.mechanisms.base import Mechanism as Mechanism
+    from bayesldp.mechanisms.grr import GRR as GRR
+    from bayesldp.mechanisms.hadamard import HadamardResponse as HadamardResponse
+    from bayesldp.mechanisms.hashing import BLH as BLH
+    from bayesldp.mechanisms.hashing import OLH as OLH
+    from bayesldp.mechanisms.hashing import HashReports as HashReports
+    from bayesldp.mechanisms.histogram import SHE as SHE
+    from bayesldp.mechanisms.histogram import THE as THE
+    from bayesldp.mechanisms.keyvalue import PCKV as PCKV
+    from bayesldp.mechanisms.keyvalue import PCKVPM as PCKVPM
+    from bayesldp.mechanisms.numerical.gaussian import Gaussian as Gaussian
+    from bayesldp.mechanisms.numerical.laplace import LaplaceNumeric as LaplaceNumeric
+    from bayesldp.mechanisms.numerical.piecewise import Piecewise as Piecewise
+    from bayesldp.mechanisms.numerical.square_wave import SquareWave as SquareWave
+    from bayesldp.mechanisms.rappor import RAPPOR as RAPPOR
+    from bayesldp.mechanisms.rappor import RapporReports as RapporReports
+    from bayesldp.mechanisms.rappor import rappor_decode as rappor_decode
+    from bayesldp.mechanisms.rrrr import RRRR as RRRR
+    from bayesldp.mechanisms.sampling import NodeSampling as NodeSampling
+    from bayesldp.mechanisms.sampling import SampledReports as SampledReports
+    from bayesldp.mechanisms.sketch import CMS as CMS
+    from bayesldp.mechanisms.sketch import HCMS as HCMS
+    from bayesldp.mechanisms.sketch import CMSReports as CMSReports
+    from bayesldp.mechanisms.sketch import HCMSReports as HCMSReports
+    from bayesldp.mechanisms.subset import SubsetSelection as SubsetSelection
+    from bayesldp.mechanisms.unary import OUE as OUE
+    from bayesldp.mechanisms.unary import SUE as SUE
+    from bayesldp.mechanisms.xxhash_lh import BLHXX as BLHXX
+    from bayesldp.mechanisms.xxhash_lh import OLHXX as OLHXX
+    from bayesldp.mechanisms.xxhash_lh import SeedReports as SeedReports
 
 __version__ = "0.1.0"
 

@@ -56,3 +56,25 @@ def test_package_and_benchmark_imports_are_declared():
     missing = {_distribution(m) for m in benchmarks} - bench
     assert not missing, f"imported by benchmarks/ but not in the bench extra: {missing}"
     assert {"pandas", "pyarrow"} <= core
+
+
+def test_every_lazy_name_is_imported_for_type_checkers():
+    """``bayesldp/__init__.py`` imports each lazily loaded public name under TYPE_CHECKING as
+    ``X as X`` (an explicit re-export), so IDEs and type checkers see its real type."""
+
+    import bayesldp
+
+    tree = ast.parse(Path(bayesldp.__file__).read_text())
+    block = next(
+        node for node in tree.body
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+    )  # fmt: skip
+    exported = {
+        alias.asname
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+    assert exported == set(bayesldp._LAZY)
+    assert (Path(bayesldp.__file__).parent / "py.typed").is_file()
