@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bayesldp._optional import require
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
@@ -95,7 +96,7 @@ def _graph(files: list[Path], mechanism: Mechanism, workers: int) -> Any:
     """The delayed tally: ``TASKS_PER_WORKER`` batches of files per worker (dealt round-robin),
     merged in a tree.  Fewer, larger tasks than one per file: each task costs the scheduler a
     fixed overhead that a sub-second file would feel."""
-    import dask
+    dask = require("dask", "a tally of many report files")
 
     n_batches = max(1, min(len(files), TASKS_PER_WORKER * workers))
     batches = [files[i::n_batches] for i in range(n_batches)]
@@ -155,8 +156,9 @@ def tally_reports(
 def _compute_distributed(
     files: list[Path], mechanism: Mechanism, address: str | None, timeout: float, progress: bool
 ) -> Tally:
-    from distributed import Client, LocalCluster
-    from distributed import progress as show_progress
+    distributed = require("distributed", "a tally on dask's distributed scheduler")
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
+    show_progress = distributed.progress
 
     if address is None:
         cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bayesldp._optional import require
 from bayesldp.adaptive.survey import AdaptiveSurvey
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec import load_spec
@@ -294,13 +295,16 @@ def _run_cells(
         return
     if not cells:
         return
-    import dask
+    dask = require("dask", f"the grid's scheduler {scheduler!r}")
 
     if scheduler == "threads":
         tasks = [dask.delayed(run_cell, pure=True)(spec, sizes[cell[0]], cell) for cell in cells]
         yield from zip(cells, dask.compute(*tasks, scheduler="threads"), strict=True)
         return
-    from distributed import Client, LocalCluster, as_completed
+    distributed = require("distributed", f"the grid's scheduler {scheduler!r}")
+    Client, LocalCluster, as_completed = (
+        distributed.Client, distributed.LocalCluster, distributed.as_completed
+    )  # fmt: skip
 
     cluster = None
     if scheduler is None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._optional import require
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms import make_mechanism, mechanism_class, names
 
@@ -30,12 +31,9 @@ def read_table(path: str | Path, threads: bool = True):
     if path.stat().st_size == 0:
         raise InvalidInputError(f"reports: {path} is empty")
     if path.suffix.lower() in (".parquet", ".pq"):
+        require("pyarrow", f"reading the Parquet file {path}")
         try:
             frame = pd.read_parquet(path, use_threads=threads)
-        except ImportError:
-            raise InvalidInputError(
-                "reports: reading Parquet needs pyarrow (pip install pyarrow)"
-            ) from None
         except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
             raise InvalidInputError(
                 f"reports: cannot read {path} as Parquet (truncated, or not Parquet?): {exc}"

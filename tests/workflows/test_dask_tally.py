@@ -57,3 +57,18 @@ def test_unreachable_scheduler_fails_in_seconds_naming_it(tmp_path):
     with pytest.raises(InvalidInputError, match=r"tcp://127\.0\.0\.1:9"):
         tally_reports(files, mech, scheduler="tcp://127.0.0.1:9", timeout=2)
     assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize("missing", ["dask", "distributed", "pyarrow"])
+def test_a_missing_extra_is_named(tmp_path, monkeypatch, missing):
+    """dask, distributed and pyarrow are the ``bayesldp[dask]`` extra: without them the paths
+    that need them say so, naming the extra (issue 38 item 7)."""
+    import sys
+
+    mech = bayesldp.GRR(3, 1.0)
+    suffix = ".parquet" if missing == "pyarrow" else ".csv"
+    write_files(mech, tmp_path, 2, 50, suffix)
+    monkeypatch.setitem(sys.modules, missing, None)
+    scheduler = None if missing == "distributed" else "threads"
+    with pytest.raises(bayesldp.NotSupportedError, match=rf"needs {missing}.*bayesldp\[dask\]"):
+        tally_reports(tmp_path, mech, scheduler=scheduler)
