@@ -1,0 +1,160 @@
+"""Hostile inputs beyond the tally store (issue 42): surveys, overflowing counts, interrupts,
+concurrent writers, numerical mechanisms at extreme settings, memory, and text files with a BOM.
+Each case states its expected outcome: a one-line error of the package's own type (exit code 2
+from the CLI; 130 for an interrupt), or the right answer.
+
+* a survey resumed under a spec whose population (or any other setting) changed is refused,
+  naming the setting and both values, before any work;
+* a directory holding only ``non_adaptive.ckpt`` is refused at once, with a message naming what
+  is there; a fresh run into a directory holding checkpoints is refused at once;
+* a full disk or a file-size limit during a checkpoint: one line, the last checkpoint intact,
+  no stray ``adaptive.ckpt.tmp``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bayesldp.errors import StoreWriteError
+from bayesldp.workflows.cli import main
+
+SURVEY = """
+[survey]
+name = "s"
+seed = 3
+n = 200
+k = 4
+epsilon = 1.0
+utility = "fisher"
+batch_size = 50
+compare_non_adaptive = {compare}
+[population]
+kind = "frequencies"
+frequencies = [0.7, 0.2, 0.07, 0.03]
+"""
+
+
+def survey_spec(tmp_path: Path, name: str = "s.toml", compare: bool = False, replace=()) -> Path:
+    text = SURVEY.format(compare=str(compare).lower())
+    for old, new in replace:
+        text = text.replace(old, new)
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def one_line_error(capture, code, *needles, exit_code=2) -> str:
+    err = capture.readouterr().err
+    assert code == exit_code, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bayesldp: error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+# ------------------------------------------------------------ 4. a resume under another survey
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ("[0.7, 0.2, 0.07, 0.03]", "[0.25, 0.25, 0.25, 0.25]", "[population].frequencies"),
+        ('kind = "frequencies"', 'kind = "uniform"', "[population].kind"),
+        ("n = 200", "n = 300", "[survey].n"),
+        ("batch_size = 50", "batch_size = 25", "[survey].batch_size"),
+    ],
+)
+def test_a_resume_under_a_changed_population_is_refused(tmp_path, capsys, old, new, named):
+    out = tmp_path / "out"
+    assert main(["survey", str(survey_spec(tmp_path)), "--out", str(out), "--quiet"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    capsys.readouterr()
+    changed = tmp_path / "changed.toml"
+    changed.write_text(survey_spec(tmp_path).read_text().replace(old, new))
+    code = main(["survey", str(changed), "--resume", str(out), "--quiet"])
+    line = one_line_error(capsys, code, named, "when the survey started", "in the spec")
+    assert "started under other settings" in line
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert after == before  # nothing rewritten
+    # the unchanged spec (another name is not a setting) still resumes
+    same = survey_spec(tmp_path, "same.toml", replace=[('name = "s"', 'name = "other"')])
+    assert main(["survey", str(same), "--resume", str(out), "--quiet"]) == 0
+
+
+# ------------------------------------------------------- 7. checkpoints that do not fit the run
+def test_a_directory_with_only_the_baseline_checkpoint_is_refused_at_once(tmp_path, capsys):
+    out = tmp_path / "out"
+    spec = survey_spec(tmp_path, compare=True)
+    assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
+    (out / "adaptive.ckpt").unlink()
+    capsys.readouterr()
+    code = main(["survey", str(spec), "--resume", str(out), "--quiet"])
+    one_line_error(capsys, code, "holds only non_adaptive.ckpt, not adaptive.ckpt")
+    assert not (out / "adaptive.ckpt").exists()  # no work redone
+    # a fresh run into it is refused at once too, naming what is there
+    code = main(["run", str(spec), "--out", str(out), "--quiet"])
+    one_line_error(capsys, code, "holds a survey checkpoint (non_adaptive.ckpt)", "--resume")
+    assert not (out / "adaptive.ckpt").exists()
+
+
+# ----------------------------------------------------- 6. a full disk during a survey checkpoint
+def test_a_full_disk_during_a_checkpoint_is_one_line_and_leaves_no_temp(
+    tmp_path, capsys, monkeypatch
+):
+    from bayesldp.adaptive import checkpoint
+
+    out = tmp_path / "out"
+    real, calls = checkpoint.np.savez, []
+
+    def savez(fh, **arrays):  # the second checkpoint hits a full disk, half written
+        calls.append(1)
+        if len(calls) == 2:
+            fh.write(b"PK\x03\x04 half")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(fh, **arrays)
+
+    monkeypatch.setattr(checkpoint.np, "savez", savez)
+    code = main(["survey", str(survey_spec(tmp_path)), "--out", str(out), "--quiet"])
+    one_line_error(capsys, code, "No space left on device", "previous checkpoint", "intact")
+    assert not (out / "adaptive.ckpt.tmp").exists()
+    assert not any(p.name.endswith(".tmp") for p in out.iterdir())
+    monkeypatch.setattr(checkpoint.np, "savez", real)
+    assert main(["survey", str(survey_spec(tmp_path)), "--resume", str(out), "--quiet"]) == 0
+
+
+def test_a_checkpoint_write_error_is_the_package_type(tmp_path, monkeypatch):
+    from bayesldp.adaptive import checkpoint
+
+    def savez(fh, **arrays):
+        raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+
+    monkeypatch.setattr(checkpoint.np, "savez", savez)
+    with pytest.raises(StoreWriteError, match=r"File too large.*no checkpoint was written"):
+        arrays = {key: np.zeros(2) for key in checkpoint.ARRAY_KEYS}
+        checkpoint.write_state(tmp_path / "a.ckpt", {}, arrays)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_size_limit_during_a_survey_is_one_line(tmp_path):
+    out = tmp_path / "out"
+    spec = survey_spec(tmp_path)
+
+    def limit():  # definitions fit, a checkpoint does not
+        resource.setrlimit(resource.RLIMIT_FSIZE, (3000, resource.RLIM_INFINITY))
+
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys; from bayesldp.workflows.cli import main; "
+         "sys.exit(main(sys.argv[1:]))", "survey", str(spec), "--out", str(out), "--quiet"],
+        capture_output=True, text=True, preexec_fn=limit, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "File too large" in run.stderr, run.stderr
+    assert not any(p.name.endswith(".tmp") for p in out.iterdir())
