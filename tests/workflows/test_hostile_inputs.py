@@ -158,3 +158,46 @@ def test_a_file_size_limit_during_a_survey_is_one_line(tmp_path):
     assert run.returncode == 2, run.stderr
     assert run.stderr.count("\n") == 1 and "File too large" in run.stderr, run.stderr
     assert not any(p.name.endswith(".tmp") for p in out.iterdir())
+
+
+# ------------------------------------------------------------------- 8. counts beyond 64 bits
+TOO_LARGE = "too large for a 64-bit count"
+
+
+@pytest.mark.parametrize(
+    ("counts", "message"),
+    [
+        ([2**63 - 1, 2**63 - 1, 3], "the total 18,446,744,073,709,551,617 is " + TOO_LARGE),
+        ([2**63, 1, 1], "a count of 9,223,372,036,854,775,808 is " + TOO_LARGE),
+        ([2**62, 2**62, 1], "the total 9,223,372,036,854,775,809 is " + TOO_LARGE),
+        ([10**23, 1, 1], "a count of 100,000,000,000,000,000,000,000 is " + TOO_LARGE),
+    ],
+)
+def test_count_sums_beyond_int64_are_refused(tmp_path, capsys, counts, message):
+    import pandas as pd
+
+    from bayesldp.errors import InvalidInputError
+    from bayesldp.mechanisms import make_mechanism
+
+    csv = tmp_path / "agg.csv"
+    csv.write_text("report,count\n" + "".join(f"{i % 3},{c}\n" for i, c in enumerate(counts)))
+    code = main(["estimate", str(csv), "--mechanism", "GRR", "--k", "3", "--epsilon", "1"])
+    one_line_error(capsys, code, message)
+    if max(counts) < 2**64:  # a Python report table: the same refusal, never a wrapped n
+        frame = pd.DataFrame({"report": [0, 1, 2], "count": np.array(counts, dtype=np.uint64)})
+        for name in ("GRR", "HadamardResponse"):
+            with pytest.raises(InvalidInputError, match=message.replace("(", r"\(")):
+                make_mechanism(name, 3, 1.0).tally_frame(frame)
+
+
+def test_numerical_count_sums_beyond_int64_are_refused():
+    import pandas as pd
+
+    from bayesldp.errors import InvalidInputError
+    from bayesldp.mechanisms import make_mechanism
+
+    frame = pd.DataFrame({"report": [0.1, 0.2], "count": [2**63 - 1, 5]})
+    with pytest.raises(InvalidInputError, match=TOO_LARGE):
+        make_mechanism("SquareWave", 4, 1.0).tally_frame(frame)
+    frame = pd.DataFrame({"report": [0.1, 0.2], "count": [2**62, 5]})
+    assert make_mechanism("SquareWave", 4, 1.0).tally_frame(frame).n == 2**62 + 5

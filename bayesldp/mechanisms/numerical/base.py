@@ -31,7 +31,7 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedErr
 from bayesldp.mechanisms.base import (
     FiniteChannelMechanism,
     Parameter,
-    int_columns,
+    count_column,
     realised_epsilon_of_channel,
 )
 from bayesldp.mechanisms.numerical.discretise import (
@@ -352,9 +352,7 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
         bins = self.output_bin(self.reports_from_frame(frame, source))
         if "count" not in frame.columns:
             return np.bincount(bins, minlength=self.output_bins)
-        (counts,) = int_columns(frame, ["count"], source)
-        if counts.min() < 0:
-            raise InvalidInputError(f"reports: {source} column 'count' must be >= 0")
+        counts = count_column(frame, source)
         totals = np.zeros(self.output_bins, dtype=np.int64)
         np.add.at(totals, bins, counts)
         return totals
