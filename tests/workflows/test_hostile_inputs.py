@@ -201,3 +201,158 @@ def test_numerical_count_sums_beyond_int64_are_refused():
         make_mechanism("SquareWave", 4, 1.0).tally_frame(frame)
     frame = pd.DataFrame({"report": [0.1, 0.2], "count": [2**62, 5]})
     assert make_mechanism("SquareWave", 4, 1.0).tally_frame(frame).n == 2**62 + 5
+
+
+# -------------------------------------------------------------- 11. Ctrl-C and the lock file
+STUDY = """
+[study]
+name = "small"
+n = 2000
+repeats = 2
+[population]
+kind = "dirichlet"
+k = 4
+[estimators]
+methods = ["oracle", "mle"]
+[bayes]
+draws = 200
+chains = 2
+[[mechanisms]]
+name = "OUE"
+epsilon = [0.5, 2.0]
+"""
+STUDY_FILES = ["estimates.csv", "metrics.csv", "posterior_OUE_k_4__epsilon_0_5.nc",
+               "posterior_OUE_k_4__epsilon_2.nc", "report.md"]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::bayesldp.errors.ConvergenceWarning")
+def test_a_normal_run_leaves_no_lock_and_ctrl_c_is_one_line(tmp_path, capsys, monkeypatch):
+    from bayesldp.workflows import study
+
+    spec = tmp_path / "study.toml"
+    spec.write_text(STUDY)
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out), "--quiet", "--no-figures"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == STUDY_FILES  # no lock, no staging
+    capsys.readouterr()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(study, "run_study", interrupted)
+    fresh = tmp_path / "fresh"
+    code = main(["run", str(spec), "--out", str(fresh), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 130 and err == "bayesldp: interrupted\n", err
+    assert list(fresh.iterdir()) == []
+
+
+def test_ctrl_c_while_writing_the_report_leaves_none_of_it(tmp_path, capsys, monkeypatch):
+    from bayesldp.workflows import study_report
+
+    spec = tmp_path / "study.toml"
+    spec.write_text(STUDY.replace("methods = [\"oracle\", \"mle\"]", "methods = [\"oracle\"]")
+                    .replace("chains = 2", "chains = 1").replace("draws = 200", "draws = 50"))
+    real = study_report._write_csv
+
+    def write_then_interrupt(path, rows):  # metrics.csv written, then Ctrl-C
+        real(path, rows)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(study_report, "_write_csv", write_then_interrupt)
+    out = tmp_path / "out"
+    with pytest.warns(Warning):  # a 50-draw posterior warns about its convergence
+        code = main(["run", str(spec), "--out", str(out), "--quiet", "--no-figures"])
+    assert code == 130 and capsys.readouterr().err == "bayesldp: interrupted\n"
+    assert list(out.iterdir()) == []  # no metrics.csv, no staging directory, no lock
+
+
+def test_ctrl_c_during_a_posterior_estimate_is_one_line(tmp_path, capsys, monkeypatch):
+    import bayesldp.bayes
+
+    csv = tmp_path / "r.csv"
+    csv.write_text("report\n0\n1\n2\n1\n")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bayesldp.bayes, "fit", interrupted)
+    saved = tmp_path / "post.nc"
+    code = main(["estimate", str(csv), "--mechanism", "GRR", "--k", "3", "--epsilon", "1",
+                 "--method", "posterior", "--save-posterior", str(saved)])  # fmt: skip
+    assert code == 130 and capsys.readouterr().err == "bayesldp: interrupted\n"
+    assert not saved.exists()
+
+
+def test_the_lock_file_goes_with_its_holder_and_a_waiter_takes_the_new_one(tmp_path):
+    import threading
+
+    from bayesldp.errors import InvalidInputError
+    from bayesldp.workflows.outputs import directory_lock
+
+    lock = tmp_path / ".bayesldp.lock"
+    holding, release, done = threading.Event(), threading.Event(), []
+
+    def waiter():
+        with directory_lock(tmp_path, wait=10):
+            holding.set()
+            release.wait(10)
+        done.append(1)
+
+    with directory_lock(tmp_path):
+        thread = threading.Thread(target=waiter)
+        thread.start()  # it opens the file this run holds, and waits
+        import time
+
+        time.sleep(0.3)
+    assert holding.wait(10) and lock.is_file()  # the waiter locked the file at the path
+    with pytest.raises(InvalidInputError, match="in use by process"):
+        with directory_lock(tmp_path):
+            pass
+    release.set()
+    thread.join(10)
+    assert done and not lock.exists()
+    with pytest.raises(KeyboardInterrupt):
+        with directory_lock(tmp_path):
+            raise KeyboardInterrupt
+    assert not lock.exists()
+
+
+CLI = "import sys; from bayesldp.workflows.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.mark.slow
+def test_run_interrupted_at_random_moments_leaves_all_or_nothing(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) at 20 random moments of
+    ``bayesldp run``: the report complete or absent, no lock, no staging directory, no
+    traceback; exit 130 (or 0 / killed by SIGINT when the signal came after the run's work)."""
+    import random
+    import signal
+    import time
+
+    spec = tmp_path / "study.toml"
+    spec.write_text(STUDY)
+    argv = [sys.executable, "-c", CLI, "run", str(spec), "--quiet", "--no-figures", "--out"]
+    start = time.monotonic()
+    subprocess.run([*argv, str(tmp_path / "full")], check=True, capture_output=True)
+    full = time.monotonic() - start
+    rng, outcomes = random.Random(42), []
+    for i in range(20):
+        out = tmp_path / f"out{i}"
+        proc = subprocess.Popen([*argv, str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)  # fmt: skip
+        time.sleep(rng.uniform(0.2, 1.1 * full))
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        _, err = proc.communicate(timeout=300)
+        files = sorted(p.name for p in out.iterdir()) if out.exists() else []
+        assert "Traceback" not in err, err
+        assert files in ([], STUDY_FILES), (proc.returncode, files, err)
+        if files == []:
+            assert proc.returncode == 130 and err.endswith("bayesldp: interrupted\n"), err
+        else:
+            assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
+        outcomes.append(proc.returncode)
+    assert 130 in outcomes
