@@ -356,3 +356,66 @@ def test_run_interrupted_at_random_moments_leaves_all_or_nothing(tmp_path):
             assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
         outcomes.append(proc.returncode)
     assert 130 in outcomes
+
+
+# --------------------------------------------------- 12. concurrent writers of one posterior
+RACER = """
+import sys, time
+from pathlib import Path
+from bayesldp.workflows.cli import main
+go = Path(sys.argv[1])
+while not go.exists():  # everything imported: start together
+    time.sleep(0.001)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_concurrent_save_posterior_onto_one_file_is_always_one_complete_posterior(tmp_path):
+    from bayesldp.bayes import load_fit
+
+    csv = tmp_path / "r.csv"
+    csv.write_text("report\n" + "0\n1\n2\n1\n" * 50)
+    saved = tmp_path / "post.nc"
+    for round_ in range(2):
+        go = tmp_path / f"go{round_}"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", RACER, str(go), "estimate", str(csv), "--mechanism",
+                 "GRR", "--k", "3", "--epsilon", "1", "--method", "posterior", "--quiet",
+                 "--seed", str(seed), "--save-posterior", str(saved)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            for seed in range(3)
+        ]
+        go.touch()
+        for proc in procs:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0 and "Traceback" not in err, err
+        fit = load_fit(saved)  # one complete posterior, whichever writer renamed last
+        assert fit.posterior["theta"].shape[-1] == 3
+        assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_save_fit_that_cannot_write_leaves_the_old_file(tmp_path, monkeypatch):
+    import arviz as az
+
+    from bayesldp.bayes import fit, load_fit, save_fit
+    from bayesldp.mechanisms import make_mechanism
+
+    tally = make_mechanism("GRR", 3, 1.0).tally(np.array([0, 1, 2, 1] * 20))
+    idata = fit(tally, method="exact", random_seed=1)
+    path = save_fit(idata, tmp_path / "post.nc")
+    before = path.read_bytes()
+
+    def full_disk(self, *args, **kwargs):
+        Path(args[0]).write_bytes(b"\x89HDF half")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(az.InferenceData, "to_netcdf", full_disk)
+    with pytest.raises(StoreWriteError, match=r"No space left on device.*file there is unchanged"):
+        save_fit(idata, path)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [
+        "post.nc"
+    ]
+    monkeypatch.undo()
+    assert load_fit(path).posterior["theta"].shape[-1] == 3
