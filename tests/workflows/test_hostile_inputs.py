@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -419,3 +420,66 @@ def test_save_fit_that_cannot_write_leaves_the_old_file(tmp_path, monkeypatch):
     ]
     monkeypatch.undo()
     assert load_fit(path).posterior["theta"].shape[-1] == 3
+
+
+# ------------------------------------------- 9, 13, 14. numerical mechanisms at the extremes
+NUMERICAL = ["SquareWave", "Piecewise", "LaplaceNumeric", "Gaussian"]
+
+
+@pytest.mark.parametrize("name", NUMERICAL)
+@pytest.mark.parametrize(
+    ("lo", "hi", "eps", "message"),
+    [
+        (-1e308, 1e308, 1.0, "the width hi - lo of [-1e+308, 1e+308] overflows float64"),
+        (1.0, 1.0 + 4e-16, 1.0, "narrower than float64 can split into k = 4 bins"),
+    ],
+)
+def test_numerical_domains_that_overflow_are_refused(name, lo, hi, eps, message):
+    from bayesldp.errors import InvalidInputError
+    from bayesldp.mechanisms import make_mechanism
+
+    with pytest.raises(InvalidInputError, match=re.escape(message)):
+        make_mechanism(name, 4, eps, lo=lo, hi=hi)
+
+
+@pytest.mark.parametrize("name", NUMERICAL)
+@pytest.mark.parametrize("eps", [1.0, 1e-3])
+@pytest.mark.parametrize("end", [1e300, 1e307])
+def test_a_wide_finite_domain_gives_finite_reports_or_a_clear_refusal(name, eps, end):
+    from bayesldp.errors import InvalidInputError
+    from bayesldp.mechanisms import make_mechanism
+
+    try:
+        mech = make_mechanism(name, 4, eps, lo=-end, hi=end)
+    except InvalidInputError as exc:  # the noise scale or output range overflows
+        assert end == 1e307 and "overflow" in str(exc) and "rescale" in str(exc)
+        return
+    assert np.isfinite(mech.perturb(np.array([-end, 0.0, end]), rng=0)).all()
+
+
+@pytest.mark.parametrize("name", ["SquareWave", "Piecewise"])
+@pytest.mark.parametrize("eps", [40.0, 60.0, 700.0])
+def test_window_mechanisms_at_large_epsilon_are_stable(name, eps, capsys):
+    from bayesldp.estimators import estimate
+    from bayesldp.mechanisms import make_mechanism
+
+    mech = make_mechanism(name, 4, eps)
+    assert np.allclose(mech.channel.sum(axis=1), 1.0, atol=1e-12) and (mech.channel >= 0).all()
+    assert np.linalg.cond(mech.channel) < 2.0  # nearly the identity: each value keeps its bin
+    x = np.repeat([0.1, 0.3, 0.6, 0.9], [100, 200, 300, 400])
+    tally = mech.tally(mech.perturb(x, rng=1))
+    for method in ("oracle", "norm_sub", "mle"):
+        freq = estimate(tally, method=method).frequencies
+        assert np.abs(freq - [0.1, 0.2, 0.3, 0.4]).max() < 0.03, (method, freq)
+
+
+def test_gaussian_at_tiny_epsilon_has_a_stable_realised_epsilon(capsys):
+    from bayesldp.mechanisms import make_mechanism
+
+    for eps in (1e-8, 1e-6):  # pytest turns any IntegrationWarning into an error here
+        mech = make_mechanism("Gaussian", 4, eps)
+        assert mech.realised_epsilon() == pytest.approx(eps, rel=1e-6)
+        assert mech.realised_delta() == pytest.approx(1e-5, rel=1e-6)
+    code = main(["audit", "Gaussian", "--k", "4", "--epsilon", "1e-8", "--trials", "1000"])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "" and "realised epsilon" in out

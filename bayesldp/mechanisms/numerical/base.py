@@ -174,11 +174,31 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
         output_bins: int | None = None,
     ) -> None:
         super().__init__(k, epsilon)
-        self.lo, self.hi = check_domain(lo, hi)
-        self._setup()
-        if output_bins is None:
-            output_bins = self._default_output_bins()
+        self.lo, self.hi = check_domain(lo, hi, self.k)
+        try:
+            self._setup()
+            self._check_constants()
+            if output_bins is None:
+                output_bins = self._default_output_bins()
+        except (OverflowError, ZeroDivisionError, FloatingPointError) as exc:
+            raise InvalidInputError(
+                f"lo, hi: the domain [{self.lo:g}, {self.hi:g}] at epsilon = {self.epsilon:g} "
+                f"overflows float64 in {type(self).__name__}'s constants ({exc}); rescale the "
+                "values to a smaller range, e.g. [0, 1]"
+            ) from None
         self.output_bins = check_int(output_bins, "output_bins", self.MIN_OUTPUT_BINS)
+
+    def _check_constants(self) -> None:
+        """Refuse a domain whose derived constants (the output range, the noise scale) overflow
+        float64: the reports would be NaN or infinite."""
+        bad = [name for name, value in vars(self).items()
+               if isinstance(value, float) and not math.isfinite(value)]  # fmt: skip
+        if bad:
+            raise InvalidInputError(
+                f"lo, hi: the domain [{self.lo:g}, {self.hi:g}] at epsilon = {self.epsilon:g} "
+                f"makes {type(self).__name__}'s {bad[0].strip('_')} overflow float64 (reports "
+                "would not be finite); rescale the values to a smaller range, e.g. [0, 1]"
+            )
 
     # ------------------------------------------------------------------ subclass hooks
     def _setup(self) -> None:
