@@ -483,3 +483,84 @@ def test_gaussian_at_tiny_epsilon_has_a_stable_realised_epsilon(capsys):
     code = main(["audit", "Gaussian", "--k", "4", "--epsilon", "1e-8", "--trials", "1000"])
     out, err = capsys.readouterr()
     assert code == 0 and err == "" and "realised epsilon" in out
+
+
+# --------------------------------------------------------- 15, 16, 20. memory refused at once
+MEMORY = "GiB of memory, more than half of this machine's"
+
+
+@pytest.mark.parametrize(
+    ("case", "what", "change"),
+    [
+        ("OUE perturb", "OUE(k=10,000,000).perturb of 5,000 users", "perturb fewer users"),
+        ("OLH support form", "OLH(k=1,000,000).tally of 200,000 reports", "in batches"),
+        ("output bins", "counts of 100,000,000,000 output bins", "fewer output bins"),
+        ("fit draws", "draws x chains = 500,000,000 x 4", "fewer draws or chains"),
+        ("audit trials", "1,000,000,000,000 perturbations per input", "fewer trials"),
+    ],
+)
+def test_large_allocations_are_refused_saying_how_much_what_for_and_what_to_change(
+    case, what, change
+):
+    from bayesldp.audit import audit
+    from bayesldp.bayes import fit
+    from bayesldp.errors import InvalidInputError
+    from bayesldp.mechanisms import make_mechanism
+
+    with pytest.raises(InvalidInputError) as info:
+        if case == "OUE perturb":
+            make_mechanism("OUE", 10**7, 1.0).perturb(np.zeros(5000, dtype=int), rng=0)
+        elif case == "OLH support form":
+            mech = make_mechanism("OLH", 10**6, 1.0)
+            mech.tally(mech.perturb(np.zeros(200_000, dtype=int), rng=0))
+        elif case == "output bins":
+            mech = make_mechanism("SquareWave", 4, 1.0, output_bins=10**11)
+            mech.tally(mech.perturb(np.array([0.5]), rng=0))
+        elif case == "fit draws":
+            tally = make_mechanism("GRR", 3, 1.0).tally(np.array([0, 1, 2]))
+            for method in ("hmc", "laplace", "sgld", "auto", "exact"):
+                with pytest.raises(InvalidInputError, match=MEMORY):
+                    fit(tally, method=method, draws=int(5e8), chains=4)
+            fit(tally, method="exact", draws=int(5e8), chains=4)
+        else:
+            audit(make_mechanism("GRR", 3, 1.0), trials=10**12, rng=0)
+    message = str(info.value)
+    assert what in message and MEMORY in message and change in message, message
+
+
+@pytest.mark.parametrize("k", [100_000])
+def test_recommend_at_a_large_k_ranks_what_it_can_and_says_what_was_skipped(capsys, k):
+    code = main(["recommend", "--k", str(k), "--epsilon", "1", "--n", "1000"])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "", err
+    assert "| GRR |" in out and "exact (closed form)" in out
+    assert "recommended: GRR" in out and "could not be ranked at K = 100,000" in out
+    assert "not ranked: HadamardResponse:" in out and "GiB of memory" in out
+    assert "not ranked: OUE: --method mle: the information of OUE is simulated" in out
+
+
+def test_grr_closed_form_matches_its_channel():
+    from bayesldp.bounds import asymptotic_mse
+    from bayesldp.mechanisms import make_mechanism
+    from bayesldp.workflows import recommend
+
+    for k, eps in [(3, 1.0), (50, 3.0), (300, 0.5)]:
+        mech = make_mechanism("GRR", k, eps)
+        theta = np.full(k, 1.0 / k)
+        exact, _ = asymptotic_mse(mech, theta, 1000)
+        old, recommend.CLOSED_FORM_K = recommend.CLOSED_FORM_K, 2
+        try:
+            closed, source = recommend.expected_error(mech, "mle", 1000)
+        finally:
+            recommend.CLOSED_FORM_K = old
+        assert source == "exact (closed form)" and closed == pytest.approx(exact, rel=1e-9)
+
+
+def test_recommend_at_a_billion_categories_fails_fast(capsys):
+    import time
+
+    start = time.perf_counter()
+    code = main(["recommend", "--k", str(10**9), "--epsilon", "1", "--n", "1000"])
+    elapsed = time.perf_counter() - start
+    one_line_error(capsys, code, "recommend --k 1,000,000,000", MEMORY, "smaller --k")
+    assert elapsed < 5.0, elapsed

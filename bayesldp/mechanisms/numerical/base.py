@@ -342,7 +342,12 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
 
     def output_bin_counts_of(self, reports: Any) -> np.ndarray:
         """Reports per output bin."""
+        self._check_bin_counts_memory()
         return np.bincount(self.output_bin(reports), minlength=self.output_bins)
+
+    def _check_bin_counts_memory(self) -> None:
+        check_memory(8.0 * self.output_bins, f"{self!r}: counts of {self.output_bins:,} output "
+                     "bins", "use fewer output bins (output_bins=)")  # fmt: skip
 
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
         """A report column of real numbers (in the units of the values)."""
@@ -369,6 +374,7 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
 
     def output_bin_counts(self, frame: Any, source: Any = "reports") -> np.ndarray:
         """Reports per output bin from a ``report`` column (and a ``count`` column, if any)."""
+        self._check_bin_counts_memory()
         bins = self.output_bin(self.reports_from_frame(frame, source))
         if "count" not in frame.columns:
             return np.bincount(bins, minlength=self.output_bins)
