@@ -295,7 +295,7 @@ def _labels(args: argparse.Namespace) -> tuple[str, ...] | None:
     if not path.is_file():
         raise InvalidInputError(f"--labels-file: no such file {path}")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM (Notepad) is dropped
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"--labels-file: {path} is not UTF-8 text: {exc}") from None
     return check_labels([line.strip() for line in lines], args.k, f"--labels-file {path}: labels")

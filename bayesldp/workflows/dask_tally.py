@@ -50,7 +50,9 @@ def report_files(source: Any) -> list[Path]:
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix.lower() in SUFFIXES)
+            files = sorted(  # a sub-directory named x.csv holds no reports of this one
+                p for p in path.iterdir() if p.suffix.lower() in SUFFIXES and p.is_file()
+            )
         elif path.exists() or not any(ch in str(source) for ch in "*?["):
             files = [path]  # a path that exists is that file, whatever characters it holds
         else:
@@ -68,6 +70,9 @@ def report_files(source: Any) -> list[Path]:
         )
     if not files:
         raise InvalidInputError(f"source: no CSV or Parquet files in {source!r}")
+    folders = [str(p) for p in files if p.is_dir()]
+    if folders:
+        raise InvalidInputError(f"source: {folders[0]} is a directory, not a report file")
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
         raise InvalidInputError(f"source: no such file {missing[0]} ({len(missing)} missing)")

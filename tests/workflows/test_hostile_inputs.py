@@ -564,3 +564,107 @@ def test_recommend_at_a_billion_categories_fails_fast(capsys):
     elapsed = time.perf_counter() - start
     one_line_error(capsys, code, "recommend --k 1,000,000,000", MEMORY, "smaller --k")
     assert elapsed < 5.0, elapsed
+
+
+# ------------------------------------------------- 10. entries that differ only in parameters
+TWO_OLH = """
+[study]
+name = "olh"
+n = 3000
+repeats = 2
+[population]
+kind = "dirichlet"
+k = 8
+[estimators]
+methods = ["oracle"]
+[[mechanisms]]
+name = "OLH"
+epsilon = 1.0
+g = 2
+[[mechanisms]]
+name = "OLH"
+epsilon = 1.0
+g = 16
+[[mechanisms]]
+name = "GRR"
+epsilon = 1.0
+"""
+
+
+def test_study_rows_carry_the_parameters_that_tell_entries_apart(tmp_path, capsys):
+    import csv
+
+    spec = tmp_path / "olh.toml"
+    spec.write_text(TWO_OLH)
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out), "--quiet"]) == 0
+    report = (out / "report.md").read_text()
+    assert "| OLH (g=2) | 1 | oracle |" in report and "| OLH (g=16) | 1 | oracle |" in report
+    assert "| GRR | 1 | oracle |" in report  # nothing to tell apart: the plain name
+    with (out / "metrics.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted({r["mechanism"] for r in rows}) == ["GRR", "OLH (g=16)", "OLH (g=2)"]
+    assert sum(r["mechanism"] == "OLH (g=2)" for r in rows) == 2  # 2 repeats, not 4
+    assert (out / "estimates_OLH__g_2_eps1.png").is_file()
+    assert (out / "estimates_OLH__g_16_eps1.png").is_file()
+
+
+# ------------------------------------------------------- 17, 18. BOMs and odd directory entries
+def test_a_labels_file_with_a_bom_is_read_without_it(tmp_path, capsys):
+    labels = tmp_path / "labels.txt"
+    labels.write_bytes("\ufeffa\r\nb\r\nc\r\n".encode())
+    csv = tmp_path / "r.csv"
+    csv.write_text("report\n0\n1\n2\n1\n")
+    code = main(["estimate", str(csv), "--mechanism", "GRR", "--k", "3", "--epsilon", "1",
+                 "--labels-file", str(labels), "--output", "json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    import json
+
+    assert json.loads(out)["labels"] == ["a", "b", "c"]
+
+
+def test_a_toml_spec_with_a_bom_loads(tmp_path):
+    from bayesldp.workflows.spec import load_spec
+
+    plain = tmp_path / "plain.toml"
+    plain.write_text(TWO_OLH)
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + TWO_OLH.encode())
+    assert load_spec(bom) == load_spec(plain)
+
+
+def test_a_directory_source_skips_a_sub_directory_named_like_a_report_file(tmp_path, capsys):
+    reports = tmp_path / "reports"
+    (reports / "x.csv").mkdir(parents=True)
+    (reports / "a.csv").write_text("report\n0\n1\n2\n1\n")
+    code = main(["estimate", str(reports), "--mechanism", "GRR", "--k", "3", "--epsilon", "1",
+                 "--scheduler", "synchronous", "--output", "json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    import json
+
+    assert json.loads(out)["reports"] == 4
+    # named on its own (or by a glob), a directory is not a report file
+    code = main(["estimate", str(tmp_path / "reports" / "*.csv"), "--mechanism", "GRR", "--k",
+                 "3", "--epsilon", "1"])  # fmt: skip
+    one_line_error(capsys, code, "x.csv is a directory, not a report file")
+
+
+# ---------------------------------------------------------- 19. a vanishing prior under HMC
+@pytest.mark.parametrize("seed", range(6))
+def test_hmc_under_a_prior_of_1e_20_gives_a_posterior_not_a_linalg_error(seed):
+    import warnings
+
+    from bayesldp.bayes import fit
+    from bayesldp.errors import ConvergenceWarning
+    from bayesldp.mechanisms import make_mechanism
+
+    mech = make_mechanism("OLH", 5, 1.0)
+    x = np.random.default_rng(seed).choice(5, 300, p=[0.5, 0.3, 0.1, 0.07, 0.03])
+    tally = mech.tally(mech.perturb(x, rng=seed))
+    with warnings.catch_warnings():  # poor convergence is reported, as a warning of ours
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        idata = fit(tally, prior=1e-20, method="hmc", random_seed=seed, draws=200, chains=2)
+    theta = idata.posterior["theta"].values
+    assert np.isfinite(theta).all() and np.allclose(theta.sum(axis=-1), 1.0)
