@@ -113,7 +113,10 @@ def _same_file(fh, path: Path) -> bool:
 def staged_outputs(out: Path) -> Iterator[Path]:
     """A staging directory inside ``out`` for a run's result files, moved into ``out`` only
     when the run completes, with Ctrl-C held off during the move: an interrupted or failed run
-    leaves none of its files (and no staging directory), a completed one all of them."""
+    leaves none of its files (and no staging directory), a completed one all of them.  Call it
+    under :func:`directory_lock`: a staging directory left by a killed run is removed."""
+    for stale in out.glob(".bayesldp-staging-*"):  # a killed run's (the caller holds the lock)
+        shutil.rmtree(stale, ignore_errors=True)
     stage = Path(tempfile.mkdtemp(prefix=".bayesldp-staging-", dir=out))
     try:
         yield stage

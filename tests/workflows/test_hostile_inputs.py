@@ -668,3 +668,34 @@ def test_hmc_under_a_prior_of_1e_20_gives_a_posterior_not_a_linalg_error(seed):
         idata = fit(tally, prior=1e-20, method="hmc", random_seed=seed, draws=200, chains=2)
     theta = idata.posterior["theta"].values
     assert np.isfinite(theta).all() and np.allclose(theta.sum(axis=-1), 1.0)
+
+
+@pytest.mark.slow
+def test_estimate_on_a_local_cluster_interrupted_prints_no_worker_traceback(tmp_path):
+    """Ctrl-C reaches the workers of a LocalCluster too (one process group): they start with
+    SIGINT ignored, so only ``bayesldp`` answers, with one line (a Ctrl-C while the cluster
+    starts is ignored, and the estimate completes)."""
+    import random
+    import signal
+    import time
+
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    for i in range(4):
+        (reports / f"r{i}.csv").write_text("report\n0\n1\n2\n1\n")
+    argv = [sys.executable, "-c", CLI, "estimate", str(reports), "--mechanism", "GRR", "--k",
+            "3", "--epsilon", "1", "--method", "posterior", "--quiet"]  # fmt: skip
+    rng = random.Random(7)
+    for _ in range(6):
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)  # fmt: skip
+        time.sleep(rng.uniform(0.5, 6.0))
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        _, err = proc.communicate(timeout=300)
+        assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+        assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
+        if proc.returncode == 130:
+            assert err.endswith("bayesldp: interrupted\n"), err
