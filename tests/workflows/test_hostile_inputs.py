@@ -1,14 +1,30 @@
 """Hostile inputs beyond the tally store (issue 42): surveys, overflowing counts, interrupts,
-concurrent writers, numerical mechanisms at extreme settings, memory, and text files with a BOM.
-Each case states its expected outcome: a one-line error of the package's own type (exit code 2
-from the CLI; 130 for an interrupt), or the right answer.
+concurrent writers, numerical mechanisms at extreme settings, memory, BOMs and odd paths.  Each
+case states its expected outcome: a one-line error of the package's own type (exit code 2 from
+the CLI; 130 for an interrupt), or the right answer.
 
-* a survey resumed under a spec whose population (or any other setting) changed is refused,
-  naming the setting and both values, before any work;
-* a directory holding only ``non_adaptive.ckpt`` is refused at once, with a message naming what
-  is there; a fresh run into a directory holding checkpoints is refused at once;
-* a full disk or a file-size limit during a checkpoint: one line, the last checkpoint intact,
-  no stray ``adaptive.ckpt.tmp``.
+* 4: a survey resumed under a spec whose population (or any other setting) changed is refused,
+  naming the setting and both values, before any work; another name is not a setting;
+* 7: a directory holding only ``non_adaptive.ckpt`` is refused at once, naming what is there; a
+  fresh run into a directory holding checkpoints is refused at once;
+* 6: a full disk or a file-size limit during a checkpoint: one line, the last checkpoint
+  intact and resumable, no stray ``adaptive.ckpt.tmp``; Ctrl-C in a checkpoint likewise;
+* 8: a count or a total of counts beyond 2**63 - 1 (CSV, Python report tables, numerical
+  mechanisms, a tally store's total) is refused as too large for a 64-bit count, never wrapped;
+* 11: Ctrl-C in ``run`` / ``estimate``: one line, exit 130, no traceback (workers of a
+  LocalCluster included), no ``.bayesldp.lock`` (nor after a normal run), the report complete
+  or absent (``run`` interrupted at 20 random moments, slow);
+* 12: concurrent ``--save-posterior`` onto one file: all succeed, the file is one complete
+  posterior; a failed write leaves the old file;
+* 9, 13, 14: numerical domains whose width or constants overflow, or too narrow for k bins,
+  are refused naming lo, hi; SquareWave / Piecewise at eps 40-700 estimate stably; Gaussian at
+  eps 1e-8 has a realised epsilon with no IntegrationWarning;
+* 15, 16, 20: large allocations are refused before they are made, saying how much, what for and
+  what to change; ``recommend --k 100000`` ranks GRR (closed form) and lists what it skipped;
+  ``recommend --k 10**9`` fails in seconds;
+* 10, 17, 18, 19: study rows name the parameters that tell entries apart (OLH g); BOMs in a
+  labels file or a TOML spec are dropped; a sub-directory named x.csv is not a report file;
+  HMC under a prior of 1e-20 returns a posterior, not a LinAlgError.
 """
 
 from __future__ import annotations
@@ -699,3 +715,49 @@ def test_estimate_on_a_local_cluster_interrupted_prints_no_worker_traceback(tmp_
         assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
         if proc.returncode == 130:
             assert err.endswith("bayesldp: interrupted\n"), err
+
+
+# ------------------------------------------------------------------- neighbours of the above
+def test_a_store_whose_total_would_pass_int64_refuses_the_append_and_stays(tmp_path, capsys):
+    half = 2**62
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(f"report,count\n0,{half}\n")
+    b.write_text(f"report,count\n1,{half}\n")
+    store = tmp_path / "store"
+    grr = ["--mechanism", "GRR", "--k", "3", "--epsilon", "1"]
+    assert main(["append", str(store), str(a), *grr]) == 0
+    capsys.readouterr()
+    code = main(["append", str(store), str(b)])
+    one_line_error(capsys, code, "the total 9,223,372,036,854,775,808 is " + TOO_LARGE)
+    code = main(["append", str(tmp_path / "new"), str(a), str(b), *grr])
+    one_line_error(capsys, code, TOO_LARGE)
+    assert not (tmp_path / "new" / "CURRENT").exists()
+    assert main(["estimate", str(store), "--output", "json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out)["reports"] == half  # unchanged
+
+
+def test_ctrl_c_during_a_survey_checkpoint_leaves_the_last_one_and_resumes(
+    tmp_path, capsys, monkeypatch
+):
+    from bayesldp.adaptive import checkpoint
+
+    out = tmp_path / "out"
+    real, calls = checkpoint.np.savez, []
+
+    def savez(fh, **arrays):  # Ctrl-C in the middle of the third checkpoint
+        calls.append(1)
+        if len(calls) == 3:
+            fh.write(b"PK\x03\x04 half")
+            raise KeyboardInterrupt
+        real(fh, **arrays)
+
+    monkeypatch.setattr(checkpoint.np, "savez", savez)
+    code = main(["survey", str(survey_spec(tmp_path)), "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err  # (a first run may say that it compiles the kernels)
+    assert code == 130 and err.endswith("bayesldp: interrupted\n") and "Traceback" not in err
+    assert sorted(p.name for p in out.iterdir()) == ["adaptive.ckpt", "survey.json"]
+    monkeypatch.setattr(checkpoint.np, "savez", real)
+    assert main(["survey", str(survey_spec(tmp_path)), "--resume", str(out), "--quiet"]) == 0
+    assert "| adaptive RRRR | fisher | 200 |" in (out / "report.md").read_text()
