@@ -165,7 +165,10 @@ def check_counts(counts: object, name: str = "counts", *, length: int | None = N
     if arr.size and arr.min() < 0:
         raise InvalidInputError(f"{name}: counts must be >= 0, got {arr.min()}")
     if arr.dtype.kind == "u" and arr.size and arr.max() > INT64_MAX:
-        raise InvalidInputError(f"{name}: a count exceeds 2**63 - 1, got {arr.max()}")
+        raise InvalidInputError(
+            f"{name}: a count of {int(arr.max()):,} is too large for a 64-bit count "
+            "(at most 2**63 - 1)"
+        )
     arr = arr.astype(np.int64)
     check_total(arr, name)
     return arr
@@ -180,7 +183,10 @@ def _object_counts(arr: np.ndarray, name: str) -> np.ndarray:
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values):
         raise InvalidTypeError(f"{name}: expected integer counts, got dtype object")
     if values and max(values) > INT64_MAX:
-        raise InvalidInputError(f"{name}: a count exceeds 2**63 - 1, got {max(values)}")
+        raise InvalidInputError(
+            f"{name}: a count of {max(values):,} is too large for a 64-bit count "
+            "(at most 2**63 - 1)"
+        )
     return arr.astype(np.int64)
 
 
@@ -197,7 +203,8 @@ def check_total(counts: np.ndarray, name: str = "counts") -> int:
     total = sum(int(v) for v in counts.tolist())
     if total > INT64_MAX:
         raise InvalidInputError(
-            f"{name}: the total {total:,} exceeds 2**63 - 1, the most an int64 count holds"
+            f"{name}: the total {total:,} is too large for a 64-bit count (at most 2**63 - 1 "
+            f"= {INT64_MAX:,}); split the reports into tallies whose totals fit"
         )
     return total
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from bayesldp._validation import RNGLike, as_generator, check_probability
+from bayesldp._validation import RNGLike, as_generator, check_memory, check_probability
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Mechanism
 
@@ -66,6 +66,9 @@ def audit(
     if trials < 1:
         raise InvalidInputError(f"trials: must be >= 1, got {trials}")
     alpha = check_probability(alpha, "alpha")
+    check_memory(32.0 * trials, f"trials: {trials:,} perturbations per input (values, reports "
+                 "and events of every trial at once)",
+                 "use fewer trials (the bound's precision grows as sqrt(trials))")  # fmt: skip
     if x0 == x1 or not (0 <= x0 < mechanism.k and 0 <= x1 < mechanism.k):
         raise InvalidInputError(f"x0, x1: need two different categories in 0..{mechanism.k - 1}")
     gen = as_generator(rng)

@@ -413,7 +413,8 @@ def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]
         title = f"{mech_label[0]} ε={mech_label[1]:g}: 90% intervals vs truth (repeat 1)"
         plot_estimates_vs_truth(truth, estimates, ax, title, labels=labels)
         fig.tight_layout()
-        name = f"estimates_{mech_label[0]}_eps{mech_label[1]:g}.png"
+        safe = "".join(c if c.isalnum() else "_" for c in mech_label[0]).strip("_")
+        name = f"estimates_{safe}_eps{mech_label[1]:g}.png"  # "OLH (g=2)": OLH__g_2
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
         names.append(name)

@@ -19,13 +19,13 @@ def test_huge_counts_stay_exact_integers(mech):
     tally = mech.simulate_tally([10**18 + 7, 3, 0, 0, 0], rng=1)
     assert tally.n == 10**18 + 10 and tally.counts.dtype == np.int64
     assert mech.simulate_tally([2**63 - 1, 0, 0, 0, 0], rng=1).n == 2**63 - 1
-    with pytest.raises(InvalidInputError, match=r"exceeds 2\*\*63 - 1"):
+    with pytest.raises(InvalidInputError, match="too large for a 64-bit count"):
         mech.simulate_tally([2**63 - 1, 1, 0, 0, 0], rng=1)
 
 
 def test_merging_tallies_beyond_int64_is_refused():
     a = bayesldp.GRR(3, 1.0).tally_from_report_counts([2**62, 0, 0])
-    with pytest.raises(InvalidInputError, match="exceeds"):
+    with pytest.raises(InvalidInputError, match="too large for a 64-bit count"):
         a + a
     b = bayesldp.GRR(3, 1.0).tally_from_report_counts([2**61, 0, 1])
     assert (b + b).n == 2**62 + 2

@@ -9,6 +9,7 @@ the new complete state.  A missing, corrupt, truncated or foreign file raises
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp.errors import InvalidInputError
+from bayesldp.errors import InvalidInputError, StoreWriteError
 
 FORMAT_TAG = "bayesldp.AdaptiveSurvey"
 FORMAT_VERSION = 1
@@ -32,21 +33,37 @@ class CheckpointError(InvalidInputError):
 
 
 def write_state(target: Path, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
-    """Write a state file atomically (temp file, fsync, ``os.replace``); return its path."""
+    """Write a state file atomically (temp file, fsync, ``os.replace``); return its path.
+
+    A write that fails (a full disk, a file-size limit, permissions) or is interrupted removes
+    its temporary file; the failure is a one-line :class:`~bayesldp.errors.StoreWriteError`
+    saying that the previous state file (if any) is intact.
+    """
     text = json.dumps(config, sort_keys=True)
     tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        np.savez(
-            fh,
-            format=np.array(FORMAT_TAG),
-            version=np.array(FORMAT_VERSION),
-            config=np.array(text),
-            checksum=np.array(_digest(text, arrays)),
-            **arrays,
-        )
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(
+                fh,
+                format=np.array(FORMAT_TAG),
+                version=np.array(FORMAT_VERSION),
+                config=np.array(text),
+                checksum=np.array(_digest(text, arrays)),
+                **arrays,
+            )
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException as exc:  # OSError 28 / 27, KeyboardInterrupt: no stray temp file
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
+        kept = (f"the previous checkpoint {str(target)!r} is intact and resumes"
+                if target.exists() else "no checkpoint was written")  # fmt: skip
+        raise StoreWriteError(
+            f"checkpoint: cannot write {str(target)!r} ({exc.strerror or exc}); {kept}"
+        ) from None
     try:  # make the rename itself durable
         fd = os.open(target.parent, os.O_RDONLY)
         try:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import as_generator, check_bool, check_int
+from bayesldp._validation import as_generator, check_bool, check_int, check_memory
 from bayesldp.bayes import _feedback
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
@@ -237,6 +237,10 @@ def fit(
     if tune is not None:
         options["tune"] = check_int(tune, "tune", 0)
     chains = check_int(chains, "chains")
+    check_memory(8.0 * draws * chains * (tally.k + 1), f"fit: draws x chains = {draws:,} x "
+                 f"{chains} posterior draws of K = {tally.k} frequencies",
+                 "ask for fewer draws or chains (a few thousand draws in all are plenty for "
+                 "means and 90% intervals)")  # fmt: skip
     seed = _resolve_seed(random_seed)
     storage = _resolve_idata_kwargs(idata_kwargs)
     coords = _category_coords(labels, tally.k)

@@ -1818,6 +1818,20 @@ def _momentum_factor(inv_metric: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.linalg.inv(chol).T)
 
 
+def _try_momentum_factor(inv_metric: np.ndarray) -> np.ndarray | None:
+    """:func:`_momentum_factor`, or None when the metric is not finite and positive definite
+    (warm-up draws collapsed onto a face of the simplex, as under a concentration of 1e-20)."""
+    if not np.all(np.isfinite(inv_metric)):
+        return None
+    if inv_metric.shape[0] == 1 and inv_metric.shape[1] > 1 and not np.all(inv_metric > 0):
+        return None
+    try:
+        factor = _momentum_factor(inv_metric)
+    except np.linalg.LinAlgError:
+        return None
+    return factor if np.all(np.isfinite(factor)) else None
+
+
 class _DualAveraging:
     """Nesterov dual averaging of ``log eps`` (Hoffman and Gelman 2014, section 3.2.1).
 
@@ -1868,7 +1882,10 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
     rstate = rng.integers(0, 2**64 - 1, size=1, dtype=np.uint64, endpoint=True)
     noise = rng.standard_normal((tune + draws, d))
     inv_metric = laplace.copy()
-    factor = _momentum_factor(inv_metric)
+    factor = _try_momentum_factor(inv_metric)
+    if factor is None:  # no usable curvature at the start (a posterior piled on a face)
+        inv_metric = np.ones_like(laplace) if laplace.shape[0] == 1 else np.eye(d)
+        factor = _momentum_factor(inv_metric)
     ws = np.empty((_N_SLOTS, d))
     st_vec = np.empty((max_depth + 1, 7, d))
     st_sc = np.empty((max_depth + 1, 3))
@@ -1919,11 +1936,12 @@ def _chain(target: _Target, data: tuple, z: np.ndarray, rng: np.random.Generator
                 # end of a metric window: new metric (shrunk towards the Laplace covariance),
                 # new initial step size, dual averaging restarted
                 cov = w_m2 / max(w_count - 1, 1)
-                inv_metric = (w_count * cov + shrink * laplace) / (w_count + shrink)
+                new_metric = (w_count * cov + shrink * laplace) / (w_count + shrink)
                 if not diag:
-                    inv_metric = 0.5 * (inv_metric + inv_metric.T)
-                inv_metric = np.ascontiguousarray(inv_metric)
-                factor = _momentum_factor(inv_metric)
+                    new_metric = 0.5 * (new_metric + new_metric.T)
+                new_factor = _try_momentum_factor(np.ascontiguousarray(new_metric))
+                if new_factor is not None:  # else the window's draws collapsed: keep the metric
+                    inv_metric, factor = np.ascontiguousarray(new_metric), new_factor
                 trials = rng.standard_normal((100, d))
                 eps = _init_step_size(z, grad, lp, eps, inv_metric, factor, trials, data, ws,
                                       work)  # fmt: skip

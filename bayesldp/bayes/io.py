@@ -8,13 +8,15 @@ attrs) round-trips exactly.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bayesldp.bayes.fit import VERSION_ATTR, import_arviz
 from bayesldp.bayes.prior import Prior, prior_from_json
-from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.errors import InvalidInputError, InvalidTypeError, StoreWriteError
 
 if TYPE_CHECKING:
     import arviz
@@ -49,7 +51,20 @@ def save_fit(idata: arviz.InferenceData, path: str | os.PathLike[str]) -> Path:
         raise InvalidInputError(f"path: the directory {str(path.parent)!r} does not exist")
     if path.is_dir():
         raise InvalidInputError(f"path: {str(path)!r} is a directory, not a file name")
-    idata.to_netcdf(str(path), engine=_ENGINE)
+    # a temporary file of this writer's own, renamed over ``path``: the file is always one
+    # complete posterior, and writers running at once never share an open HDF5 file
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        idata.to_netcdf(str(tmp), engine=_ENGINE)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise StoreWriteError(
+            f"path: cannot write {str(path)!r} ({exc.strerror or exc}); "
+            f"{'the file there is unchanged' if path.exists() else 'no file was written'}"
+        ) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
     return path
 
 

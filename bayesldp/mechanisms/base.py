@@ -23,6 +23,7 @@ from bayesldp._validation import (
     check_epsilon,
     check_k,
     check_memory,
+    check_total,
     one_d_array,
 )
 from bayesldp.errors import IncompatibleTallyError, InvalidInputError, NotSupportedError
@@ -255,9 +256,8 @@ class FiniteChannelMechanism(Mechanism):
         """Tally a ``report`` column, or aggregated data: ``report`` and ``count`` columns."""
         if "count" not in frame.columns:
             return self.tally(self.reports_from_frame(frame, source))
-        reports, counts = int_columns(frame, ["report", "count"], source)
-        if counts.min() < 0:
-            raise InvalidInputError(f"reports: {source} column 'count' must be >= 0")
+        (reports,) = int_columns(frame, ["report"], source)
+        counts = count_column(frame, source)
         self.check_reports(reports)
         totals = np.zeros(self.n_outputs, dtype=np.int64)
         np.add.at(totals, reports, counts)  # integer sums: no float rounding of large counts
@@ -388,6 +388,32 @@ def count_reports(reports: np.ndarray, m: int) -> np.ndarray:
 def bits(count: int) -> str:
     """``"1 bit"``, ``"4 bits"``: a report size in words."""
     return f"{count} bit" if count == 1 else f"{count} bits"
+
+
+def count_column(frame: Any, source: Any) -> np.ndarray:
+    """The ``count`` column of aggregated reports as int64: whole numbers >= 0 whose total a
+    64-bit count holds (a larger count or total would wrap around, so it is refused)."""
+    column = frame["count"].to_numpy() if "count" in frame.columns else None
+    if column is not None and column.dtype.kind == "O" and column.size:  # beyond 2**64: text
+        text = [str(v).strip() for v in column]
+        if all(t.isdigit() for t in text) and max(map(int, text)) > np.iinfo(np.int64).max:
+            raise InvalidInputError(
+                f"reports: {source} column 'count': a count of {max(map(int, text)):,} is too "
+                "large for a 64-bit count (at most 2**63 - 1)"
+            )
+    (counts,) = int_columns(frame, ["count"], source, cast=False)
+    if counts.size and counts.dtype.kind == "i" and counts.min() < 0:
+        raise InvalidInputError(
+            f"reports: {source} column 'count' must be >= 0, got {counts.min()}"
+        )
+    if counts.size and counts.dtype.kind == "u" and counts.max() > np.iinfo(np.int64).max:
+        raise InvalidInputError(
+            f"reports: {source} column 'count': a count of {int(counts.max()):,} is too large "
+            "for a 64-bit count (at most 2**63 - 1)"
+        )
+    counts = counts.astype(np.int64)
+    check_total(counts, f"reports: {source} column 'count'")
+    return counts
 
 
 def int_columns(frame: Any, names: list[str], source: Any, cast: bool = True) -> list[np.ndarray]:

@@ -33,7 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_epsilon,
+    check_memory,
+    check_values,
+)
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import (
     Parameter,
@@ -307,6 +313,13 @@ class LocalHashing(HashedGRR):
         """
         a, b, y = self.check_reports(reports)
         n, k = y.shape[0], self.k
+        check_memory(
+            float(n) * k,
+            f"{type(self).__name__}(k={k:,}).tally of {n:,} reports (its support form: an "
+            "n x K array of bits, one byte each)",
+            "tally the reports in batches of fewer users and merge the tallies with +, or use "
+            "a mechanism with K-sized tallies (GRR, OUE, HadamardResponse)",
+        )
         support = np.empty((n, k), dtype=bool)
         stat = np.zeros(k, dtype=np.int64)
         prime, g = np.uint32(self._prime), np.uint32(self.g)

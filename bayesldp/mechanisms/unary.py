@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_values
+from bayesldp._validation import RNGLike, as_generator, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import PureProtocol, k_columns
 from bayesldp.tally import Tally
@@ -188,6 +188,12 @@ class UnaryEncoding(PureProtocol):
         x = check_values(x, self.k)
         gen = as_generator(rng)
         n, k = x.shape[0], self.k
+        check_memory(
+            float(n) * k,
+            f"{type(self).__name__}(k={k:,}).perturb of {n:,} users (an n x K array of bits, "
+            "one byte each)",
+            "perturb fewer users per call and tally each batch (tallies add up)",
+        )
         out = np.empty((n, k), dtype=bool)
         rows = max(1, _BLOCK_BYTES // k)
         true_bits = np.empty(min(rows, n), dtype=bool)

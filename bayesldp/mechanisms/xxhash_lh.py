@@ -37,7 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_epsilon,
+    check_memory,
+    check_values,
+)
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms import _xxh32
 from bayesldp.mechanisms.base import (
@@ -199,6 +205,12 @@ class XXHashLocalHashing(HashedGRR):
         """
         y, seed = self.check_reports(reports)
         n, k = y.shape[0], self.k
+        check_memory(
+            float(n) * k,
+            f"{type(self).__name__}(k={k:,}).tally of {n:,} reports (its support form: an "
+            "n x K array of bits, one byte each)",
+            "tally the reports in batches of fewer users and merge the tallies with +",
+        )
         support = np.empty((n, k), dtype=bool)
         stat = np.zeros(k, dtype=np.int64)
         terms = _xxh32.category_terms(np.arange(k, dtype=np.int64))

@@ -9,7 +9,12 @@ import time
 from pathlib import Path
 
 from bayesldp.errors import BayesLDPError, InvalidInputError
-from bayesldp.workflows.outputs import directory_lock, writable_directory, writable_file
+from bayesldp.workflows.outputs import (
+    directory_lock,
+    staged_outputs,
+    writable_directory,
+    writable_file,
+)
 from bayesldp.workflows.tables import OUTPUT_HELP, OUTPUTS
 
 
@@ -43,7 +48,8 @@ def _run_study(spec: dict, args: argparse.Namespace, out: Path) -> int:
     say = _progress(args.quiet)
     say(f"study {spec['study']['name']!r} from {args.spec}")
     result = run_study(spec, seed=args.seed, quick=args.quick, progress=say)
-    report = write_report(result, out, figures=not args.no_figures)
+    with staged_outputs(out) as stage:  # every file of the report, or none
+        report = out / write_report(result, stage, figures=not args.no_figures).name
     print(markdown_table(summarise(result.metrics)))
     print(f"\nreport: {report}")
     return 0
@@ -88,7 +94,8 @@ def _run_accuracy(spec: dict, args: argparse.Namespace, out: Path) -> int:
     )
     command = "bayesldp run " + " ".join(sys.argv[2:] if args.argv is None else args.argv[1:])
     text = accuracy.render_markdown(result, info, command, time.perf_counter() - start)
-    (out / "report.md").write_text(text, encoding="utf-8")
+    with staged_outputs(out) as stage:
+        (stage / "report.md").write_text(text, encoding="utf-8")
     print(f"report: {out / 'report.md'}")
     return 0
 
@@ -288,7 +295,7 @@ def _labels(args: argparse.Namespace) -> tuple[str, ...] | None:
     if not path.is_file():
         raise InvalidInputError(f"--labels-file: no such file {path}")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM (Notepad) is dropped
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"--labels-file: {path} is not UTF-8 text: {exc}") from None
     return check_labels([line.strip() for line in lines], args.k, f"--labels-file {path}: labels")
@@ -567,10 +574,17 @@ def main(argv: list[str] | None = None) -> int:
     chose one (``MPLBACKEND``); the library itself never selects a backend.
     """
     os.environ.setdefault("MPLBACKEND", "Agg")
-    args = build_parser().parse_args(argv)
-    args.argv = argv
     try:
+        args = build_parser().parse_args(argv)
+        args.argv = argv
         return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, 128 + 2
+        ended = "\n" if sys.stderr.isatty() else ""  # end a progress line first
+        print(f"{ended}bayesldp: interrupted", file=sys.stderr, flush=True)
+        if sys.stderr is sys.__stderr__:  # the command itself, not a caller capturing stderr:
+            # what an interrupted compiler or sampler leaves prints from finalizers at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
+        return 130
     except BrokenPipeError:  # stdout closed early (| head): stop quietly, as cat does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

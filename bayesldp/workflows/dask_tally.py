@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -51,7 +54,9 @@ def report_files(source: Any) -> list[Path]:
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix.lower() in SUFFIXES)
+            files = sorted(  # a sub-directory named x.csv holds no reports of this one
+                p for p in path.iterdir() if p.suffix.lower() in SUFFIXES and p.is_file()
+            )
         elif path.exists() or not any(ch in str(source) for ch in "*?["):
             files = [path]  # a path that exists is that file, whatever characters it holds
         else:
@@ -69,6 +74,9 @@ def report_files(source: Any) -> list[Path]:
         )
     if not files:
         raise InvalidInputError(f"source: no CSV or Parquet files in {source!r}")
+    folders = [str(p) for p in files if p.is_dir()]
+    if folders:
+        raise InvalidInputError(f"source: {folders[0]} is a directory, not a report file")
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
         raise InvalidInputError(f"source: no such file {missing[0]} ({len(missing)} missing)")
@@ -153,6 +161,26 @@ def tally_reports(
     return _compute_distributed(files, mechanism, scheduler, timeout, progress)
 
 
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c():
+    """Start worker processes with SIGINT ignored (an ignored signal stays ignored in a spawned
+    process): Ctrl-C reaches the whole process group, and only this process should answer it
+    (one line; the cluster is closed with it), not every worker with its own traceback.  Here
+    a Ctrl-C during the start is held, then raised once the workers are up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    # blocked and ignored: the workers inherit the ignoring (across exec); here Linux keeps a
+    # blocked signal pending even while ignored, so it is delivered once unblocked
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _compute_distributed(
     files: list[Path], mechanism: Mechanism, address: str | None, timeout: float, progress: bool
 ) -> Tally:
@@ -161,8 +189,10 @@ def _compute_distributed(
     show_progress = distributed.progress
 
     if address is None:
-        cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                               processes=True, dashboard_address=None)  # fmt: skip
+        with _workers_ignore_ctrl_c():
+            cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
+                                   processes=True, dashboard_address=None,
+                                   silence_logs=logging.ERROR)  # fmt: skip
         client = Client(cluster)
     else:
         cluster = None

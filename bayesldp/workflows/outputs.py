@@ -5,6 +5,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
+import signal
+import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,28 +54,90 @@ def directory_lock(path: Path, wait: float = 0.0, what: str = "") -> Iterator[No
     A second run into the same directory waits up to ``wait`` seconds (default: not at all),
     then fails with ``[what: ]DIR is in use by process N`` instead of interleaving its files
     (and checkpoints) with the first.  The lock is an ``fcntl`` lock on ``DIR/.bayesldp.lock``,
-    released when the run ends or its process dies, so a killed run never blocks.
+    released when the run ends or its process dies, so a killed run never blocks.  The file is
+    removed when the run ends (normally, by an error or by Ctrl-C), while still locked; a run
+    that locked a file since removed (or replaced) locks the new one instead, so two runs never
+    hold two different files at once.  A killed run leaves the file, unlocked, for the next.
     """
-    fh = open(Path(path) / ".bayesldp.lock", "a+")
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    lock = Path(path) / ".bayesldp.lock"
+    deadline = time.monotonic() + wait
+    while True:
+        fh = open(lock, "a+")
+        try:
+            _acquire(fh, path, wait, deadline, what)
+            if _same_file(fh, lock):
                 break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    fh.seek(0)
-                    owner = fh.read().strip() or "unknown"
-                    waited = f" (waited {wait:g} s for it)" if wait else ""
-                    raise InvalidInputError(
-                        f"{what}{path} is in use by process {owner}{waited}"
-                    ) from None
-                time.sleep(0.05)
+        except BaseException:
+            fh.close()
+            raise
+        fh.close()  # the holder before us removed (or replaced) the file: lock the new one
+    try:
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
         fh.flush()
         yield
     finally:
+        with contextlib.suppress(OSError):
+            if _same_file(fh, lock):
+                lock.unlink()
         fh.close()
+
+
+def _acquire(fh, path: Path, wait: float, deadline: float, what: str) -> None:
+    while True:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                fh.seek(0)
+                owner = fh.read().strip() or "unknown"
+                waited = f" (waited {wait:g} s for it)" if wait else ""
+                message = f"{what}{path} is in use by process {owner}{waited}"
+                raise InvalidInputError(message) from None
+            time.sleep(0.05)
+
+
+def _same_file(fh, path: Path) -> bool:
+    """Whether ``path`` still names the open file ``fh``."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fh.fileno())
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+
+@contextlib.contextmanager
+def staged_outputs(out: Path) -> Iterator[Path]:
+    """A staging directory inside ``out`` for a run's result files, moved into ``out`` only
+    when the run completes, with Ctrl-C held off during the move: an interrupted or failed run
+    leaves none of its files (and no staging directory), a completed one all of them.  Call it
+    under :func:`directory_lock`: a staging directory left by a killed run is removed."""
+    for stale in out.glob(".bayesldp-staging-*"):  # a killed run's (the caller holds the lock)
+        shutil.rmtree(stale, ignore_errors=True)
+    stage = Path(tempfile.mkdtemp(prefix=".bayesldp-staging-", dir=out))
+    try:
+        yield stage
+        with _sigint_deferred():
+            for item in sorted(stage.iterdir()):
+                target = out / item.name
+                if target.is_dir() and not item.is_dir():
+                    raise InvalidInputError(f"{target}: is a directory; cannot write the result")
+                os.replace(item, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold SIGINT (Ctrl-C) until the block ends (main thread only; elsewhere: no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -36,6 +36,10 @@ RANKED = {
 }
 #: beyond this K the simulated information (O(max(20,000, 100 K) K^2) per mechanism) is slow
 MAX_SIMULATED_K = 256
+#: beyond this K, GRR's Cramér-Rao trace comes from its closed form, not its dense channel
+CLOSED_FORM_K = 4096
+#: the K-length float arrays the ranking needs at least (theta, variances, their products)
+_ARRAYS_PER_K = 4
 #: mechanisms whose error is within this factor of the best are named with it
 CLOSE = 1.01
 
@@ -56,6 +60,12 @@ def expected_error(mech, method: str, n: int) -> tuple[float, str]:
     theta = np.full(mech.k, 1.0 / mech.k)
     if method == "oracle":
         return float(np.sum(mech.oracle_variance(theta, n))), "exact"
+    if type(mech).__name__ == "GRR" and mech.k > CLOSED_FORM_K:
+        # GRR's square invertible channel makes its MLE the oracle: the Cramér-Rao trace is the
+        # oracle's variance plus the multinomial spread of the users about the population,
+        # (1 - sum theta^2) / n, with no K x K channel
+        oracle = float(np.sum(mech.oracle_variance(theta, n)))
+        return oracle + (1.0 - float(np.sum(theta**2))) / n, "exact (closed form)"
     if not isinstance(mech, FiniteChannelMechanism) and mech.k > MAX_SIMULATED_K:
         raise NotSupportedError(
             f"--method {method}: the information of {type(mech).__name__} is simulated, which "
@@ -67,22 +77,45 @@ def expected_error(mech, method: str, n: int) -> tuple[float, str]:
 
 def recommend_table(k: int, epsilon: float, n: int, method: str) -> Table:
     """The ranking as a :class:`~bayesldp.workflows.tables.Table`, best first."""
+    from bayesldp._validation import check_k, check_memory
+    from bayesldp.errors import NotSupportedError
     from bayesldp.mechanisms import make_mechanism
 
-    rows, unavailable = [], []
+    k = check_k(k, "--k")
+    check_memory(  # before any K-length array: a K of 10^9 fails now, not after minutes
+        8.0 * _ARRAYS_PER_K * k,
+        f"recommend --k {k:,}: {_ARRAYS_PER_K} arrays of K floats at least",
+        "rank at a smaller --k (the order of the mechanisms changes slowly with K)",
+    )
+    rows, unavailable, skipped = [], [], []
     for name in candidates():
         try:
             mech = make_mechanism(name, k, epsilon)
         except InvalidInputError as exc:  # e.g. OUE's bit probability below 2^-52 at eps ~ 50
             unavailable.append(f"{name}: {exc}")
             continue
-        error, source = expected_error(mech, method, n)
+        try:
+            error, source = expected_error(mech, method, n)
+        except (InvalidInputError, NotSupportedError) as exc:  # memory, or too slow at this K
+            unavailable.append(f"{name}: {exc}")
+            skipped.append(name)
+            continue
         rows.append([name, error, (error / k) ** 0.5, n * error, mech.report_size(), source])
+    if not rows and skipped:
+        raise InvalidInputError(
+            f"--k: no mechanism can be ranked at K = {k:,} with --method {method}: "
+            f"{'; '.join(unavailable)}"
+        )
     if not rows:
         raise InvalidInputError(f"epsilon: no mechanism runs at {epsilon:g}: {unavailable[0]}")
     rows.sort(key=lambda row: row[1])
     close = [row[0] for row in rows[1:] if row[1] <= CLOSE * rows[0][1]]
     note = f"; within 1%: {', '.join(close)} (compare report sizes)" if close else ""
+    among = (
+        f" of the {len(rows)} ranked; {len(skipped)} could not be ranked at K = {k:,}, below"
+        if skipped
+        else ""
+    )
     columns = ["mechanism", "mse", "rmse_one", "n_mse", "report_size", "computed"]
     headers = [
         "mechanism",
@@ -101,6 +134,7 @@ def recommend_table(k: int, epsilon: float, n: int, method: str) -> Table:
         "recommended": rows[0][0],
         "within_1_percent": close,
         "not_ranked": unavailable,
+        "skipped": skipped,
     }
     title = [f"K = {k}, epsilon = {epsilon:g}, n = {n:,}, method = {method}"]
     title.append(f"Ranked: {RANKED[method]}.")
@@ -109,7 +143,7 @@ def recommend_table(k: int, epsilon: float, n: int, method: str) -> Table:
         rows,
         title=title,
         notes=[
-            f"recommended: {rows[0][0]} (lowest expected error{note})",
+            f"recommended: {rows[0][0]} (lowest expected error{note}{among})",
             *(f"not ranked: {reason}" for reason in unavailable),
         ],
         meta=meta,

@@ -82,6 +82,7 @@ def run_study(
     pairs = [(m, e) for m in spec["mechanisms"] for e in _epsilons(m)]
     bayes = spec.get("bayes_requested") and spec["bayes"]
     say = progress or (lambda _msg: None)
+    names = entry_names(pairs, k)
     result.warmup_seconds = _warm_up(spec, pairs, bayes)
     for rep, rep_seq in enumerate(root.spawn(repeats)):
         pop_seq, count_seq, *mech_seqs = rep_seq.spawn(2 + len(pairs))
@@ -89,7 +90,7 @@ def run_study(
         counts = sample_counts(theta, n, np.random.default_rng(count_seq))
         truth = counts / n
         result.truths.append(truth)
-        for (mech_spec, eps), seq in zip(pairs, mech_seqs, strict=True):
+        for (mech_spec, eps), seq, name in zip(pairs, mech_seqs, names, strict=True):
             params = {k: v for k, v in mech_spec.items() if k not in ("name", "epsilon")}
             mech = make_mechanism(mech_spec["name"], k, eps, **params)
             tally = mech.simulate_tally(counts, np.random.default_rng(seq))
@@ -100,7 +101,7 @@ def run_study(
                 _record(
                     result,
                     rep,
-                    mech,
+                    name,
                     eps,
                     method,
                     freqs,
@@ -109,7 +110,7 @@ def run_study(
                     time.perf_counter() - start,
                 )
             if bayes:
-                _run_fit(result, rep, mech, eps, tally, truth, bayes, seq)
+                _run_fit(result, rep, mech, name, eps, tally, truth, bayes, seq)
     return result
 
 
@@ -141,7 +142,7 @@ def _warm_up(spec: dict[str, Any], pairs: list, bayes: Any) -> float:
     return time.perf_counter() - start
 
 
-def _run_fit(result, rep, mech, eps, tally, truth, bayes, seq) -> None:
+def _run_fit(result, rep, mech, name, eps, tally, truth, bayes, seq) -> None:
     from bayesldp.bayes import fit
 
     start = time.perf_counter()
@@ -158,7 +159,7 @@ def _run_fit(result, rep, mech, eps, tally, truth, bayes, seq) -> None:
     attrs = idata.posterior.attrs
     result.convergence.append({
         "repeat": rep,
-        "mechanism": type(mech).__name__,
+        "mechanism": name,
         "epsilon": eps,
         "method": bayes["method"],
         "r_hat_max": float(attrs.get("r_hat_max", float("nan"))),
@@ -172,7 +173,7 @@ def _run_fit(result, rep, mech, eps, tally, truth, bayes, seq) -> None:
     _record(
         result,
         rep,
-        mech,
+        name,
         eps,
         f"posterior_mean ({bayes['method']})",
         draws.mean(axis=0),
@@ -185,7 +186,26 @@ def _run_fit(result, rep, mech, eps, tally, truth, bayes, seq) -> None:
         result.fits[f"{mech!r}"] = idata
 
 
-def _record(result, rep, mech, eps, method, freqs, sd, truth, seconds, bounds=None) -> None:
+def entry_names(pairs: list[tuple[dict[str, Any], float]], k: int) -> list[str]:
+    """The name of each (mechanism entry, epsilon) in the outputs: the mechanism's name, with
+    the parameters in which it differs from another entry of that mechanism at that epsilon
+    (``OLH (g=2)`` beside ``OLH (g=16)``), so that no two entries share a row or a group."""
+    found = []
+    for mech_spec, eps in pairs:
+        params = {key: v for key, v in mech_spec.items() if key not in ("name", "epsilon")}
+        mech = make_mechanism(mech_spec["name"], k, eps, **params)
+        shown = {key: v for key, v in mech.params().items() if key not in ("k", "epsilon")}
+        found.append((type(mech).__name__, eps, shown))
+    names = []
+    for cls, eps, shown in found:
+        peers = [p for c, e, p in found if c == cls and e == eps]
+        differ = [key for key in shown if any(p.get(key) != shown[key] for p in peers)]
+        parts = ", ".join(f"{key}={shown[key]}" for key in differ)
+        names.append(f"{cls} ({parts})" if parts else cls)
+    return names
+
+
+def _record(result, rep, name, eps, method, freqs, sd, truth, seconds, bounds=None) -> None:
     """One metrics row, and per category the estimate with a 90% interval (normal for point
     estimators with a standard error, posterior quantiles for fits)."""
     if bounds is None:
@@ -193,7 +213,7 @@ def _record(result, rep, mech, eps, method, freqs, sd, truth, seconds, bounds=No
         bounds = (freqs - half, freqs + half)
     row = {
         "repeat": rep,
-        "mechanism": type(mech).__name__,
+        "mechanism": name,
         "epsilon": eps,
         "method": method,
         "seconds": seconds,
@@ -204,7 +224,7 @@ def _record(result, rep, mech, eps, method, freqs, sd, truth, seconds, bounds=No
         result.estimates.append(
             {
                 "repeat": rep,
-                "mechanism": type(mech).__name__,
+                "mechanism": name,
                 "epsilon": eps,
                 "method": method,
                 "category": x,

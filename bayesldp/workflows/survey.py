@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp.errors import StoreWriteError
 from bayesldp.simulate import population_from_spec, total_variation
 from bayesldp.workflows.spec import SpecError
 
@@ -71,9 +73,11 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
         "|---|---|---:|---:|---:|",
     ]
     names = {label: run_name(utility, cfg) for label, utility in runs}
-    if resume and not (out / f"{runs[0][0]}.ckpt").exists():
-        raise SpecError(f"--resume: {out} holds no survey checkpoint ({runs[0][0]}.ckpt); "
-                        "nothing to resume")  # fmt: skip
+    _check_directory(out, [label for label, _ in runs], resume)  # before any work
+    if resume:
+        check_definition(spec, out)
+    else:
+        write_definition(spec, out)
     histories, stops = {}, []
     for label, utility in runs:
         path = out / f"{label}.ckpt"
@@ -110,6 +114,85 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
     print("\n".join(lines[4:]))
     print(f"\nreport: {out / 'report.md'}")
     return 0
+
+
+#: the file beside the checkpoints holding what defines the survey (population and settings)
+DEFINITION = "survey.json"
+#: [survey] settings that do not define the survey (a resume may change them)
+_NOT_DEFINING = ("name",)
+
+
+def survey_definition(spec: dict[str, Any]) -> dict[str, Any]:
+    """What defines a survey: its ``[population]`` and every ``[survey]`` setting but its name,
+    as JSON values (a resume under any other value would mix two surveys in one report)."""
+    survey = {key: value for key, value in spec["survey"].items() if key not in _NOT_DEFINING}
+    return json.loads(json.dumps({"population": spec["population"], "survey": survey},
+                                 sort_keys=True, default=_json_value))  # fmt: skip
+
+
+def _json_value(value: Any) -> Any:
+    return value.tolist() if isinstance(value, np.ndarray | np.generic) else str(value)
+
+
+def write_definition(spec: dict[str, Any], out: Path) -> None:
+    """Record the survey's definition in ``out`` (atomically) before its first checkpoint."""
+    from bayesldp.workflows.store_files import write_atomic
+
+    text = json.dumps(survey_definition(spec), sort_keys=True, indent=1).encode()
+    try:
+        write_atomic(out / DEFINITION, lambda fh: fh.write(text))
+    except OSError as exc:
+        raise StoreWriteError(f"{out / DEFINITION}: cannot write ({exc.strerror or exc})") from None
+
+
+def check_definition(spec: dict[str, Any], out: Path) -> None:
+    """Refuse to resume the survey in ``out`` under a spec that defines another survey: every
+    differing setting of ``[population]`` or ``[survey]`` is named, with both values."""
+    path = out / DEFINITION
+    if not path.is_file():  # a survey started before the definition was recorded
+        return
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if not all(isinstance(stored.get(table), dict) for table in ("population", "survey")):
+            raise ValueError("lacks a table")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise SpecError(f"--resume: {path} is damaged ({type(exc).__name__}); it records the "
+                        "settings the survey was started with") from None  # fmt: skip
+    wanted = survey_definition(spec)
+    differing = [
+        f"[{table}].{key}: {stored[table].get(key)!r} when the survey started, "
+        f"{wanted[table].get(key)!r} in the spec"
+        for table in ("population", "survey")
+        for key in sorted(set(stored[table]) | set(wanted[table]))
+        if stored[table].get(key) != wanted[table].get(key)
+    ]
+    if differing:
+        raise SpecError(f"--resume: {out} holds a survey started under other settings "
+                        f"({'; '.join(differing)}); resume it with the spec it was started "
+                        "with, or start a new survey in another directory")  # fmt: skip
+
+
+def _check_directory(out: Path, labels: list[str], resume: bool) -> None:
+    """Refuse at once a directory whose checkpoints do not fit the run: a fresh run into one
+    that holds any; a resume of one that holds none, or only some other run's."""
+    found = [f"{label}.ckpt" for label in ("adaptive", "non_adaptive")
+             if (out / f"{label}.ckpt").exists()]  # fmt: skip
+    if not resume:
+        if found:
+            raise SpecError(f"{out}: holds a survey checkpoint ({', '.join(found)}); pass "
+                            f"--resume {out} to continue it, or choose another --out")  # fmt: skip
+        return
+    first = f"{labels[0]}.ckpt"
+    if not found:
+        raise SpecError(f"--resume: {out} holds no survey checkpoint ({first}); "
+                        "nothing to resume")  # fmt: skip
+    if first not in found:
+        runs = " and ".join(f"{label}.ckpt" for label in labels)
+        raise SpecError(
+            f"--resume: {out} holds only {', '.join(found)}, not {first}; this spec runs "
+            f"{runs} in that order, so {', '.join(found)} was not written by it (or "
+            f"{first} was removed): start a new survey in another directory"
+        )
 
 
 def run_name(utility: str, cfg: dict[str, Any]) -> str:

@@ -329,8 +329,9 @@ def test_resume_refuses_nothing_and_other_settings(tmp_path, capsys):
     )
     assert main(["survey", str(other), "--resume", str(out), "--quiet"]) == 2
     message = _error(capsys)
-    assert "was made with other settings" in message
-    assert "epsilon: 1.0 in the checkpoint, 2.0 in the spec" in message and "entropy" in message
+    assert "started under other settings" in message
+    assert "[survey].epsilon: 1.0 when the survey started, 2.0 in the spec" in message
+    assert "[survey].seed: 3 when the survey started, 4 in the spec" in message
 
 
 def test_a_directory_in_use_is_refused(tmp_path, capsys):

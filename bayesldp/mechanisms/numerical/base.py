@@ -31,7 +31,7 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedErr
 from bayesldp.mechanisms.base import (
     FiniteChannelMechanism,
     Parameter,
-    int_columns,
+    count_column,
     realised_epsilon_of_channel,
 )
 from bayesldp.mechanisms.numerical.discretise import (
@@ -174,11 +174,31 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
         output_bins: int | None = None,
     ) -> None:
         super().__init__(k, epsilon)
-        self.lo, self.hi = check_domain(lo, hi)
-        self._setup()
-        if output_bins is None:
-            output_bins = self._default_output_bins()
+        self.lo, self.hi = check_domain(lo, hi, self.k)
+        try:
+            self._setup()
+            self._check_constants()
+            if output_bins is None:
+                output_bins = self._default_output_bins()
+        except (OverflowError, ZeroDivisionError, FloatingPointError) as exc:
+            raise InvalidInputError(
+                f"lo, hi: the domain [{self.lo:g}, {self.hi:g}] at epsilon = {self.epsilon:g} "
+                f"overflows float64 in {type(self).__name__}'s constants ({exc}); rescale the "
+                "values to a smaller range, e.g. [0, 1]"
+            ) from None
         self.output_bins = check_int(output_bins, "output_bins", self.MIN_OUTPUT_BINS)
+
+    def _check_constants(self) -> None:
+        """Refuse a domain whose derived constants (the output range, the noise scale) overflow
+        float64: the reports would be NaN or infinite."""
+        bad = [name for name, value in vars(self).items()
+               if isinstance(value, float) and not math.isfinite(value)]  # fmt: skip
+        if bad:
+            raise InvalidInputError(
+                f"lo, hi: the domain [{self.lo:g}, {self.hi:g}] at epsilon = {self.epsilon:g} "
+                f"makes {type(self).__name__}'s {bad[0].strip('_')} overflow float64 (reports "
+                "would not be finite); rescale the values to a smaller range, e.g. [0, 1]"
+            )
 
     # ------------------------------------------------------------------ subclass hooks
     def _setup(self) -> None:
@@ -322,7 +342,12 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
 
     def output_bin_counts_of(self, reports: Any) -> np.ndarray:
         """Reports per output bin."""
+        self._check_bin_counts_memory()
         return np.bincount(self.output_bin(reports), minlength=self.output_bins)
+
+    def _check_bin_counts_memory(self) -> None:
+        check_memory(8.0 * self.output_bins, f"{self!r}: counts of {self.output_bins:,} output "
+                     "bins", "use fewer output bins (output_bins=)")  # fmt: skip
 
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
         """A report column of real numbers (in the units of the values)."""
@@ -349,12 +374,11 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
 
     def output_bin_counts(self, frame: Any, source: Any = "reports") -> np.ndarray:
         """Reports per output bin from a ``report`` column (and a ``count`` column, if any)."""
+        self._check_bin_counts_memory()
         bins = self.output_bin(self.reports_from_frame(frame, source))
         if "count" not in frame.columns:
             return np.bincount(bins, minlength=self.output_bins)
-        (counts,) = int_columns(frame, ["count"], source)
-        if counts.min() < 0:
-            raise InvalidInputError(f"reports: {source} column 'count' must be >= 0")
+        counts = count_column(frame, source)
         totals = np.zeros(self.output_bins, dtype=np.int64)
         np.add.at(totals, bins, counts)
         return totals

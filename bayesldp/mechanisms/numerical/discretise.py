@@ -31,8 +31,9 @@ from bayesldp._validation import one_d_array
 from bayesldp.errors import ClippingWarning, InvalidInputError, InvalidTypeError
 
 
-def check_domain(lo: Any, hi: Any) -> tuple[float, float]:
-    """Validate a value domain ``[lo, hi]``: finite reals with ``lo < hi``."""
+def check_domain(lo: Any, hi: Any, k: int | None = None) -> tuple[float, float]:
+    """Validate a value domain ``[lo, hi]``: finite reals with ``lo < hi``, a finite width
+    ``hi - lo``, and (given ``k``) ``k`` equal bins whose edges float64 tells apart."""
     out = []
     for name, value in (("lo", lo), ("hi", hi)):
         if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
@@ -42,6 +43,17 @@ def check_domain(lo: Any, hi: Any) -> tuple[float, float]:
         out.append(float(value))
     if not out[0] < out[1]:
         raise InvalidInputError(f"lo, hi: need lo < hi, got lo = {out[0]}, hi = {out[1]}")
+    if not math.isfinite(out[1] - out[0]):
+        raise InvalidInputError(
+            f"lo, hi: the width hi - lo of [{out[0]:g}, {out[1]:g}] overflows float64 (it is "
+            "infinite); rescale the values to a smaller range, e.g. [0, 1]"
+        )
+    if k is not None and not np.all(np.diff(equal_bins(out[0], out[1], k)) > 0):
+        raise InvalidInputError(
+            f"lo, hi: [{out[0]!r}, {out[1]!r}] is narrower than float64 can split into k = {k} "
+            "bins (some bin edges coincide); shift or rescale the values (e.g. subtract lo) "
+            "so that the domain is wider than its float resolution"
+        )
     return out[0], out[1]
 
 
@@ -135,7 +147,15 @@ def window_channel(
     def big_j(d: float) -> np.ndarray:
         return _ramp_integral(c1 - d - u0, h) - _ramp_integral(c1 - d - u1, h)
 
-    overlap = (big_j(0.0) - big_j(width)) / (u1 - u0)
+    span = u1 - u0
+    if width < 1e-7 * float(np.min(np.abs(span))):
+        # a window far narrower than the bins (large epsilon): J(0) - J(w) cancels to noise in
+        # float64 (and below float resolution, to nothing), so take its first-order form,
+        # w |[u_0, u_1] cap C_j|, exact up to O(w^2) (the window straddling a bin edge)
+        inside = np.clip(c1 - u0, 0.0, h) - np.clip(c1 - u1, 0.0, h)
+        overlap = width * np.abs(inside) / np.abs(span)
+    else:
+        overlap = (big_j(0.0) - big_j(width)) / span
     return q * h + (p - q) * np.clip(overlap, 0.0, h)
 
 

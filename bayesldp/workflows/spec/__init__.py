@@ -87,7 +87,7 @@ def load_spec(path: str | Path, kind: str | None = None) -> dict[str, Any]:
     if not path.is_file():
         raise SpecError(f"{path}: no such spec file")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a leading BOM is dropped
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
