@@ -232,7 +232,7 @@ def fit(
         raise InvalidInputError("tally: holds no reports")
     check_draws(draws)
     resolved = _resolve_method(method)
-    prior_obj = as_prior(_default_prior(prior, tally, resolved), tally.k)
+    prior_obj = as_prior(default_prior(prior, tally, resolved), tally.k)
     draws = check_int(draws, "draws")
     if tune is not None:
         options["tune"] = check_int(tune, "tune", 0)
@@ -446,7 +446,7 @@ def _choose_method(
     return resolved, None
 
 
-def _default_prior(prior: Any, tally: Tally, resolved: str) -> Any:
+def default_prior(prior: Any, tally: Tally, resolved: str) -> Any:
     """``prior``, or where it is None the mechanism's default: ``"smooth"`` on ordered bins
     (``DEFAULT_PRIOR``, numerical mechanisms) when ``resolved`` can sample it; Dirichlet(1),
     with the mechanism's warning about it, where the mechanism has one
@@ -549,8 +549,6 @@ def _log_likelihood_group(theta: np.ndarray, tally: Tally, dtype: Any, chain_dra
     report of row ``u``, so ``arviz.loo``, ``waic`` and ``compare`` count the ``N`` reports, not
     the distinct rows; ``chains * draws * N`` values, refused beyond memory."""
     import xarray as xr
-
-    from bayesldp._validation import check_memory
 
     n_samples = theta.shape[0] * theta.shape[1]
     check_memory(

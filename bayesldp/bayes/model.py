@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp._validation import check_alpha
-from bayesldp.bayes.prior import AdaptiveDirichlet, SmoothDensity
+from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, SmoothDensity
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import FiniteChannelMechanism
 from bayesldp.tally import Tally
@@ -149,30 +149,50 @@ def _is_pymc_variable(value: Any) -> bool:
     return isinstance(value, Variable)
 
 
+def _prior_object(prior: Any, tally: Tally) -> Any:
+    """``prior`` as :func:`bayesldp.fit` reads it (its default for ``None``)."""
+    from bayesldp.bayes.fit import default_prior
+    from bayesldp.bayes.prior import as_prior
+
+    return as_prior(default_prior(prior, tally, "nuts"), tally.k)
+
+
 def build_model(
     tally: Tally,
-    alpha: Any,
+    prior: Any = None,
     *,
     labels: Sequence[Any] | None = None,
     model: Any = None,
     name: str = "theta",
+    adaptive_form: str = "marginal",
 ) -> Any:
-    """Build the PyMC model ``theta ~ Dirichlet(alpha)``, counts ``~ sum_u c_u log(L_u . theta)``.
+    """Build the PyMC model of :func:`bayesldp.fit`: ``theta ~ prior``, counts ``~ sum_u c_u
+    log(L_u . theta)``.
 
     Parameters
     ----------
     tally : Tally
         Any tally (dense or support form).
-    alpha : array_like of float, shape (K,), PyMC variable, or AdaptiveDirichlet
-        Dirichlet concentrations (finite, > 0); or a PyTensor expression of shape (K,) built
-        from PyMC random variables of ``model`` (a learnt concentration, a hierarchical base
-        measure: ``alpha = conc * base``); or the adaptive prior: then ``theta`` is a
-        ``Dirichlet(1)`` variable and the potential ``"adaptive_prior"``,
-        ``log sum_j exp(c_j + (a_j - 1) sum_x log theta_x)``, turns it into the marginal
-        adaptive prior (``a`` summed out on its grid; ``bayesldp.fit`` draws ``a`` afterwards
-        from ``p(a | theta)``); or a :class:`~bayesldp.bayes.SmoothDensity` (ordered bins):
-        then ``theta`` is the deterministic ``softmax(f)`` of its log-weights, with free
-        variables ``log_smoothness``, ``slope`` and ``coef`` and the deterministic
+    prior : None, "adaptive", "smooth", float, array_like, Dirichlet, AdaptiveDirichlet,
+        SmoothDensity, or PyMC variable
+        Every prior :func:`bayesldp.fit` takes, with its meaning there (``None``: the
+        mechanism's default, as ``fit``'s); or a PyTensor expression of shape (K,) built from
+        PyMC random variables of ``model``, used as Dirichlet concentrations (a learnt
+        concentration, a hierarchical base measure: ``alpha = conc * base``).
+        The adaptive prior (``Dirichlet(a 1_K)``, ``log a`` on its grid): with
+        ``adaptive_form="marginal"`` (default) ``theta`` is a ``Dirichlet(1)`` variable and the
+        potential ``"adaptive_prior"``, ``log sum_j exp(c_j + (a_j - 1) sum_x log theta_x)``,
+        turns it into the marginal adaptive prior: no discrete variable, so every sampler
+        (PyMC's NUTS, nutpie, numpyro) takes it, and draws of ``a`` follow exactly from
+        ``p(a | theta)``: ``AdaptiveDirichlet(K).draw_concentration(theta_draws)``, as
+        :func:`bayesldp.fit` does.  With ``"joint"``: ``a_index ~ Categorical(w)`` over the
+        grid, ``a = grid[a_index]`` (deterministic) and ``theta ~ Dirichlet(a 1_K)``, so
+        ``pm.sample`` returns ``a`` itself (PyMC's own sampler only; give ``a_index`` the exact
+        Gibbs step ``pm.CategoricalGibbsMetropolis([model["a_index"]],
+        proposal="proportional")``: the default uniform proposal mixes slowly over the grid's
+        nodes).  A :class:`~bayesldp.bayes.SmoothDensity`
+        (ordered bins): ``theta`` is the deterministic ``softmax(f)`` of its log-weights, with
+        free variables ``log_smoothness``, ``slope`` and ``coef`` and the deterministic
         ``smoothness`` (:func:`smooth_theta`, non-centred by :func:`smooth_information`).
     labels : sequence, optional
         ``K`` category labels for the "category" coordinate (default ``0..K-1``).
@@ -207,14 +227,17 @@ def build_model(
     if not isinstance(tally, Tally):
         raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
     k = tally.k
+    if adaptive_form not in ("joint", "marginal"):
+        raise InvalidInputError(
+            f"adaptive_form: must be 'joint' or 'marginal', got {adaptive_form!r}"
+        )
+    alpha = prior if _is_pymc_variable(prior) else _prior_object(prior, tally)
     adaptive = alpha if isinstance(alpha, AdaptiveDirichlet) else None
     smooth = alpha if isinstance(alpha, SmoothDensity) else None
     if (adaptive or smooth) is not None and alpha.k != k:
-        raise InvalidInputError(f"alpha: a {type(alpha).__name__} on {alpha.k} categories, K = {k}")
-    if adaptive is not None:
-        alpha = np.ones(k)
-    elif smooth is None and not _is_pymc_variable(alpha):
-        alpha = check_alpha(alpha, k)
+        raise InvalidInputError(f"prior: a {type(alpha).__name__} on {alpha.k} categories, K = {k}")
+    if isinstance(alpha, Dirichlet):
+        alpha = check_alpha(alpha.alpha, k)
     category = _category_labels(labels, k)
     model = pm.Model() if model is None else model
     if "category" not in model.coords:
@@ -224,11 +247,16 @@ def build_model(
     with model:
         if smooth is not None:
             theta = smooth_theta(smooth, name, smooth_information(tally, smooth))
-        else:
-            theta = pm.Dirichlet(name, a=alpha, dims="category")
-        if adaptive is not None:  # Dirichlet(1) times this is the marginal adaptive prior
+        elif adaptive is not None and adaptive_form == "joint":
+            index = pm.Categorical("a_index", p=np.exp(adaptive.log_w))
+            a = pm.Deterministic("a", pt.as_tensor(adaptive.a)[index])
+            theta = pm.Dirichlet(name, a=a * np.ones(k), dims="category")
+        elif adaptive is not None:  # Dirichlet(1) times this is the marginal adaptive prior
+            theta = pm.Dirichlet(name, a=np.ones(k), dims="category")
             s_total = pt.sum(pt.log(theta))
             pm.Potential("adaptive_prior", pt.logsumexp(adaptive.c + (adaptive.a - 1.0) * s_total))
+        else:
+            theta = pm.Dirichlet(name, a=alpha, dims="category")
         tally_likelihood(tally, theta, name="counts" if name == "theta" else f"counts_{name}")
     return model
 

@@ -150,7 +150,7 @@ def sample(
         kwargs["nuts_sampler_kwargs"] = dict(sampler_kwargs)
     require_sampler(nuts_sampler)  # arguments first, then whether the backend is installed
 
-    model = build_model(tally, alpha)
+    model = build_model(tally, alpha)  # the adaptive prior marginal: any sampler takes it
     with model:
         idata = pm.sample(
             draws=draws,

@@ -350,6 +350,45 @@ def test_pymc_model_density_is_loglik_plus_the_marginal_prior(small_tally):
     np.testing.assert_allclose(np.diff(got), np.diff(want), rtol=1e-9)
 
 
+def test_build_model_takes_fit_s_priors(small_tally):
+    """build_model(tally) is fit's default model (the adaptive prior, marginal form) and takes
+    "adaptive", numbers and the joint form with ``a`` as a variable (issue 38)."""
+    pytest.importorskip("pymc")
+    from bayesldp.bayes.model import build_model
+
+    default = set(build_model(small_tally).named_vars)
+    assert default == set(build_model(small_tally, "adaptive").named_vars)
+    assert {"theta", "adaptive_prior", "counts"} <= default
+    assert "adaptive_prior" not in build_model(small_tally, 2.0).named_vars
+    joint = build_model(small_tally, "adaptive", adaptive_form="joint")
+    assert {"a_index", "a", "theta"} <= set(joint.named_vars)
+    with pytest.raises(bayesldp.InvalidInputError, match="adaptive_form"):
+        build_model(small_tally, adaptive_form="both")
+
+
+@pytest.mark.slow
+def test_pm_sample_on_the_joint_form_agrees_with_fit(small_tally, brute):
+    """pm.sample on the joint form (exact Gibbs step for a_index) returns theta and a, whose
+    means lie within 5 Monte Carlo se of the exact ones and within 0.1 posterior sd of fit's."""
+    pm = pytest.importorskip("pymc")
+    az = import_arviz()
+    from bayesldp.bayes.model import build_model
+
+    model = build_model(small_tally, adaptive_form="joint")
+    with model:
+        step = pm.CategoricalGibbsMetropolis([model["a_index"]], proposal="proportional")
+        idata = pm.sample(1000, tune=1000, chains=2, step=[step], random_seed=3,
+                          progressbar=False, compute_convergence_checks=False)  # fmt: skip
+    summary = az.summary(idata, var_names=["theta"], kind="all")
+    mean = idata.posterior["theta"].mean(("chain", "draw")).values
+    assert np.all(np.abs(mean - brute[1]) < 5 * summary["mcse_mean"].values)
+    ours = bayesldp.fit(small_tally, 1000, random_seed=3, compute_convergence_checks=False)
+    sd = ours.posterior["theta"].std(("chain", "draw")).values
+    assert np.all(np.abs(mean - ours.posterior["theta"].mean(("chain", "draw")).values) < 0.1 * sd)
+    log_a = np.log(ours.posterior["a"].values)
+    assert abs(np.log(idata.posterior["a"].values).mean() - log_a.mean()) < 0.1 * log_a.std()
+
+
 def test_pymc_nuts_under_the_adaptive_prior(small_tally, brute):
     pytest.importorskip("pymc")
     az = import_arviz()
