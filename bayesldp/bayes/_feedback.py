@@ -4,9 +4,10 @@
   error is a terminal, or an IPython / Jupyter kernel) and off otherwise (tests, CI, pipes).
 * :func:`progress_bar`: a tqdm bar (the notebook widget inside Jupyter when ipywidgets is
   installed) or a no-op stand-in with the same ``update`` / ``set_postfix_str`` / ``close``.
-* :func:`needs_compilation` and :func:`compile_notice`: one line on standard error before numba
-  compiles a kernel that is neither compiled in this process nor in numba's on-disk cache, so
-  the first fit after an install does not sit silent for seconds.
+* :func:`needs_compilation` and :func:`compile_notice`: one line on standard error (once per
+  process) before numba compiles a kernel that is neither compiled in this process nor in
+  numba's on-disk cache, then a progress line every 5 s until the kernels are compiled, so the
+  first fit after an install never sits silent.
 * :func:`resolve_cores`: PyMC's ``cores=``: None is ``min(chains, os.cpu_count())``; more cores
   than the machine has are capped with a ``UserWarning``.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import warnings
 from typing import Any
 
@@ -33,10 +35,13 @@ __all__ = [
     "resolve_progressbar",
 ]
 
-#: the line written to standard error before the first compilation
+#: the line written to standard error before the first compilation of a process
 COMPILE_MESSAGE = "bayesldp: compiling sampler kernels (first run only)..."
+#: seconds between the progress lines while kernels compile
+HEARTBEAT = 5.0
 
 _notice_lock = threading.Lock()
+_noticed = False  # COMPILE_MESSAGE written in this process
 
 
 def _in_ipython() -> bool:
@@ -142,15 +147,51 @@ def needs_compilation(dispatcher: Any, args: tuple) -> bool:
 
 
 def compile_notice(pending: list[tuple[Any, tuple]]) -> bool:
-    """Write :data:`COMPILE_MESSAGE` to stderr if any ``(dispatcher, args)`` will compile.
+    """Compile the ``(dispatcher, args)`` kernels that need it, saying so on standard error.
 
-    Returns whether the message was written.
+    The first compilation of the process writes :data:`COMPILE_MESSAGE` (once per process, not
+    once per kernel family); while kernels compile, a line every :data:`HEARTBEAT` seconds says
+    how many are done and for how long, so a first run on a slow machine never sits silent.
+    The kernels are compiled here for the argument types of ``args`` (numba's
+    ``dispatcher.compile``; its on-disk cache keeps them), so the calls that follow find them
+    ready.  Returns whether anything needed compiling.
     """
+    global _noticed
     with _notice_lock:
-        if any(needs_compilation(disp, args) for disp, args in pending):
+        todo = [(disp, args) for disp, args in pending if needs_compilation(disp, args)]
+        if not todo:
+            return False
+        if not _noticed:
             print(COMPILE_MESSAGE, file=sys.stderr, flush=True)
-            return True
-    return False
+            _noticed = True
+        _compile_with_heartbeat(todo)
+    return True
+
+
+def _compile_with_heartbeat(todo: list[tuple[Any, tuple]]) -> None:
+    """Compile each kernel of ``todo``; a daemon thread reports progress every HEARTBEAT s."""
+    done = [0]
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT):
+            elapsed = time.perf_counter() - started
+            print(f"bayesldp: compiling... {done[0]} of {len(todo)} kernels ({elapsed:.0f} s)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        for disp, args in todo:
+            try:
+                disp.compile(tuple(disp.typeof_pyval(a) for a in args))
+            except Exception:  # the call that follows compiles (or raises) itself
+                pass
+            done[0] += 1
+    finally:
+        stop.set()
+        thread.join()
 
 
 def resolve_cores(cores: object, chains: int) -> int:

@@ -136,9 +136,10 @@ def test_needs_compilation_reads_the_process_and_the_disk_cache(tmp_path):
     assert run() == ["False", "False", "True"]  # on disk now: no compilation
 
 
-def test_compile_notice_once(capsys):
+def test_compile_notice_once(capsys, monkeypatch):
     import numba
 
+    monkeypatch.setattr(_feedback, "_noticed", False)
     @numba.njit
     def fresh(x):
         return x + 1.0
@@ -149,6 +150,34 @@ def test_compile_notice_once(capsys):
     fresh(1.0)
     assert _feedback.compile_notice(pending) is False
     assert capsys.readouterr().err == ""
+
+    @numba.njit
+    def other(x):
+        return x + 2.0
+
+    assert _feedback.compile_notice([(other, (1.0,))]) is True  # compiled, but said once
+    assert capsys.readouterr().err == ""
+    assert other.signatures  # compiled by the notice itself
+
+
+def test_compile_progress_every_heartbeat(capsys, monkeypatch):
+    """A compilation that takes a while reports how far it is, every HEARTBEAT seconds."""
+    import time as _time
+
+    class Slow:
+        def typeof_pyval(self, value):
+            return value
+
+        def compile(self, sig):
+            _time.sleep(0.35)
+
+    monkeypatch.setattr(_feedback, "_noticed", False)
+    monkeypatch.setattr(_feedback, "HEARTBEAT", 0.1)
+    assert _feedback.compile_notice([(Slow(), (1.0,)), (Slow(), (2.0,))]) is True
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == _feedback.COMPILE_MESSAGE
+    progress = [line for line in lines[1:] if line.startswith("bayesldp: compiling... ")]
+    assert len(progress) >= 4 and progress[-1].split()[2] in ("1", "2")
 
 
 @pytest.mark.parametrize("prior", [1.0, None])
