@@ -318,7 +318,7 @@ def _posterior_estimate(args: argparse.Namespace, tally, labels=None):
         prior=args.prior,
         method=args.fit_method,
         random_seed=args.seed,
-        progressbar=not args.quiet,
+        progressbar=None if not args.quiet else False,  # bars only on a terminal
         labels=None if labels is None else list(labels),
     )
     if args.save_posterior:
