@@ -120,15 +120,15 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, required: bool = Tru
     parser.add_argument("--k", type=int, required=required, help="number of categories")
     parser.add_argument("--epsilon", type=float, required=required, help="privacy budget")
     for param in all_parameters().values():
+        flag = f"--{param.name.replace('_', '-')}"  # --num-bits, as --fit-method
         if param.kind is bool:  # a flag: given means True, absent leaves the default
-            parser.add_argument(
-                f"--{param.name}", action="store_true", default=None, help=_option_help(param.name)
-            )
-            continue
-        nargs = "*" if param.many else None  # "--subset" alone is the empty list
-        parser.add_argument(
-            f"--{param.name}", type=param.kind, nargs=nargs, help=_option_help(param.name)
-        )
+            kwargs: dict = {"action": "store_true", "default": None}
+        else:  # "--subset" alone is the empty list
+            kwargs = {"type": param.kind, "nargs": "*" if param.many else None}
+        parser.add_argument(flag, dest=param.name, help=_option_help(param.name), **kwargs)
+        if "_" in param.name:  # the old spelling keeps working, unlisted
+            parser.add_argument(f"--{param.name}", dest=param.name, help=argparse.SUPPRESS,
+                                **kwargs)  # fmt: skip
 
 
 def _option_help(name: str) -> str:
@@ -139,7 +139,11 @@ def _option_help(name: str) -> str:
     where = ", ".join(f"{mech} (required)" if p.required else mech for mech, p in takers.items())
     first = next(iter(takers.values()))
     empty = "; the option alone gives the empty list" if first.many else ""
-    return f"{where}: {first.help}{empty}"
+    text = first.help
+    for mech in takers:  # "RAPPOR: RAPPOR Bloom filter bits" -> "RAPPOR: Bloom filter bits"
+        if text.startswith(mech + " ") or text.startswith(mech + ":"):
+            text = text[len(mech) :].lstrip(": ")
+    return f"{where}: {text}{empty}"
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -483,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_mechanism_options(aud)
     aud.add_argument("--trials", type=int, default=200_000, help="perturbations per input")
     aud.add_argument("--alpha", type=float, default=1e-3, help="1 - confidence of the bound")
-    aud.add_argument("--seed", type=int, default=0)
+    aud.add_argument("--seed", type=int, default=0, help="seed of the audit's trials (default 0)")
     aud.set_defaults(func=cmd_audit)
     _add_recommend(sub)
     from bayesldp.workflows import report_files

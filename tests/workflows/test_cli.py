@@ -726,3 +726,16 @@ def test_audit_with_few_trials_says_so_and_report_sizes_read_well(capsys):
     assert "no positive lower bound (too few trials" in out and "-inf" not in out
     assert bayesldp.BLH(4, 1.0).report_size() == "1 bit + 62-bit hash seed"
     assert bayesldp.GRR(16, 1.0).report_size() == "4 bits"
+
+
+def test_mechanism_options_are_dashed_and_the_old_spelling_still_works():
+    """--num-bits as --fit-method (issue 38 item 8); --num_bits stays a hidden alias."""
+    from bayesldp.workflows.cli import build_parser
+
+    parser = build_parser()
+    common = ["estimate", "r.csv", "--mechanism", "RAPPOR", "--k", "4", "--epsilon", "1"]
+    new = parser.parse_args([*common, "--num-bits", "32", "--hash-seed", "3"])
+    old = parser.parse_args([*common, "--num_bits", "32", "--hash_seed", "3"])
+    assert new.num_bits == old.num_bits == 32 and new.hash_seed == old.hash_seed == 3
+    text = parser._subparsers._group_actions[0].choices["estimate"].format_help()
+    assert "--num-bits" in text and "--num_bits" not in text and "RAPPOR: RAPPOR" not in text
