@@ -374,6 +374,39 @@ def plot_survey_posterior(history, theta_true=None, ax=None, top: int = 4, label
     return ax
 
 
+def plot_ppc_categories(ppc, ax=None, var: str = "stat", level: float = 0.9):
+    """Posterior predictive check of a per-category statistic: one point per category.
+
+    ``ppc`` is :func:`bayesldp.sample_posterior_predictive`'s output (``posterior_predictive``
+    and ``observed_data`` holding ``var`` with dim ``category``).  Each category shows the
+    replicated values' median and central ``level`` interval (a bar) and the observed value (a
+    dot, red where it falls outside the interval), which is what a check of K category counts
+    needs; ArviZ's default ``plot_ppc`` draws a density over the K values instead.  Returns the
+    axis.
+    """
+    plt = _pyplot()
+    pred = ppc.posterior_predictive[var]
+    observed = np.asarray(ppc.observed_data[var].values, dtype=float)
+    labels = list(ppc.observed_data[var]["category"].values)
+    if ax is None:
+        _, ax = plt.subplots(figsize=category_figsize(len(labels), labels))
+    tail = (1 - level) / 2
+    lo, mid, hi = (np.asarray(pred.quantile(q, ("chain", "draw")).values, dtype=float)
+                   for q in (tail, 0.5, 1 - tail))  # fmt: skip
+    x = np.arange(len(labels))
+    ax.errorbar(x, mid, yerr=[mid - lo, hi - mid], fmt="_", color="C0", capsize=4,
+                label=f"replicated: median and {level:.0%} interval")  # fmt: skip
+    outside = (observed < lo) | (observed > hi)
+    ax.scatter(x[~outside], observed[~outside], color="k", zorder=3, s=18, label="observed")
+    if outside.any():
+        ax.scatter(x[outside], observed[outside], color="C3", zorder=3, s=24,
+                   label="observed, outside the interval")  # fmt: skip
+    category_axis(ax, labels)
+    ax.set_ylabel(var)
+    legend_outside(ax)
+    return ax
+
+
 def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]:
     """The standard figures of a study report; returns the file names written."""
     plt = _pyplot()

@@ -191,3 +191,25 @@ def test_category_axis_needs_labels_or_k():
     with pytest.raises(InvalidInputError, match="labels=None and k=None"):
         plotting.category_axis(ax)
     plt.close("all")
+
+
+def test_ppc_categories_marks_the_observed_values_outside_their_interval():
+    """One interval per category from the replicated draws; an observed value outside it is
+    drawn apart (issue 38 item 5)."""
+    import arviz as az
+
+    rng = np.random.default_rng(0)
+    draws = rng.normal([100.0, 50.0, 10.0], 3.0, size=(2, 200, 3))
+    ppc = az.from_dict(
+        posterior_predictive={"stat": draws},
+        observed_data={"stat": np.array([101.0, 49.0, 40.0])},
+        dims={"stat": ["category"]},
+        coords={"category": ["a", "b", "c"]},
+    )
+    ax = plotting.plot_ppc_categories(ppc)
+    points = [c.get_offsets() for c in ax.collections if len(c.get_offsets())]
+    inside, outside = points[-2], points[-1]
+    np.testing.assert_array_equal(inside[:, 0], [0, 1]) and np.testing.assert_array_equal(
+        outside, [[2, 40.0]]
+    )
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
