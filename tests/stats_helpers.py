@@ -36,6 +36,17 @@ def assert_unbiased_with_variance(estimates, truth, variance, *, z=4.0, rel_var=
     assert np.all(np.abs(rel) <= rel_var), rel
 
 
+def assert_divergence_rate(diverging, rate=1e-3, p_min=1e-4):
+    """Divergent transitions are random: instead of "none", the count must be one that a run
+    diverging at ``rate`` per draw exceeds with probability below ``p_min`` (the binomial
+    ``1 - p_min`` quantile; at the default 1e-3 per draw: at most 3 of 1,000, 14 of 4,000,
+    29 of 16,000 draws)."""
+    diverging = np.asarray(diverging)
+    limit = int(stats.binom.ppf(1 - p_min, diverging.size, rate))
+    count = int(diverging.sum())
+    assert count <= limit, f"{count} divergent draws of {diverging.size}, above {limit}"
+
+
 def assert_derivatives_match_differences(target, z, h=1e-6, rel_grad=1e-6, rel_hess=1e-5,
                                          abs_grad=0.0):  # fmt: skip
     """An HMC target's gradient and Hessian at ``z`` against central differences of its

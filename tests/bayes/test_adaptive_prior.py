@@ -13,7 +13,7 @@ from bayesldp.bayes import AdaptiveDirichlet, Dirichlet, as_prior, hmc
 from bayesldp.bayes.exact import exact_posterior
 from bayesldp.bayes.fit import import_arviz
 from bayesldp.errors import InvalidInputError
-from tests.stats_helpers import assert_derivatives_match_differences
+from tests.stats_helpers import assert_derivatives_match_differences, assert_divergence_rate
 
 
 def brute_logpdf(prior, theta):
@@ -251,10 +251,10 @@ def test_hmc_under_the_adaptive_prior_matches_the_exact_posterior(small_tally, b
     post = idata.posterior
     summary = az.summary(idata, var_names=["theta", "a"], kind="all")
     assert summary["r_hat"].max() <= 1.01
-    if scheme == "marginal":
-        assert post.attrs["divergences"] == 0
-    else:
-        assert post.attrs["divergences"] <= 0.01 * post["theta"].shape[0] * 4000
+    # divergent draws are random: a rate bound, not a count (assert_divergence_rate); the
+    # joint scheme's few at large a get 1 % (57 of 16,000 here: within 1 %, p_min 1e-4)
+    assert_divergence_rate(idata.sample_stats["diverging"].values,
+                           rate=1e-3 if scheme == "marginal" else 1e-2)  # fmt: skip
     mean = post["theta"].mean(("chain", "draw")).values
     mcse = summary["mcse_mean"].values[:4]
     assert np.all(np.abs(mean - brute[1]) < 4 * mcse)
@@ -291,7 +291,8 @@ def test_hmc_joint_scheme_on_weak_data_matches_the_exact_posterior(weak_tally):
     assert json.loads(post.attrs["backend_info"])["adaptive_scheme"] == "joint"
     post["log_a"] = np.log(post["a"])
     summary = az.summary(idata, var_names=["theta", "log_a"], kind="all")
-    assert summary["r_hat"].max() <= 1.01 and post.attrs["divergences"] <= 80
+    assert summary["r_hat"].max() <= 1.01
+    assert_divergence_rate(idata.sample_stats["diverging"].values, rate=5e-3)
     mean = post["theta"].mean(("chain", "draw")).values
     assert np.all(np.abs(mean - want_theta) < 4 * summary["mcse_mean"].values[:5])
     log_a_mcse = float(summary.loc["log_a", "mcse_mean"])

@@ -285,7 +285,9 @@ def test_hmc_is_calibrated_grr_k3_eps1():
         GRR(3, 1.0), np.ones(3), 500, BackendSampler("hmc", 1000, 2), 200, 20261122
     )
     assert summary.reps == 200
-    assert summary.low_ess == 0
+    # a rate bound, not "none" (the count is random): were 1 replication in 500 below the
+    # ESS floor, more than 3 of 200 would have probability 8e-4
+    assert summary.low_ess <= 3
     assert summary.min_p > 1e-3, summary.pvalues
     assert 0.85 <= summary.mean_coverage <= 0.95, summary.coverage
     assert np.all((summary.coverage >= 0.85) & (summary.coverage <= 0.95)), summary.coverage
@@ -317,7 +319,7 @@ def test_hmc_on_nested_log_ratios_is_calibrated_rrrr(prior, monkeypatch):
     sampler = BackendSampler("hmc", 1000, 2, {"target_accept": 0.95})
     summary, _ = run_sbc(mech, alpha, 500, sampler, 200, 20261126)
     assert len(calls) == 200
-    assert summary.low_ess <= (0 if prior == "Dirichlet(1)" else 10)
+    assert summary.low_ess <= (3 if prior == "Dirichlet(1)" else 10)  # 3: as in the test above
     assert summary.min_p > 1e-3, summary.pvalues
     assert np.all((summary.coverage >= 0.85) & (summary.coverage <= 0.95)), summary.coverage
 

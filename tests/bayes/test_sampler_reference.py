@@ -21,11 +21,13 @@ import math
 import numpy as np
 import pytest
 from scipy.optimize import brentq
-from scipy.special import gammaln
+from scipy.special import gammaln, roots_jacobi
 from scipy.stats import beta as beta_dist
+from scipy.stats import dirichlet, norm
 
 import bayesldp
-from bayesldp.bayes import exact, hmc, laplace
+from bayesldp.adaptive import AdaptiveSurvey
+from bayesldp.bayes import exact, hmc, laplace, sgld
 from bayesldp.bayes.fit import import_arviz
 
 Z_MAX = 4.0
@@ -35,23 +37,15 @@ ALPHA = np.array([1.0, 1.5, 0.7])
 
 
 class Mixture:
-    """``sum_m w_m Dirichlet(beta_m)`` enumerated from a GRR tally's latent counts."""
+    """``sum_m w_m Dirichlet(beta_m)``: exact means, variances, covariances and marginal CDFs
+    (each marginal a mixture of Beta laws; quantiles by root-finding on the CDF)."""
 
-    def __init__(self, mech, reports, alpha):
-        p, q = mech.p, mech.q
-        comps, logw = [], []
-        for j in itertools.product(*[range(c + 1) for c in reports]):
-            j = np.array(j)
-            b = alpha + j
-            lw = (gammaln(reports + 1) - gammaln(j + 1) - gammaln(reports - j + 1)).sum()
-            lw += j.sum() * math.log(p - q) + (reports - j).sum() * math.log(q)
-            lw += gammaln(b).sum() - gammaln(b.sum()) - gammaln(alpha).sum() + gammaln(alpha.sum())
-            comps.append(b)
-            logw.append(lw)
-        self.comps = np.array(comps)
-        logw = np.array(logw)
-        self.log_evidence = float(np.logaddexp.reduce(logw))
-        self.w = np.exp(logw - self.log_evidence)
+    def __init__(self, w, comps):
+        w = w / w.sum()  # the heaviest components holding all but 1e-13 of the mass
+        order = np.argsort(w)[::-1]
+        keep = order[: int(np.searchsorted(np.cumsum(w[order]), 1 - 1e-13)) + 1]
+        self.w, self.comps = w[keep] / w[keep].sum(), comps[keep]
+        self._marginals = {}
         tot = self.comps.sum(axis=1, keepdims=True)
         mu = self.comps / tot
         self.mean = self.w @ mu
@@ -63,37 +57,79 @@ class Mixture:
             self.mean, self.mean
         )
 
+    @classmethod
+    def grr(cls, mech, reports, alpha):
+        """The posterior of GRR report counts, enumerated over the latent truthful counts."""
+        p, q = mech.p, mech.q
+        comps, logw = [], []
+        for j in itertools.product(*[range(c + 1) for c in reports]):
+            j = np.array(j)
+            b = alpha + j
+            lw = (gammaln(reports + 1) - gammaln(j + 1) - gammaln(reports - j + 1)).sum()
+            lw += j.sum() * math.log(p - q) + (reports - j).sum() * math.log(q)
+            lw += gammaln(b).sum() - gammaln(b.sum()) - gammaln(alpha).sum() + gammaln(alpha.sum())
+            comps.append(b)
+            logw.append(lw)
+        logw = np.array(logw)
+        out = cls(np.exp(logw - logw.max()), np.array(comps))
+        out.log_evidence = float(np.logaddexp.reduce(logw))
+        return out
+
+    def marginal(self, x):
+        """theta_x's law: weights and Beta parameters, components with equal ones merged."""
+        if x not in self._marginals:
+            pairs = np.stack([self.comps[:, x], self.comps.sum(axis=1) - self.comps[:, x]], 1)
+            uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+            self._marginals[x] = (np.bincount(inverse.ravel(), self.w), uniq[:, 0], uniq[:, 1])
+        return self._marginals[x]
+
     def cdf(self, x, t):
-        b = self.comps[:, x]
-        return float(self.w @ beta_dist.cdf(t, b, self.comps.sum(axis=1) - b))
+        w, b0, b1 = self.marginal(x)
+        return float(w @ beta_dist.cdf(t, b0, b1))
 
     def quantile(self, x, prob):
-        return brentq(lambda t: self.cdf(x, t) - prob, 1e-12, 1 - 1e-12, xtol=1e-13)
+        return brentq(lambda t: self.cdf(x, t) - prob, 0.0, 1.0, xtol=1e-12)
+
+    def functionals(self, x):
+        """(name, g, E g, standard error of E g) of the checks on coordinate ``x``."""
+        lo, hi, m = self.quantile(x, 0.05), self.quantile(x, 0.95), self.mean[x]
+        return [("mean", lambda t: t, m, 0.0),
+                ("var", lambda t: (t - m) ** 2, self.var[x], 0.0),
+                ("q05", lambda t: (t <= lo).astype(float), 0.05, 0.0),
+                ("q95", lambda t: (t >= hi).astype(float), 0.05, 0.0)]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def reference():
-    return Mixture(MECH, REPORTS, ALPHA)
+    return Mixture.grr(MECH, REPORTS, ALPHA)
 
 
 def z_scores(theta, ref):
-    """(functional, coordinate) -> z of the draws' average against the exact value, and the
-    MCSE of each (``theta`` of shape (chains, draws, K))."""
+    """(functional, coordinate) -> z of the draws' average against the reference value, and
+    the MCSE of each (``theta`` of shape (chains, draws, K)): ``z = (mean g - E g) /
+    sqrt(MCSE^2 + se_ref^2)``, ``MCSE = sd(g) / sqrt(ESS_mean(g))`` (arviz), ``se_ref`` the
+    reference's own standard error (0 for an exact one)."""
     az = import_arviz()
     out = {}
     for x in range(theta.shape[2]):
         t = theta[:, :, x]
-        lo, hi = ref.quantile(x, 0.05), ref.quantile(x, 0.95)
-        for name, g, exact_value in [
-            ("mean", t, ref.mean[x]),
-            ("var", (t - ref.mean[x]) ** 2, ref.var[x]),
-            ("q05", (t <= lo).astype(float), 0.05),
-            ("q95", (t >= hi).astype(float), 0.05),
-        ]:
+        for name, fn, exact_value, ref_se in ref.functionals(x):
+            g = fn(t)
             ess = float(az.ess(g, method="mean"))
             mcse = g.std() / math.sqrt(ess)
-            out[name, x] = ((g.mean() - exact_value) / mcse, mcse)
+            out[name, x] = ((g.mean() - exact_value) / math.hypot(mcse, ref_se), mcse)
     return out
+
+
+def z_limit(n_checks, fwer=1e-3):
+    """The |z| bound of ``n_checks`` two-sided checks whose family-wise false alarm is ``fwer``
+    (Bonferroni, normal approximation): 3.94 for 12 checks, 4.0 for 16."""
+    return float(norm.isf(fwer / (2 * n_checks)))
+
+
+def assert_no_z_beyond(z, z_max):
+    bad = {k: round(v[0], 2) for k, v in z.items() if abs(v[0]) >= z_max}
+    assert not bad, (bad, {k: round(v[0], 2) for k, v in z.items()})
 
 
 def test_exact_mixture_is_the_enumerated_one(reference):
@@ -146,7 +182,7 @@ def test_laplace_importance_weights_move_the_mean_to_the_exact_one():
     autocorrelation, about 0.01 posterior sd here, so a weighted mean off by 0.05 sd fails;
     reversed weights (surrogate over exact) put it 43 standard errors off."""
     mech, reports = bayesldp.GRR(3, 3.0), np.array([8, 1, 3])
-    reference = Mixture(mech, reports, ALPHA)
+    reference = Mixture.grr(mech, reports, ALPHA)
     with pytest.warns(UserWarning, match="differs from the draws' mean"):  # it is off: it says so
         out = laplace.sample(mech.tally_from_report_counts(reports), ALPHA, draws=5000, chains=4,
                              random_seed=36)  # fmt: skip
@@ -162,3 +198,287 @@ def test_laplace_importance_weights_move_the_mean_to_the_exact_one():
     z_is = (is_mean - reference.mean) / se
     assert np.max(np.abs(z_plain)) > 2 * Z_MAX, z_plain  # the weights have work to do
     assert np.all(np.abs(z_is) < Z_MAX), (z_is, z_plain)
+
+
+# ------------------------------------------------------------------ the exact mixture itself
+def simplex_rule(alpha, n_nodes):
+    """Nodes (N, 3) and weights (N,) on the 2-simplex with ``sum_i w_i f(theta_i) =
+    E_{Dir(alpha)} f`` exactly for every polynomial ``f`` of degree below ``2 n_nodes`` in each
+    of ``u = theta_0`` and ``v = theta_1 / (1 - theta_0)``: Gauss-Jacobi in ``u`` (weight
+    ``u^(a_0 - 1) (1 - u)^(a_1 + a_2 - 1)``, the Jacobian ``1 - u`` included) times
+    Gauss-Jacobi in ``v`` (weight ``v^(a_1 - 1) (1 - v)^(a_2 - 1)``), so the Dirichlet's
+    singular corners cost nothing.  A likelihood of ``n`` reports is a polynomial of degree
+    ``n`` in ``theta``, so of degree at most ``n`` in each of ``u`` and ``v``."""
+    a0, a1, a2 = alpha
+    xu, wu = roots_jacobi(n_nodes, a1 + a2 - 1, a0 - 1)
+    xv, wv = roots_jacobi(n_nodes, a2 - 1, a1 - 1)
+    u, v = np.meshgrid((1 + xu) / 2, (1 + xv) / 2, indexing="ij")
+    theta = np.stack([u, (1 - u) * v, (1 - u) * (1 - v)], axis=-1).reshape(-1, 3)
+    w = np.outer(wu, wv).ravel()
+    return theta, w / w.sum()
+
+
+def _rrrr(subset, eps=1.0, eps1=0.8, k=3):
+    return bayesldp.RRRR(k=k, epsilon=eps, subset=subset, eps1=eps1)
+
+
+SMALL_TALLIES = {
+    "rrrr": lambda: _rrrr([0]).simulate_tally(np.array([12, 6, 4]), rng=1),
+    "rrrr-two-subsets": lambda: (_rrrr([0]).simulate_tally(np.array([7, 4, 3]), rng=2)
+                                 + _rrrr([1, 2]).simulate_tally(np.array([6, 3, 3]), rng=3)),
+    "oue": lambda: bayesldp.OUE(3, 1.0).simulate_tally(np.array([6, 3, 2]), rng=4),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("strategy", ["residual", "latent"])
+@pytest.mark.parametrize("name", sorted(SMALL_TALLIES))
+def test_exact_mixture_matches_gauss_jacobi_quadrature(name, strategy):
+    """:func:`bayesldp.bayes.exact.exact_posterior` on small RRRR tallies (one subset, and two
+    subsets merged as an adaptive survey's are) and an OUE tally (rows per distinct support
+    set), K = 3, prior Dirichlet(0.7, 1.3, 2): the evidence, the mean, the covariance and the
+    third moments E[theta_x^3] against :func:`simplex_rule` applied to ``tally.loglik`` (a
+    quadrature exact for these polynomial integrands, independent of the expansion: no
+    latent counts, no merging of monomials).  Deterministic: a relative error of 1e-9 in a
+    moment (of 1e-9 in the evidence) fails, so any change to the component weights, their
+    exponents or the moment formulas does."""
+    tally = SMALL_TALLIES[name]()
+    alpha = np.array([0.7, 1.3, 2.0])
+    post = exact.exact_posterior(tally, alpha, strategy=strategy)
+    theta, w = simplex_rule(alpha, tally.n // 2 + 6)
+    loglik = tally.loglik(theta)
+    top = loglik.max()
+    lik = w * np.exp(loglik - top)
+    evidence = lik.sum()
+    assert post.log_marginal_likelihood == pytest.approx(top + math.log(evidence), abs=1e-9)
+    p = lik / evidence
+    mean = p @ theta
+    np.testing.assert_allclose(post.mean, mean, rtol=1e-10)
+    cov = (theta * p[:, None]).T @ theta - np.outer(mean, mean)
+    np.testing.assert_allclose(post.cov, cov, rtol=1e-9, atol=1e-14)
+    comps = alpha + post.exponents
+    tot = comps.sum(axis=1, keepdims=True)
+    third = np.exp(post.log_weights) @ (comps * (comps + 1) * (comps + 2)
+                                        / (tot * (tot + 1) * (tot + 2)))  # fmt: skip
+    np.testing.assert_allclose(third, p @ theta**3, rtol=1e-9)
+    pts = np.array([[0.5, 0.2, 0.3], [0.1, 0.1, 0.8]])
+    want = dirichlet.logpdf(pts.T, alpha) + tally.loglik(pts) - post.log_marginal_likelihood
+    np.testing.assert_allclose(post.logpdf(pts), want, rtol=1e-10)
+
+
+# ------------------------------------------------------------ the nested and joint schemes
+def nested_rrrr_tally():
+    """RRRR, K = 3, S = {0}, eps = 2, eps1 = 1.9 (so eps2 = 0.21): the reports measure
+    categories 1 and 2 mostly through their total, and hmc nests them."""
+    return _rrrr([0], eps=2.0, eps1=1.9).simulate_tally(np.array([30, 20, 15]), rng=3)
+
+
+def exact_reference(tally, alpha):
+    post = exact.exact_posterior(tally, alpha)
+    return Mixture(np.exp(post.log_weights), alpha + post.exponents)
+
+
+def test_nested_scheme_matches_the_exact_posterior():
+    """hmc on nested log-ratios (chosen by ``coordinates="auto"`` itself, no patching) on
+    :func:`nested_rrrr_tally` under Dirichlet(0.8, 1, 1.5), 4 chains x 25,000 draws, against
+    the exact mixture (checked against quadrature above): 12 z-scores within the Bonferroni
+    bound for a family-wise false alarm of 1e-3 (3.94; largest |z| 1.2 on the committed
+    seed).  MCSEs there: 0.33 % of a posterior sd for the means, 0.5-0.65 % of each variance,
+    0.0008-0.001 for a 5 % tail mass, so with power 0.9 (bias of (3.94 + 1.28) MCSE) the
+    check sees a mean off by 1.8 % of a posterior sd, a variance off by 3.4 % and a tail mass
+    off by 0.005."""
+    tally = nested_rrrr_tally()
+    alpha = np.array([0.8, 1.0, 1.5])
+    out = hmc.sample(tally, alpha, draws=25_000, chains=4, random_seed=36)
+    assert out.info["coordinates"] == "nested" and out.info["nested_group"] == [1, 2]
+    assert_no_z_beyond(z_scores(out.theta, exact_reference(tally, alpha)), z_limit(12))
+
+
+def adaptive_reference(tally, prior):
+    """The posterior of ``theta`` and ``log a`` under ``theta | a ~ Dirichlet(a 1)``,
+    ``log a ~ N(prior.log_a_mean, prior.log_a_sd^2)`` (the joint scheme's continuous prior):
+    trapezoidal quadrature in ``log a`` (step 0.1 over +-6 prior sd: the integrand is smooth,
+    the posterior sd of ``log a`` about 1.5-1.9 here, so the rule's error is far below the
+    Monte Carlo one; the prior mass beyond 6 sd is 2e-9) of the exact mixture given ``a``.
+    The mixture's coefficients ``C_m`` are read once from the exact posterior under
+    Dirichlet(1) and re-weighted for every ``a``: ``w_m(a) ∝ C_m B(a + m) / B(a)``."""
+    k = tally.k
+    post = exact.exact_posterior(tally, 1.0)
+    m = post.exponents
+    size = m.sum(axis=1)
+    log_c = post.log_weights - (gammaln(1 + m).sum(axis=1) - gammaln(k + size) + gammaln(k))
+    grid = bayesldp.bayes.AdaptiveDirichlet(k, prior.log_a_mean, prior.log_a_sd, step=0.1,
+                                            width=6.0)  # fmt: skip
+    a = grid.a[:, None]
+    logw = (log_c + gammaln(a[:, :, None] + m).sum(axis=2) - gammaln(k * a + size)
+            - k * gammaln(a) + gammaln(k * a))  # fmt: skip  (nodes, components)
+    logw += grid.log_w[:, None]
+    logw -= logw.max()
+    w = np.exp(logw)
+    p_a = w.sum(axis=1) / w.sum()
+    ref = Mixture(w.ravel(), (a[:, :, None] + m).reshape(-1, k))
+    log_a_mean = float(p_a @ grid.log_a)
+    ref.log_a = (log_a_mean, float(p_a @ (grid.log_a - log_a_mean) ** 2))
+    return ref
+
+
+@pytest.mark.parametrize("case", ["grr", "rrrr-nested"])
+def test_joint_scheme_matches_the_quadrature_over_a(case):
+    """``fit(prior="adaptive")``'s default sampler, hmc's joint scheme (NUTS on ``(u, log a)``;
+    on the RRRR tally on nested log-ratios), 4 chains x 15,000 draws, against
+    :func:`adaptive_reference`: 12 z-scores of theta (means, variances, 5 % tail masses) and
+    the mean and variance of ``log a``, 14 checks within 3.97 (family-wise 1e-3; largest |z|
+    1.7 on the committed seed).  MCSEs there: theta's means 0.5-0.9 % of a posterior sd,
+    variances 0.7-2.4 %, tail masses 0.001-0.003, E[log a] 0.7-0.8 % of its posterior sd,
+    Var[log a] 1-1.4 %; so the check sees, with power 0.9 (bias of 5.25 MCSE), a mean off by
+    4.7 % of a posterior sd, a variance off by 13 % (4 % for the best measured), a tail mass
+    off by 0.017, E[log a] off by 4.4 % of its sd and Var[log a] off by 7.4 %."""
+    az = import_arviz()
+    if case == "grr":
+        tally = MECH.tally_from_report_counts(REPORTS)
+    else:
+        tally = nested_rrrr_tally()
+    prior = bayesldp.bayes.AdaptiveDirichlet(3)
+    out = hmc.sample(tally, prior, draws=15_000, chains=4, random_seed=36)
+    assert out.info["adaptive_scheme"] == "joint"
+    assert out.info["coordinates"] == ("alr" if case == "grr" else "nested")
+    ref = adaptive_reference(tally, prior)
+    z = z_scores(out.theta, ref)
+    log_a = np.log(out.extra["a"])
+    for name, g, want in [("log a mean", log_a, ref.log_a[0]),
+                          ("log a var", (log_a - ref.log_a[0]) ** 2, ref.log_a[1])]:  # fmt: skip
+        mcse = g.std() / math.sqrt(float(az.ess(g, method="mean")))
+        z[name, 0] = ((g.mean() - want) / mcse, mcse)
+    assert_no_z_beyond(z, z_limit(14))
+
+
+# ------------------------------------------------------------------------ the smoothness prior
+class ImportanceReference:
+    """A posterior by self-normalised importance sampling from the prior: draws ``theta_i``
+    with weights ``w_i ∝ exp(loglik(theta_i))``; each functional's expectation is ``sum_i w_i
+    g_i`` with standard error ``sqrt(sum_i w_i^2 (g_i - E g)^2)``, included in the z-scores."""
+
+    def __init__(self, theta, loglik, extra=None):
+        w = np.exp(loglik - loglik.max())
+        self.w, self.theta, self.extra = w / w.sum(), theta, extra
+        self.ess = 1.0 / float(self.w @ self.w)
+        self.mean = self.w @ theta
+
+    def expect(self, g):
+        value = float(self.w @ g)
+        return value, float(np.sqrt(self.w**2 @ (g - value) ** 2))
+
+    def quantile(self, values, prob):
+        order = np.argsort(values)
+        return float(values[order][np.searchsorted(np.cumsum(self.w[order]), prob)])
+
+    def functionals(self, x):
+        t = self.theta[:, x]
+        m = self.mean[x]
+        lo, hi = self.quantile(t, 0.05), self.quantile(t, 0.95)
+        out = []
+        for name, fn in [("mean", lambda t: t), ("var", lambda t: (t - m) ** 2),
+                         ("q05", lambda t: (t <= lo).astype(float)),
+                         ("q95", lambda t: (t >= hi).astype(float))]:  # fmt: skip
+            out.append((name, fn, *self.expect(fn(t))))
+        return out
+
+
+def smooth_prior_draws(k, prior, size, gen):
+    """``theta`` and ``log lambda`` from :class:`~bayesldp.bayes.SmoothDensity`'s definition,
+    written out here (not through its code): ``f = b (t - 1/2) + E y``, ``t`` the bins'
+    centres on [0, 1], ``E`` the eigenvectors of ``D^T D`` (``D`` the second differences) with
+    non-zero eigenvalues ``mu``, ``y_j ~ N(0, lambda^2 / (K^3 mu_j))``, ``b ~ N(0, s_b^2)``,
+    ``log lambda ~ N(mu_0, sigma_0^2)``, ``theta = softmax(f)``."""
+    d = np.diff(np.eye(k), n=2, axis=0)
+    mu, vecs = np.linalg.eigh(d.T @ d)
+    modes, mu = vecs[:, mu > 1e-9], mu[mu > 1e-9]
+    line = (np.arange(k) + 0.5) / k - 0.5
+    log_lam = prior.log_scale_mean + prior.log_scale_sd * gen.standard_normal(size)
+    b = prior.slope_sd * gen.standard_normal(size)
+    y = np.exp(log_lam)[:, None] / np.sqrt(k**3 * mu) * gen.standard_normal((size, mu.size))
+    f = b[:, None] * line + y @ modes.T
+    f -= f.max(axis=1, keepdims=True)
+    theta = np.exp(f)
+    return theta / theta.sum(axis=1, keepdims=True), log_lam
+
+
+def test_smoothness_prior_matches_importance_sampling_from_the_prior():
+    """hmc under :class:`~bayesldp.bayes.SmoothDensity` (its RW2 coefficients, slope and
+    ``log lambda``), K = 3 bins, 90 GRR reports at eps = 1, ``slope_sd = 3``, ``log lambda ~
+    N(log 30, 1)``, 4 chains x 10,000 draws, against self-normalised importance sampling from
+    the prior (2,000,000 prior draws written out from the prior's definition,
+    :func:`smooth_prior_draws`; importance ESS about 300,000): theta's means, variances and
+    5 % tail masses and E[log lambda], 13 checks within 3.97 (family-wise 1e-3), each z on
+    the combined standard error of the two estimates.  Standard errors on the committed seed
+    are 0.6-1.0 % of a posterior sd for the
+    means, 1.2-1.6 % of each variance, 0.0012-0.0035 for a tail mass and 1.1 % of its sd for
+    E[log lambda] (largest |z| 1.0): with power 0.9 (5.25 standard errors) the check sees a
+    mean off by 5 % of a posterior sd, a variance off by 8.5 %, a tail mass off by 0.018 and
+    E[log lambda] off by 5.8 % of its posterior sd.
+
+    Not the default prior: with ``slope_sd = 100`` and ``log lambda ~ N(log 30, 2.5^2)`` on
+    28 reports (K = 3) the same check fails: 4 % of the transitions diverge and E[log lambda]
+    is 7 MCSE above the importance-sampling value (3.57 against 3.06; scratch runs at this
+    commit), so on weakly identified smoothness the sampler is biased there."""
+    az = import_arviz()
+    tally = MECH.tally_from_report_counts(np.array([40, 30, 20]))
+    prior = bayesldp.bayes.SmoothDensity(3, log_scale_sd=1.0, slope_sd=3.0)
+    theta, log_lam = smooth_prior_draws(3, prior, 2_000_000, np.random.default_rng(36))
+    ref = ImportanceReference(theta, tally.loglik(theta))
+    assert ref.ess > 100_000, ref.ess
+    out = hmc.sample(tally, prior, draws=10_000, chains=4, random_seed=36)
+    z = z_scores(out.theta, ref)
+    g = np.log(out.extra["smoothness"])
+    want, se = ref.expect(log_lam)
+    mcse = g.std() / math.sqrt(float(az.ess(g, method="mean")))
+    z["log lambda", 0] = ((g.mean() - want) / math.hypot(mcse, se), mcse)
+    assert_no_z_beyond(z, z_limit(13))
+
+
+# ------------------------------------------------------------------------------------ SGLD
+def test_sgld_is_within_its_documented_bias_of_the_exact_posterior(reference):
+    """SGLD is approximate: :func:`bayesldp.bayes.sgld.sample` promises (its docstring,
+    measured there) posterior means within 0.035 posterior sd and sds 1-5 % too wide at its
+    default step.  Against the enumerated GRR posterior (4 chains x 5,000 draws): each mean
+    within 0.05 posterior sd plus the z bound of MCSEs, each variance between 0.97 and 1.12
+    times the exact one (sd -1.5 % to +6 %) plus the z bound, 6 checks within 3.59
+    (family-wise 1e-3).  On the committed seed the means were 0.013-0.036 sd off and the
+    variance ratios 1.016-1.031, with MCSEs of 1.3-1.5 % of a posterior sd and 1.5-1.8 % of a
+    variance: with power 0.9 the check sees a mean off by 0.05 + 4.87 x 0.015 = 0.12
+    posterior sd, or a variance ratio below 0.885 or above 1.21 (a 10 % error in the
+    posterior sd); it cannot see the documented bias itself."""
+    az = import_arviz()
+    tally = MECH.tally_from_report_counts(REPORTS)
+    out = sgld.sample(tally, ALPHA, draws=5000, chains=4, random_seed=36)
+    sd = np.sqrt(reference.var)
+    z, z_max = {}, z_limit(6)
+    for x in range(3):
+        t = out.theta[:, :, x]
+        for name, g, lo, hi in [
+            ("mean", t, reference.mean[x] - 0.05 * sd[x], reference.mean[x] + 0.05 * sd[x]),
+            ("var", (t - reference.mean[x]) ** 2, 0.97 * reference.var[x],
+             1.12 * reference.var[x]),
+        ]:  # fmt: skip
+            mcse = g.std() / math.sqrt(float(az.ess(g, method="mean")))
+            z[name, x] = (max(g.mean() - hi, lo - g.mean(), 0.0) / mcse, mcse / sd[x] ** (
+                1 if name == "mean" else 2))
+    assert_no_z_beyond(z, z_max)
+
+
+# ------------------------------------------------------------------- the survey's posterior
+def test_survey_posterior_matches_the_exact_mixture_of_its_reports():
+    """An adaptive survey (K = 3, eps = 1, 40 users, a subset chosen per user from posterior
+    draws) leaves a tally of RRRR rows under several subsets; its posterior (``fit`` of that
+    tally, hmc, fixed Dirichlet(1) prior, 4 chains x 20,000 draws) against the exact mixture of
+    the same tally (checked against quadrature above): 12 z-scores within 3.94 (family-wise
+    1e-3; largest |z| 1.7 on the committed seed).  MCSEs there: 0.5 % of a
+    posterior sd for the means, 0.7-0.75 % of each variance, 0.0009-0.0013 for a tail mass:
+    with power 0.9 the check sees a mean off by 2.6 % of a posterior sd, a variance off by
+    3.9 % and a tail mass off by 0.007."""
+    x = np.random.default_rng(1).choice(3, size=40, p=[0.6, 0.3, 0.1])
+    survey = AdaptiveSurvey(3, 1.0, prior=1.0, random_seed=3, fit_method="hmc").simulate(x)
+    tally = survey.tally()
+    assert tally.n_rows > 3  # reports under more than one subset
+    idata = survey.posterior(draws=20_000, chains=4)
+    theta = idata.posterior["theta"].values
+    assert_no_z_beyond(z_scores(theta, exact_reference(tally, np.ones(3))), z_limit(12))
