@@ -42,6 +42,7 @@ import pytest
 
 from bayesldp.errors import StoreWriteError
 from bayesldp.workflows.cli import main
+from tests.workflows.test_cli import SMALL_SPEC
 
 SURVEY = """
 [survey]
@@ -221,23 +222,7 @@ def test_numerical_count_sums_beyond_int64_are_refused():
 
 
 # -------------------------------------------------------------- 11. Ctrl-C and the lock file
-STUDY = """
-[study]
-name = "small"
-n = 2000
-repeats = 2
-[population]
-kind = "dirichlet"
-k = 4
-[estimators]
-methods = ["oracle", "mle"]
-[bayes]
-draws = 200
-chains = 2
-[[mechanisms]]
-name = "OUE"
-epsilon = [0.5, 2.0]
-"""
+STUDY = SMALL_SPEC  # a two-cell OUE study (tests/workflows/test_cli.py)
 STUDY_FILES = ["estimates.csv", "metrics.csv", "posterior_OUE_k_4__epsilon_0_5.nc",
                "posterior_OUE_k_4__epsilon_2.nc", "report.md"]  # fmt: skip
 
