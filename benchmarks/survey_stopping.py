@@ -17,12 +17,16 @@ Usage::
 
     python benchmarks/survey_stopping.py                  # writes results/survey_stopping.md
     python benchmarks/survey_stopping.py --surveys 4 --out /tmp/s.md
+
+Each finished survey is a line of ``results/survey_stopping.jsonl`` (the ``--out`` path with
+``.jsonl``); a rerun with the same settings takes those and runs only the rest.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import math
 import os
 import platform
@@ -84,12 +88,39 @@ def main() -> None:
     jobs = [(rho, rep, args.k, args.epsilon, args.width, args.n_max)
             for rep in range(args.surveys) for rho in rhos]  # fmt: skip
     n_fixed = fixed_size(args.k, args.epsilon, args.width)
+    cache = args.out.with_suffix(".jsonl")  # one line per finished survey: a rerun resumes
+    done = _cached(cache, args)
     results: dict[float, list[dict]] = {rho: [] for rho in rhos}
-    with ProcessPoolExecutor(args.workers) as pool:  # the table is rewritten every 20 surveys
-        for i, result in enumerate(pool.map(one_survey, *zip(*jobs, strict=True)), 1):
-            results[jobs[i - 1][0]].append(result)
-            if i % 20 == 0 or i == len(jobs):
+    for job in jobs:
+        if job[:2] in done:
+            results[job[0]].append(done[job[:2]])
+    todo = [job for job in jobs if job[:2] not in done]
+    with ProcessPoolExecutor(args.workers) as pool, cache.open("a") as log:
+        for i, result in enumerate(pool.map(one_survey, *zip(*todo, strict=True)), 1):
+            results[todo[i - 1][0]].append(result)
+            key = {"rho": todo[i - 1][0], "rep": todo[i - 1][1], **_settings(args)}
+            log.write(json.dumps({**key, **result}) + "\n")
+            log.flush()
+            if i % 20 == 0:  # the table is rewritten every 20 surveys
                 _write(args, results, n_fixed, load[0], time.perf_counter() - started)
+    _write(args, results, n_fixed, load[0], time.perf_counter() - started)
+
+
+def _settings(args: argparse.Namespace) -> dict:
+    return {"k": args.k, "epsilon": args.epsilon, "target_width": args.width, "n_max": args.n_max}
+
+
+def _cached(cache: Path, args: argparse.Namespace) -> dict[tuple, dict]:
+    """Surveys already run with these settings, by (rho, rep), from the results' JSON lines."""
+    done = {}
+    if cache.exists():
+        for line in cache.read_text().splitlines():
+            row = json.loads(line)
+            if all(row[key] == value for key, value in _settings(args).items()):
+                result = {key: row[key] for key in ("users", "stopped", "covered", "pool_covered",
+                                                    "width")}  # fmt: skip
+                done[(row["rho"], row["rep"])] = result
+    return done
 
 
 def _row(rho: float | str, res: list[dict], n_fixed: int) -> str:
