@@ -45,7 +45,10 @@ def _distribution(module: str) -> str:
 def test_package_and_benchmark_imports_are_declared():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = _declared(project["dependencies"])
-    bench = core | _declared(project["optional-dependencies"]["bench"])
+    extras = project["optional-dependencies"]
+    dask = _declared(extras["dask"])  # the scale-out extra (bayesldp/_optional.py)
+    bench = core | _declared(extras["bench"]) | dask  # bench installs bayesldp[dask]
+    assert "bayesldp[dask]" in extras["bench"] and "bayesldp[dask]" in extras["test"]
     package = _third_party_imports((ROOT / "bayesldp").rglob("*.py")) - OPTIONAL
     optional_backends = {"nutpie", "numpyro", "jax", "blackjax"}  # lazily imported, own extras
     missing = {_distribution(m) for m in package - optional_backends} - core
@@ -55,7 +58,7 @@ def test_package_and_benchmark_imports_are_declared():
     benchmarks = _third_party_imports(scripts) - FROM_MIRROR - siblings
     missing = {_distribution(m) for m in benchmarks} - bench
     assert not missing, f"imported by benchmarks/ but not in the bench extra: {missing}"
-    assert {"pandas", "pyarrow"} <= core
+    assert "pandas" in core and {"dask", "distributed", "pyarrow"} <= dask
 
 
 def test_every_lazy_name_is_imported_for_type_checkers():

@@ -42,8 +42,16 @@ from bayesldp.bayes import _feedback
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.diagnostics import diagnose
-from bayesldp.bayes.fit_options import check_draws, check_options, method_options
-from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, Prior, SmoothDensity, as_prior
+from bayesldp.bayes.fit_options import BACKENDS, check_draws, check_options, method_options
+from bayesldp.bayes.prior import (
+    SMOOTH_METHODS,
+    AdaptiveDirichlet,
+    Dirichlet,
+    Prior,
+    SmoothDensity,
+    as_prior,
+    default_prior,
+)
 from bayesldp.errors import (
     BayesLDPError,
     InvalidInputError,
@@ -55,18 +63,8 @@ from bayesldp.tally import Tally, joint_tally
 if TYPE_CHECKING:
     import arviz
 
-#: method name -> backend module
-BACKENDS: dict[str, str] = {
-    "exact": "bayesldp.bayes.exact",
-    "hmc": "bayesldp.bayes.hmc",
-    "nuts": "bayesldp.bayes.nuts",
-    "sgld": "bayesldp.bayes.sgld",
-    "laplace": "bayesldp.bayes.laplace",
-}
 #: methods that sample under the adaptive prior (AdaptiveDirichlet)
 ADAPTIVE_METHODS = ("exact", "hmc", "nuts", "sgld", "laplace")
-#: methods that sample under the smoothness prior (SmoothDensity); "auto" takes the first
-SMOOTH_METHODS = ("hmc", "nuts")
 #: aliases resolved before dispatch ("auto" by name alone; fit() then chooses by cost)
 ALIASES: dict[str, str] = {"auto": "hmc"}
 #: methods "auto" chooses among (bayesldp.bayes.cost.choose_method)
@@ -446,23 +444,6 @@ def _choose_method(
     return resolved, None
 
 
-def default_prior(prior: Any, tally: Tally, resolved: str) -> Any:
-    """``prior``, or where it is None the mechanism's default: ``"smooth"`` on ordered bins
-    (``DEFAULT_PRIOR``, numerical mechanisms) when ``resolved`` can sample it; Dirichlet(1),
-    with the mechanism's warning about it, where the mechanism has one
-    (``DEFAULT_PRIOR_CAVEAT``: numerical mechanisms under other methods, PCKV-PM); else
-    ``"adaptive"`` (:class:`~bayesldp.bayes.AdaptiveDirichlet`)."""
-    if prior is not None:
-        return prior
-    mech = tally.mechanism
-    smooth = getattr(mech, "DEFAULT_PRIOR", None) == "smooth" and tally.k >= 3
-    if smooth and resolved in SMOOTH_METHODS:
-        return "smooth"
-    caveat = getattr(mech, "DEFAULT_PRIOR_CAVEAT", None)
-    if caveat:
-        warnings.warn(f"prior: the default Dirichlet(1) {caveat}", UserWarning, stacklevel=3)
-        return 1.0
-    return "adaptive"
 
 
 def _smooth_method(method: str, resolved: str) -> tuple[str, str | None]:

@@ -17,7 +17,16 @@ from typing import Any
 
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 
-__all__ = ["check_draws", "check_options"]
+__all__ = ["BACKENDS", "check_draws", "check_options"]
+
+#: method -> the module whose ``sample`` it calls (and whose ``OPTIONS`` it takes)
+BACKENDS: dict[str, str] = {
+    "exact": "bayesldp.bayes.exact",
+    "hmc": "bayesldp.bayes.hmc",
+    "nuts": "bayesldp.bayes.nuts",
+    "sgld": "bayesldp.bayes.sgld",
+    "laplace": "bayesldp.bayes.laplace",
+}
 
 #: fit's own keywords (for suggestions)
 FIT_KEYWORDS = (
@@ -46,8 +55,6 @@ def check_draws(draws: Any) -> None:
 
 def method_options(resolved: str) -> tuple[str, ...]:
     """The options the backend of method ``resolved`` takes (its module's ``OPTIONS``)."""
-    from bayesldp.bayes.fit import BACKENDS
-
     return tuple(getattr(importlib.import_module(BACKENDS[resolved]), "OPTIONS", ()))
 
 
@@ -58,8 +65,6 @@ def check_options(
     unknown = sorted(set(options) - set(method_options(resolved)))
     if not unknown:
         return
-    from bayesldp.bayes.fit import BACKENDS
-
     name = unknown[0]
     takers = [m for m in BACKENDS if m != resolved and name in method_options(m)]
     chosen = f"method {resolved!r}"

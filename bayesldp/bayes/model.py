@@ -151,8 +151,7 @@ def _is_pymc_variable(value: Any) -> bool:
 
 def _prior_object(prior: Any, tally: Tally) -> Any:
     """``prior`` as :func:`bayesldp.fit` reads it (its default for ``None``)."""
-    from bayesldp.bayes.fit import default_prior
-    from bayesldp.bayes.prior import as_prior
+    from bayesldp.bayes.prior import as_prior, default_prior
 
     return as_prior(default_prior(prior, tally, "nuts"), tally.k)
 

@@ -17,6 +17,7 @@ import functools
 import json
 import math
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -617,3 +618,27 @@ def dirichlet_draws(gen: np.random.Generator, alphas: np.ndarray) -> np.ndarray:
     draws = np.exp(log_g)
     draws /= draws.sum(axis=-1, keepdims=True)
     return draws
+
+
+#: methods that sample under the smoothness prior (SmoothDensity); "auto" takes the first
+SMOOTH_METHODS = ("hmc", "nuts")
+
+
+def default_prior(prior: Any, tally: Any, resolved: str) -> Any:
+    """:func:`bayesldp.fit`'s prior for ``prior`` on ``tally`` under method ``resolved``:
+    ``prior``, or where it is None the mechanism's default: ``"smooth"`` on ordered bins
+    (``DEFAULT_PRIOR``, numerical mechanisms) when ``resolved`` can sample it; Dirichlet(1),
+    with the mechanism's warning about it, where the mechanism has one
+    (``DEFAULT_PRIOR_CAVEAT``: numerical mechanisms under other methods, PCKV-PM); else
+    ``"adaptive"`` (:class:`~bayesldp.bayes.AdaptiveDirichlet`)."""
+    if prior is not None:
+        return prior
+    mech = tally.mechanism
+    smooth = getattr(mech, "DEFAULT_PRIOR", None) == "smooth" and tally.k >= 3
+    if smooth and resolved in SMOOTH_METHODS:
+        return "smooth"
+    caveat = getattr(mech, "DEFAULT_PRIOR_CAVEAT", None)
+    if caveat:
+        warnings.warn(f"prior: the default Dirichlet(1) {caveat}", UserWarning, stacklevel=3)
+        return 1.0
+    return "adaptive"

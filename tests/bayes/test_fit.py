@@ -76,7 +76,7 @@ def test_groups_dims_and_attrs(exact_fit, grr_tally):
     np.testing.assert_array_equal(const["prior_alpha"], [0.5, 0.5, 0.5])
 
 
-def test_log_likelihood_is_per_row_c_log_l_theta(grr_tally):
+def test_log_likelihood_is_log_l_theta_per_report(grr_tally):
     exact_fit = fit(
         grr_tally,
         prior=0.5,
@@ -87,10 +87,11 @@ def test_log_likelihood_is_per_row_c_log_l_theta(grr_tally):
         idata_kwargs={"log_likelihood": True},
     )
     loglik = exact_fit.log_likelihood["counts"]
-    assert loglik.dims == ("chain", "draw", "row")
+    assert loglik.dims == ("chain", "draw", "report")
     theta = exact_fit.posterior["theta"].values
-    expected = grr_tally.counts * np.log(theta @ grr_tally.rows.T)
+    expected = np.repeat(np.log(theta @ grr_tally.rows.T), grr_tally.counts, axis=-1)
     np.testing.assert_allclose(loglik.values, expected, rtol=1e-13)
+    np.testing.assert_array_equal(loglik["row"], np.repeat(np.arange(3), grr_tally.counts))
     np.testing.assert_allclose(
         loglik.values.sum(axis=-1), grr_tally.loglik(theta), rtol=1e-12, atol=1e-12
     )
@@ -144,7 +145,7 @@ def test_lean_by_default_log_likelihood_on_request(grr_tally):
     assert "log_likelihood" not in fit(grr_tally, idata_kwargs={"log_likelihood": False}, **kwargs)
     full = fit(grr_tally, idata_kwargs={"log_likelihood": True}, **kwargs)
     assert "log_likelihood" in full.groups()
-    assert full.log_likelihood["counts"].shape == (2, 30, grr_tally.n_rows)
+    assert full.log_likelihood["counts"].shape == (2, 30, grr_tally.n)
     np.testing.assert_array_equal(lean.posterior["theta"], full.posterior["theta"])
     # the adaptive survey's builder is lean too
     out = SamplerOutput(theta=lean.posterior["theta"].values)

@@ -84,9 +84,9 @@ def test_generic_tally_has_no_count_predictive():
 
 def test_bad_arguments():
     tally = _tallies()["grr"]
-    with pytest.raises(InvalidInputError, match="alpha"):
+    with pytest.raises(InvalidInputError, match="prior: has 3 concentrations"):
         build_model(tally, np.ones(3))
-    with pytest.raises(InvalidInputError, match="alpha"):
+    with pytest.raises(InvalidInputError, match="prior"):
         build_model(tally, [1.0, -1.0, 1.0, 1.0])
     with pytest.raises(InvalidInputError, match="labels"):
         build_model(tally, np.ones(4), labels=["a", "a", "b", "c"])
