@@ -296,7 +296,7 @@ def test_nested_scheme_matches_the_exact_posterior():
 def adaptive_reference(tally, prior):
     """The posterior of ``theta`` and ``log a`` under ``theta | a ~ Dirichlet(a 1)``,
     ``log a ~ N(prior.log_a_mean, prior.log_a_sd^2)`` (the joint scheme's continuous prior):
-    trapezoidal quadrature in ``log a`` (step 0.1 over +-6 prior sd: the integrand is smooth,
+    trapezoidal quadrature in ``log a`` (step 0.1 sd over +-6 prior sd: the integrand is smooth,
     the posterior sd of ``log a`` about 1.5-1.9 here, so the rule's error is far below the
     Monte Carlo one; the prior mass beyond 6 sd is 2e-9) of the exact mixture given ``a``.
     The mixture's coefficients ``C_m`` are read once from the exact posterior under
@@ -306,18 +306,20 @@ def adaptive_reference(tally, prior):
     m = post.exponents
     size = m.sum(axis=1)
     log_c = post.log_weights - (gammaln(1 + m).sum(axis=1) - gammaln(k + size) + gammaln(k))
-    grid = bayesldp.bayes.AdaptiveDirichlet(k, prior.log_a_mean, prior.log_a_sd, step=0.1,
-                                            width=6.0)  # fmt: skip
-    a = grid.a[:, None]
+    # the grid and its normal weights written here, not read from AdaptiveDirichlet (whose
+    # weights are among the mutants this reference must catch)
+    z = np.arange(-60, 61) * 0.1  # +-6 prior sd, step 0.1 sd
+    log_a = prior.log_a_mean + prior.log_a_sd * z
+    a = np.exp(log_a)[:, None]
     logw = (log_c + gammaln(a[:, :, None] + m).sum(axis=2) - gammaln(k * a + size)
             - k * gammaln(a) + gammaln(k * a))  # fmt: skip  (nodes, components)
-    logw += grid.log_w[:, None]
+    logw += -0.5 * z[:, None] ** 2  # trapezoid weights are equal inside; the ends carry 2e-9
     logw -= logw.max()
     w = np.exp(logw)
     p_a = w.sum(axis=1) / w.sum()
     ref = Mixture(w.ravel(), (a[:, :, None] + m).reshape(-1, k))
-    log_a_mean = float(p_a @ grid.log_a)
-    ref.log_a = (log_a_mean, float(p_a @ (grid.log_a - log_a_mean) ** 2))
+    log_a_mean = float(p_a @ log_a)
+    ref.log_a = (log_a_mean, float(p_a @ (log_a - log_a_mean) ** 2))
     return ref
 
 
