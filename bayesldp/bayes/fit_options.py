@@ -54,8 +54,13 @@ def check_draws(draws: Any) -> None:
 
 
 def method_options(resolved: str) -> tuple[str, ...]:
-    """The options the backend of method ``resolved`` takes (its module's ``OPTIONS``)."""
-    return tuple(getattr(importlib.import_module(BACKENDS[resolved]), "OPTIONS", ()))
+    """The options the backend of method ``resolved`` takes (its module's ``OPTIONS``; none
+    when the module cannot be imported, e.g. an optional backend's dependency is missing)."""
+    try:
+        module = importlib.import_module(BACKENDS[resolved])
+    except ImportError:
+        return ()
+    return tuple(getattr(module, "OPTIONS", ()))
 
 
 def check_options(
