@@ -169,29 +169,31 @@ def compile_notice(pending: list[tuple[Any, tuple]]) -> bool:
 
 
 def _compile_with_heartbeat(todo: list[tuple[Any, tuple]]) -> None:
-    """Compile each kernel of ``todo``; a daemon thread reports progress every HEARTBEAT s."""
+    """Compile each kernel of ``todo`` in a worker thread; this thread reports progress every
+    HEARTBEAT seconds while it waits, so Ctrl-C reaches it (an interrupt delivered during
+    numba's compilation itself is swallowed by llvmlite's callbacks)."""
     done = [0]
-    stop = threading.Event()
-    started = time.perf_counter()
+    finished = threading.Event()
 
-    def beat() -> None:
-        while not stop.wait(HEARTBEAT):
-            elapsed = time.perf_counter() - started
-            print(f"bayesldp: compiling... {done[0]} of {len(todo)} kernels ({elapsed:.0f} s)",
-                  file=sys.stderr, flush=True)  # fmt: skip
+    def work() -> None:
+        try:
+            for disp, args in todo:
+                try:
+                    disp.compile(tuple(disp.typeof_pyval(a) for a in args))
+                except Exception:  # the call that follows compiles (or raises) itself
+                    pass
+                done[0] += 1
+        finally:
+            finished.set()
 
-    thread = threading.Thread(target=beat, daemon=True)
-    thread.start()
-    try:
-        for disp, args in todo:
-            try:
-                disp.compile(tuple(disp.typeof_pyval(a) for a in args))
-            except Exception:  # the call that follows compiles (or raises) itself
-                pass
-            done[0] += 1
-    finally:
-        stop.set()
-        thread.join()
+    threading.Thread(target=work, name="bayesldp-compile", daemon=True).start()
+    started = last = time.perf_counter()
+    while not finished.wait(0.1):  # short waits: an interrupt is raised between them
+        now = time.perf_counter()
+        if now - last >= HEARTBEAT:
+            last = now
+            print(f"bayesldp: compiling... {done[0]} of {len(todo)} kernels "
+                  f"({now - started:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip
 
 
 def resolve_cores(cores: object, chains: int) -> int:

@@ -332,3 +332,27 @@ def test_ctrl_c_stops_every_chain_and_propagates(cores):
     assert time.perf_counter() - started < 10.0  # the full run takes tens of seconds
     time.sleep(0.2)
     assert not [t for t in threading.enumerate() if t.name.startswith("bayesldp-chain")]
+
+
+def test_ctrl_c_while_kernels_compile_propagates(monkeypatch):
+    """The kernels compile in a worker thread and the caller waits: Ctrl-C (KeyboardInterrupt
+    in the main thread) stops the wait at once (numba's compilation itself swallows it)."""
+    import _thread
+
+    class Slow:
+        def typeof_pyval(self, value):
+            return value
+
+        def compile(self, sig):
+            time.sleep(3.0)
+
+    monkeypatch.setattr(_feedback, "_noticed", True)
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    started = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _feedback.compile_notice([(Slow(), (1.0,))])
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - started < 2.0
