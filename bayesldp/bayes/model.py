@@ -45,7 +45,13 @@ from typing import Any
 import numpy as np
 
 from bayesldp._validation import check_alpha
-from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, SmoothDensity
+from bayesldp.bayes.prior import (
+    AdaptiveDirichlet,
+    Dirichlet,
+    SmoothDensity,
+    as_prior,
+    default_prior,
+)
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import FiniteChannelMechanism
 from bayesldp.tally import Tally
@@ -151,8 +157,6 @@ def _is_pymc_variable(value: Any) -> bool:
 
 def _prior_object(prior: Any, tally: Tally) -> Any:
     """``prior`` as :func:`bayesldp.fit` reads it (its default for ``None``)."""
-    from bayesldp.bayes.prior import as_prior, default_prior
-
     return as_prior(default_prior(prior, tally, "nuts"), tally.k)
 
 
