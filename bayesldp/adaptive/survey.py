@@ -155,7 +155,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState):
     ``bayesldp.fit(survey.tally())`` by default, whatever the engine.
 
     Speed: benchmarks/results/survey_speed.md (n = 500,000, K = 20, one user per batch): the
-    default engine took 20.7 s whole process with compiled kernels cached, 1.11x the paper's
+    default engine took 22.7 s whole process with compiled kernels cached, 1.28x the paper's
     SGLD engine in the same run.
 
     Examples
