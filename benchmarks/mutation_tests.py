@@ -186,6 +186,15 @@ MUTANTS = [
            "- 0.5 * ((s - mu) / sd) ** 2 - 0.5 * (b / sb) ** 2",
            "- 0.5 * ((s - mu) / sd) ** 2 - 0.5 * (b / (2.0 * sb)) ** 2",
            "smoothness prior: the slope's normal prior twice as wide in the log-density"),
+    Mutant("smooth-ems-weights", HMC,
+           "    return _SmoothTarget(tally, prior, np.quantile(information, quantile, axis=0))",
+           "    return _SmoothTarget(tally, prior)",
+           "smoothness prior: non-centring weights from the EMS estimate, the pilot chain's "
+           "draws ignored"),
+    Mutant("smooth-mean-information", HMC,
+           "np.quantile(information, quantile, axis=0)", "np.mean(information, axis=0)",
+           "smoothness prior: non-centring weights from the pilot's mean information instead "
+           "of its 10 % quantile"),
     # ---- laplace's importance weights
     Mutant("laplace-weight-sign", "bayesldp/bayes/laplace.py",
            "_psis(log_ratio - np.max(log_ratio))", "_psis(np.max(log_ratio) - log_ratio)",
