@@ -203,6 +203,16 @@ def source_digests(samplers: list[str]) -> str:
     return ", ".join(out)
 
 
+def _commit() -> str:
+    """The checkout's commit (short hash; "+ changes" when the work tree differs from it)."""
+    here = Path(__file__).resolve().parents[1]
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, text=True,
+                          capture_output=True).stdout.strip()  # fmt: skip
+    dirty = subprocess.run(["git", "status", "--porcelain", "bayesldp"], cwd=here, text=True,
+                           capture_output=True).stdout.strip()  # fmt: skip
+    return (head or "unknown") + (" + changes" if dirty else "")
+
+
 def machine() -> str:
     model = "unknown"
     try:
@@ -347,6 +357,7 @@ time per replication (simulation, sampling, ESS) in a worker.
 
 - machine: {machine()}
 - date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC
+- commit: {_commit()}
 - command: `{command.strip()}`
 - backend sources (sha256): {digests}
 - runtime: {wall:.0f} s wall with {args.jobs} worker processes; load average at the end: {load}
