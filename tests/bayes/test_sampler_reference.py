@@ -446,7 +446,12 @@ def test_smoothness_prior_matches_importance_sampling_from_the_prior(case):
     z = z_scores(out.theta, ref)
     g = np.log(out.extra["smoothness"])
     want, se = ref.expect(log_lam)
-    mcse = g.std() / math.sqrt(float(az.ess(g, method="mean")))
+    ess = float(az.ess(g, method="mean"))
+    # a chain stuck in a funnel has a wide MCSE that hides its bias from the z-scores: on
+    # the EMS weights E[log lambda]'s ESS was 8 of 20,000 draws (28 reports); 4,200-14,400
+    # of these 40,000 on the committed seed
+    assert ess > 1000, ess
+    mcse = g.std() / math.sqrt(ess)
     z["log lambda", 0] = ((g.mean() - want) / math.hypot(mcse, se), mcse)
     assert_no_z_beyond(z, z_limit(13))
 
