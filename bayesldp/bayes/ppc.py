@@ -233,7 +233,7 @@ def _mechanism_of(idata: Any) -> Any:
     """The fit's mechanism, rebuilt from the posterior attrs ``mechanism`` and its params."""
     import json
 
-    from bayesldp.mechanisms.registry import make_mechanism
+    from bayesldp.mechanisms.registry import rebuild_mechanism
 
     attrs = idata.posterior.attrs
     text = str(attrs.get("mechanism", "None"))
@@ -241,9 +241,7 @@ def _mechanism_of(idata: Any) -> Any:
         return None
     name = text.split("(", 1)[0]
     try:
-        params = dict(json.loads(attrs["mechanism_params"]))
-        k, epsilon = params.pop("k"), params.pop("epsilon")
-        return make_mechanism(name, k, epsilon, **params)
+        return rebuild_mechanism(name, json.loads(attrs["mechanism_params"]))
     except (KeyError, ValueError, TypeError) as exc:
         raise NotSupportedError(
             f"idata: cannot rebuild the mechanism {text} from the fit's attrs ({exc}); pass "

@@ -43,6 +43,7 @@ _LAZY: dict[str, str] = {
     "mechanism_class": _REGISTRY,
     "names": _REGISTRY,
     "parameters": _REGISTRY,
+    "rebuild_mechanism": _REGISTRY,
 }
 
 

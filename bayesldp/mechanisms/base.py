@@ -73,6 +73,10 @@ class Mechanism(ABC):
     name: ClassVar[str]
     #: constructor parameters beyond k and epsilon
     PARAMETERS: ClassVar[tuple[Parameter, ...]] = ()
+    #: the key of :meth:`params` that holds the constructor's first argument (what
+    #: :func:`~bayesldp.mechanisms.make_mechanism` passes as ``k``): "k" unless the class
+    #: sizes itself otherwise (PCKV by its keys ``d``, PCKV-PM by its value ``bins``)
+    SIZE: ClassVar[str] = "k"
     #: whether ``bayesldp recommend`` ranks this mechanism (False for special-purpose ones)
     RECOMMEND: ClassVar[bool] = True
 

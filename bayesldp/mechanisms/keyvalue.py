@@ -83,6 +83,7 @@ class PCKV(FiniteChannelMechanism):
     """
 
     name = "PCKV"
+    SIZE = "d"
     RECOMMEND = False
     PARAMETERS = (
         Parameter("ell", int, "padding length: pairs per user counted without bias"),
@@ -337,6 +338,13 @@ class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
     """
 
     name = "PCKVPM"
+    SIZE = "bins"
+    PARAMETERS = (
+        Parameter("lo", float, "lower end of the value domain (default -1)"),
+        Parameter("hi", float, "upper end of the value domain (default 1)"),
+        Parameter("output_bins", int, "output bins over the report range (default bins + 1)"),
+        Parameter("half_width", float, "PM's window half-width B (default svepm_half_width)"),
+    )
     RECOMMEND = False
     #: what :func:`bayesldp.fit` warns of when called with its default prior
     DEFAULT_PRIOR_CAVEAT = (

@@ -37,6 +37,8 @@ MODULES: dict[str, str] = {
     "LaplaceNumeric": "bayesldp.mechanisms.numerical.laplace",
     "Gaussian": "bayesldp.mechanisms.numerical.gaussian",
     "RAPPOR": "bayesldp.mechanisms.rappor",
+    "PCKV": "bayesldp.mechanisms.keyvalue",
+    "PCKVPM": "bayesldp.mechanisms.keyvalue",
 }
 #: other names users know (case-insensitive, like the canonical ones)
 ALIASES: dict[str, str] = {
@@ -47,6 +49,16 @@ ALIASES: dict[str, str] = {
     "SW": "SquareWave",
     "PM": "Piecewise",
     "Laplace": "LaplaceNumeric",
+    "PCKV-GRR": "PCKV",
+    "PCKV-PM": "PCKVPM",
+}
+
+
+#: names users may try that are not report formats, with what to do instead
+NOT_MECHANISMS: dict[str, str] = {
+    "nodesampling": "node sampling is ignorable: a sampled node's report is its base "
+    "mechanism's, so read the sampled reports with that mechanism (for example GRR); "
+    "bayesldp.NodeSampling gives the paper's count estimators in Python",
 }
 
 
@@ -63,6 +75,9 @@ def canonical_name(name: Any) -> str:
     lookup |= {alias.lower(): key for alias, key in ALIASES.items()}
     key = lookup.get(name.lower())
     if key is None:
+        hint = NOT_MECHANISMS.get(name.lower())
+        if hint is not None:
+            raise InvalidInputError(f"mechanism: {name!r} is not a report format: {hint}")
         raise InvalidInputError(f"mechanism: unknown name {name!r}; valid: {', '.join(MODULES)}")
     return key
 
@@ -85,6 +100,15 @@ def all_parameters() -> dict[str, Parameter]:
         for param in parameters(name):
             out.setdefault(param.name, param)
     return out
+
+
+def rebuild_mechanism(name: str, params: dict[str, Any]) -> Mechanism:
+    """The mechanism ``name`` from its :meth:`~bayesldp.mechanisms.base.Mechanism.params`
+    (as stored in a fit's attrs or a tally store's manifest): its size (``params[cls.SIZE]``,
+    "k" for most), ``epsilon`` and the rest as keywords."""
+    cls = mechanism_class(name)
+    params = dict(params)
+    return make_mechanism(name, params.pop(cls.SIZE), params.pop("epsilon"), **params)
 
 
 def make_mechanism(name: str, k: int, epsilon: float, **params: Any) -> Mechanism:

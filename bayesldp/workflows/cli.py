@@ -117,7 +117,8 @@ def _add_mechanism_options(parser: argparse.ArgumentParser, required: bool = Tru
     """``--k``, ``--epsilon`` and one option per parameter a registered mechanism declares."""
     from bayesldp.mechanisms import all_parameters
 
-    parser.add_argument("--k", type=int, required=required, help="number of categories")
+    parser.add_argument("--k", type=int, required=required,
+                        help="number of categories (PCKV: keys; PCKV-PM: value bins)")
     parser.add_argument("--epsilon", type=float, required=required, help="privacy budget")
     for param in all_parameters().values():
         flag = f"--{param.name.replace('_', '-')}"  # --num-bits, as --fit-method

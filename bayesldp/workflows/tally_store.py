@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp.errors import BayesLDPError, InvalidInputError, StoreWriteError
-from bayesldp.mechanisms import make_mechanism
+from bayesldp.mechanisms import rebuild_mechanism
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
 from bayesldp.workflows import store_files as sf
@@ -263,9 +263,7 @@ class TallyStore:
 
     def _mechanism_of(self, manifest: dict[str, Any], generation: int) -> Mechanism:
         try:
-            params = dict(manifest["params"])
-            return make_mechanism(manifest["mechanism"], params.pop("k"), params.pop("epsilon"),
-                                  **params)  # fmt: skip
+            return rebuild_mechanism(manifest["mechanism"], manifest["params"])
         except (BayesLDPError, KeyError, TypeError, ValueError) as exc:
             raise sf.damaged(
                 self.path, f"{sf.manifest_name(generation)} names no valid mechanism: {exc}",

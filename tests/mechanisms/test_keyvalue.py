@@ -142,6 +142,9 @@ def test_em_and_the_posterior_recover_key_values():
     assert f_post.shape == (2, 1000, d)
     np.testing.assert_allclose(f_post.mean(axis=(0, 1)), freq, atol=0.02)
     np.testing.assert_allclose(m_post.mean(axis=(0, 1))[popular], mean[popular], atol=0.1)
+    # the fit's attrs rebuild PCKV (sized by its keys): the predictive check needs no tally=
+    ppc = bayesldp.sample_posterior_predictive(idata, random_seed=9, num_draws=50)
+    assert ppc.posterior_predictive["stat"].shape[-1] == mech.k
 
 
 def test_bad_input():

@@ -22,6 +22,27 @@ def test_every_registered_mechanism_builds_and_is_exported(name):
     assert isinstance(mech.report_size(), str)
 
 
+@pytest.mark.parametrize("name", names())
+def test_every_registered_mechanism_rebuilds_from_its_params(name):
+    """What a fit's attrs and a tally store keep (``params()``) gives the mechanism back, for
+    the ones sized by keys (PCKV: ``d``) or value bins (PCKV-PM: ``bins``) too."""
+    mech = make_mechanism(name, 5, 1.0, **REQUIRED.get(name, {}))
+    assert mech.SIZE in mech.params()
+    assert registry.rebuild_mechanism(name, mech.params()) == mech
+
+
+def test_key_value_mechanisms_are_registered():
+    assert mechanism_class("pckv-grr") is bayesldp.PCKV
+    assert mechanism_class("PCKV-PM") is bayesldp.PCKVPM
+    assert make_mechanism("PCKV", 4, 1.0, ell=2).k == 2 * (4 + 2)  # joint (key, sign) categories
+    assert make_mechanism("PCKVPM", 8, 1.0, lo=0.0, hi=2.0).k == 9  # value bins and "absent"
+
+
+def test_node_sampling_says_which_mechanism_reads_its_reports():
+    with pytest.raises(InvalidInputError, match="not a report format: node sampling is ignor"):
+        mechanism_class("NodeSampling")
+
+
 def test_lookup_is_case_insensitive_with_aliases():
     assert mechanism_class("olh") is bayesldp.OLH
     assert mechanism_class("HR") is mechanism_class("hadamardresponse") is bayesldp.HadamardResponse
@@ -36,6 +57,7 @@ def test_parameters_are_declared_by_the_classes():
         *("m", "k_hash", "hash_seed"),  # the count-mean sketches
         *("lo", "hi", "output_bins", "delta", "half_width"),  # the numerical mechanisms
         *("candidates", "num_bits", "num_hashes", "cohorts", "f", "other"),
+        *("ell", "epsilon_value"),  # PCKV
     }
     assert make_mechanism("OLH", 10, 1.0, g=3).g == 3
     assert make_mechanism("OLH", 10, 1.0, g=None).g == bayesldp.OLH(10, 1.0).g  # None: default
