@@ -92,7 +92,7 @@ class Mutant:
     harmless: str = ""
 
 
-HMC = "bayesldp/bayes/hmc.py"
+HMC = "bayesldp/bayes/hmc/__init__.py"
 MUTANTS = [
     # ---- the four of issue 36
     Mutant("hmc-leaf-weight", HMC, "st_sc[sp, 2] = -delta", "st_sc[sp, 2] = -0.9 * delta",
