@@ -157,8 +157,8 @@ MUTANTS = [
            "return np.ascontiguousarray(np.sqrt(inv_metric))",
            "diagonal metric: momentum drawn with variance M^-1 instead of M"),
     Mutant("metric-stale-factor", HMC_RUN,
-           "                factor = _momentum_factor(inv_metric)\n",
-           "",
+           "inv_metric, factor = np.ascontiguousarray(new_metric), new_factor",
+           "inv_metric = np.ascontiguousarray(new_metric)",
            "metric adaptation: a window's new metric used in the leapfrog steps but the momentum "
            "still drawn from the previous metric's factor"),
     # ---- the adaptive prior: its grid and the joint scheme
