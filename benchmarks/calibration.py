@@ -195,11 +195,18 @@ def effective_settings(name: str) -> str:
 
 
 def source_digests(samplers: list[str]) -> str:
-    """Short sha256 of each backend module the run used (the samplers are being developed)."""
+    """Short sha256 of each backend module the run used (the samplers are being developed); a
+    backend that is a package (``hmc/``) is hashed over its modules' names and sources."""
     out = []
     for method in sorted({SAMPLERS[s][0].method for s in samplers}):
         path = Path(importlib.util.find_spec(f"bayesldp.bayes.{method}").origin)
-        out.append(f"{method}.py {hashlib.sha256(path.read_bytes()).hexdigest()[:12]}")
+        if path.name != "__init__.py":
+            out.append(f"{method}.py {hashlib.sha256(path.read_bytes()).hexdigest()[:12]}")
+            continue
+        digest = hashlib.sha256()
+        for module in sorted(path.parent.glob("*.py")):
+            digest.update(module.name.encode() + b"\0" + module.read_bytes())
+        out.append(f"{method}/ {digest.hexdigest()[:12]}")
     return ", ".join(out)
 
 

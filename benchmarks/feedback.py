@@ -56,9 +56,9 @@ def kernel_share(tally) -> float:
     """Share of a ``cores=1`` sampler run spent inside the compiled transition (which releases
     the GIL): with ``c`` free cores the threads can speed it up at most
     ``1 / (1 - share + share / c)`` (Amdahl)."""
-    from bayesldp.bayes import hmc
+    from bayesldp.bayes.hmc import run  # where _chain calls it
 
-    original = hmc._transition
+    original = run._transition
     inside = [0.0]
 
     def timed(*args):
@@ -67,11 +67,11 @@ def kernel_share(tally) -> float:
         inside[0] += time.perf_counter() - start
         return out
 
-    hmc._transition = timed
+    run._transition = timed
     try:
         _, sampler, _ = timed_fit(tally, 1, False)
     finally:
-        hmc._transition = original
+        run._transition = original
     return inside[0] / sampler
 
 

@@ -92,12 +92,17 @@ class Mutant:
     harmless: str = ""
 
 
-HMC = "bayesldp/bayes/hmc.py"
+#: the HMC sampler's modules (bayesldp/bayes/hmc/) that the mutants change
+HMC_TREE = "bayesldp/bayes/hmc/tree.py"
+HMC_ADAPTATION = "bayesldp/bayes/hmc/adaptation.py"
+HMC_DENSITIES = "bayesldp/bayes/hmc/densities.py"
+HMC_SMOOTH = "bayesldp/bayes/hmc/smooth.py"
+HMC_RUN = "bayesldp/bayes/hmc/run.py"
 MUTANTS = [
     # ---- the four of issue 36
-    Mutant("hmc-leaf-weight", HMC, "st_sc[sp, 2] = -delta", "st_sc[sp, 2] = -0.9 * delta",
+    Mutant("hmc-leaf-weight", HMC_TREE, "st_sc[sp, 2] = -delta", "st_sc[sp, 2] = -0.9 * delta",
            "NUTS: each new leaf's log weight -delta scaled by 0.9 (issue 36)"),
-    Mutant("hmc-momentum", HMC, "_matvec(mom_factor, noise, lpm)",
+    Mutant("hmc-momentum", HMC_TREE, "_matvec(mom_factor, noise, lpm)",
            "_matvec(mom_factor, 1.1 * noise, lpm)",
            "NUTS: the initial momentum times 1.1 (issue 36)"),
     Mutant("sbc-first-99", "bayesldp/bayes/calibration.py",
@@ -108,50 +113,52 @@ MUTANTS = [
            "+ theta * (1 - p - q) / (n * (p - q))", "+ 1.1 * theta * (1 - p - q) / (n * (p - q))",
            "pure protocols' oracle variance: the theta term times 1.1 (issue 36)"),
     # ---- leapfrog
-    Mutant("leapfrog-second-kick", HMC,
+    Mutant("leapfrog-second-kick", HMC_TREE,
            "        p[i] += half * grad[i]\n    _matvec(inv_metric, p, v)\n    return lp",
            "        p[i] += eps * grad[i]\n    _matvec(inv_metric, p, v)\n    return lp",
            "leapfrog: the closing momentum half-kick is a full kick (not time-reversible)"),
-    Mutant("leapfrog-stale-velocity", HMC,
+    Mutant("leapfrog-stale-velocity", HMC_TREE,
            "        p[i] += half * grad[i]\n    _matvec(inv_metric, p, v)\n    return lp",
            "        p[i] += half * grad[i]\n    return lp",
            "leapfrog: the velocity M^-1 p not recomputed after the closing kick (stale kinetic "
            "energy in the leaf's weight and in the U-turn check)"),
     # ---- tree building and its weights
-    Mutant("tree-merge-weight", HMC, "                st_sc[ia, 2] = merged\n",
+    Mutant("tree-merge-weight", HMC_TREE, "                st_sc[ia, 2] = merged\n",
            "                st_sc[ia, 2] = st_sc[ib, 2]\n",
            "NUTS: a merged sub-tree keeps its right half's log weight instead of the log-sum"),
-    Mutant("tree-merge-choice", HMC,
+    Mutant("tree-merge-choice", HMC_TREE,
            "if math.log(_uniform(rstate)) < st_sc[ib, 2] - merged:",
            "if math.log(_uniform(rstate)) < st_sc[ia, 2] - merged:",
            "NUTS: inside a sub-tree the right half's proposal is taken with the left half's "
            "weight share"),
-    Mutant("tree-invalid-subtree", HMC,
+    Mutant("tree-invalid-subtree", HMC_TREE,
            "        if not valid:\n            break\n        depth += 1",
            "        depth += 1",
            "NUTS: a sub-tree that turned or diverged still offers its proposal and extends "
            "the trajectory"),
-    Mutant("tree-log-size", HMC, "        log_size = _logaddexp(log_size, st_sc[0, 2])\n",
+    Mutant("tree-log-size", HMC_TREE, "        log_size = _logaddexp(log_size, st_sc[0, 2])\n",
            "        log_size = st_sc[0, 2]\n",
            "NUTS: the trajectory's log weight is replaced by the new sub-tree's instead of "
            "accumulated (biased progressive sampling against the wrong total)"),
     # ---- step size (dual averaging) and metric adaptation
-    Mutant("dual-averaging-sign", HMC, "eta * (self.target_accept - accept)",
+    Mutant("dual-averaging-sign", HMC_ADAPTATION, "eta * (self.target_accept - accept)",
            "eta * (accept - self.target_accept)",
            "dual averaging: the acceptance error's sign flipped"),
-    Mutant("dual-averaging-gamma", HMC, "math.sqrt(self.count) / 0.05 * self.s_bar",
+    Mutant("dual-averaging-gamma", HMC_ADAPTATION, "math.sqrt(self.count) / 0.05 * self.s_bar",
            "math.sqrt(self.count) * 0.05 * self.s_bar",
            "dual averaging: gamma = 0.05 multiplies instead of dividing (eps barely adapts)"),
-    Mutant("metric-dense-factor", HMC, "return np.ascontiguousarray(np.linalg.inv(chol).T)",
+    Mutant("metric-dense-factor", HMC_ADAPTATION,
+           "return np.ascontiguousarray(np.linalg.inv(chol).T)",
            "return np.ascontiguousarray(np.linalg.inv(chol))",
            "dense metric: the momentum factor chol(M^-1)^-1 without its transpose (momentum "
            "covariance (L^T L)^-1 instead of (L L^T)^-1)"),
-    Mutant("metric-diag-factor", HMC, "return np.ascontiguousarray(1.0 / np.sqrt(inv_metric))",
+    Mutant("metric-diag-factor", HMC_ADAPTATION,
+           "return np.ascontiguousarray(1.0 / np.sqrt(inv_metric))",
            "return np.ascontiguousarray(np.sqrt(inv_metric))",
            "diagonal metric: momentum drawn with variance M^-1 instead of M"),
-    Mutant("metric-stale-factor", HMC,
-           "                factor = _momentum_factor(inv_metric)\n",
-           "",
+    Mutant("metric-stale-factor", HMC_RUN,
+           "inv_metric, factor = np.ascontiguousarray(new_metric), new_factor",
+           "inv_metric = np.ascontiguousarray(new_metric)",
            "metric adaptation: a window's new metric used in the leapfrog steps but the momentum "
            "still drawn from the previous metric's factor"),
     # ---- the adaptive prior: its grid and the joint scheme
@@ -163,12 +170,12 @@ MUTANTS = [
            "z = (self.log_a - self.log_a_mean) / self.log_a_sd",
            "z = (self.log_a - self.log_a_mean) / (2 * self.log_a_sd)",
            "adaptive prior: the grid's normal weights with twice the stated sd of log a"),
-    Mutant("joint-jacobian", HMC,
+    Mutant("joint-jacobian", HMC_DENSITIES,
            "+ a * s_total - 0.5 * ((s - mu) / sd) ** 2",
            "+ (a - 1.0) * s_total - 0.5 * ((s - mu) / sd) ** 2",
            "joint scheme: Dirichlet(a) density on the simplex, the ALR Jacobian (sum log theta) "
            "left out"),
-    Mutant("joint-log-a-prior", HMC,
+    Mutant("joint-log-a-prior", HMC_DENSITIES,
            "+ a * s_total - 0.5 * ((s - mu) / sd) ** 2",
            "+ a * s_total - 0.5 * ((s - mu) / (1.2 * sd)) ** 2",
            "joint scheme: the normal prior on log a 20 % wider in the log-density"),
@@ -177,21 +184,21 @@ MUTANTS = [
            "exact mixture under the adaptive prior: p(a_j | tally) without the grid's prior "
            "weights"),
     # ---- the smoothness prior
-    Mutant("smooth-rw2-jacobian", HMC,
+    Mutant("smooth-rw2-jacobian", HMC_DENSITIES,
            "lp += -0.5 * z * z - (1.0 - wj) * log_sd",
            "lp += -0.5 * z * z - 0.5 * (1.0 - wj) * log_sd",
            "smoothness prior: half the log-Jacobian of the partially non-centred RW2 "
            "coefficients in the log-density"),
-    Mutant("smooth-slope-prior", HMC,
+    Mutant("smooth-slope-prior", HMC_DENSITIES,
            "- 0.5 * ((s - mu) / sd) ** 2 - 0.5 * (b / sb) ** 2",
            "- 0.5 * ((s - mu) / sd) ** 2 - 0.5 * (b / (2.0 * sb)) ** 2",
            "smoothness prior: the slope's normal prior twice as wide in the log-density"),
-    Mutant("smooth-ems-weights", HMC,
+    Mutant("smooth-ems-weights", HMC_SMOOTH,
            "    return _SmoothTarget(tally, prior, np.quantile(information, quantile, axis=0))",
            "    return _SmoothTarget(tally, prior)",
            "smoothness prior: non-centring weights from the EMS estimate, the pilot chain's "
            "draws ignored"),
-    Mutant("smooth-mean-information", HMC,
+    Mutant("smooth-mean-information", HMC_SMOOTH,
            "np.quantile(information, quantile, axis=0)", "np.mean(information, axis=0)",
            "smoothness prior: non-centring weights from the pilot's mean information instead "
            "of its 10 % quantile"),

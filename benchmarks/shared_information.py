@@ -1,6 +1,6 @@
 """Categories the data measure only jointly, and the HMC's target acceptance there.
 
-Part 1: the HMC's ``shared_information`` (``bayesldp.bayes.hmc._shared_information``: the
+Part 1: the HMC's ``shared_information`` (``bayesldp.bayes.hmc.nested._shared_information``: the
 largest ratio, over categories, of the data's information about ``log theta_x`` on the
 likelihood's diagonal to what is left once the other categories are free) at the posterior
 mode under Dirichlet(1) and under the adaptive prior, for fifteen mechanism settings, K = 10 and

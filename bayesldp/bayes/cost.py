@@ -103,7 +103,7 @@ def _dense_metric(k: int, options: dict[str, Any], adaptive: bool) -> bool:
     """Whether the HMC adapts a dense metric (ALR coordinates, :func:`bayesldp.bayes.hmc.sample`):
     a fixed prior from ``K = 200`` on moves in log-gamma coordinates with a diagonal one (the
     prior's concentrations, which also decide, are not known here: ``alpha >= 1`` assumed)."""
-    from bayesldp.bayes.hmc import _LOG_GAMMA_MIN_K
+    from bayesldp.bayes.hmc.gamma import _LOG_GAMMA_MIN_K
 
     metric = options.get("metric")
     if metric is not None:

@@ -9,9 +9,9 @@ then samples at a cost per draw that does not depend on ``n``:
 
 1. **Expansion point.**  The mode ``z*`` of the exact posterior in additive log-ratio coordinates
    ``z_x = log(theta_x / theta_{K-1})`` (the HMC's damped Newton search,
-   :func:`bayesldp.bayes.hmc._find_mode`); ``theta* = softmax([z*, 0])``.  Each Newton step costs
-   one gradient (``O(nnz)``) and one Gram matrix ``L^T diag(c / mu^2) L`` (``O(sum_u |S_u|^2)``
-   in support form, :meth:`bayesldp.likelihood.Likelihood.gram`).
+   :func:`bayesldp.bayes.hmc.targets._find_mode`); ``theta* = softmax([z*, 0])``.  Each Newton
+   step costs one gradient (``O(nnz)``) and one Gram matrix ``L^T diag(c / mu^2) L``
+   (``O(sum_u |S_u|^2)`` in support form, :meth:`bayesldp.likelihood.Likelihood.gram`).
 2. **Gaussian likelihood in theta.**  With ``g = L^T (c / mu)`` and ``H = L^T diag(c / mu^2) L``
    at ``theta*``, ``mu = L theta*``, the second-order Taylor expansion of ``ell`` on the simplex is
    ``ell(theta*) + g . delta - delta^T H delta / 2`` for tangent ``delta = theta - theta*``.  The
@@ -258,8 +258,8 @@ def _expansion_point(
 
     A fixed point is the exact mode (there the surrogate and the exact log-likelihood have the
     same gradient).  Each step costs one gradient and one Gram matrix of the tally; the inner
-    mode search (:func:`bayesldp.bayes.hmc._find_mode` on the ``2 (K - 1)`` pseudo-rows) costs
-    ``O(K^3)`` per Newton step.  A step that lowers the exact log-density is halved in ALR
+    mode search (:func:`bayesldp.bayes.hmc.targets._find_mode` on the ``2 (K - 1)`` pseudo-rows)
+    costs ``O(K^3)`` per Newton step.  A step that lowers the exact log-density is halved in ALR
     coordinates.  Stops when the mode moves less than ``1e-3`` surrogate posterior sd.
     """
     z = np.log(target.alpha[:-1]) - np.log(target.alpha[-1])

@@ -388,7 +388,7 @@ class SmoothDensity(_SerialisedPrior):
     coordinates: each ``y_j`` partially non-centred by how much the data say about it
     (Papaspiliopoulos, Roberts and Skold 2007), which removes the funnel between ``lambda``
     and the coefficients without changing the prior.  bayesldp's NUTS measures that over a
-    short pilot chain's draws (:func:`bayesldp.bayes.hmc._smooth_target`: on few bins and
+    short pilot chain's draws (:func:`bayesldp.bayes.hmc.smooth._smooth_target`: on few bins and
     few reports the posterior can sit where the data say little); PyMC's path measures it at
     the EMS estimate.
 

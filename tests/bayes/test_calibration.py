@@ -313,7 +313,7 @@ def test_hmc_on_nested_log_ratios_is_calibrated_rrrr(prior, monkeypatch):
         calls.append(1)
         return hmc._group_codes(np.array([False, True, True, True]), theta)
 
-    monkeypatch.setattr(hmc, "_nesting", nesting)
+    monkeypatch.setattr(hmc.run, "_nesting", nesting)
     alpha = np.ones(4) if prior == "Dirichlet(1)" else AdaptiveDirichlet(4)
     mech = RRRR(k=4, epsilon=2.0, subset=[0], eps1=1.5)
     sampler = BackendSampler("hmc", 1000, 2, {"target_accept": 0.95})
@@ -337,7 +337,7 @@ def test_default_hmc_on_rrrr_is_calibrated_under_the_adaptive_prior(monkeypatch)
 
     nested = []
     nesting = hmc._nesting
-    monkeypatch.setattr(hmc, "_nesting", lambda *a: nested.append(nesting(*a)) or nested[-1])
+    monkeypatch.setattr(hmc.run, "_nesting", lambda *a: nested.append(nesting(*a)) or nested[-1])
     mech = RRRR(k=10, epsilon=1.0, subset=[0, 1, 2], eps1=0.8)
     summary, _ = run_sbc(mech, AdaptiveDirichlet(10), 20_000, BackendSampler("hmc", 1000, 2), 200,
                          20261126)  # fmt: skip

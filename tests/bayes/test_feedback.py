@@ -34,7 +34,7 @@ def _tally(k=5, n=2000, seed=0):
 
 def _err(capsys):
     """Standard error so far, without the compile notice and its progress lines (printed
-    whenever the kernels are not yet compiled: a fresh install, or a change to hmc.py)."""
+    whenever the kernels are not yet compiled: a fresh install, or a change to hmc/)."""
     text = capsys.readouterr().err.replace(_feedback.COMPILE_MESSAGE + "\n", "")
     return re.sub(r"bayesldp: compiling\.\.\. \d+ of \d+ kernels \(\d+ s\)\n", "", text)
 

@@ -339,7 +339,7 @@ def test_nested_hmc_matches_quadrature(prior, monkeypatch):
     adaptive = bayesldp.bayes.AdaptiveDirichlet(4)
     tally, _, _, codes = _rrrr_nested(alpha if prior == "fixed" else adaptive)
     monkeypatch.setattr(
-        hmc, "_nesting", lambda m, m_free, theta: hmc._group_codes(codes > 0, theta)
+        hmc.run, "_nesting", lambda m, m_free, theta: hmc._group_codes(codes > 0, theta)
     )
     m = 90
     axes = np.meshgrid(*[(np.arange(m) + 0.5) / m] * 3, indexing="ij")

@@ -424,7 +424,7 @@ def test_smoothness_prior_matches_importance_sampling_from_the_prior(case):
     1)``), and the default prior (``slope_sd = 100``, ``log lambda ~ N(log 30, 2.5^2)``) on
     28 and on 90 reports, where the slope's wide prior puts much of the posterior near a
     vertex of the simplex and the rest where the data fix the coefficient: the case the
-    pilot chain of :func:`bayesldp.bayes.hmc._smooth_target` is for (weights from the EMS
+    pilot chain of :func:`bayesldp.bayes.hmc.smooth._smooth_target` is for (weights from the EMS
     estimate alone: 15 % divergent and E[log lambda] 2.80 against 3.05 on 28 reports).
 
     Standard errors on the committed seed, narrow prior / default prior (both tallies): 0.6-0.8 %
