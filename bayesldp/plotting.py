@@ -309,11 +309,11 @@ def plot_error_vs_panels(
 def plot_survey_trajectory(
     history, theta_true, ax=None, window: int = 200, label: str = "", subset: bool = True
 ):
-    """TV(theta_t, theta) and the moving mean of |S_t| along an adaptive survey.
+    """TV(theta_t, theta) and the moving mean of ``|S_t|`` along an adaptive survey.
 
     ``history`` is :attr:`bayesldp.AdaptiveSurvey.history` (variables ``theta`` (step,
     category), ``subset_size`` (user), ``batch_size`` (batch_index)); returns the two axes.
-    ``subset=False`` leaves |S_t| out (the non-adaptive baseline is GRR: it has no subset).
+    ``subset=False`` leaves ``|S_t|`` out (the non-adaptive baseline is GRR: it has no subset).
     """
     plt = _pyplot()
     if ax is None:

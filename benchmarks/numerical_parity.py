@@ -346,7 +346,7 @@ def table(rows: list[dict], facts: dict, ems_gap: dict, r_hat: dict) -> str:
                  "steps": "EM steps (median; posterior, dir1: draws)"}[metric]  # fmt: skip
         head = "| population | n | mech | eps | " + " | ".join(cols) + " |" + extra
         rule = "|---|---:|---|---:|" + "---:|" * (len(cols) + extra.count("|"))
-        out += [f"### {title}", "", head, rule]
+        out += [f"## {title}", "", head, rule]
         for (pop, n, mech, eps), row in piv.iterrows():
             cells = " | ".join(fmt.format(row[c]) for c in cols)
             line = f"| {pop} | {n:,} | {mech} | {eps:g} | {cells} |"

@@ -168,7 +168,7 @@ class SurveyConfig:
 
 # ---------------------------------------------------------------------------------- checks
 def canonical_rule(utility: Any) -> str:
-    """The rule's canonical name (``"U1"``..``"U6"`` map to the six utilities)."""
+    """The rule's canonical name (``"U1"`` to ``"U6"`` map to the six utilities)."""
     if not isinstance(utility, str):
         raise InvalidTypeError(f"utility: expected one of {', '.join(RULES)}, got {utility!r}")
     names = list(UTILITIES)

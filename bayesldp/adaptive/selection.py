@@ -127,7 +127,7 @@ def select_subset(
     epsilon : float
         Privacy budget of RRRR.
     utility : str
-        One of ``fisher, entropy, expected_tv, tv, mse, honest`` (or ``U1``..``U6``).
+        One of ``fisher, entropy, expected_tv, tv, mse, honest`` (or ``U1`` to ``U6``).
     eps1_fraction : float
         ``eps1 = eps1_fraction * epsilon``, in (0, 1] (the paper uses 0.8 and 0.9).
 

@@ -87,7 +87,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState):
         size whose MLE would err least by simulation under posterior draws, GRR included,
         :mod:`bayesldp.adaptive.lookahead`), ``"fisher"`` (the default of the other engines),
         ``"entropy"``, ``"expected_tv"``, ``"tv"``, ``"mse"``, ``"honest"`` (U1..U6 of seed 004;
-        also ``"U1"``..``"U6"``), ``"semi_adaptive"`` (``eps1 = eps``, ``S`` the smallest top
+        also ``"U1"`` to ``"U6"``), ``"semi_adaptive"`` (``eps1 = eps``, ``S`` the smallest top
         set of mass ``>= alpha``) or ``"non_adaptive"`` (plain GRR).
     alpha : float, optional
         The semi-adaptive mass threshold in (0, 1] (required for, and only for,

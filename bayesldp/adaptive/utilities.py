@@ -109,7 +109,7 @@ UTILITIES: dict[str, Callable[..., np.ndarray]] = {
 
 
 def get_utility(name: str) -> Callable[..., np.ndarray]:
-    """Look up a utility by name (``"fisher"``, ``"entropy"``, ..., or ``"U1"``..``"U6"``)."""
+    """Look up a utility by name (``"fisher"``, ``"entropy"``, ..., or ``"U1"`` to ``"U6"``)."""
     names = list(UTILITIES)
     if isinstance(name, str) and name.upper() in {f"U{i}" for i in range(1, 7)}:
         return UTILITIES[names[int(name[1]) - 1]]

@@ -170,7 +170,7 @@ def build_model(
     adaptive_form: str = "marginal",
 ) -> Any:
     """Build the PyMC model of :func:`bayesldp.fit`: ``theta ~ prior``, counts ``~ sum_u c_u
-    log(L_u . theta)``.
+    log(L_u.theta)``.
 
     Parameters
     ----------
@@ -326,7 +326,7 @@ def smooth_information(tally: Tally, prior: SmoothDensity, theta: Any = None) ->
 
 
 def tally_likelihood(tally: Tally, theta: Any, *, name: str = "counts") -> Any:
-    """Add a tally's likelihood ``sum_u c_u log(L_u . theta)`` for a PyMC ``theta`` to the
+    """Add a tally's likelihood ``sum_u c_u log(L_u.theta)`` for a PyMC ``theta`` to the
     current model (call it inside ``with model:``).
 
     The building block of custom models: one call per tally, each with its own ``theta``

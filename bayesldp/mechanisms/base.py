@@ -175,7 +175,7 @@ class Mechanism(ABC):
 
     @property
     def channel(self) -> np.ndarray:
-        """The K x |Y| channel ``P[x, y]`` (only where the output space is finite and small)."""
+        """The K x ``|Y|`` channel ``P[x, y]`` (only where the output space is finite and small)."""
         raise NotSupportedError(f"{type(self).__name__} has no small finite channel")
 
     # ------------------------------------------------------------------ oracle
