@@ -293,7 +293,9 @@ def _fitted_tally(idata: Any, tally: Tally | None) -> Tally:
         return tally
     if observed is None or "counts" not in observed:
         raise InvalidInputError(
-            "idata: no observed_data group with the tally; pass tally= (bayesldp.fit records it)"
+            "idata: no observed_data group with the tally; pass tally= (bayesldp.fit records "
+            "it; for pm.sample's output on a build_model model: model=, or call inside `with "
+            "model:`)"
         )
     counts = np.asarray(observed["counts"].values)
     stat = np.asarray(observed["stat"].values) if "stat" in observed else None
@@ -312,7 +314,8 @@ def _fitted_tally(idata: Any, tally: Tally | None) -> Tally:
         )
     if "rows" not in observed:
         raise InvalidInputError(
-            "idata: observed_data holds neither 'rows' nor 'support'; pass tally="
+            "idata: observed_data holds neither 'rows' nor 'support'; pass tally= (for "
+            "pm.sample's output on a build_model model: model=, or call inside `with model:`)"
         )
     rows = np.asarray(observed["rows"].values, dtype=float)
     k = rows.shape[1]

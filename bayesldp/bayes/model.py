@@ -39,6 +39,7 @@ log-density and 55 ms per gradient, 540 MB peak memory for the process).
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -160,6 +161,16 @@ def _prior_object(prior: Any, tally: Tally) -> Any:
     return as_prior(default_prior(prior, tally, "nuts"), tally.k)
 
 
+#: the tallies each model of :func:`build_model` was built from, by ``theta``'s name, so that
+#: :func:`bayesldp.sample_posterior_predictive` finds them under ``with model:``
+_MODEL_TALLIES: weakref.WeakKeyDictionary[Any, dict[str, Tally]] = weakref.WeakKeyDictionary()
+
+
+def model_tally(model: Any, name: str = "theta") -> Tally | None:
+    """The tally :func:`build_model` gave ``model`` for the variable ``name`` (None if none)."""
+    return _MODEL_TALLIES.get(model, {}).get(name)
+
+
 def build_model(
     tally: Tally,
     prior: Any = None,
@@ -261,6 +272,7 @@ def build_model(
         else:
             theta = pm.Dirichlet(name, a=alpha, dims="category")
         tally_likelihood(tally, theta, name="counts" if name == "theta" else f"counts_{name}")
+    _MODEL_TALLIES.setdefault(model, {})[name] = tally
     return model
 
 

@@ -62,6 +62,7 @@ def sample_posterior_predictive(
     *,
     random_seed: Any = None,
     num_draws: int | None = None,
+    model: Any = None,
 ) -> arviz.InferenceData:
     """The fit with a ``posterior_predictive`` group of the oracle statistic ``stat``.
 
@@ -79,6 +80,10 @@ def sample_posterior_predictive(
         the tally is rebuilt from the fit and the mechanism from the posterior attrs
         ``mechanism`` and ``mechanism_params``; a tally that mixes mechanisms (no
         ``tally.mechanism``) has no predictive distribution: :class:`NotSupportedError`.
+        For the output of ``pm.sample`` on a model of
+        :func:`~bayesldp.bayes.model.build_model` (which keeps no bayesldp attrs), the tally
+        that model was built from: ``model=`` or, as PyMC does, the model of the enclosing
+        ``with model:`` block.
     random_seed : int, sequence of int, Generator, SeedSequence or None
         Seed of the replicated draws; the same seed gives the same predictions.
     num_draws : int, optional
@@ -86,6 +91,9 @@ def sample_posterior_predictive(
         of every chain (all draws when that is more than there are).  Default 500, enough for
         the plots and p-values and fast where the statistic has a closed form (local hashing
         and subset selection randomise ``n`` users per draw: tens of seconds at n = 100,000).
+    model : pymc.Model, optional
+        A model of :func:`~bayesldp.bayes.model.build_model` whose tally to use when ``idata``
+        came from ``pm.sample`` (default: the model of an enclosing ``with model:`` block).
 
     Returns
     -------
@@ -120,6 +128,8 @@ def sample_posterior_predictive(
 
     check_posterior(idata)
     seed = _resolve_seed(random_seed)
+    if tally is None and "mechanism" not in idata.posterior.attrs:
+        tally = _model_tally(model)
     fitted = _fitted_tally(idata, tally)
     mechanism = tally.mechanism if tally is not None else _mechanism_of(idata)
     if mechanism is None:
@@ -227,6 +237,18 @@ def _draw_index(draws: int, chains: int, num_draws: object) -> np.ndarray:
         raise InvalidInputError(f"num_draws: must be >= 1, got {num_draws}")
     per_chain = min(draws, math.ceil(int(num_draws) / chains))
     return np.unique(np.linspace(0, draws - 1, per_chain).round().astype(np.int64))
+
+
+def _model_tally(model: Any) -> Tally | None:
+    """The tally of a :func:`~bayesldp.bayes.model.build_model` model: ``model``, or the PyMC
+    model of the enclosing ``with`` block (PyMC is only looked up if it is imported)."""
+    import sys
+
+    from bayesldp.bayes.model import model_tally
+
+    if model is None and "pymc" in sys.modules:
+        model = sys.modules["pymc"].Model.get_context(error_if_none=False)
+    return None if model is None else model_tally(model)
 
 
 def _mechanism_of(idata: Any) -> Any:

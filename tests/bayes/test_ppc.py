@@ -158,6 +158,30 @@ def test_check_passes_with_the_true_mechanism_and_fails_with_a_wrong_epsilon(nam
     assert wrong < 0.005, p_values
 
 
+def test_pm_sample_output_finds_its_tally_through_the_model():
+    """``pm.sample`` keeps no bayesldp attrs: the tally comes from the :func:`build_model`
+    model, given as ``model=`` or found as the enclosing ``with model:`` block (as PyMC's own
+    ``sample_posterior_predictive`` finds its model); outside one the error says so."""
+    pm = pytest.importorskip("pymc")
+    from bayesldp.bayes.model import build_model
+
+    mech = bayesldp.GRR(3, 1.0)
+    tally = mech.tally(mech.perturb(np.repeat([0, 1, 2], [50, 30, 20]), rng=1))
+    model = build_model(tally, 1.0)
+    theta = np.random.default_rng(0).dirichlet([5.0, 3.0, 2.0], size=(2, 50))
+    idata = az.from_dict(posterior={"theta": theta}, dims={"theta": ["category"]})
+    with model:
+        inside = sample_posterior_predictive(idata, random_seed=1, num_draws=20)
+    given = sample_posterior_predictive(idata, model=model, random_seed=1, num_draws=20)
+    np.testing.assert_array_equal(inside.observed_data["stat"].values, tally.stat)
+    np.testing.assert_array_equal(inside.posterior_predictive["stat"].values,
+                                  given.posterior_predictive["stat"].values)  # fmt: skip
+    assert inside.posterior_predictive["stat"].shape == (2, 10, 3)
+    with pytest.raises(InvalidInputError, match="model=, or call inside `with model:`"):
+        sample_posterior_predictive(idata)
+    assert pm.Model.get_context(error_if_none=False) is None
+
+
 def test_bad_input():
     mech = bayesldp.GRR(3, 1.0)
     tally = mech.tally(np.array([0, 1, 2, 0, 0]))
