@@ -194,7 +194,7 @@ MUTANTS = [
            "- 0.5 * ((s - mu) / sd) ** 2 - 0.5 * (b / (2.0 * sb)) ** 2",
            "smoothness prior: the slope's normal prior twice as wide in the log-density"),
     Mutant("smooth-ems-weights", HMC_SMOOTH,
-           "    return _SmoothTarget(tally, prior, np.quantile(information, quantile, axis=0))",
+           "    return _SmoothTarget(tally, prior, information)",
            "    return _SmoothTarget(tally, prior)",
            "smoothness prior: non-centring weights from the EMS estimate, the pilot chain's "
            "draws ignored"),

@@ -207,7 +207,8 @@ def build_model(
         nodes).  A :class:`~bayesldp.bayes.SmoothDensity`
         (ordered bins): ``theta`` is the deterministic ``softmax(f)`` of its log-weights, with
         free variables ``log_smoothness``, ``slope`` and ``coef`` and the deterministic
-        ``smoothness`` (:func:`smooth_theta`, non-centred by :func:`smooth_information`).
+        ``smoothness`` (:func:`smooth_theta`, non-centred by the information a short pilot
+        chain of bayesldp's NUTS measures: :func:`bayesldp.bayes.hmc.smooth.pilot_information`).
     labels : sequence, optional
         ``K`` category labels for the "category" coordinate (default ``0..K-1``).
     model : pymc.Model, optional
@@ -260,7 +261,7 @@ def build_model(
         raise InvalidInputError("labels: differ from the model's existing 'category' coordinate")
     with model:
         if smooth is not None:
-            theta = smooth_theta(smooth, name, smooth_information(tally, smooth))
+            theta = smooth_theta(smooth, name, _pilot_information(tally, smooth))
         elif adaptive is not None and adaptive_form == "joint":
             index = pm.Categorical("a_index", p=np.exp(adaptive.log_w))
             a = pm.Deterministic("a", pt.as_tensor(adaptive.a)[index])
@@ -310,6 +311,15 @@ def smooth_weights(prior: SmoothDensity, info: Any) -> np.ndarray:
     _, _, scale = prior.basis()
     info = np.maximum(np.asarray(info, dtype=float), 0.0)
     return 1.0 / (1.0 + info * (math.exp(prior.log_scale_mean) * scale) ** 2)
+
+
+def _pilot_information(tally: Tally, prior: SmoothDensity) -> np.ndarray:
+    """The non-centring information of PyMC's model: bayesldp's NUTS pilot chain
+    (:func:`bayesldp.bayes.hmc.smooth.pilot_information`, seed 0, so a model is built the same
+    way every time), not the EMS estimate alone, where the posterior can be far from it."""
+    from bayesldp.bayes.hmc.smooth import pilot_information
+
+    return pilot_information(tally, prior, np.random.default_rng(0))
 
 
 def smooth_pilot(tally: Tally) -> np.ndarray:

@@ -387,10 +387,9 @@ class SmoothDensity(_SerialisedPrior):
     takes) or PyMC's (``method="nuts"``, :func:`bayesldp.bayes.model.build_model`) on the same
     coordinates: each ``y_j`` partially non-centred by how much the data say about it
     (Papaspiliopoulos, Roberts and Skold 2007), which removes the funnel between ``lambda``
-    and the coefficients without changing the prior.  bayesldp's NUTS measures that over a
-    short pilot chain's draws (:func:`bayesldp.bayes.hmc.smooth._smooth_target`: on few bins and
-    few reports the posterior can sit where the data say little); PyMC's path measures it at
-    the EMS estimate.
+    and the coefficients without changing the prior.  Both measure that over a short pilot
+    chain's draws (:func:`bayesldp.bayes.hmc.smooth.pilot_information`: on few bins and few
+    reports the posterior can sit where the data say little, far from any point estimate).
 
     Parameters
     ----------
