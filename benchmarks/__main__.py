@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .registry import REGISTRY, RESULTS, ROOT, Benchmark, missing, resolve
+from .registry import PLACEHOLDERS, REGISTRY, RESULTS, ROOT, Benchmark, missing, resolve
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -55,7 +55,8 @@ def _describe(b: Benchmark) -> str:
         + (b.shown(b.quick) if b.quick is not None else f"none ({b.quick_note})"),
     ]
     if b.needs:
-        lines.append(f"  needs:    {', '.join(b.needs)}")
+        needs = [PLACEHOLDERS[n][2] if n in PLACEHOLDERS else n for n in b.needs]
+        lines.append(f"  needs:    {', '.join(needs)}")
     if b.header_note:
         lines.append(f"  header:   {b.header_note}")
     return "\n".join(lines)
