@@ -199,7 +199,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "the seeds' accuracy claims (000 MLE / Norm-Sub, 001 EM-MR, 003 node sampling)",
         "exact values: Cramer-Rao bounds and the oracle's variances; a verdict per claim",
         ("models/accuracy.toml", "--out", "benchmarks/results/accuracy.md"), ("accuracy.md",),
-        ("models/accuracy.toml", "--sections", "mle", "--repeats", "1"),
+        ("models/accuracy.toml", "--sections", "mle", "--repeats", "2"),
         parser="bayesldp.workflows.accuracy:main",
     ),
     Benchmark(
