@@ -23,6 +23,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures as cf
 import datetime as _dt
 import json
@@ -135,6 +136,7 @@ def tables(df: pd.DataFrame) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help; no options
     jobs = [(p, e, n, r) for p in pa.POPULATIONS for e in pa.EPSILONS for n in pa.NS
             for r in range(2)]  # fmt: skip
     load = os.getloadavg()

@@ -199,7 +199,8 @@ def main() -> None:
         [
             "# Numerical EMS speed against the seed 001 authors' EMS (LDP-EM-MR)",
             "",
-            f"Written by `benchmarks/numerical_speed.py` on "
+            "Written by `python benchmarks/numerical_speed.py --reference PATH --repeats "
+            f"{args.repeats}" + (" --quick" if args.quick else "") + "` on "
             f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, "
             f"{os.cpu_count()} cores; load average (1, 5, 15 min) at start "
             f"{load0[0]:.2f}, {load0[1]:.2f}, {load0[2]:.2f}, at end "

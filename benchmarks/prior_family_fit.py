@@ -40,6 +40,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import platform
 import sys
@@ -188,7 +189,7 @@ def grid() -> None:
     GRID_OUT.write_text(text)
 
 
-def main() -> None:
+def families() -> None:
     rows = [
         "| population | family | K | thetas | best a (median) | best sd (median) "
         "| logistic-normal - Dirichlet, nats: min / median / max |",
@@ -226,5 +227,13 @@ def main() -> None:
     OUT.write_text(text)
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--grid", action="store_true",
+                        help="every GRR cell, repeat 0: results/prior_family_grid.md")  # fmt: skip
+    args = parser.parse_args()
+    grid() if args.grid else families()
+
+
 if __name__ == "__main__":
-    grid() if "--grid" in sys.argv[1:] else main()
+    main()

@@ -15,6 +15,7 @@ within 6 standard errors of ``p* = d e^eps / (d e^eps + K - d)``.
 Usage::
 
     python benchmarks/subset_throughput.py     # writes benchmarks/results/subset_throughput.md
+    python benchmarks/subset_throughput.py --quick     # K = 10 only, printed
 """
 
 from __future__ import annotations
@@ -81,14 +82,18 @@ def peer(k: int, x: np.ndarray, d: int, seconds: float) -> tuple[float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--peer-seconds", type=float, default=5.0)
+    ap.add_argument("--quick", action="store_true", help="K = 10, 100,000 users, 0.3 s per peer "
+                    "run; prints, writes nothing")  # fmt: skip
     args = ap.parse_args()
+    ks, n = (KS[:1], 100_000) if args.quick else (KS, N)
+    peer_seconds = 0.3 if args.quick else args.peer_seconds
     load = os.getloadavg()
     rows = []
-    for k in KS:
-        x = np.random.default_rng(k).integers(0, k, N)
+    for k in ks:
+        x = np.random.default_rng(k).integers(0, k, n)
         d = int(max(1, np.rint(k / (math.exp(EPSILON) + 1))))
         ups, n = ours(k, x, d)
-        peer_ups, m = peer(k, x, d, args.peer_seconds)
+        peer_ups, m = peer(k, x, d, peer_seconds)
         rows.append(f"| {k} | {d} | {ups:,.0f} ({n:,} users) | {peer_ups:,.0f} ({m:,} users) | "
                     f"**{ups / peer_ups:,.0f}x** |")  # fmt: skip
     load_end = os.getloadavg()
@@ -113,7 +118,8 @@ def main() -> None:
         "",
     ])  # fmt: skip
     print(text)
-    OUT.write_text(text)
+    if not args.quick:
+        OUT.write_text(text)
 
 
 if __name__ == "__main__":

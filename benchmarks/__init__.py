@@ -1,0 +1,1 @@
+"""bayesldp's benchmarks: ``python -m benchmarks list`` (see ``benchmarks/registry.py``)."""

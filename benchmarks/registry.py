@@ -1,0 +1,470 @@
+"""The benchmarks as one suite: what each measures, against which anchor, and its commands.
+
+One :class:`Benchmark` per results file's command (a script run with other arguments for another
+results file is another entry).  ``python -m benchmarks list`` prints the table; ``run NAME``
+runs the full command, the one that wrote the committed results file; ``run NAME --quick`` a
+small one that writes nothing into ``benchmarks/results``; ``run --all --quick`` every suite
+entry's quick command.
+
+Kinds: ``suite``, a standing measurement, re-run when the code it measures changes;
+``investigation``, a one-off study whose conclusion is recorded (in a docstring or, later, a
+design note of the docs), kept until it moves there.
+
+Placeholders in the commands: ``{mirror}`` the git dir of a mirror of the seed 001 authors' code
+(yyt20080808/LDP-EM-MR; environment variable ``BAYESLDP_LDP_EM_MR``, or pass ``--reference
+PATH`` after the name), ``{adobest_code}`` a local copy of the AdOBEst-LDP authors' MATLAB files
+(``BAYESLDP_ADOBEST_CODE``, or ``--reference-code DIR``), ``{tmp}`` a scratch directory made for
+a quick run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent
+ROOT = BENCHMARKS.parent
+RESULTS = BENCHMARKS / "results"
+
+#: files of benchmarks/ that are not benchmarks
+HELPERS = ("__init__.py", "__main__.py", "registry.py")
+
+#: placeholder -> (environment variable, the option that gives it on the command line, what)
+PLACEHOLDERS = {
+    "{mirror}": ("BAYESLDP_LDP_EM_MR", "--reference",
+                 "the git dir of a mirror of yyt20080808/LDP-EM-MR"),
+    "{adobest_code}": ("BAYESLDP_ADOBEST_CODE", "--reference-code",
+                       "a local copy of the AdOBEst-LDP authors' MATLAB files"),
+}  # fmt: skip
+#: how a placeholder is shown (and how the results files' headers write it)
+SHOWN = {"{mirror}": "PATH", "{adobest_code}": "DIR", "{tmp}": "TMP"}
+
+#: requirement -> (extra that installs it, how to tell it is there)
+REQUIREMENTS = {
+    "pure-ldp": ("bench", "pure_ldp"),
+    "multi-freq-ldpy": ("bench", "multi_freq_ldpy"),
+    "xxhash": ("bench", "xxhash"),
+    "nutpie": ("samplers", "nutpie"),
+    "numpyro": ("samplers", "numpyro"),
+}
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    #: the script under benchmarks/, or ``-m module`` for a package command
+    script: str
+    measures: str
+    anchor: str
+    #: arguments of the command that wrote the committed results file
+    full: tuple[str, ...]
+    #: results files under benchmarks/results/ (empty: printed only)
+    results: tuple[str, ...] = ()
+    #: arguments of a quick run (seconds to a minute; writes at most into ``{tmp}``); None: see
+    #: ``quick_note``
+    quick: tuple[str, ...] | None = ()
+    quick_note: str = ""
+    kind: str = "suite"
+    #: keys of REQUIREMENTS and PLACEHOLDERS the full command needs
+    needs: tuple[str, ...] = ()
+    #: after the full command: copy this file (relative to ROOT or absolute) to the results file
+    copy_from: str = ""
+    #: where the results file's header does not name ``full`` exactly: what it says instead
+    header_note: str = ""
+    #: where the parser lives, if not the script's ``main`` ("module:function", returning a parser
+    #: or being a ``main(argv)``)
+    parser: str = ""
+    #: results files the full command writes that were never committed
+    uncommitted: tuple[str, ...] = ()
+
+    @property
+    def is_module(self) -> bool:
+        return self.script.startswith("-m ")
+
+    def argv(self, args: tuple[str, ...]) -> list[str]:
+        """The command as an argv after the interpreter."""
+        head = self.script.split() if self.is_module else [f"benchmarks/{self.script}"]
+        return [*head, *args]
+
+    def shown(self, args: tuple[str, ...] | None = None) -> str:
+        """The command as the results files' headers write it."""
+        args = self.full if args is None else args
+        words = ["python", *self.argv(args)]
+        if self.is_module and self.script == "-m bayesldp.workflows.cli":
+            words = ["bayesldp", *args]
+        for key, shown in SHOWN.items():
+            words = [w.replace(key, shown) for w in words]
+        return " ".join(words)
+
+
+def _prior_accuracy(suffix: str, mech: str, ns: str) -> Benchmark:
+    name = f"prior_accuracy_{suffix}"
+    out = () if "_" not in suffix else ("--out", f"benchmarks/results/{name}.md")
+    return Benchmark(
+        name, "prior_accuracy.py",
+        f"prior_accuracy on {mech} at n = {ns} (Dirichlet(1), adaptive; 1 repeat)",
+        "MLE / Norm-Sub / IBU / EM-MR (the package's own; none external)",
+        ("--mechanism", mech, "--priors", "dir1,adaptive", "--ns", ns, *out, "--repeats", "1"),
+        (f"{name}.md",), quick=None, quick_note="the code of prior_accuracy --quick",
+    )  # fmt: skip
+
+
+PEERS = "pure-ldp 1.2.0 and multi-freq-ldpy 0.2.5"
+AUTHORS = "the seed 001 authors' code (LDP-EM-MR) via --reference MIRROR"
+
+# fmt: off
+BENCHMARKS_LIST: tuple[Benchmark, ...] = (
+    # --- throughput against the peer libraries ---
+    Benchmark(
+        "throughput", "throughput.py",
+        "users/s of perturb + tally + unbiased oracle, GRR / OUE / OLH at K = 10, 100, 1000",
+        PEERS, (), ("throughput.md",), ("--quick", "--ks", "10"),
+        needs=("pure-ldp", "multi-freq-ldpy", "xxhash"),
+    ),
+    Benchmark(
+        "subset_throughput", "subset_throughput.py",
+        "subset selection perturb users/s, K = 10, 100, 1000",
+        "multi-freq-ldpy's SS_Client", (), ("subset_throughput.md",), ("--quick",),
+        needs=("multi-freq-ldpy",),
+    ),
+    Benchmark(
+        "sketch_throughput", "sketch_throughput.py",
+        "CMS and HCMS perturb users/s (m = 1024, 256 hash rows), K = 10, 100, 1000",
+        "pure-ldp's CMSClient", (), ("sketch_throughput.md",), ("--quick",),
+        needs=("pure-ldp", "xxhash"),
+    ),
+    Benchmark(
+        "xxhash_throughput", "xxhash_throughput.py",
+        "users/s of OLHXX (xxhash local hashing) against OLH; python-xxhash per pair",
+        "python-xxhash in a Python loop (the peers' way of hashing), if installed",
+        (), (), ("--k", "10", "--n", "10000", "--repeats", "1"),
+    ),
+    Benchmark(
+        "em_speed", "em_speed.py",
+        "EM on a GRR tally (K = 100, n = 1e5, eps = 1) at the same stopping rule",
+        "multi-freq-ldpy's IBU", (), ("em_speed.md",), ("--quick",),
+        needs=("multi-freq-ldpy",),
+    ),
+    Benchmark(
+        "scale", "scale.py",
+        "tallying 1e8 GRR reports in Parquet files on Dask; workers; client memory for OUE",
+        "multi-freq-ldpy's aggregation loop (and pure-ldp's, if installed), extrapolated",
+        ("--data", "/tmp/bayesldp-scale"), ("scale.md",),
+        ("--quick", "--data", "{tmp}/scale", "--out", "-"), needs=("multi-freq-ldpy",),
+    ),
+    # --- parity with the authors' code ---
+    Benchmark(
+        "em_mr_parity", "em_mr_parity.py",
+        "IBU and EM-MR MSE on the authors' SFC / Income populations, GRR, eps 0.75..3",
+        AUTHORS, ("--reference", "{mirror}", "--repeats", "20"), ("em_mr_parity.md",),
+        ("--reference", "{mirror}", "--quick"), needs=("{mirror}",),
+    ),
+    Benchmark(
+        "numerical_parity", "numerical_parity.py",
+        "SW and PM at 1024 bins: W1, error of the mean, seconds of EMS / EM-MR / posteriors",
+        AUTHORS, ("--reference", "{mirror}", "--repeats", "5"), ("numerical_parity.md",),
+        ("--reference", "{mirror}", "--quick"), needs=("{mirror}",),
+    ),
+    Benchmark(
+        "numerical_speed", "numerical_speed.py",
+        "seconds of ems / ibu / ems_mr against the authors' EMS (SW, PM, Laplace; Table II)",
+        AUTHORS, ("--reference", "{mirror}", "--repeats", "5"), ("numerical_speed.md",),
+        ("--reference", "{mirror}", "--quick", "--repeats", "1"), needs=("{mirror}",),
+        header_note="the committed header (before 7e54ba0) names no arguments: "
+        "'Written by `benchmarks/numerical_speed.py`'; its text says 'fastest of 5'",
+    ),
+    Benchmark(
+        "pckv_parity", "pckv_parity.py",
+        "PCKV-PM key frequency and mean MSE, coverage of the posterior, seconds",
+        AUTHORS + " (their SVEPM EM)", ("--reference", "{mirror}", "--repeats", "5"),
+        ("pckv_parity.md",), ("--reference", "{mirror}", "--quick"), needs=("{mirror}",),
+    ),
+    Benchmark(
+        "adobest_paper_grid", "adobest_paper_grid.py",
+        "the AdOBEst-LDP grid at the authors' sizes, exact budget and their (not eps-LDP) eps2",
+        "the AdOBEst-LDP authors' MATLAB code under GNU Octave via --reference-code DIR "
+        "(one survey's timing)",
+        ("--k", "10,20", "--repeats", "20", "--reference-code", "{adobest_code}"),
+        ("adobest_paper_grid.md",), ("--quick", "--work", "{tmp}/work", "--out", "{tmp}/g.md"),
+        needs=("{adobest_code}",),
+        header_note="the header's command adds --report-only (the cells were read back from "
+        "--work, computed by earlier invocations); without it the same command computes them "
+        "(about an hour)",
+    ),
+    # --- accuracy, calibration, priors ---
+    Benchmark(
+        "accuracy", "accuracy.py",
+        "the seeds' accuracy claims (000 MLE / Norm-Sub, 001 EM-MR, 003 node sampling)",
+        "exact values: Cramer-Rao bounds and the oracle's variances; a verdict per claim",
+        ("models/accuracy.toml", "--out", "benchmarks/results/accuracy.md"), ("accuracy.md",),
+        ("models/accuracy.toml", "--sections", "mle", "--repeats", "2"),
+        parser="bayesldp.workflows.accuracy:main",
+    ),
+    Benchmark(
+        "calibration", "calibration.py",
+        "SBC rank uniformity and 90% coverage of NUTS, SGLD (three variants), L = 200",
+        "exact values (uniform ranks, 90% coverage); PyMC's NUTS on the same data sets",
+        ("--all", "--jobs", "2", "--write", "benchmarks/results/calibration.md"),
+        ("calibration.md",),
+        ("--samplers", "hmc", "--reps", "50", "--jobs", "1", "--write", "{tmp}/calibration.md"),
+    ),
+    Benchmark(
+        "calibration_adaptive", "calibration.py",
+        "SBC of the default sampler under the adaptive prior (theta drawn from it)",
+        "exact values (uniform ranks, 90% coverage)",
+        ("--samplers", "hmc-adaptive", "--jobs", "2", "--write",
+         "benchmarks/results/calibration_adaptive.md"),
+        ("calibration_adaptive.md",), quick=None, quick_note="the code of calibration --quick",
+    ),
+    Benchmark(
+        "prior_accuracy", "prior_accuracy.py",
+        "posterior means under Dirichlet(1), (1/2), adaptive: MSE over the best frequentist, "
+        "coverage (GRR)",
+        "MLE / Norm-Sub / IBU / EM-MR (the package's own; none external)",
+        ("--repeats", "2"), ("prior_accuracy.md",),
+        ("--quick", "--priors", "dir1", "--workers", "1"),
+    ),
+    _prior_accuracy("oue", "OUE", "1000"),
+    _prior_accuracy("oue_1e4", "OUE", "10000"),
+    _prior_accuracy("oue_1e5", "OUE", "100000"),
+    _prior_accuracy("olh", "OLH", "1000"),
+    _prior_accuracy("olh_1e4", "OLH", "10000"),
+    _prior_accuracy("olh_1e5", "OLH", "100000"),
+    Benchmark(
+        "pool_prior_accuracy", "pool_prior_accuracy.py",
+        "issue 10's targets pooled over the committed prior_accuracy*.md tables (no fitting)",
+        "MLE / Norm-Sub / IBU / EM-MR (from the tables)", (), ("prior_accuracy_pooled.md",),
+        ("--out", "{tmp}/pooled.md"),
+        header_note="the header adds '(reads the committed tables, fits nothing)' after it",
+    ),
+    Benchmark(
+        "default_prior", "default_prior.py",
+        "fit's default (adaptive) prior against Dirichlet(1) on five mechanisms: MSE, coverage, "
+        "seconds",
+        "none: an internal comparison (Dirichlet(1) with fit's other defaults)",
+        ("--repeats", "8"), ("default_prior.md",), ("--repeats", "1", "--out", "{tmp}/dp.md"),
+    ),
+    Benchmark(
+        "adaptive_bins", "adaptive_bins.py",
+        "the adaptive prior on SW reports at 16, 64, 256 bins: W1, seconds, steps, r_hat",
+        "ems_mr and Dirichlet(1) (the package's own; none external)", (), ("adaptive_bins.md",),
+        ("--bins", "16"),
+    ),
+    Benchmark(
+        "smooth_prior", "smooth_prior.py",
+        "the smoothness prior on SW reports: W1, error of the mean, coverage, seconds",
+        "PyMC's NUTS on the same model; ems_mr and Dirichlet(1)", (), ("smooth_prior.md",),
+        ("--bins", "16", "--no-pymc", "--out", "{tmp}/smooth.md"),
+    ),
+    Benchmark(
+        "smooth_prior_1024", "smooth_prior.py",
+        "the smoothness prior at seed 001's 1024 bins (no PyMC)",
+        "ems_mr and Dirichlet(1) (the package's own; none external)",
+        ("--bins", "1024", "--no-pymc", "--out", "benchmarks/results/smooth_prior_1024.md"),
+        ("smooth_prior_1024.md",), quick=None, quick_note="the code of smooth_prior --quick",
+    ),
+    Benchmark(
+        "rappor", "rappor.py",
+        "RAPPOR at 8-64 cohorts against BLH / OLH / SUE: MSE of the top-30 frequencies",
+        "exact values: Wang et al. 2017's closed-form variances; RAPPOR's own decoding",
+        ("--n", "10000", "--reps", "12"), ("rappor.md",),
+        ("--n", "2000", "--reps", "1", "--no-posterior", "--out", "{tmp}/rappor.md"),
+    ),
+    # --- posterior speed ---
+    Benchmark(
+        "posterior", "posterior.py",
+        "whole-process seconds, min ESS_bulk, divergences (GRR, K = 20, n = 1e5), fresh processes",
+        "PyMC's default NUTS (nutpie / numpyro with --samplers, samplers extra)",
+        ("--samplers", "pymc", "hmc", "hmc-backend", "--repeats", "5", "--cold", "--write",
+         "benchmarks/results/posterior.md"),
+        ("posterior.md",), ("--samplers", "hmc"),
+    ),
+    Benchmark(
+        "posterior_large_n", "posterior_large_n.py",
+        "fit at n = 1e6 (OUE, OLH, SHE, GRR K = 1000), Laplace against HMC, Laplace's SBC",
+        "the MLE of the same tally (fit within 20x), the HMC (Laplace's agreement)",
+        ("--timeout", "180", "--write", "benchmarks/results/posterior_large_n.md"),
+        ("posterior_large_n.md",), ("--parts", "auto"),
+    ),
+    Benchmark(
+        "first_fit", "first_fit.py",
+        "first fit's whole-process seconds, empty numba cache and warm, also in a fresh venv",
+        "none: an internal comparison (cold against warm)",
+        ("--repeats", "3", "--fresh-venv", "--write", "benchmarks/results/first_fit.md"),
+        ("first_fit.md",), ("--repeats", "1"),
+        header_note="the header ('Written by `benchmarks/first_fit.py --repeats 3 --fresh-venv`')"
+        " omits 'python' and '--write benchmarks/results/first_fit.md'",
+    ),
+    Benchmark(
+        "feedback", "feedback.py",
+        "progress bars' overhead and the cores=2 speed-up of a warm fit",
+        "none: an internal comparison (cores=1, no bars)",
+        ("--repeats", "5", "--write", "benchmarks/results/feedback.md"), ("feedback.md",),
+        ("--repeats", "1"),
+        header_note="the header ('Written by `benchmarks/feedback.py --repeats 5`') omits "
+        "'python' and '--write benchmarks/results/feedback.md'",
+    ),
+    # --- adaptive surveys ---
+    Benchmark(
+        "adobest_grid", "-m bayesldp.workflows.cli",
+        "the AdOBEst-LDP experiment grid (seed 004) at its default size: TV per rule",
+        "none: an internal comparison (the non-adaptive and semi-adaptive rules)",
+        ("run", "models/adobest_grid.toml", "--out", "/tmp/bench/grid"), ("adobest_grid.md",),
+        ("run", "models/adobest_grid.toml", "--quick", "--no-figures", "--quiet", "--out",
+         "{tmp}/grid"),
+        copy_from="/tmp/bench/grid/tables.md", parser="bayesldp.workflows.cli:build_parser",
+    ),
+    Benchmark(
+        "survey_speed", "survey_speed.py",
+        "whole-process seconds of a 500,000-user survey, both engines, cold and warm",
+        "none: an internal comparison (the paper's SGLD engine, as the package runs it)",
+        ("--n", "500000", "--k", "20", "--runs",
+         "tv:sgld,lookahead:posterior,lookahead:posterior:1.0"),
+        ("survey_speed.md",),
+        ("--n", "5000", "--k", "10", "--runs", "tv:sgld", "--out", "{tmp}/speed.md"),
+    ),
+    Benchmark(
+        "survey_posterior", "survey_posterior.py",
+        "90% coverage and TV of the adaptive survey's posterior, its pool's and SGLD's",
+        "exact value: 90% coverage; the paper's SGLD posterior on the same users",
+        ("--repeats", "20", "--utility", "tv", "--workers", "1"), ("survey_posterior.md",),
+        ("--repeats", "1", "--out", "{tmp}/sp.md"),
+    ),
+    Benchmark(
+        "survey_adaptive_gain", "survey_adaptive_gain.py",
+        "TV of the default survey's MLE and posterior mean over plain GRR's, the paper's grid",
+        "none: an internal comparison (GRR at the full budget on the same users)",
+        ("--repeats", "20", "--utility", "default", "--workers", "2", "--cells", "all"),
+        ("survey_adaptive_gain.md",), ("--repeats", "1", "--cells", "0", "--out", "{tmp}/g.md"),
+    ),
+    Benchmark(
+        "survey_stopping", "survey_stopping.py",
+        "coverage at a width-based stop, and users against a worst-case fixed-size GRR survey",
+        "exact value: GRR's oracle variance sizes the fixed survey; 90% coverage",
+        ("--surveys", "100", "--k", "10", "--epsilon", "1.0", "--width", "0.1", "--n-max",
+         "50000", "--workers", "1"),
+        ("survey_stopping.md", "survey_stopping.jsonl"),
+        ("--surveys", "1", "--n-max", "5000", "--out", "{tmp}/stop.md"),
+    ),
+    # --- the test suite's power ---
+    Benchmark(
+        "mutation_tests", "mutation_tests.py",
+        "28 mutants of the sampler core, variances and SBC harness: killed by the fast tier?",
+        "none: an internal comparison (the unmutated tree must pass)", (),
+        ("mutation_tests.md", "mutation_tests.json"), ("--list",),
+        header_note="the header names the script without arguments; each row is its own run "
+        "(--only ID), with its date and commit in the row",
+    ),
+    # --- investigations: one-off studies, conclusions recorded ---
+    Benchmark(
+        "prior_family_fit", "prior_family_fit.py",
+        "true populations scored by Dirichlet(a) and logistic-normal(sd); a learnt-sd probe",
+        "none: an internal comparison (the adaptive prior)", (), ("prior_family_fit.md",),
+        kind="investigation",
+    ),
+    Benchmark(
+        "prior_family_grid", "prior_family_fit.py",
+        "the logistic-normal prior (PyMC) against the adaptive prior on all 96 GRR cells",
+        "MLE / Norm-Sub / IBU / EM-MR (the package's own)", ("--grid",),
+        ("prior_family_grid.md",), kind="investigation",
+    ),
+    Benchmark(
+        "shared_information", "shared_information.py",
+        "the HMC's shared_information by mechanism; RRRR fits' divergences by target_accept",
+        "none: an internal comparison (target_accept 0.8 / 0.9 / 0.95, plain and nested)",
+        ("--repeats", "30"), ("shared_information.md",), ("--repeats", "1", "--out", "{tmp}/s.md"),
+        kind="investigation",
+    ),
+    Benchmark(
+        "adaptive_hmc", "adaptive_hmc.py",
+        "r_hat, ESS, seconds of the adaptive prior's marginal and joint schemes, GRR K = 30",
+        "none: an internal comparison (Dirichlet(1), the other scheme)", (), (),
+        ("--n", "1000", "--eps", "1.0", "--pop", "zipf"), kind="investigation",
+    ),
+    Benchmark(
+        "adaptive_convergence", "adaptive_convergence.py",
+        "r_hat, divergences, steps of the adaptive prior's 192 GRR fits by the width of a",
+        "none: an internal comparison (Dirichlet(1) and Dirichlet(a median) on the same tally)",
+        (), ("adaptive_convergence.md",), None, "no small mode (192 fits)",
+        kind="investigation",
+    ),
+    Benchmark(
+        "survey_lookahead_choices", "survey_lookahead_choices.py",
+        "every choice of the lookahead rule: horizon, size, simulated gain and its se",
+        "none: an internal comparison (GRR on the same users)",
+        ("--k", "20", "--rho", "0.1", "--epsilon", "0.5", "--repeats", "3"),
+        ("survey_lookahead_choices.md",),
+        ("--k", "10", "--repeats", "1", "--out", "{tmp}/choices.md"), kind="investigation",
+    ),
+    Benchmark(
+        "survey_oracle", "survey_oracle.py",
+        "an oracle bound: the best top-s RRRR subset's MLE TV with theta known, against GRR's",
+        "exact value: the A-optimal mixture's asymptotic bound; GRR", (), (),
+        ("--repeats", "1", "--inner", "1", "--out", "{tmp}/o.md"), kind="investigation",
+        uncommitted=("survey_oracle.md",),
+        header_note="its results file was never committed (bayesldp/adaptive/lookahead.py "
+        "cites it)",
+    ),
+    Benchmark(
+        "survey_oracle_posterior", "survey_oracle_posterior.py",
+        "the oracle bound for the posterior mean on the sparse cells (top-s, s <= 5)",
+        "none: an internal comparison (GRR's posterior mean)",
+        ("--repeats", "10", "--inner", "2", "--max-s", "5", "--workers", "1", "--cells", "all"),
+        ("survey_oracle_posterior.md",),
+        ("--repeats", "1", "--inner", "1", "--max-s", "1", "--cells", "0", "--out", "{tmp}/o.md"),
+        kind="investigation",
+    ),
+    Benchmark(
+        "xxhash_collisions", "xxhash_collisions.py",
+        "collision probability of the peers' xxhash family (BLHXX, OLHXX) over seeds",
+        "exact value: 1/g", (), (), ("--k", "10", "--seeds", "4096"), kind="investigation",
+    ),
+)
+# fmt: on
+
+REGISTRY: dict[str, Benchmark] = {b.name: b for b in BENCHMARKS_LIST}
+
+
+def placeholders(args: tuple[str, ...]) -> list[str]:
+    return [key for key in PLACEHOLDERS if any(key in a for a in args)]
+
+
+def missing(bench: Benchmark, args: tuple[str, ...], extra: list[str]) -> str | None:
+    """Why ``args`` cannot run here (a requirement or reference not found), or None."""
+    for need in bench.needs:
+        if need in REQUIREMENTS:
+            extra_name, module = REQUIREMENTS[need]
+            if importlib.util.find_spec(module) is None:
+                return f"needs {need} (pip install -e '.[{extra_name}]')"
+    for key in placeholders(args):
+        env, option, what = PLACEHOLDERS[key]
+        if option not in extra and not os.environ.get(env):
+            return f"needs {what}: set {env} or pass {option}"
+    return None
+
+
+def resolve(args: tuple[str, ...], extra: list[str], tmp: str | None) -> list[str]:
+    """``args`` with the placeholders filled in; a placeholder's option given in ``extra`` wins
+    (the pair is dropped from ``args``)."""
+    out: list[str] = []
+    for arg in args:
+        key = next((k for k in PLACEHOLDERS if k in arg), None)
+        if key is not None:
+            env, option, _ = PLACEHOLDERS[key]
+            if option in extra:
+                if out and out[-1] == option:
+                    out.pop()
+                continue
+            arg = arg.replace(key, os.environ[env])
+        if "{tmp}" in arg:
+            if tmp is None:
+                raise ValueError(f"{arg}: a quick argument outside a quick run")
+            arg = arg.replace("{tmp}", tmp)
+        out.append(arg)
+    return out
+
+
+def results_paths(bench: Benchmark) -> list[Path]:
+    return [RESULTS / name for name in bench.results]
