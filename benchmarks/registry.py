@@ -298,6 +298,14 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         " omits 'python' and '--write benchmarks/results/first_fit.md'",
     ),
     Benchmark(
+        "notebooks", "notebooks.py",
+        "each notebook at its full settings in a fresh kernel: seconds, stderr and stdout "
+        "bytes, warnings, lines on divergences",
+        "none: the promise in notebooks/README.md (under a minute to a few minutes each)",
+        ("--out", "benchmarks/results/notebooks.md"), (),
+        ("--only", "04", "--small"), uncommitted=("notebooks.md",),
+    ),
+    Benchmark(
         "feedback", "feedback.py",
         "progress bars' overhead and the cores=2 speed-up of a warm fit",
         "none: an internal comparison (cores=1, no bars)",

@@ -137,6 +137,7 @@ API_MODULES = [
     "bayesldp.mechanisms",
     "bayesldp.estimators",
     "bayesldp.bayes",
+    "bayesldp.bayes.hmc",
     "bayesldp.adaptive",
     "bayesldp.datasets",
     "bayesldp.workflows.spec",
