@@ -52,9 +52,9 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-ex
     from bayesldp.mechanisms.numerical.laplace import LaplaceNumeric as LaplaceNumeric
     from bayesldp.mechanisms.numerical.piecewise import Piecewise as Piecewise
     from bayesldp.mechanisms.numerical.square_wave import SquareWave as SquareWave
-    from bayesldp.mechanisms.rappor import RAPPOR as RAPPOR
-    from bayesldp.mechanisms.rappor import RapporReports as RapporReports
-    from bayesldp.mechanisms.rappor import rappor_decode as rappor_decode
+    from bayesldp.mechanisms.rappor.decode import rappor_decode as rappor_decode
+    from bayesldp.mechanisms.rappor.mechanism import RAPPOR as RAPPOR
+    from bayesldp.mechanisms.rappor.mechanism import RapporReports as RapporReports
     from bayesldp.mechanisms.rrrr import RRRR as RRRR
     from bayesldp.mechanisms.sampling import NodeSampling as NodeSampling
     from bayesldp.mechanisms.sampling import SampledReports as SampledReports
@@ -80,10 +80,10 @@ _LAZY = {
     "SeedReports": "bayesldp.mechanisms.xxhash_lh",
     "CMSReports": "bayesldp.mechanisms.sketch",
     "HCMSReports": "bayesldp.mechanisms.sketch",
-    "RapporReports": "bayesldp.mechanisms.rappor",
+    "RapporReports": "bayesldp.mechanisms.rappor.mechanism",
     "PCKV": "bayesldp.mechanisms.keyvalue",  # key-value pairs: not a k-category mechanism
     "PCKVPM": "bayesldp.mechanisms.keyvalue",
-    "rappor_decode": "bayesldp.mechanisms.rappor",
+    "rappor_decode": "bayesldp.mechanisms.rappor.decode",
     "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",
     "bounds": "bayesldp.bounds",

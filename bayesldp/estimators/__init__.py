@@ -16,7 +16,8 @@
   ordered bins, their EM-MR for numerical data).
 
 Mechanism-specific: ``"rappor_decode"``, RAPPOR's own decoding (LASSO selection, then least
-squares with standard errors) of a RAPPOR tally (:func:`bayesldp.mechanisms.rappor.decode_tally`).
+squares with standard errors) of a RAPPOR tally
+(:func:`bayesldp.mechanisms.rappor.decode.decode_tally`).
 
 Node sampling (seed 003): the tally of :meth:`bayesldp.mechanisms.NodeSampling.round_tally`
 carries the round's sampling design, so ``"oracle"`` is the paper's unbiased ``g``, ``c_hat`` or
@@ -60,7 +61,7 @@ _LIKELIHOOD: dict[str, Callable[..., Estimate]] = {
 METHODS = ("oracle", *POSTPROCESSORS, *_LIKELIHOOD)
 
 #: Methods of one mechanism's own tallies, also accepted by :func:`estimate`:
-#: ``"rappor_decode"`` (a :class:`~bayesldp.mechanisms.rappor.RapporTally`).
+#: ``"rappor_decode"`` (a :class:`~bayesldp.mechanisms.rappor.decode.RapporTally`).
 MECHANISM_METHODS = ("rappor_decode",)
 
 
@@ -95,7 +96,7 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
     **options
         Method options: ``alpha`` for ``base_cut`` (default 0.05); see :func:`mle`,
         :func:`em`, :func:`ibu`, :func:`em_mr` for theirs, and
-        :func:`bayesldp.mechanisms.rappor.decode_tally` for ``rappor_decode``'s
+        :func:`bayesldp.mechanisms.rappor.decode.decode_tally` for ``rappor_decode``'s
         (``lambda_ratio``, ``alpha``).
 
     Returns
@@ -132,7 +133,7 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
         _check_options(method, options, _keyword_options(func))
         return func(tally, **options)
     if method == "rappor_decode":
-        from bayesldp.mechanisms.rappor import decode_tally
+        from bayesldp.mechanisms.rappor.decode import decode_tally
 
         _check_options(method, options, _keyword_options(decode_tally))
         return decode_tally(tally, **options)

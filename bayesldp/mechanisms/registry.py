@@ -36,7 +36,7 @@ MODULES: dict[str, str] = {
     "Piecewise": "bayesldp.mechanisms.numerical.piecewise",
     "LaplaceNumeric": "bayesldp.mechanisms.numerical.laplace",
     "Gaussian": "bayesldp.mechanisms.numerical.gaussian",
-    "RAPPOR": "bayesldp.mechanisms.rappor",
+    "RAPPOR": "bayesldp.mechanisms.rappor.mechanism",
     "PCKV": "bayesldp.mechanisms.keyvalue",
     "PCKVPM": "bayesldp.mechanisms.keyvalue",
 }
