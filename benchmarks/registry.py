@@ -7,8 +7,8 @@ small one that writes nothing into ``benchmarks/results``; ``run --all --quick``
 entry's quick command.
 
 Kinds: ``suite``, a standing measurement, re-run when the code it measures changes;
-``investigation``, a one-off study whose conclusion is recorded (in a docstring or, later, a
-design note of the docs), kept until it moves there.
+``investigation``, a one-off study whose conclusion is recorded in ``docs/design_notes.md`` and
+in the code it decided; kept, so that its table regenerates from its command, but not re-run.
 
 Placeholders in the commands: ``{mirror}`` the git dir of a mirror of the seed 001 authors' code
 (yyt20080808/LDP-EM-MR; environment variable ``BAYESLDP_LDP_EM_MR``, or pass ``--reference
