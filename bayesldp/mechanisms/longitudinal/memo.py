@@ -76,8 +76,15 @@ def memo_keys(users: Any, x: np.ndarray, k: int) -> np.ndarray:
     return users * k + x
 
 
-def _describe(name: str, params: dict[str, Any]) -> str:
-    return f"{name}(" + ", ".join(f"{key}={value!r}" for key, value in params.items()) + ")"
+def _describe(config: dict[str, Any]) -> str:
+    """The stored mechanism as its repr (as the user wrote it), else its name and params."""
+    from bayesldp.mechanisms.registry import rebuild_mechanism
+
+    name, params = str(config.get("mechanism")), config.get("params")
+    try:
+        return repr(rebuild_mechanism(name, dict(params)))
+    except Exception:  # another format's config: show what it says
+        return f"{name} {params!r}"
 
 
 class Memo(Mapping):
@@ -205,7 +212,7 @@ class MemoStore(Memo):
         config, arrays = read_state(FORMAT, self.path)
         own = json.loads(json.dumps(self._config()))
         if config != own:
-            stored = _describe(str(config.get("mechanism")), dict(config.get("params") or {}))
+            stored = _describe(config)
             raise MemoError(
                 f"memo: {str(self.path)!r} holds the permanent responses of {stored}, not of "
                 f"{self.mechanism!r}; use that mechanism or another memo file"
