@@ -2,26 +2,13 @@
 permanent responses: :mod:`~bayesldp.mechanisms.longitudinal.mechanism` the mechanisms,
 :mod:`~bayesldp.mechanisms.longitudinal.memo` the in-memory and durable memos."""
 
-from bayesldp.mechanisms.longitudinal.mechanism import (
-    LGRR,
-    LOSUE,
-    LOUE,
-    LSOUE,
-    LSUE,
-    Longitudinal,
-    LongitudinalUnary,
-)
-from bayesldp.mechanisms.longitudinal.memo import Memo, MemoError, MemoStore
-
-__all__ = [
-    "LGRR",
-    "LOSUE",
-    "LOUE",
-    "LSOUE",
-    "LSUE",
-    "Longitudinal",
-    "LongitudinalUnary",
-    "Memo",
-    "MemoError",
-    "MemoStore",
-]
+from bayesldp.mechanisms.longitudinal.mechanism import LGRR as LGRR
+from bayesldp.mechanisms.longitudinal.mechanism import LOSUE as LOSUE
+from bayesldp.mechanisms.longitudinal.mechanism import LOUE as LOUE
+from bayesldp.mechanisms.longitudinal.mechanism import LSOUE as LSOUE
+from bayesldp.mechanisms.longitudinal.mechanism import LSUE as LSUE
+from bayesldp.mechanisms.longitudinal.mechanism import Longitudinal as Longitudinal
+from bayesldp.mechanisms.longitudinal.mechanism import LongitudinalUnary as LongitudinalUnary
+from bayesldp.mechanisms.longitudinal.memo import Memo as Memo
+from bayesldp.mechanisms.longitudinal.memo import MemoError as MemoError
+from bayesldp.mechanisms.longitudinal.memo import MemoStore as MemoStore

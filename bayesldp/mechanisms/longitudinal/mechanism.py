@@ -57,6 +57,17 @@ from bayesldp.mechanisms.unary import (
     _bernoulli_into,
 )
 
+_PARAMETERS = """
+    Parameters
+    ----------
+    k : int
+        Number of categories (>= 2).
+    epsilon : float
+        Budget of one round (the paper's ``eps_1``).
+    eps_perm : float, optional
+        Budget of the permanent response, the bound over all rounds (``eps_infinity``);
+        default ``2 epsilon``; must exceed ``epsilon``.
+"""
 #: the instantaneous epsilon is searched in (0, this]
 _MAX_INSTANT_EPSILON = 60.0
 
@@ -178,17 +189,9 @@ class LGRR(Longitudinal, GRR):
     ``d = (e^eps_1 - 1)(e^eps_perm + k - 1) / ((e^eps_1 + k - 1)(e^eps_perm - 1))``, so that the
     composed channel ``p_s = p1 p2 + (1 - p1) q2``, ``q_s = q1 p2 + (1 - q1) q2`` has
     ``p_s / q_s = e^eps_1`` (module docstring).  The channel, tally and oracle are GRR's with
-    ``(p_s, q_s)``: ``n Var* = q_s (1 - q_s)/(p_s - q_s)^2``.
-
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Budget of one round (the paper's ``eps_1``).
-    eps_perm : float, optional
-        Budget of the permanent response, the bound over all rounds (``eps_infinity``);
-        default ``2 epsilon``; must exceed ``epsilon``.
+    ``(p_s, q_s)``: ``n Var* = q_s (1 - q_s)/(p_s - q_s)^2``.  Parameters as
+    :class:`LongitudinalUnary`'s (``k``, ``epsilon`` the round's budget ``eps_1``, ``eps_perm``
+    the permanent response's, default ``2 epsilon``); reports are GRR's integers.
 
     Examples
     --------
@@ -239,6 +242,8 @@ class LongitudinalUnary(Longitudinal, UnaryEncoding):
     Bit probabilities are the composed ``(p_s, q_s)``; :meth:`bit_probabilities` and
     :meth:`log_bit_probabilities` are per instance here (they depend on ``eps_perm`` too).
     """
+
+    __doc__ += _PARAMETERS
 
     PERMANENT: ClassVar[type[UnaryEncoding]]
     INSTANT: ClassVar[type[UnaryEncoding]]
@@ -316,19 +321,10 @@ class LongitudinalUnary(Longitudinal, UnaryEncoding):
         return bool(stored.size == 0 or not np.any(stored[:, -1] >> (8 - spare) if spare else 0))
 
 
-_UNARY_PARAMETERS = """
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Budget of one round (the paper's ``eps_1``).
-    eps_perm : float, optional
-        Budget of the permanent response, the bound over all rounds (``eps_infinity``);
-        default ``2 epsilon``; must exceed ``epsilon``.
-
+_UNARY_REPORTS = """
     Reports are bool arrays ``(n, k)`` as for :class:`~bayesldp.SUE`; the tally is in support
-    form with levels ``(q_s (1 - p_s), p_s (1 - q_s))``.
+    form with levels ``(q_s (1 - p_s), p_s (1 - q_s))``; parameters as
+    :class:`LongitudinalUnary`'s.
 """
 
 
@@ -341,7 +337,7 @@ class LSUE(LongitudinalUnary):
     al. 2014; Arcolezi et al. 2022, L-SUE).
     """
 
-    __doc__ += _UNARY_PARAMETERS
+    __doc__ += _UNARY_REPORTS
     name = "LSUE"
     PERMANENT = SUE
     INSTANT = SUE
@@ -356,7 +352,7 @@ class LOUE(LongitudinalUnary):
     A round reaches at most ``log(p1 (1 - q1/2) / (q1 (1 - p1/2)))`` (``q2 -> 0``).
     """
 
-    __doc__ += _UNARY_PARAMETERS
+    __doc__ += _UNARY_REPORTS
     name = "LOUE"
     PERMANENT = OUE
     INSTANT = OUE
@@ -372,7 +368,7 @@ class LOSUE(LongitudinalUnary):
     recommended unary protocol for most budgets.
     """
 
-    __doc__ += _UNARY_PARAMETERS
+    __doc__ += _UNARY_REPORTS
     name = "LOSUE"
     PERMANENT = OUE
     INSTANT = SUE
@@ -387,7 +383,7 @@ class LSOUE(LongitudinalUnary):
     ``log(p1 (1 - q1/2) / (q1 (1 - p1/2)))``.
     """
 
-    __doc__ += _UNARY_PARAMETERS
+    __doc__ += _UNARY_REPORTS
     name = "LSOUE"
     PERMANENT = SUE
     INSTANT = OUE
