@@ -48,6 +48,13 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-ex
     from bayesldp.mechanisms.histogram import THE as THE
     from bayesldp.mechanisms.keyvalue import PCKV as PCKV
     from bayesldp.mechanisms.keyvalue import PCKVPM as PCKVPM
+    from bayesldp.mechanisms.longitudinal.mechanism import LGRR as LGRR
+    from bayesldp.mechanisms.longitudinal.mechanism import LOSUE as LOSUE
+    from bayesldp.mechanisms.longitudinal.mechanism import LOUE as LOUE
+    from bayesldp.mechanisms.longitudinal.mechanism import LSOUE as LSOUE
+    from bayesldp.mechanisms.longitudinal.mechanism import LSUE as LSUE
+    from bayesldp.mechanisms.longitudinal.memo import Memo as Memo
+    from bayesldp.mechanisms.longitudinal.memo import MemoStore as MemoStore
     from bayesldp.mechanisms.numerical.gaussian import Gaussian as Gaussian
     from bayesldp.mechanisms.numerical.laplace import LaplaceNumeric as LaplaceNumeric
     from bayesldp.mechanisms.numerical.piecewise import Piecewise as Piecewise
@@ -81,6 +88,8 @@ _LAZY = {
     "CMSReports": "bayesldp.mechanisms.sketch",
     "HCMSReports": "bayesldp.mechanisms.sketch",
     "RapporReports": "bayesldp.mechanisms.rappor.mechanism",
+    "Memo": "bayesldp.mechanisms.longitudinal.memo",
+    "MemoStore": "bayesldp.mechanisms.longitudinal.memo",
     "PCKV": "bayesldp.mechanisms.keyvalue",  # key-value pairs: not a k-category mechanism
     "PCKVPM": "bayesldp.mechanisms.keyvalue",
     "rappor_decode": "bayesldp.mechanisms.rappor.decode",

@@ -4,7 +4,8 @@ One module per family: ``grr`` (GRR / direct encoding / k-RR), ``unary`` (SUE, O
 (BLH, OLH), ``xxhash_lh`` (BLHXX, OLHXX: local hashing with pure-ldp's and multi-freq-ldpy's xxhash
 family), ``histogram`` (SHE, THE), ``hadamard`` (Hadamard response), ``rrrr`` (the subset
 mechanism of AdOBEst-LDP), ``subset`` (subset selection), ``sketch`` (Apple's count-mean sketches
-CMS and HCMS), ``rappor`` (RAPPOR with Bloom filters and cohorts), ``numerical`` (square wave,
+CMS and HCMS), ``rappor`` (RAPPOR with Bloom filters and cohorts), ``longitudinal`` (L-GRR, L-SUE,
+L-OUE, L-OSUE, L-SOUE: memoised permanent responses), ``numerical`` (square wave,
 piecewise, Laplace and Gaussian on real values) and ``sampling`` (node sampling, a wrapper);
 ``base`` holds the protocol they share and :mod:`~bayesldp.mechanisms.registry` the one list of
 them that the rest of the package reads.  Names are imported lazily, so importing this package
@@ -37,6 +38,9 @@ _LAZY: dict[str, str] = {
     "RapporReports": "bayesldp.mechanisms.rappor.mechanism",
     "rappor_decode": "bayesldp.mechanisms.rappor.decode",
     "XXHashLocalHashing": "bayesldp.mechanisms.xxhash_lh",
+    "Memo": "bayesldp.mechanisms.longitudinal.memo",
+    "MemoError": "bayesldp.mechanisms.longitudinal.memo",
+    "MemoStore": "bayesldp.mechanisms.longitudinal.memo",
     "all_parameters": _REGISTRY,
     "canonical_name": _REGISTRY,
     "make_mechanism": _REGISTRY,

@@ -39,6 +39,11 @@ MODULES: dict[str, str] = {
     "RAPPOR": "bayesldp.mechanisms.rappor.mechanism",
     "PCKV": "bayesldp.mechanisms.keyvalue",
     "PCKVPM": "bayesldp.mechanisms.keyvalue",
+    "LGRR": "bayesldp.mechanisms.longitudinal.mechanism",
+    "LSUE": "bayesldp.mechanisms.longitudinal.mechanism",
+    "LOUE": "bayesldp.mechanisms.longitudinal.mechanism",
+    "LOSUE": "bayesldp.mechanisms.longitudinal.mechanism",
+    "LSOUE": "bayesldp.mechanisms.longitudinal.mechanism",
 }
 #: other names users know (case-insensitive, like the canonical ones)
 ALIASES: dict[str, str] = {
@@ -51,6 +56,11 @@ ALIASES: dict[str, str] = {
     "Laplace": "LaplaceNumeric",
     "PCKV-GRR": "PCKV",
     "PCKV-PM": "PCKVPM",
+    "L-GRR": "LGRR",
+    "L-SUE": "LSUE",
+    "L-OUE": "LOUE",
+    "L-OSUE": "LOSUE",
+    "L-SOUE": "LSOUE",
 }
 
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import signal
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from bayesldp._durable import file_lock
 from bayesldp.errors import InvalidInputError
 
 
@@ -53,60 +52,12 @@ def directory_lock(path: Path, wait: float = 0.0, what: str = "") -> Iterator[No
 
     A second run into the same directory waits up to ``wait`` seconds (default: not at all),
     then fails with ``[what: ]DIR is in use by process N`` instead of interleaving its files
-    (and checkpoints) with the first.  The lock is an ``fcntl`` lock on ``DIR/.bayesldp.lock``,
-    released when the run ends or its process dies, so a killed run never blocks.  The file is
-    removed when the run ends (normally, by an error or by Ctrl-C), while still locked; a run
-    that locked a file since removed (or replaced) locks the new one instead, so two runs never
-    hold two different files at once.  A killed run leaves the file, unlocked, for the next.
+    (and checkpoints) with the first.  The lock is an ``fcntl`` lock on ``DIR/.bayesldp.lock``
+    (:func:`bayesldp._durable.file_lock`), released when the run ends or its process dies, so a
+    killed run never blocks; the file is removed when the run ends.
     """
-    lock = Path(path) / ".bayesldp.lock"
-    deadline = time.monotonic() + wait
-    while True:
-        fh = open(lock, "a+")
-        try:
-            _acquire(fh, path, wait, deadline, what)
-            if _same_file(fh, lock):
-                break
-        except BaseException:
-            fh.close()
-            raise
-        fh.close()  # the holder before us removed (or replaced) the file: lock the new one
-    try:
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
+    with file_lock(Path(path) / ".bayesldp.lock", path, wait, what):
         yield
-    finally:
-        with contextlib.suppress(OSError):
-            if _same_file(fh, lock):
-                lock.unlink()
-        fh.close()
-
-
-def _acquire(fh, path: Path, wait: float, deadline: float, what: str) -> None:
-    while True:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                fh.seek(0)
-                owner = fh.read().strip() or "unknown"
-                waited = f" (waited {wait:g} s for it)" if wait else ""
-                message = f"{what}{path} is in use by process {owner}{waited}"
-                raise InvalidInputError(message) from None
-            time.sleep(0.05)
-
-
-def _same_file(fh, path: Path) -> bool:
-    """Whether ``path`` still names the open file ``fh``."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    own = os.fstat(fh.fileno())
-    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
 @contextlib.contextmanager

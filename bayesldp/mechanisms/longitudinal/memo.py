@@ -1,0 +1,255 @@
+"""The memo of permanent responses: one per (user, value), in memory or in a durable file.
+
+A longitudinal mechanism draws a user's *permanent* randomised response once per true value
+and reuses it in every later round (Erlingsson et al. 2014's memoisation; Arcolezi et al. 2022):
+otherwise averaging the rounds would reveal the value.  :class:`Memo` keeps these responses
+in memory, keyed by ``user * k + value`` in one sorted int64 array, so that a round's lookup is
+a vectorised ``searchsorted`` and new entries are merged with ``np.insert`` (no per-user Python
+loop).  It is a read-only :class:`~collections.abc.Mapping` from ``(user, value)`` to the
+permanent response (an int for L-GRR, a bool bit vector for the unary ones).
+
+:class:`MemoStore` is the same memo in a file (one file per store): it takes the file's writer
+lock for its whole life (a second writer is refused, naming the process that holds it), loads the
+file (refusing a corrupt one or one written for another mechanism, ``k`` or epsilon) and rewrites
+it atomically (temporary file, fsync, rename; :mod:`bayesldp._durable`) *before* a round's
+reports are returned, so a report never goes out on a permanent response the file lacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayesldp._durable import StateFormat, file_lock, read_state, write_state
+from bayesldp._validation import one_d_array
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+
+if TYPE_CHECKING:
+    from bayesldp.mechanisms.longitudinal.mechanism import Longitudinal
+
+
+class MemoError(InvalidInputError):
+    """A memo store is missing, corrupt, truncated, or belongs to another mechanism."""
+
+
+FORMAT = StateFormat(
+    "bayesldp.PermanentMemo",
+    1,
+    ("keys", "responses"),
+    what="memo",
+    kind="permanent-response memo",
+    error=MemoError,
+)
+
+
+def memo_keys(users: Any, x: np.ndarray, k: int) -> np.ndarray:
+    """``users * k + x`` as int64, after checking ``users``: one non-negative integer per value
+    of ``x``, each user at most once (one report per user and round)."""
+    users = one_d_array(users, "users")
+    if users.dtype.kind not in "iu":
+        raise InvalidTypeError(f"users: expected integer user ids, got dtype {users.dtype}")
+    if users.shape != x.shape:
+        raise InvalidInputError(
+            f"users: expected one id per value ({x.shape[0]}), got {users.shape[0]}"
+        )
+    limit = (np.iinfo(np.int64).max - (k - 1)) // k
+    if users.min() < 0 or users.max() > limit:
+        bad = users.min() if users.min() < 0 else users.max()
+        raise InvalidInputError(
+            f"users: ids must lie in 0..{limit:,} (k = {k}), got {bad}; map other ids "
+            "(strings, hashes) to such integers first"
+        )
+    users = users.astype(np.int64, copy=False)
+    ordered = np.sort(users)
+    twice = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if twice.size:
+        raise InvalidInputError(
+            f"users: user {ordered[twice[0]]} appears twice in one round; a round holds at most "
+            "one report per user"
+        )
+    return users * k + x
+
+
+def _describe(config: dict[str, Any]) -> str:
+    """The stored mechanism as its repr (as the user wrote it), else its name and params."""
+    from bayesldp.mechanisms.registry import rebuild_mechanism
+
+    name, params = str(config.get("mechanism")), config.get("params")
+    try:
+        return repr(rebuild_mechanism(name, dict(params)))
+    except Exception:  # another format's config: show what it says
+        return f"{name} {params!r}"
+
+
+class Memo(Mapping):
+    """The permanent responses of one longitudinal mechanism, in memory.
+
+    ``memo[(user, value)]`` is the permanent response drawn for that user and value (an int
+    for L-GRR, a bool vector of ``k`` bits for the unary mechanisms); ``len(memo)`` the number
+    of (user, value) pairs seen.  Pass it as ``memo=`` to the mechanism's ``perturb``.
+
+    Parameters
+    ----------
+    mechanism : Longitudinal
+        The mechanism whose permanent responses it keeps (refused by any other).
+    """
+
+    def __init__(self, mechanism: Longitudinal) -> None:
+        from bayesldp.mechanisms.longitudinal.mechanism import Longitudinal
+
+        if not isinstance(mechanism, Longitudinal):
+            raise InvalidTypeError(
+                f"mechanism: a memo keeps permanent responses of a longitudinal mechanism "
+                f"(LGRR, LSUE, LOUE, LOSUE, LSOUE), got {type(mechanism).__name__}"
+            )
+        self.mechanism = mechanism
+        dtype, shape = mechanism.memo_layout()
+        self.codes = np.empty(0, dtype=np.int64)
+        self.responses = np.empty((0, *shape), dtype=dtype)
+
+    # ------------------------------------------------------------------ mapping
+    def __getitem__(self, key: tuple[int, int]) -> Any:
+        user, value = key
+        k = self.mechanism.k
+        if not 0 <= value < k or user < 0:
+            raise KeyError(key)
+        code = int(user) * k + int(value)
+        pos = int(np.searchsorted(self.codes, code))
+        if pos == self.codes.size or self.codes[pos] != code:
+            raise KeyError(key)
+        value = self.mechanism.decode_permanent(self.responses[pos : pos + 1])[0]
+        return value.item() if np.ndim(value) == 0 else value
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        k = self.mechanism.k
+        for code in self.codes.tolist():
+            yield divmod(code, k)
+
+    def __len__(self) -> int:
+        return int(self.codes.size)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.mechanism!r}, {len(self):,} entries)"
+
+    # ------------------------------------------------------------------ vectorised access
+    def check_mechanism(self, mechanism: Longitudinal) -> None:
+        """Raise :class:`MemoError` unless this memo belongs to ``mechanism``."""
+        if mechanism != self.mechanism:
+            raise MemoError(
+                f"memo: it holds the permanent responses of {self.mechanism!r}, not of "
+                f"{mechanism!r}; use a memo of that mechanism"
+            )
+
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(found, pos)``: which ``keys`` are in the memo and where (``searchsorted``)."""
+        pos = np.searchsorted(self.codes, keys)
+        found = np.zeros(keys.shape, dtype=bool)
+        inside = pos < self.codes.size
+        found[inside] = self.codes[pos[inside]] == keys[inside]
+        return found, pos
+
+    def insert(self, keys: np.ndarray, responses: np.ndarray) -> None:
+        """Add new entries (keys not yet in the memo, distinct), keeping the keys sorted."""
+        order = np.argsort(keys, kind="stable")
+        keys, responses = keys[order], responses[order]
+        at = np.searchsorted(self.codes, keys)
+        self._commit(np.insert(self.codes, at, keys), np.insert(self.responses, at, responses, 0))
+
+    def _commit(self, keys: np.ndarray, responses: np.ndarray) -> None:
+        self.codes, self.responses = keys, responses
+
+
+class MemoStore(Memo):
+    """A :class:`Memo` kept in a file, one writer at a time.
+
+    Opening takes the writer lock (the file ``PATH.lock``; a second writer, in this process or
+    another, is refused with "memo: PATH is in use by process N" after ``wait`` seconds) and
+    loads ``path`` if it exists (else creates it, empty).  Every round that draws new permanent
+    responses rewrites the file atomically before its reports are returned.  Close it (or use
+    it as a context manager) to release the lock.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The memo file (a ``.npz``: format tag, version, the mechanism's name and parameters,
+        sorted keys, responses and a SHA-256 checksum over all of them).
+    mechanism : Longitudinal
+        The mechanism it belongs to; a file written for another mechanism, ``k`` or epsilon is
+        refused with a :class:`MemoError` naming both.
+    wait : float, default 0
+        Seconds to wait for another writer's lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], mechanism: Longitudinal, *, wait: float = 0.0):
+        super().__init__(mechanism)
+        self.path = Path(path)
+        if not self.path.parent.is_dir():
+            raise MemoError(f"memo: the directory of {str(self.path)!r} does not exist")
+        if self.path.is_dir():
+            raise MemoError(f"memo: {str(self.path)!r} is a directory; give a file name")
+        self._stack = contextlib.ExitStack()
+        lock = self.path.with_name(self.path.name + ".lock")
+        self._stack.enter_context(file_lock(lock, self.path, wait, "memo: "))
+        try:
+            if self.path.exists():
+                self._load()
+            else:
+                self._commit(self.codes, self.responses)
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def _config(self) -> dict[str, Any]:
+        return {"mechanism": type(self.mechanism).__name__, "params": self.mechanism.params()}
+
+    def _load(self) -> None:
+        config, arrays = read_state(FORMAT, self.path)
+        own = json.loads(json.dumps(self._config()))
+        if config != own:
+            stored = _describe(config)
+            raise MemoError(
+                f"memo: {str(self.path)!r} holds the permanent responses of {stored}, not of "
+                f"{self.mechanism!r}; use that mechanism or another memo file"
+            )
+        keys, responses = arrays["keys"], arrays["responses"]
+        dtype, shape = self.mechanism.memo_layout()
+        problem = None
+        if keys.dtype != np.int64 or keys.ndim != 1:
+            problem = f"keys of dtype {keys.dtype} and shape {keys.shape}"
+        elif responses.dtype != dtype or responses.shape != (keys.size, *shape):
+            problem = f"responses of dtype {responses.dtype} and shape {responses.shape}"
+        elif keys.size and (keys[0] < 0 or np.any(keys[1:] <= keys[:-1])):
+            problem = "keys that are not distinct, sorted and non-negative"
+        elif not self.mechanism.valid_permanent(responses):
+            problem = "responses outside the permanent response's alphabet"
+        if problem is not None:
+            raise MemoError(f"memo: {str(self.path)!r} is inconsistent ({problem})")
+        self.codes, self.responses = keys, responses
+
+    def _commit(self, keys: np.ndarray, responses: np.ndarray) -> None:
+        if self._stack is None:
+            raise MemoError(f"memo: {str(self.path)!r} is closed; open it again to write")
+        write_state(FORMAT, self.path, self._config(), {"keys": keys, "responses": responses})
+        super()._commit(keys, responses)
+
+    def close(self) -> None:
+        """Release the writer lock (the file stays; it was written after every round)."""
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+
+    def __enter__(self) -> MemoStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()

@@ -1,0 +1,250 @@
+"""Longitudinal mechanisms (L-GRR, L-SUE, L-OUE, L-OSUE, L-SOUE) and their memo stores."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import bayesldp
+from bayesldp.audit import audit
+from bayesldp.errors import InvalidInputError
+from bayesldp.mechanisms import make_mechanism
+from bayesldp.mechanisms.longitudinal import LGRR, LOSUE, LSUE, MemoError
+
+NAMES = ["L-GRR", "L-SUE", "L-OUE", "L-OSUE", "L-SOUE"]
+#: (one-round epsilon, eps_perm): every one reachable by every mechanism
+BUDGETS = [(0.1, 0.3), (0.5, 4.0), (1.0, None), (1.5, 3.0), (3.0, 8.0)]
+
+
+def _patterns(k):
+    return ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(bool)
+
+
+def _composed(mech):
+    """``PRR o IRR`` as an explicit product of the two channels (the unary ones over bit
+    patterns: column ``y`` has bit ``j`` = ``(y >> j) & 1``, as ``UnaryEncoding.channel``)."""
+    if isinstance(mech, LGRR):
+        return mech.permanent.channel @ mech.instant.channel
+    p2, q2 = mech.instant_bits
+    bits = _patterns(mech.k)
+    # IRR[b, s] = prod_j Pr[s_j | b_j]
+    per_bit = np.where(bits[:, None, :], np.where(bits[None, :, :], p2, 1 - p2),
+                       np.where(bits[None, :, :], q2, 1 - q2))  # fmt: skip
+    return mech.permanent.channel @ per_bit.prod(axis=2)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(("epsilon", "eps_perm"), BUDGETS)
+def test_exact_epsilons_from_the_channels(name, epsilon, eps_perm):
+    mech = make_mechanism(name, 4, epsilon, eps_perm=eps_perm)
+    channel = mech.channel
+    np.testing.assert_allclose(channel.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(channel, _composed(mech), rtol=1e-10)  # the composition
+    assert mech.realised_epsilon() == pytest.approx(epsilon, rel=1e-9)
+    assert bayesldp.mechanisms.realised_epsilon_of_channel(_composed(mech)) == pytest.approx(
+        epsilon, rel=1e-9
+    )
+    longitudinal = eps_perm if eps_perm is not None else 2 * epsilon
+    assert mech.realised_longitudinal_epsilon() == pytest.approx(longitudinal, rel=1e-9)
+    np.testing.assert_allclose(mech.permanent.channel.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_closed_forms_of_one_round():
+    """L-GRR's round is GRR(k, eps_1), L-SUE's SUE(k, eps_1), L-OSUE's OUE(k, eps_1)."""
+    assert LGRR(6, 1.0, eps_perm=3.0).p == pytest.approx(bayesldp.GRR(6, 1.0).p, rel=1e-12)
+    assert LSUE(6, 1.0, eps_perm=3.0).p == pytest.approx(bayesldp.SUE(6, 1.0).p, rel=1e-12)
+    assert LOSUE(6, 1.0, eps_perm=3.0).q == pytest.approx(bayesldp.OUE(6, 1.0).q, rel=1e-12)
+
+
+def test_budgets_out_of_reach_are_refused():
+    with pytest.raises(InvalidInputError, match="must be below eps_perm = 1"):
+        LGRR(4, 1.0, eps_perm=1.0)
+    with pytest.raises(InvalidInputError, match=r"LSOUE with eps_perm = 3 reaches at most 1\.9"):
+        make_mechanism("L-SOUE", 4, 2.0, eps_perm=3.0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_audit_finds_no_violation(name):
+    mech = make_mechanism(name, 4, 1.0, eps_perm=2.5)
+    result = audit(mech, trials=100_000, rng=7)
+    assert result.passed, result
+    assert result.epsilon_lower_bound > 0.5  # the event is informative, the bound not vacuous
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("memoised", [False, True])
+def test_perturb_follows_the_composed_channel(name, memoised):
+    """Chi-square goodness of fit of n = 20,000 reports of one value against ``channel[x]``.
+
+    Power: against the nearest wrong law, the permanent channel alone (the instantaneous step
+    forgotten), the test at level 1e-3 has power above 0.999 (checked below from the
+    non-central chi-square), so a client that skips or mis-sets a step fails.
+    """
+    k, n, x0 = 3, 20_000, 1
+    mech = make_mechanism(name, k, 1.0, eps_perm=2.5)
+    x = np.full(n, x0)
+    if memoised:
+        reports = mech.perturb(x, rng=11, users=np.arange(n) * 7 + 3, memo=mech.memo())
+    else:
+        reports = mech.perturb(x, rng=11)
+    if isinstance(mech, LGRR):
+        observed = np.bincount(reports, minlength=k)
+        wrong = mech.permanent.channel[x0]
+    else:
+        observed = np.bincount(reports.astype(int) @ (1 << np.arange(k)), minlength=2**k)
+        wrong = mech.permanent.channel[x0]
+    expected = mech.channel[x0]
+    df = expected.size - 1
+    critical = stats.chi2.ppf(1 - 1e-3, df)
+    noncentrality = n * np.sum((wrong - expected) ** 2 / expected)
+    assert stats.ncx2.sf(critical, df, noncentrality) > 0.999  # the stated power
+    statistic = np.sum((observed - n * expected) ** 2 / (n * expected))
+    assert statistic < critical
+
+
+@pytest.mark.parametrize("name", ["L-GRR", "L-OUE"])
+def test_memo_is_reused_across_rounds(name):
+    mech = make_mechanism(name, 5, 1.0, eps_perm=3.0)
+    memo = mech.memo()
+    users = np.arange(1000) * 3
+    x = np.random.default_rng(0).integers(0, 5, 1000)
+    mech.perturb(x, rng=1, users=users, memo=memo)
+    codes, responses = memo.codes.copy(), memo.responses.copy()
+    first = {key: memo[key] for key in [(int(users[0]), int(x[0])), (int(users[9]), int(x[9]))]}
+    for seed in (2, 3):  # the same (user, value): the same permanent response, nothing added
+        mech.perturb(x[::-1], rng=seed, users=users[::-1], memo=memo)
+        np.testing.assert_array_equal(memo.codes, codes)
+        np.testing.assert_array_equal(memo.responses, responses)
+    for key, value in first.items():
+        np.testing.assert_array_equal(memo[key], value)
+    moved = (x + 1) % 5  # every user's value changes: one new permanent response each
+    mech.perturb(moved, rng=4, users=users, memo=memo)
+    assert len(memo) == 2000 and (int(users[0]), int(moved[0])) in memo
+    np.testing.assert_array_equal(memo.responses[np.searchsorted(memo.codes, codes)], responses)
+
+
+def test_a_round_follows_the_instantaneous_step_given_the_memo():
+    """Given the memoised permanent responses, a round's report keeps the permanent value
+    w.p. ``p2`` (L-GRR): reports of 20,000 users are within 5 sd of it."""
+    mech = LGRR(4, 1.0, eps_perm=3.0)
+    memo = mech.memo()
+    users, x = np.arange(20_000), np.zeros(20_000, dtype=np.int64)
+    mech.perturb(x, rng=0, users=users, memo=memo)
+    permanent = np.array([memo[(u, 0)] for u in range(20_000)])
+    report = mech.perturb(x, rng=1, users=users, memo=memo)
+    kept, p2 = np.mean(report == permanent), mech.instant.p
+    assert abs(kept - p2) < 5 * np.sqrt(p2 * (1 - p2) / 20_000)
+
+
+def test_bad_memo_use_is_refused():
+    mech = LGRR(4, 1.0, eps_perm=3.0)
+    with pytest.raises(InvalidInputError, match="user 3 appears twice"):
+        mech.perturb([0, 1, 2], users=[3, 4, 3], memo=mech.memo())
+    with pytest.raises(InvalidInputError, match="users: the memo is keyed by user"):
+        mech.perturb([0, 1], memo=mech.memo())
+    with pytest.raises(MemoError, match=r"holds the permanent responses of LGRR\(k=4"):
+        mech.perturb([0, 1], users=[0, 1], memo=LGRR(4, 1.0, eps_perm=2.5).memo())
+
+
+def test_memo_store_survives_a_restart(tmp_path):
+    path = tmp_path / "memo.npz"
+    mech = make_mechanism("L-OSUE", 10, 1.0, eps_perm=2.0)
+    users, x = np.arange(500) + 10**9, np.arange(500) % 10
+    with mech.memo_store(path) as store:
+        mech.perturb(x, rng=0, users=users, memo=store)
+        codes, responses = store.codes.copy(), store.responses.copy()
+    assert not (tmp_path / "memo.npz.lock").exists() and path.is_file()
+    again = make_mechanism("L-OSUE", 10, 1.0, eps_perm=2.0)  # a new process, in effect
+    with again.memo_store(path) as store:
+        np.testing.assert_array_equal(store.codes, codes)
+        np.testing.assert_array_equal(store.responses, responses)
+        again.perturb(x, rng=1, users=users, memo=store)
+        assert len(store) == 500
+        again.perturb(x[:5] + 0, rng=2, users=users[:5] + 1000, memo=store)
+    with again.memo_store(path) as store:
+        assert len(store) == 505
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_second_writer_is_refused(tmp_path):
+    path = tmp_path / "memo.npz"
+    mech = LGRR(4, 1.0)
+    with mech.memo_store(path):
+        with pytest.raises(InvalidInputError, match=r"memo: .*memo.npz is in use by process \d+"):
+            mech.memo_store(path)
+    with mech.memo_store(path):  # released: the next writer gets it
+        pass
+
+
+def test_corrupt_or_foreign_stores_are_refused(tmp_path):
+    mech = LGRR(4, 1.0, eps_perm=3.0)
+    path = tmp_path / "memo.npz"
+    with mech.memo_store(path) as store:
+        mech.perturb([0, 1, 2], rng=0, users=[1, 2, 3], memo=store)
+    raw = path.read_bytes()
+    cases = {
+        "garbage": (b"not a memo", "is not a readable permanent-response memo file"),
+        "truncated": (raw[: len(raw) // 2], "is not a readable permanent-response memo file"),
+    }
+    for name, (content, message) in cases.items():
+        bad = tmp_path / f"{name}.npz"
+        bad.write_bytes(content)
+        with pytest.raises(MemoError, match=message):
+            mech.memo_store(bad)
+    with np.load(path) as data:
+        arrays = {key: data[key] for key in data.files}
+    arrays["responses"] = arrays["responses"].copy()
+    arrays["responses"][0] = (arrays["responses"][0] + 1) % 4
+    altered = tmp_path / "altered.npz"
+    np.savez(altered, **arrays)
+    with pytest.raises(MemoError, match="corrupt \\(checksum mismatch\\)"):
+        mech.memo_store(altered)
+    other = tmp_path / "other.npz"
+    np.savez(other, format=np.array("bayesldp.AdaptiveSurvey"), version=np.array(1))
+    with pytest.raises(MemoError, match=r"is a 'bayesldp\.AdaptiveSurvey' file, not a permanent"):
+        mech.memo_store(other)
+    for foreign in (LGRR(5, 1.0, eps_perm=3.0), LGRR(4, 1.0, eps_perm=2.0), LSUE(4, 1.0, 3.0)):
+        with pytest.raises(MemoError, match=r"holds the permanent responses of LGRR\(k=4, "):
+            foreign.memo_store(path)
+    assert path.read_bytes() == raw  # nothing refused was written
+
+
+@pytest.mark.parametrize("name", ["L-GRR", "L-SOUE"])
+def test_oracle_is_unbiased_with_its_exact_variance(name):
+    """R = 400 independent surveys of n = 1,000 users, each a first round through a fresh memo:
+    the mean estimate is within 4 Monte Carlo standard errors of theta, and the spread agrees
+    with ``oracle_variance`` (ratio within the chi-square 0.1%-99.9% band)."""
+    k, n, reps = 4, 1000, 400
+    theta = np.array([0.5, 0.3, 0.15, 0.05])
+    mech = make_mechanism(name, k, 1.0, eps_perm=2.5)
+    x = np.repeat(np.arange(k), (theta * n).astype(int))
+    rng = np.random.default_rng(5)
+    estimates = np.array([
+        mech.unbiased_frequencies(
+            mech.tally(mech.perturb(x, rng=rng, users=np.arange(n), memo=mech.memo()))
+        )
+        for _ in range(reps)
+    ])  # fmt: skip
+    variance = mech.oracle_variance(theta, n)
+    se = np.sqrt(variance / reps)
+    assert np.all(np.abs(estimates.mean(axis=0) - theta) < 4 * se)
+    ratio = estimates.var(axis=0, ddof=1) / variance
+    low, high = stats.chi2.ppf([1e-3, 1 - 1e-3], reps - 1) / (reps - 1)
+    assert np.all((low < ratio) & (ratio < high)), ratio
+
+
+@pytest.mark.parametrize("name", ["L-GRR", "L-OSUE"])
+def test_estimators_and_fit_read_one_round(name):
+    k, n = 4, 4000
+    theta = np.array([0.5, 0.3, 0.15, 0.05])
+    mech = make_mechanism(name, k, 2.0, eps_perm=4.0)
+    x = np.repeat(np.arange(k), (theta * n).astype(int))
+    tally = mech.tally(mech.perturb(x, rng=3, users=np.arange(n), memo=mech.memo()))
+    assert tally.n == n
+    for method in ("oracle", "norm_sub", "mle", "em"):
+        est = bayesldp.estimate(tally, method=method)
+        assert np.abs(est.frequencies - theta).max() < 0.1
+    idata = bayesldp.fit(tally, draws=300, chains=2, random_seed=4,
+                         progressbar=False)  # fmt: skip
+    draws = idata.posterior["theta"].values.reshape(-1, k)
+    low, high = np.quantile(draws, [0.005, 0.995], axis=0)
+    assert np.all((low < theta) & (theta < high))
