@@ -38,7 +38,6 @@ log-density and 55 ms per gradient, 540 MB peak memory for the process).
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -53,6 +52,7 @@ from bayesldp.bayes.prior import (
     as_prior,
     default_prior,
 )
+from bayesldp.bayes.smooth_coordinates import smooth_information, smooth_pilot, smooth_weights
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import FiniteChannelMechanism
 from bayesldp.tally import Tally
@@ -303,16 +303,6 @@ def smooth_theta(prior: SmoothDensity, name: str = "theta", info: Any = None) ->
     return pm.Deterministic(name, pt.special.softmax(f), dims="category")
 
 
-def smooth_weights(prior: SmoothDensity, info: Any) -> np.ndarray:
-    """The partial non-centring weights ``w_j = 1 / (1 + I_j s0_j^2)``: ``I_j`` the data's
-    information about coefficient ``j`` (:func:`smooth_information`), ``s0_j`` its prior sd at
-    the prior median of ``lambda``.  Coefficients the data pin down (``w`` near 0) are sampled
-    as they are, the others relative to ``lambda``; neither forms a funnel with it."""
-    _, _, scale = prior.basis()
-    info = np.maximum(np.asarray(info, dtype=float), 0.0)
-    return 1.0 / (1.0 + info * (math.exp(prior.log_scale_mean) * scale) ** 2)
-
-
 def _pilot_information(tally: Tally, prior: SmoothDensity) -> np.ndarray:
     """The non-centring information of PyMC's model: bayesldp's NUTS pilot chain
     (:func:`bayesldp.bayes.hmc.smooth.pilot_information`, seed 0, so a model is built the same
@@ -320,31 +310,6 @@ def _pilot_information(tally: Tally, prior: SmoothDensity) -> np.ndarray:
     from bayesldp.bayes.hmc.smooth import pilot_information
 
     return pilot_information(tally, prior, np.random.default_rng(0))
-
-
-def smooth_pilot(tally: Tally) -> np.ndarray:
-    """The EMS estimate floored at ``1e-6 / K`` and renormalised: where the smoothness prior's
-    samplers measure the data's information (:func:`smooth_information`) and start."""
-    from bayesldp.estimators import estimate
-
-    theta = np.maximum(estimate(tally, "ems").frequencies, 1e-6 / tally.k)
-    return theta / theta.sum()
-
-
-def smooth_information(tally: Tally, prior: SmoothDensity, theta: Any = None) -> np.ndarray:
-    """The data's information about each coefficient ``y_j`` of :func:`smooth_theta` at
-    ``theta`` (default :func:`smooth_pilot`): ``diag(M^T J F J M)`` with ``M`` the prior's
-    modes, ``J = diag(theta) - theta theta^T`` (softmax) and
-    ``F = sum_u c_u L_u^T L_u / (L_u . theta)^2`` (observed information in ``theta``)."""
-    from bayesldp.likelihood import Likelihood
-
-    theta = smooth_pilot(tally) if theta is None else np.asarray(theta, dtype=float)
-    lik = Likelihood(tally)
-    _, mu = lik.evaluate(theta)
-    fisher = lik.full_gram(lik.counts / (mu * mu))
-    _, modes, _ = prior.basis()
-    jm = theta[:, None] * (modes - theta @ modes)  # J @ modes
-    return np.einsum("ij,ij->j", jm, fisher @ jm)
 
 
 def tally_likelihood(tally: Tally, theta: Any, *, name: str = "counts") -> Any:

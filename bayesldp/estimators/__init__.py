@@ -61,7 +61,7 @@ _LIKELIHOOD: dict[str, Callable[..., Estimate]] = {
 METHODS = ("oracle", *POSTPROCESSORS, *_LIKELIHOOD)
 
 #: Methods of one mechanism's own tallies, also accepted by :func:`estimate`:
-#: ``"rappor_decode"`` (a :class:`~bayesldp.mechanisms.rappor.decode.RapporTally`).
+#: ``"rappor_decode"`` (a :class:`~bayesldp.mechanisms.rappor.tally.RapporTally`).
 MECHANISM_METHODS = ("rappor_decode",)
 
 

@@ -39,7 +39,11 @@ class _SmoothTarget(_CompiledTarget):
                  information: np.ndarray | None = None) -> None:  # fmt: skip
         from scipy.optimize import minimize
 
-        from bayesldp.bayes.model import smooth_information, smooth_pilot, smooth_weights
+        from bayesldp.bayes.smooth_coordinates import (
+            smooth_information,
+            smooth_pilot,
+            smooth_weights,
+        )
 
         self.tally, self.prior = tally, prior
         self.adaptive = None
@@ -129,12 +133,13 @@ def pilot_information(tally: Tally, prior: SmoothDensity, rng: np.random.Generat
     non-centring weights of :class:`_SmoothTarget` and of PyMC's model
     (:func:`bayesldp.bayes.model.build_model`): a short pilot chain, fully non-centred (every
     ``w_j = 1``; one chain, 150 warm-up iterations, 100 draws, trees at most 6 deep), then the
-    information (:func:`bayesldp.bayes.model.smooth_information`) at 50 of its draws; its 10 %
-    quantile per coefficient.
+    information (:func:`bayesldp.bayes.smooth_coordinates.smooth_information`) at 50 of its
+    draws; its 10 % quantile per coefficient.
 
-    The weights ``w_j = 1 / (1 + I_j s0_j^2)`` (:func:`bayesldp.bayes.model.smooth_weights`)
-    suit a coefficient whose information is ``I_j`` where the draws are; at one point, or on
-    average, they can be far off.  Under the default ``SmoothDensity(3)`` the slope's wide
+    The weights ``w_j = 1 / (1 + I_j s0_j^2)``
+    (:func:`bayesldp.bayes.smooth_coordinates.smooth_weights`) suit a coefficient whose
+    information is ``I_j`` where the draws are; at one point, or on average, they can be far
+    off.  Under the default ``SmoothDensity(3)`` the slope's wide
     prior puts much of the posterior near a vertex of the simplex, where the data say little,
     while at the EMS estimate they say most: on 28 GRR reports (12, 9, 7; eps 1) the EMS
     weight was 0.13, 15 % of the transitions diverged and ``E[log lambda]`` was 2.80 against
@@ -152,7 +157,7 @@ def pilot_information(tally: Tally, prior: SmoothDensity, rng: np.random.Generat
     both tallies; on the pilot's: 0.03 % and 0.08 % divergent, ESS 1,029 (28 reports) and 66
     (90 reports; its diagonal metric lacks :meth:`_SmoothTarget.decorrelate`'s map), scratch.
     """
-    from bayesldp.bayes.model import smooth_information
+    from bayesldp.bayes.smooth_coordinates import smooth_information
 
     tune, draws, points, depth, quantile = _SMOOTH_PILOT
     free = _SmoothTarget(tally, prior, np.zeros(prior.n_modes))

@@ -101,9 +101,8 @@ class Memo(Mapping):
     """
 
     def __init__(self, mechanism: Longitudinal) -> None:
-        from bayesldp.mechanisms.longitudinal.mechanism import Longitudinal
-
-        if not isinstance(mechanism, Longitudinal):
+        # what a memo needs of its mechanism (Longitudinal's, not imported: it imports this)
+        if not callable(getattr(mechanism, "memo_layout", None)):
             raise InvalidTypeError(
                 f"mechanism: a memo keeps permanent responses of a longitudinal mechanism "
                 f"(LGRR, LSUE, LOUE, LOSUE, LSOUE), got {type(mechanism).__name__}"

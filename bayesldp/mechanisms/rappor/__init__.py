@@ -10,7 +10,8 @@ The package in modules: :mod:`~bayesldp.mechanisms.rappor.mechanism` (the mechan
 client, the one-report channel, the budgets and the "other" category),
 :mod:`~bayesldp.mechanisms.rappor.bloom` (google/rappor's Bloom hash family, :func:`bloom_bits`)
 and :mod:`~bayesldp.mechanisms.rappor.decode` (RAPPOR's own decoding, :func:`rappor_decode`, and
-the tally that carries the bit counts it reads, :class:`RapporTally`).  Every name can be
+the tally that carries the bit counts it reads, :class:`RapporTally`, in
+:mod:`~bayesldp.mechanisms.rappor.tally`).  Every name can be
 imported from here.
 
 Estimators.  Every likelihood estimator and posterior of the package reads the tally.  The
@@ -24,9 +25,9 @@ the likelihood rows (they cannot be recovered from the rows), so the same decodi
 
 from bayesldp.mechanisms.rappor.bloom import bloom_bits as bloom_bits
 from bayesldp.mechanisms.rappor.decode import RapporDecoding as RapporDecoding
-from bayesldp.mechanisms.rappor.decode import RapporTally as RapporTally
 from bayesldp.mechanisms.rappor.decode import decode_tally as decode_tally
 from bayesldp.mechanisms.rappor.decode import rappor_decode as rappor_decode
 from bayesldp.mechanisms.rappor.mechanism import MAX_CHANNEL_COLUMNS as MAX_CHANNEL_COLUMNS
 from bayesldp.mechanisms.rappor.mechanism import RAPPOR as RAPPOR
 from bayesldp.mechanisms.rappor.mechanism import RapporReports as RapporReports
+from bayesldp.mechanisms.rappor.tally import RapporTally as RapporTally

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,10 +62,8 @@ from bayesldp._validation import check_values as _check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import Mechanism, Parameter
 from bayesldp.mechanisms.rappor.bloom import _other_log_factor, bloom_bits
+from bayesldp.mechanisms.rappor.tally import RapporTally
 from bayesldp.tally import Tally
-
-if TYPE_CHECKING:
-    from bayesldp.mechanisms.rappor.decode import RapporTally
 
 #: the full channel over (cohort, bit pattern) is built only up to this many columns
 MAX_CHANNEL_COLUMNS = 1 << 20
@@ -370,7 +368,6 @@ class RAPPOR(Mechanism):
         row ``Pr[c, S | v]`` over the ``K`` categories (scaled to a maximum of 1); ``stat`` is
         the oracle's count estimate ``A t`` (see :meth:`unbiased_frequencies`).  It is a
         :class:`RapporTally`: it also carries :meth:`bit_counts`, for ``"rappor_decode"``."""
-        from bayesldp.mechanisms.rappor.decode import RapporTally
 
         cohort, bits = self.check_reports(reports)
         packed = np.packbits(bits, axis=1)
