@@ -9,8 +9,8 @@ A :class:`~bayesldp.Tally` holds distinct likelihood rows ``L[u, x]`` (proportio
 product with these rows: ``L theta`` (the report probabilities), ``L^T w`` (gradients, the EM map
 ``theta_x <- theta_x g_x / n`` with ``g = L^T (c / L theta)``), ``L^T diag(w) L`` (Hessians and
 Fisher information).  :class:`Likelihood` computes them once, for every row form, with the
-numba kernels of this module; the MLE, EM, EM-MR, the HMC and SGLD samplers and
-:mod:`bayesldp.bounds` all read it.
+numba kernels of :mod:`bayesldp.likelihood_kernels` (band rows: :mod:`bayesldp.likelihood_band`);
+the MLE, EM, EM-MR, the HMC and SGLD samplers and :mod:`bayesldp.bounds` all read it.
 
 Rows are *scaled* to a maximum of 1 (the likelihood is invariant to a row's scale, up to the
 constant ``sum_u c_u log s_u`` kept in ``const``), so tiny or huge rows neither underflow nor
@@ -30,451 +30,38 @@ of four forms, chosen from the tally:
   ``hi < lo``) stored as compressed rows of ``M`` or of ``1 - M``, whichever is sparser
   (``complement``): O(nnz + K) per product (unary encoding, local hashing, Hadamard response);
 * ``"onehot"``: support rows with exactly one True (GRR): one column index per row, O(U + K).
-
-The compiled kernels take the row form as separate arguments, ``dense``, ``indptr`` and ``indices``
-(one of them None selects the form: numba prunes a branch on ``x is None`` when ``x`` is None at
-compile time, so each form gets its own specialisation, compiled once and cached on disk); the
-``dense`` slot holds the pair ``(C, C^T)`` or the band tuple, told apart by type at compile
-time.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
-from numba import njit
-from numba.extending import overload
 
 from bayesldp._validation import check_memory
 from bayesldp.errors import InvalidInputError
+from bayesldp.likelihood_band import _REASSOC as _REASSOC
+from bayesldp.likelihood_band import band_form
+from bayesldp.likelihood_kernels import (
+    _loglik_batch,
+    _pattern_gram,
+    _row_pattern,
+    _scaled_centred,
+    evaluate,
+    gradient,
+    loglik_rel,
+    matvec,
+    rmatvec,
+)
+from bayesldp.likelihood_kernels import evaluate_rows as evaluate_rows
+from bayesldp.likelihood_kernels import rmatvec_rows as rmatvec_rows
 
 __all__ = ["Likelihood"]
 
 _CHUNK_ELEMENTS = 1 << 21  # float64 temporaries of at most 16 MB when densifying row blocks
-_MAX_CORRECTIONS = 8  # band rows: at most this many entries off the level per row
 # Discretised channels carry quadrature rounding of ~1e-14 (rows scaled to a maximum of 1);
 # entries within this of a band's level (or of 0 off it) are read as that level.
 _LEVEL_TOL = 1e-12
-# Band sums may be reassociated (vectorised): results move by rounding only.
-_REASSOC = {"reassoc", "contract"}
-
-
-# ============================================================================ band rows
-@njit(cache=True, fastmath=_REASSOC)
-def _prefix_sums(values, out):
-    """``out[0] = 0``, ``out[i + 1] = values[0] + ... + values[i]``, as four running sums over
-    the four quarters (independent additions: about four times the throughput of one chain),
-    each quarter then shifted by the totals before it.  Equal to the sequential sums to
-    rounding."""
-    n = values.shape[0]
-    q = n // 4
-    out[0] = 0.0
-    a0 = a1 = a2 = a3 = 0.0
-    for i in range(q):
-        a0 += values[i]
-        a1 += values[q + i]
-        a2 += values[2 * q + i]
-        a3 += values[3 * q + i]
-        out[i + 1] = a0
-        out[q + i + 1] = a1
-        out[2 * q + i + 1] = a2
-        out[3 * q + i + 1] = a3
-    for i in range(4 * q, n):  # the remainder joins the last quarter
-        a3 += values[i]
-        out[i + 1] = a3
-    for i in range(q + 1, 2 * q + 1):
-        out[i] += a0
-    a01 = a0 + a1
-    for i in range(2 * q + 1, 3 * q + 1):
-        out[i] += a01
-    a012 = a01 + a2
-    for i in range(3 * q + 1, n + 1):
-        out[i] += a012
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def _band_matvec(band, theta, out):
-    """``out = C theta`` for band rows: ``v_u sum_{lo_u <= x < hi_u} theta_x`` (prefix sums)
-    plus the row's corrections (a fixed number per row, zero-padded) and the trailing
-    columns: O(U + K)."""
-    lo, hi, level, ridx, rval = band[:5]
-    tail = band[9]
-    m = theta.shape[0] - tail.shape[1]
-    prefix = np.empty(m + 1)
-    _prefix_sums(theta[:m], prefix)
-    for u in range(out.shape[0]):
-        s = level[u] * (prefix[hi[u]] - prefix[lo[u]])
-        for j in range(ridx.shape[1]):
-            s += rval[u, j] * theta[ridx[u, j]]
-        for j in range(tail.shape[1]):
-            s += tail[u, j] * theta[m + j]
-        out[u] = s
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def _band_rmatvec(band, w, out):
-    """``out = C^T w`` for band rows, O(U + K): the levels' part from the prefix sums ``S`` of
-    ``v_u w_u`` over rows when ``lo`` and ``hi`` ascend with ``u`` (the rows covering ``x``
-    are then ``n_hi[x] <= u < n_lo[x]``), else from a difference array; the corrections by
-    column (a fixed number per column, zero-padded: gathers, not scatters); the trailing
-    columns dense."""
-    lo, hi, level = band[0], band[1], band[2]
-    cidx, cval, n_lo, n_hi, tail = band[5], band[6], band[7], band[8], band[9]
-    n_rows = w.shape[0]
-    k = out.shape[0] - tail.shape[1]
-    ordered = n_lo.shape[0] > 0
-    if ordered:
-        wv = np.empty(n_rows)
-        for u in range(n_rows):
-            wv[u] = w[u] * level[u]
-        buf = np.empty(n_rows + 1)
-        _prefix_sums(wv, buf)
-    else:
-        buf = np.zeros(k + 1)
-        for u in range(n_rows):
-            wv = w[u] * level[u]
-            buf[lo[u]] += wv
-            buf[hi[u]] -= wv
-    run = 0.0
-    for x in range(k):
-        if ordered:
-            s = buf[n_lo[x]] - buf[n_hi[x]]
-        else:
-            run += buf[x]
-            s = run
-        for j in range(cidx.shape[1]):
-            s += cval[x, j] * w[cidx[x, j]]
-        out[x] = s
-    for j in range(tail.shape[1]):
-        s = 0.0
-        for u in range(n_rows):
-            s += tail[u, j] * w[u]
-        out[k + j] = s
-
-
-@njit(cache=True)
-def _padded(owner, at, val, n, width):
-    """Entries ``(at[i], val[i])`` grouped by ``owner[i]`` into ``n x width`` arrays, padded
-    with ``(0, 0.0)``."""
-    idx, out = np.zeros((n, width), np.int64), np.zeros((n, width))
-    fill = np.zeros(n, np.int64)
-    for i in range(owner.shape[0]):
-        o = owner[i]
-        idx[o, fill[o]], out[o, fill[o]] = at[i], val[i]
-        fill[o] += 1
-    return idx, out
-
-
-@njit(cache=True, fastmath=_REASSOC)
-def _deviations(row, v, first, last, tol):
-    """How many entries of ``row[first:last + 1]`` lie more than ``tol`` from ``v``."""
-    count = 0
-    for x in range(first, last + 1):
-        count += abs(row[x] - v) > tol
-    return count
-
-
-@njit(cache=True)
-def band_form(dense, ordered, tol):
-    """The centred rows ``C`` (scaled to a maximum of 1 over ``L``) as band rows, if they are.
-
-    Row ``u`` of a discretised SW or PM channel is one level on a contiguous range of bins plus
-    a few partial-bin corrections near the range's ends.  Over the first ``ordered`` columns
-    (the ordered bins; further columns, such as PCKV-PM's absence, are kept dense as ``tail``)
-    ``C[u]`` is read as the level ``v_u`` (its maximum there) on ``[lo_u, hi_u)`` (its first
-    to last entry above ``tol``) plus the entries more than ``tol`` from that level, stored as
-    ``C[u, x] - v_u`` (at most ``_MAX_CORRECTIONS`` per row); entries within ``tol`` of the level,
-    or of 0 off the band, are the channel's quadrature rounding.
-    Returns ``(ok, band)``, ``band = (lo, hi, level, ridx, rval, cidx, cval, n_lo, n_hi,
-    tail)``: the corrections by row and by column, each zero-padded to the most any row or
-    column has; when ``lo`` and ``hi`` ascend with ``u``, the rows with ``lo_u <= x`` and with
-    ``hi_u <= x`` (else empty).  ``ok`` is False when some row has more corrections (Laplace,
-    Gaussian, unary encodings).
-    """
-    n_rows, k = dense.shape[0], ordered
-    tail = np.ascontiguousarray(dense[:, ordered:])
-    level = np.zeros(n_rows)
-    lo, hi = np.zeros(n_rows, np.int64), np.zeros(n_rows, np.int64)
-    none, pad = np.zeros(0, np.int64), np.zeros((0, 0), np.int64)
-    band = (lo, hi, level, pad, np.zeros((0, 0)), pad, np.zeros((0, 0)), none, none, tail)
-    n_dev = np.zeros(n_rows, np.int64)
-    for u in range(n_rows):
-        row = dense[u, :k]
-        first, last = 0, k - 1
-        while first < k and row[first] <= tol:
-            first += 1
-        if first == k:
-            continue
-        while row[last] <= tol:
-            last -= 1
-        v = row[first : last + 1].max()
-        lo[u], hi[u], level[u] = first, last + 1, v
-        n_dev[u] = _deviations(row, v, first, last, tol)
-        if n_dev[u] > _MAX_CORRECTIONS:
-            return False, band
-    total = n_dev.sum()
-    owner, at, val = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total)
-    i = 0
-    for u in range(n_rows):  # from both ends inward (corrections sit near the ends)
-        row, v, found = dense[u], level[u], 0
-        a, b = lo[u], hi[u] - 1
-        while found < n_dev[u]:
-            for side in range(2 if a < b else 1):
-                x = b if side else a
-                if abs(row[x] - v) > tol:
-                    owner[i], at[i], val[i] = u, x, row[x] - v
-                    i += 1
-                    found += 1
-            a, b = a + 1, b - 1
-    ridx, rval = _padded(owner, at, val, n_rows, max(n_dev.max(), 1) if n_rows else 1)
-    by_col = np.bincount(at, minlength=k) if total else np.zeros(k, np.int64)
-    cidx, cval = _padded(at, owner, val, k, max(by_col.max(), 1) if k else 1)
-    n_lo, n_hi = none, none
-    if np.all(lo[1:] >= lo[:-1]) and np.all(hi[1:] >= hi[:-1]):  # rows in band order
-        x = np.arange(k)
-        n_lo, n_hi = np.searchsorted(lo, x, side="right"), np.searchsorted(hi, x, side="right")
-    return True, (lo, hi, level, ridx, rval, cidx, cval, n_lo, n_hi, tail)
-
-
-@njit(cache=True)
-def _dense_matvec(rows, theta, out):
-    """``out = C theta`` for dense rows ``(C, C^T)``, read from ``C^T``: each pass adds
-    ``theta_x C[:, x]`` (contiguous, vectorised across rows), so ``out[u]`` is summed over ``x``
-    in order, the same additions as a dot product per row (same result; a row-wise dot product
-    is one dependent chain of additions: 170.1 against 26.9 us at 210 x 1024, scratch)."""
-    ct = rows[1]
-    out[:] = 0.0
-    for x in range(ct.shape[0]):
-        tx = theta[x]
-        for u in range(out.shape[0]):
-            out[u] += ct[x, u] * tx
-
-
-@njit(cache=True)
-def _dense_rmatvec(rows, w, out):
-    """``out = C^T w`` for dense rows ``(C, C^T)``, read from ``C`` row by row."""
-    c = rows[0]
-    out[:] = 0.0
-    for u in range(w.shape[0]):
-        wu = w[u]
-        for x in range(out.shape[0]):
-            out[x] += wu * c[u, x]
-
-
-def _by_row_form(dense_impl, band_impl):
-    """An overload that takes ``dense_impl`` for dense rows (the pair ``(C, C^T)``) and
-    ``band_impl`` for band rows (:func:`band_form`'s tuple), chosen when numba compiles the
-    caller."""
-
-    def choose(rows, vec, out):
-        impl = dense_impl if len(rows.types) == 2 else band_impl
-        return lambda rows, vec, out: impl(rows, vec, out)
-
-    return choose
-
-
-def _rows_matvec(rows, theta, out):  # pragma: no cover - replaced by the overload
-    """``out = C theta`` for dense or band rows."""
-    raise NotImplementedError
-
-
-def _rows_rmatvec(rows, w, out):  # pragma: no cover - replaced by the overload
-    """``out = C^T w`` for dense or band rows."""
-    raise NotImplementedError
-
-
-overload(_rows_matvec)(_by_row_form(_dense_matvec, _band_matvec))
-overload(_rows_rmatvec)(_by_row_form(_dense_rmatvec, _band_rmatvec))
-
-
-# ============================================================================ compiled kernels
-@njit(cache=True)
-def matvec(dense, indptr, indices, delta, complement, theta, out):
-    """``out = C @ theta`` (U,)."""
-    n_rows = out.shape[0]
-    k = theta.shape[0]
-    if dense is not None:  # dense or band rows
-        _rows_matvec(dense, theta, out)
-    if indices is not None:
-        total = 0.0
-        if complement:
-            for x in range(k):
-                total += theta[x]
-        if indptr is None:  # one-hot rows: C[u] = delta e_{indices[u]}
-            for u in range(n_rows):
-                s = theta[indices[u]]
-                out[u] = delta * (total - s) if complement else delta * s
-        else:
-            for u in range(n_rows):
-                s = 0.0
-                for j in range(indptr[u], indptr[u + 1]):
-                    s += theta[indices[j]]
-                out[u] = delta * (total - s) if complement else delta * s
-
-
-@njit(cache=True)
-def rmatvec(dense, indptr, indices, delta, complement, w, out):
-    """``out = C.T @ w`` (K,)."""
-    n_rows = w.shape[0]
-    k = out.shape[0]
-    if dense is not None:  # dense or band rows
-        _rows_rmatvec(dense, w, out)
-    if indices is not None:
-        for x in range(k):
-            out[x] = 0.0
-        total = 0.0
-        if indptr is None:
-            for u in range(n_rows):
-                total += w[u]
-                out[indices[u]] += w[u]
-        else:
-            for u in range(n_rows):
-                wu = w[u]
-                total += wu
-                for j in range(indptr[u], indptr[u + 1]):
-                    out[indices[j]] += wu
-        for x in range(k):
-            out[x] = delta * (total - out[x]) if complement else delta * out[x]
-
-
-@njit(cache=True)
-def evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth):
-    """``r = C theta`` and ``lth = L theta = a sum(theta) + r``."""
-    matvec(dense, indptr, indices, delta, complement, theta, r)
-    s = 0.0
-    for x in range(theta.shape[0]):
-        s += theta[x]
-    for u in range(r.shape[0]):
-        lth[u] = offset[u] * s + r[u]
-
-
-@njit(cache=True)
-def evaluate_rows(rows, theta, r, lth):
-    """:func:`evaluate` with the row form as one tuple (``Likelihood.arrays``)."""
-    dense, indptr, indices, delta, complement, offset = rows
-    evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth)
-
-
-@njit(cache=True)
-def rmatvec_rows(rows, w, out):
-    """:func:`rmatvec` with the row form as one tuple (``Likelihood.arrays``)."""
-    dense, indptr, indices, delta, complement, _ = rows
-    rmatvec(dense, indptr, indices, delta, complement, w, out)
-
-
-@njit(cache=True)
-def gradient(dense, indptr, indices, delta, complement, offset, counts, theta, floor, r, lth, w,
-             g):  # fmt: skip
-    """``g = L^T (c / max(L theta, floor))``; returns ``sum_u c_u log(L_u . theta)``.
-
-    Work arrays ``r``, ``lth``, ``w`` of length U are overwritten (``lth = L theta``, ``w = c /
-    max(lth, floor)``).  The log-likelihood is ``-inf`` when an observed report has probability 0.
-    """
-    evaluate(dense, indptr, indices, delta, complement, offset, theta, r, lth)
-    ll = 0.0
-    ws = 0.0
-    for u in range(lth.shape[0]):
-        mu = lth[u]
-        ll += counts[u] * math.log(mu) if mu > 0.0 else -math.inf
-        wu = counts[u] / max(mu, floor)
-        w[u] = wu
-        ws += wu * offset[u]
-    rmatvec(dense, indptr, indices, delta, complement, w, g)
-    for x in range(g.shape[0]):
-        g[x] += ws
-    return ll
-
-
-@njit(cache=True)
-def loglik_rel(r, lth, counts, inv_offset, positive):
-    """``(ell(theta) - const, sum_u c_u |t_u|)`` in one pass over the rows, theta on the simplex.
-
-    ``t_u = log1p(r_u / a_u)`` (``log r_u`` when ``a_u = 0``); the first value is ``-inf`` if an
-    observed report gets probability 0; the second is the magnitude that sets the rounding
-    error of the first.
-    """
-    total = 0.0
-    scale = 0.0
-    zero = False
-    for u in range(r.shape[0]):
-        if lth[u] <= 0.0:
-            zero = True
-        t = math.log1p(r[u] * inv_offset[u]) if positive[u] else math.log(r[u])
-        total += counts[u] * t
-        scale += counts[u] * abs(t)
-    return (-math.inf if zero else total), scale
-
-
-@njit(cache=True)
-def _loglik_batch(dense, indptr, indices, delta, complement, offset, counts, thetas, out):
-    """``out[d] = sum_u c_u log(L_u . theta_d)`` for any non-negative ``thetas`` (D, K)."""
-    n_rows = counts.shape[0]
-    r = np.empty(n_rows)
-    lth = np.empty(n_rows)
-    for d in range(thetas.shape[0]):
-        evaluate(dense, indptr, indices, delta, complement, offset, thetas[d], r, lth)
-        ll = 0.0
-        for u in range(n_rows):
-            ll += counts[u] * math.log(lth[u]) if lth[u] > 0.0 else -math.inf
-        out[d] = ll
-
-
-@njit(cache=True)
-def _pattern_gram(indptr, indices, w, k):
-    """``M^T diag(w) M`` (K, K) for the 0/1 matrix ``M`` stored as compressed rows:
-    ``sum_u w_u sum_{i, j in row u} e_i e_j^T``, O(sum_u nnz_u^2)."""
-    out = np.zeros((k, k))
-    for u in range(w.shape[0]):  # pairs a <= b only, then symmetrised
-        wu = w[u]
-        start, stop = indptr[u], indptr[u + 1]
-        for a in range(start, stop):
-            i = indices[a]
-            for b in range(a, stop):
-                out[i, indices[b]] += wu
-    for i in range(k):
-        for j in range(i + 1, k):
-            s = out[i, j] + out[j, i]
-            out[i, j] = s
-            out[j, i] = s
-    return out
-
-
-@njit(cache=True)
-def _row_pattern(support):
-    """Number of True per row of a boolean matrix and the column of each row's first True."""
-    n_rows, k = support.shape
-    nnz = np.empty(n_rows, dtype=np.int64)
-    first = np.empty(n_rows, dtype=np.int32)
-    for u in range(n_rows):
-        first[u] = -1
-        count = 0
-        for x in range(k):
-            if support[u, x]:
-                if count == 0:
-                    first[u] = x
-                count += 1
-        nnz[u] = count
-    return nnz, first
-
-
-@njit(cache=True)
-def _scaled_centred(raw):
-    """``(C, scale, offset)``: each row divided by its maximum (> 0 in a Tally), less its
-    minimum after that (``min(row / s) = min(row) / s`` exactly: division by ``s > 0`` is
-    monotone and correctly rounded)."""
-    n_rows, k = raw.shape
-    out, scale, offset = np.empty((n_rows, k)), np.empty(n_rows), np.empty(n_rows)
-    for u in range(n_rows):
-        top, low = raw[u, 0], raw[u, 0]
-        for x in range(1, k):
-            top = max(top, raw[u, x])
-            low = min(low, raw[u, x])
-        scale[u], offset[u] = top, low / top
-        for x in range(k):
-            out[u, x] = raw[u, x] / top - offset[u]
-    return out, scale, offset
 
 
 # ============================================================================ the operator
@@ -483,8 +70,8 @@ class Likelihood:
 
     ``L[u, x] = offset[u] + C[u, x]`` with ``C >= 0``, stored as ``kind`` "dense", "band",
     "sparse" or "onehot" (module docstring).  ``arrays`` is the tuple ``(dense, indptr, indices,
-    delta, complement, offset)`` the compiled kernels of this module take (``dense``: ``(C, C^T)``
-    for dense rows, the band tuple for band rows).
+    delta, complement, offset)`` the compiled kernels (:mod:`bayesldp.likelihood_kernels`) take
+    (``dense``: ``(C, C^T)`` for dense rows, the band tuple for band rows).
 
     Parameters
     ----------

@@ -7,6 +7,7 @@ import pytest
 
 import bayesldp
 import bayesldp.likelihood as lk
+import bayesldp.likelihood_band as likelihood_band
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
 
@@ -129,6 +130,6 @@ def test_prefix_sums_in_four_chains_equal_the_running_sum():
     for n in (0, 1, 3, 4, 5, 17, 1024, 1027):
         values = np.random.default_rng(n).random(n)
         out = np.empty(n + 1)
-        lk._prefix_sums(values, out)
+        likelihood_band._prefix_sums(values, out)
         want = np.concatenate([[0.0], np.cumsum(values)])
         np.testing.assert_allclose(out, want, rtol=1e-13, atol=0)

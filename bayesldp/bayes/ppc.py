@@ -124,7 +124,8 @@ def sample_posterior_predictive(
     import xarray as xr
 
     from bayesldp.bayes.elpd import _fitted_tally, check_posterior
-    from bayesldp.bayes.fit import _resolve_seed, _standard_attrs
+    from bayesldp.bayes.fit import _resolve_seed
+    from bayesldp.bayes.inference_data import _standard_attrs
 
     check_posterior(idata)
     seed = _resolve_seed(random_seed)

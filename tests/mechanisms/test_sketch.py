@@ -30,7 +30,7 @@ def test_factorised_epsilon_equals_the_full_channel(cls, k, m, k_hash, monkeypat
     channel = mech.channel
     np.testing.assert_allclose(channel.sum(axis=1), 1.0, rtol=1e-12)
     full = mech.realised_epsilon()
-    monkeypatch.setattr("bayesldp.mechanisms.sketch.MAX_CHANNEL_ENTRIES", 0)
+    monkeypatch.setattr("bayesldp.mechanisms.sketch_common.MAX_CHANNEL_ENTRIES", 0)
     assert mech.realised_epsilon() == pytest.approx(full, abs=1e-12)
     assert full == pytest.approx(0.7, abs=1e-12)
 
