@@ -244,9 +244,11 @@ class RSFD(Multidimensional):
     at its extreme: ``e^eps'`` for every base here (each ``max rho / min rho = e^eps'``), so
     :meth:`realised_epsilon` is the **amplified** ``eps'``, not ``epsilon``.  The paper's
     ``epsilon`` holds between records that differ in one attribute (the amplification by
-    sampling, :meth:`realised_attribute_epsilon`) and only when the attributes' fake data
-    weigh alike: with equal domain sizes it is exactly ``epsilon``, with unequal ones it can be
-    more.  For a whole-record guarantee ``epsilon``, build RS+FD with
+    sampling, :meth:`realised_attribute_epsilon`), and exactly only for the "zero" fake data
+    (any domain sizes) and for uniform fake values of equal domain sizes; unequal domain sizes
+    (GRR, "random") or "random" fake data of 3 or more values realise more, because a fake
+    report can then be less likely than any real one.  For a whole-record guarantee
+    ``epsilon``, build RS+FD with
     ``record_budget_epsilon(epsilon, d)``.
 
     Parameters
