@@ -135,6 +135,7 @@ def benchmark_pages() -> list[str]:
 API_MODULES = [
     "bayesldp",
     "bayesldp.mechanisms",
+    "bayesldp.mechanisms.multidimensional",
     "bayesldp.estimators",
     "bayesldp.bayes",
     "bayesldp.bayes.hmc",

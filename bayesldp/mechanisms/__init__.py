@@ -5,7 +5,8 @@ One module per family: ``grr`` (GRR / direct encoding / k-RR), ``unary`` (SUE, O
 family), ``histogram`` (SHE, THE), ``hadamard`` (Hadamard response), ``rrrr`` (the subset
 mechanism of AdOBEst-LDP), ``subset`` (subset selection), ``sketch`` (Apple's count-mean sketches
 CMS and HCMS), ``rappor`` (RAPPOR with Bloom filters and cohorts), ``longitudinal`` (L-GRR, L-SUE,
-L-OUE, L-OSUE, L-SOUE: memoised permanent responses), ``numerical`` (square wave,
+L-OUE, L-OSUE, L-SOUE: memoised permanent responses), ``multidimensional`` (SPL, SMP and
+RS+FD over records of several attributes: one tally per attribute), ``numerical`` (square wave,
 piecewise, Laplace and Gaussian on real values) and ``sampling`` (node sampling, a wrapper);
 ``base`` holds the protocol they share and :mod:`~bayesldp.mechanisms.registry` the one list of
 them that the rest of the package reads.  Names are imported lazily, so importing this package
@@ -21,6 +22,7 @@ from bayesldp.mechanisms.registry import MODULES
 
 _BASE = "bayesldp.mechanisms.base"
 _REGISTRY = "bayesldp.mechanisms.registry"
+_MDIM = "bayesldp.mechanisms.multidimensional.protocols"
 _LAZY: dict[str, str] = {
     **MODULES,
     "FiniteChannelMechanism": _BASE,
@@ -41,6 +43,9 @@ _LAZY: dict[str, str] = {
     "Memo": "bayesldp.mechanisms.longitudinal.memo",
     "MemoError": "bayesldp.mechanisms.longitudinal.memo",
     "MemoStore": "bayesldp.mechanisms.longitudinal.memo",
+    "SPL": _MDIM,
+    "SMP": _MDIM,
+    "RSFD": _MDIM,
     "all_parameters": _REGISTRY,
     "canonical_name": _REGISTRY,
     "make_mechanism": _REGISTRY,
