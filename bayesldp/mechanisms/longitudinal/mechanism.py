@@ -207,11 +207,13 @@ class LGRR(Longitudinal, GRR):
 
     def _setup(self, k: int, epsilon: float) -> None:
         self.permanent = GRR(k, self.eps_perm)
-        t, u = math.expm1(epsilon), math.expm1(self.eps_perm)  # e^eps - 1, without cancellation
-        d = t * (u + k) / ((t + k) * u)
-        p2 = (1.0 + (k - 1) * d) / k
+        # e^eps_inst = p2 / q2 = 1 + t (u + k) / (u - t), t = e^eps - 1, u = e^eps_perm - 1
+        # (module docstring: q2 = (1 - d) / k), in logs: no overflow or rounding of p2 to 1
+        log_t = epsilon + math.log(-math.expm1(-epsilon))
+        log_u_k = self.eps_perm + math.log1p((k - 1) * math.exp(-self.eps_perm))
+        log_u_t = self.eps_perm + math.log(-math.expm1(epsilon - self.eps_perm))
         #: the instantaneous GRR (over the permanent response)
-        self.instant = GRR(k, math.log(p2 * (k - 1)) - math.log1p(-p2))
+        self.instant = GRR(k, float(np.logaddexp(0.0, log_t + log_u_k - log_u_t)))
 
     @property
     def p(self) -> float:
