@@ -194,16 +194,24 @@ def _namespace_page(module_name: str) -> str:
             parts += ["## Modules\n", f"Modules exported by the top level, each on its own page: "
                       f"{links}.\n"]
         return "\n".join(parts)
-    # names the top level exports too are documented there once; the others here
-    shared = [n for n in names if n in bayesldp.__all__
-              and getattr(module, n) is getattr(bayesldp, n)]
-    own = [n for n in names if n not in shared]
+    # a name the top level (or an earlier namespace of API_MODULES) exports too is documented
+    # there once and linked from here; the others here
+    homes = ["bayesldp", *API_MODULES[1:API_MODULES.index(module_name)]]
+    home_of = {}
+    for name in names:
+        for home in homes:
+            other = importlib.import_module(home)
+            if name in getattr(other, "__all__", ()) and getattr(other, name) is getattr(
+                    module, name):  # fmt: skip
+                home_of[name] = home
+                break
+    own = [n for n in names if n not in home_of]
     if own:
         parts += [_autosummary(module_name, own)]
-    if shared:
-        links = ", ".join(f"{{py:obj}}`{n} <bayesldp.{n}>`" for n in shared)
-        parts += ["## Also in the top-level namespace\n",
-                  f"The same objects as `bayesldp.<name>`, documented there: {links}.\n"]
+    if home_of:
+        links = ", ".join(f"{{py:obj}}`{n} <{home}.{n}>`" for n, home in home_of.items())
+        parts += ["## Also in another namespace\n",
+                  f"The same objects, documented where they are first exported: {links}.\n"]
     return "\n".join(parts)
 
 
