@@ -277,8 +277,6 @@ NOTES = """## Notes
   same reason as the step size the list has no mutant of the gradient alone: a leapfrog step
   with any position-dependent force is a composition of shears, volume-preserving and
   reversible, so NUTS with a wrong gradient still targets the right density (only slower).
-* Every fast-tier row was run on one commit (the table's commit column), the whole list in
-  one pass.
 * The momentum factor, the leaf weights, the kinetic energy and the trajectory's bookkeeping are
   where a mutant biases the draws; `tests/bayes/test_sampler_reference.py` checks 12 moments and
   tail masses of 400,000 NUTS draws (ALR; 200,000 on log-gamma
@@ -483,7 +481,12 @@ def render(results: dict) -> str:
         for m, r in rows:
             if m.id != "none" and r is not None:
                 counts[r["status"]] = counts.get(r["status"], 0) + 1
-        lines += ["", "Totals: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())), ""]
+        commits: dict[str, int] = {}
+        for _, r in rows:
+            if r is not None:
+                commits[r["commit"]] = commits.get(r["commit"], 0) + 1
+        lines += ["", "Totals: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+                  + "; rows by commit: " + ", ".join(f"{c} {n}" for c, n in commits.items()), ""]
     return "\n".join(lines) + "\n" + NOTES
 
 
