@@ -139,23 +139,25 @@ def pilot_information(tally: Tally, prior: SmoothDensity, rng: np.random.Generat
     The weights ``w_j = 1 / (1 + I_j s0_j^2)``
     (:func:`bayesldp.bayes.smooth_coordinates.smooth_weights`) suit a coefficient whose
     information is ``I_j`` where the draws are; at one point, or on average, they can be far
-    off.  Under the default ``SmoothDensity(3)`` the slope's wide
-    prior puts much of the posterior near a vertex of the simplex, where the data say little,
-    while at the EMS estimate they say most: on 28 GRR reports (12, 9, 7; eps 1) the EMS
-    weight was 0.13, 15 % of the transitions diverged and ``E[log lambda]`` was 2.80 against
-    3.05 by importance sampling (effective sample size 8 of 20,000 draws).  On 90 reports
-    (40, 30, 20) half the posterior has ``w`` 0.03-0.08 and a quarter has 1; weights set by the
-    mean information (0.07) left 1-4 % divergent and ``E[log lambda]`` up to 4.7 Monte Carlo
-    errors off.  A centred coefficient the data leave free forms a funnel with ``lambda`` that
-    NUTS cannot cross, while a non-centred one the data pin down only costs steps, so the
-    weights serve the less informed tenth of the posterior.  With this pilot both tallies gave
-    0.02-0.16 % divergent transitions and ``E[log lambda]`` within 1.4 errors (three seeds
-    each; scratch runs, the check is ``tests/bayes/test_sampler_reference.py``); where the
-    data fix the coefficients the pilot finds the same weights as the EMS estimate
-    (benchmarks/results/smooth_prior.md).  PyMC's NUTS (``fit(method="nuts")``, 2 chains x
-    2,000 draws) on the EMS weights: 3 % divergent and an ESS of 44-50 for ``log lambda`` on
-    both tallies; on the pilot's: 0.03 % and 0.08 % divergent, ESS 1,029 (28 reports) and 66
-    (90 reports; its diagonal metric lacks :meth:`_SmoothTarget.decorrelate`'s map), scratch.
+    off.  Under the default ``SmoothDensity(3)`` the slope's wide prior puts much of the
+    posterior near a vertex of the simplex, where the data say little, while at the EMS estimate
+    they say most: on 28 GRR reports (12, 9, 7; eps 1) the EMS weight was 0.13, 15 % of the
+    transitions diverged and ``E[log lambda]`` was 2.80 against 3.05 by importance sampling
+    (effective sample size 8 of 20,000 draws).  On 90 reports (40, 30, 20) half the posterior
+    has ``w`` 0.03-0.08 and a quarter has 1; with a pilot on the EMS weights, weights from the
+    mean information left 1.6 % divergent and ``E[log lambda]`` 3.20 against 2.84 (one seed),
+    and weights averaged over the draws 1.2-3.6 % divergent and one of three seeds 4.7 Monte
+    Carlo errors off.  A centred coefficient the data leave free forms a funnel with ``lambda``
+    that NUTS cannot cross, while a non-centred one the data pin down only costs steps, so the
+    weights serve the less informed tenth of the posterior. With this pilot both tallies gave
+    0.02-0.16 % divergent transitions and ``E[log lambda]`` within 1.4 errors (three seeds each;
+    scratch runs, the check is ``tests/bayes/test_sampler_reference.py``); where the data fix
+    the coefficients the pilot changes little (a scratch run of benchmarks/smooth_prior.py at
+    16-256 bins: costs of the order of its committed table's).  PyMC's NUTS
+    (``fit(method="nuts")``, 2 chains x 2,000 draws) on the EMS weights: 3 % divergent and an
+    ESS of 44-50 for ``log lambda`` on both tallies; on the pilot's: 0.03 % and 0.08 %
+    divergent, ESS 1,029 (28 reports) and 66 (90 reports; its diagonal metric lacks
+    :meth:`_SmoothTarget.decorrelate`'s map), scratch.
     """
     from bayesldp.bayes.smooth_coordinates import smooth_information
 
