@@ -111,3 +111,18 @@ def test_list_runs():
     ).stdout  # fmt: skip
     for b in ENTRIES:
         assert b.name in out
+
+
+def test_every_mutant_snippet_occurs_once_in_its_file():
+    """A refactor that moves or edits a mutated line must move the mutant with it
+    (benchmarks/mutation_tests.py refuses a snippet that is not found exactly once)."""
+    from benchmarks.mutation_tests import MUTANTS
+
+    drifted = []
+    for mutant in MUTANTS:
+        if not mutant.file:
+            continue
+        count = (ROOT / mutant.file).read_text().count(mutant.snippet)
+        if count != 1:
+            drifted.append(f"{mutant.id}: {count} times in {mutant.file}")
+    assert not drifted, drifted
