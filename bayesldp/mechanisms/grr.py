@@ -7,12 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_counts, check_memory, check_values
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import FiniteChannelMechanism, PureProtocol
 from bayesldp.tally import Tally
 
 
+@fill_doc(parameters=categorical_parameters())
 class GRR(FiniteChannelMechanism, PureProtocol):
     """Generalised randomised response over ``k`` categories.
 
@@ -22,12 +24,7 @@ class GRR(FiniteChannelMechanism, PureProtocol):
     it is exactly eps-LDP (``p / q = e^eps``).  Oracle: ``p* = p``, ``q* = q``, so
     ``n Var* = (e^eps + k - 2) / (e^eps - 1)^2``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import (
     RNGLike,
     as_generator,
@@ -192,6 +193,11 @@ def check_report_field(reports: Any, field: str, lo: int, hi: int) -> np.ndarray
     return arr.astype(np.int64, copy=False)
 
 
+#: the ``k`` and ``epsilon`` entries of these classes' docstrings
+_PARAMETERS = categorical_parameters("2 <= k < 2^31 - 1")
+
+
+@fill_doc(parameters=_PARAMETERS)
 class LocalHashing(HashedGRR):
     """Local hashing with hash range ``g`` (Wang et al., USENIX Security 2017, section 4.4).
 
@@ -214,12 +220,7 @@ class LocalHashing(HashedGRR):
     as in Wang et al.  The mechanism is exactly eps-LDP: given the hash, the channel over ``y``
     has ratio ``p/q = e^eps``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k < 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     g : int
         Hash range (2 <= g <= 2^31 - 1).
     """
@@ -405,18 +406,14 @@ class LocalHashing(HashedGRR):
         return PureProtocol.audit_event(self, reports, x0, x1)
 
 
+@fill_doc(parameters=_PARAMETERS)
 class BLH(LocalHashing):
     """Binary local hashing: :class:`LocalHashing` with ``g = 2``.
 
     Wang et al. 2017, section 4.4: ``p* = e^eps/(e^eps + 1)``, ``q* ~ 1/2``,
     ``n Var* ~ (e^eps + 1)^2 / (e^eps - 1)^2``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k < 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------
@@ -435,6 +432,7 @@ class BLH(LocalHashing):
         return {"k": self.k, "epsilon": self.epsilon}
 
 
+@fill_doc(parameters=_PARAMETERS)
 class OLH(LocalHashing):
     """Optimised local hashing: :class:`LocalHashing` with ``g = round(e^eps) + 1`` by default.
 
@@ -442,12 +440,7 @@ class OLH(LocalHashing):
     ``n Var* ~ (e^eps - 1 + g)^2 / ((e^eps - 1)^2 (g - 1))`` (``~ 4 e^eps/(e^eps - 1)^2`` at the
     optimal g).
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k < 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     g : int, optional
         Hash range (2 <= g <= 2^31 - 1); default ``round(e^eps) + 1`` (capped at ``2^31 - 1``).
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import Mechanism, Parameter, PureProtocol
@@ -123,6 +124,7 @@ class HistogramEncoding(Mechanism):
         return (v[:, x0] > 1.0) & (v[:, x1] < 0.0)
 
 
+@fill_doc(parameters=categorical_parameters())
 class SHE(HistogramEncoding):
     """Summation with histogram encoding.
 
@@ -131,12 +133,7 @@ class SHE(HistogramEncoding):
     (Wang et al. 2017, section 4.2, Theorem 5).  SHE is not a pure protocol.  The tally keeps the
     exact per-report likelihood rows (dense form, one row per report) with ``stat = sum_i v_i``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------
@@ -202,6 +199,7 @@ def optimal_threshold(epsilon: float) -> float:
     return float(result.x)
 
 
+@fill_doc(parameters=categorical_parameters())
 class THE(HistogramEncoding, PureProtocol):
     """Thresholding with histogram encoding.
 
@@ -212,12 +210,7 @@ class THE(HistogramEncoding, PureProtocol):
     privacy is SHE's, ``eps``.  The tally keeps SHE's exact likelihood rows (the aggregator holds
     ``v``) with ``stat`` the thresholded support counts.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     threshold : float, optional
         ``theta`` in ``[0, 1]``; by default the value in ``(1/2, 1)`` minimising ``Var*``
         (:func:`optimal_threshold`).  Thresholds outside ``[0, 1]`` are rejected: they lower

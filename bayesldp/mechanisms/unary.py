@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import PureProtocol, k_columns
@@ -287,18 +288,14 @@ class UnaryEncoding(PureProtocol):
         return lp + l1q - lq - l1p
 
 
+@fill_doc(parameters=categorical_parameters())
 class SUE(UnaryEncoding):
     """Symmetric unary encoding (basic RAPPOR without memoisation).
 
     ``p = e^(eps/2) / (e^(eps/2) + 1)``, ``q = 1 - p``, so ``p (1-q) / (q (1-p)) = e^eps``
     and ``n Var* = e^(eps/2) / (e^(eps/2) - 1)^2`` (Wang et al. 2017, section 4.3).
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------
@@ -323,18 +320,14 @@ class SUE(UnaryEncoding):
         return log_one, log_one - epsilon / 2, log_one - epsilon / 2, log_one
 
 
+@fill_doc(parameters=categorical_parameters())
 class OUE(UnaryEncoding):
     """Optimised unary encoding: the unary encoding with the smallest variance.
 
     ``p = 1/2``, ``q = 1 / (e^eps + 1)``, so ``p (1-q) / (q (1-p)) = e^eps`` and
     ``n Var* = 4 e^eps / (e^eps - 1)^2`` (Wang et al. 2017, section 4.3).
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------

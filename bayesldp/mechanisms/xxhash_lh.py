@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import (
     RNGLike,
     as_generator,
@@ -83,6 +84,11 @@ class SeedReports:
         return int(np.shape(self.y)[0]) if np.ndim(self.y) else 1
 
 
+#: the ``k`` and ``epsilon`` entries of these classes' docstrings
+_PARAMETERS = categorical_parameters("2 <= k <= 2^31 - 1")
+
+
+@fill_doc(parameters=_PARAMETERS)
 class XXHashLocalHashing(HashedGRR):
     """Local hashing with ``h_s(x) = xxh32(str(x), s) mod g`` (pure-ldp, multi-freq-ldpy).
 
@@ -119,12 +125,7 @@ class XXHashLocalHashing(HashedGRR):
     tenth of its standard error (1.9e-4) at ``eps = 1``, ``n = 10^8``.  Exactly eps-LDP: given
     the seed, the channel over ``y`` has entries ``p`` and ``q`` only.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k <= 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     g : int
         Hash range (2 <= g <= 2^32).
     """
@@ -288,16 +289,12 @@ class XXHashLocalHashing(HashedGRR):
         return realised_epsilon_of_channel(self.channel_extremes(self.separating_seed()))
 
 
+@fill_doc(parameters=_PARAMETERS)
 class BLHXX(XXHashLocalHashing):
     """Binary local hashing with the xxhash family (pure-ldp ``LHClient(g=2)``, multi-freq-ldpy
     ``LH_Client(optimal=False)``): :class:`XXHashLocalHashing` with ``g = 2``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k <= 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     """
 
     name = "BLHXX"
@@ -309,16 +306,12 @@ class BLHXX(XXHashLocalHashing):
         return {"k": self.k, "epsilon": self.epsilon}
 
 
+@fill_doc(parameters=_PARAMETERS)
 class OLHXX(XXHashLocalHashing):
     """Optimised local hashing with the xxhash family (pure-ldp ``LHClient(use_olh=True)``,
     multi-freq-ldpy ``LH_Client(optimal=True)``): ``g = round(e^eps) + 1`` by default.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k <= 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     g : int, optional
         Hash range (2 <= g <= 2^32); default ``round(e^eps) + 1`` (capped at ``2^32``).
 
