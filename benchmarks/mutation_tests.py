@@ -251,7 +251,7 @@ MUTANTS = [
            "np.full(theta.shape, self.scale**2 / n)",
            "histogram encoding's oracle variance: Laplace variance b^2 instead of 2 b^2"),
     # ---- SBC ranks
-    Mutant("sbc-ties", "bayesldp/bayes/calibration.py",
+    Mutant("sbc-ties", "bayesldp/bayes/calibration_statistics.py",
            "np.floor(gen.random(ties.shape) * (ties + 1))",
            "np.floor(gen.random(ties.shape) * ties)",
            "SBC ranks: ties split over 0..ties-1 instead of 0..ties (never all below)"),
