@@ -32,7 +32,7 @@ from numba import njit
 from bayesldp._validation import RNGLike, as_generator, check_int, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms._splitmix import GOLDEN, bernoulli_threshold, mix64, stream_seed
-from bayesldp.mechanisms.base import Parameter, PureProtocol, int_columns
+from bayesldp.mechanisms.base import DirectSupportProtocol, Parameter, int_columns
 from bayesldp.mechanisms.unary import support_tally
 from bayesldp.tally import Tally
 
@@ -108,7 +108,7 @@ def optimal_subset_size(k: int, epsilon: float) -> int:
     return best
 
 
-class SubsetSelection(PureProtocol):
+class SubsetSelection(DirectSupportProtocol):
     """Subset selection: report ``d`` categories, the true one favoured by ``e^eps``.
 
     Parameters
@@ -140,14 +140,6 @@ class SubsetSelection(PureProtocol):
 
     def params(self) -> dict[str, Any]:
         return {"k": self.k, "epsilon": self.epsilon, "d": self.d}
-
-    @property
-    def p_star(self) -> float:
-        return self.p
-
-    @property
-    def q_star(self) -> float:
-        return self.q
 
     @property
     def levels(self) -> tuple[float, float]:

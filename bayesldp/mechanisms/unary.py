@@ -18,7 +18,7 @@ import numpy as np
 from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import PureProtocol, k_columns
+from bayesldp.mechanisms.base import DirectSupportProtocol, k_columns
 from bayesldp.tally import Tally
 
 #: Largest ``k`` for which the full ``k x 2^k`` channel is materialised.
@@ -84,7 +84,7 @@ def _bernoulli_into(gen: np.random.Generator, prob: float, out: np.ndarray) -> N
         last = int(positions[-1])
 
 
-class UnaryEncoding(PureProtocol):
+class UnaryEncoding(DirectSupportProtocol):
     """Unary encoding with bit probabilities ``p`` (true bit) and ``q`` (other bits).
 
     Reports are bool arrays of shape ``(n, k)``.  The likelihood of a bit vector ``b`` given
@@ -148,14 +148,6 @@ class UnaryEncoding(PureProtocol):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if exact(mid) else (lo, mid)
         return math.floor(lo * 100) / 100
-
-    @property
-    def p_star(self) -> float:
-        return self.p
-
-    @property
-    def q_star(self) -> float:
-        return self.q
 
     # ------------------------------------------------------------------ report tables
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:

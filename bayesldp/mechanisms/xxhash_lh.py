@@ -42,7 +42,6 @@ from bayesldp._validation import (
     RNGLike,
     as_generator,
     check_epsilon,
-    check_memory,
     check_values,
 )
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
@@ -50,10 +49,11 @@ from bayesldp.mechanisms import _xxh32
 from bayesldp.mechanisms.base import (
     Parameter,
     bits,
+    check_report_field,
     int_columns,
     realised_epsilon_of_channel,
 )
-from bayesldp.mechanisms.hashing import HashedGRR, _check_g, check_report_field, optimal_g
+from bayesldp.mechanisms.hashing import HashedGRR, _check_g, optimal_g
 from bayesldp.tally import Tally
 
 SEED_RANGE = 2**32
@@ -62,7 +62,6 @@ HASH_RANGE = 2**32
 """XXH32 digests lie in ``0..2^32-1``; ``g`` is capped there."""
 MAX_K = 2**31 - 1  # decimal strings of at most 10 bytes: XXH32's short-input path only
 _MAX_SEED = 2**63 - 1  # the peers' seeds are below 2^63 (int64 in files)
-_TALLY_BLOCK = 1 << 24  # support entries computed per block of users in tally()
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,32 +204,21 @@ class XXHashLocalHashing(HashedGRR):
         temporaries stay ``O(block * k)`` bytes.
         """
         y, seed = self.check_reports(reports)
-        n, k = y.shape[0], self.k
-        check_memory(
-            float(n) * k,
-            f"{type(self).__name__}(k={k:,}).tally of {n:,} reports (its support form: an "
-            "n x K array of bits, one byte each)",
-            "tally the reports in batches of fewer users and merge the tallies with +",
-        )
-        support = np.empty((n, k), dtype=bool)
-        stat = np.zeros(k, dtype=np.int64)
+        k = self.k
         terms = _xxh32.category_terms(np.arange(k, dtype=np.int64))
         seeds = (seed % SEED_RANGE).astype(np.uint64)
         targets = y.astype(np.uint64)
-        block = max(4096, _TALLY_BLOCK // k)
-        for start in range(0, n, block):
-            stop = min(n, start + block)
+
+        def add_hits(start: int, stop: int, stat: np.ndarray) -> np.ndarray:
             hits = np.empty((k, stop - start), dtype=bool)
             _xxh32.hits_by_category(seeds[start:stop], targets[start:stop], np.uint64(self.g),
                                     *terms, hits, stat)  # fmt: skip
-            support[start:stop] = hits.T
-        return Tally(
-            np.ones(n, dtype=np.int64),
-            support=support,
-            levels=(self.q, self.p),
-            stat=stat.astype(float),
-            mechanism=self,
-            dedupe=k <= 64,  # beyond that, support rows of different users almost never repeat
+            return hits
+
+        return self._block_tally(
+            y.shape[0],
+            add_hits,
+            "tally the reports in batches of fewer users and merge the tallies with +",
         )
 
     def supports(self, reports: SeedReports, x: int) -> np.ndarray:
