@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_alpha, check_int, check_open_unit
-from bayesldp.bayes.calibration_statistics import (
+from bayesldp.bayes import calibration_statistics
+from bayesldp.bayes.calibration_statistics import (  # noqa: F401 - re-exported
     ThinnedDraws,
     effective_sample_size,
     interval_contains,
@@ -70,17 +71,10 @@ __all__ = [
     "BackendSampler",
     "SBCReplication",
     "SBCSummary",
-    "ThinnedDraws",
-    "effective_sample_size",
-    "interval_contains",
-    "loglik_ranks",
-    "rank_histogram",
-    "rank_statistics",
-    "rank_uniformity_test",
     "run_sbc",
     "sbc_replication",
     "summarise_sbc",
-    "thin_by_ess",
+    *calibration_statistics.__all__,
 ]
 
 #: Sampler callable used by :func:`sbc_replication`: ``(tally, alpha, random_seed) -> theta``

@@ -441,6 +441,17 @@ def count_column(frame: Any, source: Any) -> np.ndarray:
     return counts
 
 
+def report_matrix(reports: Any, width: int, row: str) -> np.ndarray:
+    """``reports`` as an array of shape ``(n, width)`` with ``n >= 1`` (any dtype; the caller
+    checks it); ``row`` says in the error what a row is ("one bit vector per user")."""
+    arr = np.asarray(reports)
+    if arr.ndim != 2 or arr.shape[1] != width:
+        raise InvalidInputError(f"reports: expected shape (n, {width}) ({row}), got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise InvalidInputError("reports: is empty; at least one report is needed")
+    return arr
+
+
 def check_report_field(
     reports: Any, field: str, lo: int, hi: int, same_length_as: tuple[str, int] | None = None
 ) -> np.ndarray:

@@ -20,7 +20,7 @@ from scipy import optimize
 from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.mechanisms.base import Mechanism, Parameter, PureProtocol
+from bayesldp.mechanisms.base import Mechanism, Parameter, PureProtocol, report_matrix
 from bayesldp.tally import Tally
 
 #: L1 distance between two different one-hot encodings: the Laplace mechanism's sensitivity.
@@ -69,14 +69,7 @@ class HistogramEncoding(Mechanism):
     # ------------------------------------------------------------------ aggregator
     def check_reports(self, reports: Any) -> np.ndarray:
         """Validate reports: a finite real ``(n, k)`` matrix, ``n >= 1``; returned as float."""
-        arr = np.asarray(reports)
-        if arr.ndim != 2 or arr.shape[1] != self.k:
-            raise InvalidInputError(
-                f"reports: expected shape (n, {self.k}) (one noisy vector per user), "
-                f"got {arr.shape}"
-            )
-        if arr.shape[0] == 0:
-            raise InvalidInputError("reports: is empty; at least one report is needed")
+        arr = report_matrix(reports, self.k, "one noisy vector per user")
         if arr.dtype == bool or arr.dtype.kind not in "iuf":
             raise InvalidTypeError(f"reports: expected real-valued vectors, got dtype {arr.dtype}")
         arr = arr.astype(float, copy=False)

@@ -329,18 +329,12 @@ class HCMS(_CountMeanSketch):
     name = "HCMS"
     _entries_per_pair = 1
 
-    def __init__(
-        self,
-        k: int,
-        epsilon: float,
-        m: int | None = None,
-        k_hash: int | None = None,
-        hash_seed: int | None = None,
-    ) -> None:
+    @staticmethod
+    def _check_width(m: Any) -> Any:
         if m is not None and not isinstance(m, bool) and isinstance(m, numbers.Integral):
             if m < 2 or m & (m - 1):
                 raise InvalidInputError(f"m: HCMS needs a power of two >= 2, got {m}")
-        super().__init__(k, epsilon, m, k_hash, hash_seed)
+        return m
 
     @property
     def _entry_epsilon(self) -> float:  # type: ignore[override]

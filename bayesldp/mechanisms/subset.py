@@ -32,7 +32,7 @@ from numba import njit
 from bayesldp._validation import RNGLike, as_generator, check_int, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms._splitmix import GOLDEN, bernoulli_threshold, mix64, stream_seed
-from bayesldp.mechanisms.base import DirectSupportProtocol, Parameter, int_columns
+from bayesldp.mechanisms.base import DirectSupportProtocol, Parameter, int_columns, report_matrix
 from bayesldp.mechanisms.unary import support_tally
 from bayesldp.tally import Tally
 
@@ -171,14 +171,7 @@ class SubsetSelection(DirectSupportProtocol):
     # ------------------------------------------------------------------ aggregator
     def check_reports(self, reports: Any) -> np.ndarray:
         """Validate reports: int array ``(n, d)`` of distinct categories per row."""
-        arr = np.asarray(reports)
-        if arr.ndim != 2 or arr.shape[1] != self.d:
-            raise InvalidInputError(
-                f"reports: expected shape (n, {self.d}) (each user's {self.d} categories), got "
-                f"{arr.shape}"
-            )
-        if arr.shape[0] == 0:
-            raise InvalidInputError("reports: is empty; at least one report is needed")
+        arr = report_matrix(reports, self.d, f"each user's {self.d} categories")
         if arr.dtype.kind not in "iu":
             raise InvalidTypeError(f"reports: expected integer categories, got {arr.dtype}")
         if arr.min() < 0 or arr.max() >= self.k:

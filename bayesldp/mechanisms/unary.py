@@ -18,7 +18,7 @@ import numpy as np
 from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import DirectSupportProtocol, k_columns
+from bayesldp.mechanisms.base import DirectSupportProtocol, k_columns, report_matrix
 from bayesldp.tally import Tally
 
 #: Largest ``k`` for which the full ``k x 2^k`` channel is materialised.
@@ -202,13 +202,7 @@ class UnaryEncoding(DirectSupportProtocol):
     # ------------------------------------------------------------------ aggregator
     def check_reports(self, reports: Any) -> np.ndarray:
         """Validate reports: shape ``(n, k)``, ``n >= 1``, bool or integer 0/1; returned as bool."""
-        arr = np.asarray(reports)
-        if arr.ndim != 2 or arr.shape[1] != self.k:
-            raise InvalidInputError(
-                f"reports: expected shape (n, {self.k}) (one bit vector per user), got {arr.shape}"
-            )
-        if arr.shape[0] == 0:
-            raise InvalidInputError("reports: is empty; at least one report is needed")
+        arr = report_matrix(reports, self.k, "one bit vector per user")
         if arr.dtype == bool:
             return arr
         if arr.dtype.kind not in "iu":
