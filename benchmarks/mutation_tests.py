@@ -210,13 +210,13 @@ MUTANTS = [
            "r = np.log1p(x) - x + 0.5 * x * x", "r = np.log1p(x) - x + 0.5 * x * x * x",
            "laplace: the log-likelihood remainder's quadratic term written as a cube"),
     # ---- SGLD
-    Mutant("sgld-cir-noise", "bayesldp/bayes/sgld.py", "quarter_gw = 0.25 * gamma * metric",
+    Mutant("sgld-cir-noise", "bayesldp/bayes/sgld_step.py", "quarter_gw = 0.25 * gamma * metric",
            "quarter_gw = 0.5 * gamma * metric",
            "SGLD (expanded-mean metric, the default): the CIR transition's scale doubled"),
-    Mutant("sgld-euler-drift", "bayesldp/bayes/sgld.py", "np.abs(phi + 0.5 * gamma * grad",
+    Mutant("sgld-euler-drift", "bayesldp/bayes/sgld_step.py", "np.abs(phi + 0.5 * gamma * grad",
            "np.abs(phi + gamma * grad",
            "SGLD (identity metric, the paper's step): drift gamma grad instead of gamma/2 grad"),
-    Mutant("sgld-frozen-rate", "bayesldp/bayes/sgld.py",
+    Mutant("sgld-frozen-rate", "bayesldp/bayes/sgld_step.py",
            "bt = np.clip(half_gw * (h + 1.0 - total), -700.0, 50.0)",
            "bt = np.clip(half_gw * (h - total), -700.0, 50.0)",
            "SGLD (expanded-mean metric): the frozen CIR rate b = h + 1 - S without its 1",
@@ -227,7 +227,7 @@ MUTANTS = [
            "(default with this metric) redraws S from Gamma(A) after every update; what is "
            "left is a change in the step's O(gamma) discretisation error (the w_i differ), "
            "below what any test resolves"),
-    Mutant("sgld-tempered", "bayesldp/bayes/sgld.py",
+    Mutant("sgld-tempered", "bayesldp/bayes/sgld_step.py",
            "bt = np.clip(half_gw * (h + 1.0 - total), -700.0, 50.0)",
            "bt = np.clip(half_gw * (0.8 * h + 1.0 - total), -700.0, 50.0)",
            "SGLD (expanded-mean metric): the data term of the frozen CIR rate times 0.8 (a "
@@ -251,7 +251,7 @@ MUTANTS = [
            "np.full(theta.shape, self.scale**2 / n)",
            "histogram encoding's oracle variance: Laplace variance b^2 instead of 2 b^2"),
     # ---- SBC ranks
-    Mutant("sbc-ties", "bayesldp/bayes/calibration.py",
+    Mutant("sbc-ties", "bayesldp/bayes/calibration_statistics.py",
            "np.floor(gen.random(ties.shape) * (ties + 1))",
            "np.floor(gen.random(ties.shape) * ties)",
            "SBC ranks: ties split over 0..ties-1 instead of 0..ties (never all below)"),

@@ -5,8 +5,8 @@ building anything of size ``n`` (for support-form tallies one pass over the bool
 count each row's ones):
 
 * ``"exact"``: the Dirichlet mixture's component bound and expansion cost
-  (:class:`bayesldp.bayes.exact._Plan`), computed only when the tally is small; under the
-  adaptive prior plus ``SEC_PER_NODE_COMPONENT`` per component and grid node (the evidence
+  (:class:`bayesldp.bayes.exact_expansion._Plan`), computed only when the tally is small; under
+  the adaptive prior plus ``SEC_PER_NODE_COMPONENT`` per component and grid node (the evidence
   and the moments of every node);
 * ``"hmc"``: a gradient of ``sum_u c_u log(L_u . theta)`` reads every stored entry of the rows
   (``U K`` dense, ``nnz + U`` in support form, ``U`` for GRR) and takes ``U`` logarithms; a
@@ -126,7 +126,7 @@ def _exact_plan(tally: Tally) -> tuple[int, float] | None:
     """``(components, expansion cost)`` of the cheapest exact plan, None when out of reach."""
     if tally.n_rows * tally.k > 100_000 or tally.n > 5_000:
         return None
-    from bayesldp.bayes.exact import _Plan
+    from bayesldp.bayes.exact_expansion import _Plan
 
     best = None
     for strategy in ("residual", "latent"):

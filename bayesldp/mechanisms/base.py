@@ -26,7 +26,12 @@ from bayesldp._validation import (
     check_total,
     one_d_array,
 )
-from bayesldp.errors import IncompatibleTallyError, InvalidInputError, NotSupportedError
+from bayesldp.errors import (
+    IncompatibleTallyError,
+    InvalidInputError,
+    InvalidTypeError,
+    NotSupportedError,
+)
 from bayesldp.tally import Tally
 
 
@@ -372,6 +377,22 @@ class PureProtocol(Mechanism):
         return q * (1 - q) / (p - q) ** 2
 
 
+class DirectSupportProtocol(PureProtocol):
+    """A pure protocol whose oracle probabilities are the mechanism's own ``p`` and ``q``:
+    ``p* = p``, ``q* = q`` (GRR, the unary encodings, subset selection)."""
+
+    p: float
+    q: float
+
+    @property
+    def p_star(self) -> float:
+        return self.p
+
+    @property
+    def q_star(self) -> float:
+        return self.q
+
+
 #: from this many reports on, :func:`count_reports` uses the compiled count
 COMPILED_COUNT_MIN = 100_000
 
@@ -418,6 +439,39 @@ def count_column(frame: Any, source: Any) -> np.ndarray:
     counts = counts.astype(np.int64)
     check_total(counts, f"reports: {source} column 'count'")
     return counts
+
+
+def report_matrix(reports: Any, width: int, row: str) -> np.ndarray:
+    """``reports`` as an array of shape ``(n, width)`` with ``n >= 1`` (any dtype; the caller
+    checks it); ``row`` says in the error what a row is ("one bit vector per user")."""
+    arr = np.asarray(reports)
+    if arr.ndim != 2 or arr.shape[1] != width:
+        raise InvalidInputError(f"reports: expected shape (n, {width}) ({row}), got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise InvalidInputError("reports: is empty; at least one report is needed")
+    return arr
+
+
+def check_report_field(
+    reports: Any, field: str, lo: int, hi: int, same_length_as: tuple[str, int] | None = None
+) -> np.ndarray:
+    """A report field (the attribute ``field`` of ``reports``) as a non-empty 1-d int64 array
+    with values in ``lo..hi``; ``same_length_as = (name, n)``: it must have the ``n`` entries of
+    the field ``name``."""
+    arr = np.asarray(getattr(reports, field))
+    if arr.ndim != 1:
+        raise InvalidInputError(f"reports.{field}: expected a 1-d array, got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise InvalidTypeError(f"reports.{field}: expected integers, got dtype {arr.dtype}")
+    if arr.size == 0:
+        raise InvalidInputError(f"reports.{field}: is empty; at least one report is needed")
+    if same_length_as is not None and arr.size != same_length_as[1]:
+        other, n = same_length_as
+        raise InvalidInputError(f"reports.{field}: has {arr.size} entries, reports.{other} has {n}")
+    if arr.min() < lo or arr.max() > hi:
+        bad = arr.min() if arr.min() < lo else arr.max()
+        raise InvalidInputError(f"reports.{field}: must lie in {lo}..{hi}, got {bad}")
+    return arr.astype(np.int64, copy=False)
 
 
 def int_columns(frame: Any, names: list[str], source: Any, cast: bool = True) -> list[np.ndarray]:

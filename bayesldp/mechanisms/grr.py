@@ -7,13 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_counts, check_memory, check_values
 from bayesldp.errors import InvalidInputError
-from bayesldp.mechanisms.base import FiniteChannelMechanism, PureProtocol
+from bayesldp.mechanisms.base import DirectSupportProtocol, FiniteChannelMechanism, PureProtocol
 from bayesldp.tally import Tally
 
 
-class GRR(FiniteChannelMechanism, PureProtocol):
+@fill_doc(parameters=categorical_parameters())
+class GRR(FiniteChannelMechanism, DirectSupportProtocol):
     """Generalised randomised response over ``k`` categories.
 
     Each user reports the true value with probability ``p = e^eps / (e^eps + k - 1)`` and otherwise
@@ -22,12 +24,7 @@ class GRR(FiniteChannelMechanism, PureProtocol):
     it is exactly eps-LDP (``p / q = e^eps``).  Oracle: ``p* = p``, ``q* = q``, so
     ``n Var* = (e^eps + k - 2) / (e^eps - 1)^2``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------
@@ -49,14 +46,6 @@ class GRR(FiniteChannelMechanism, PureProtocol):
     def q(self) -> float:
         """Probability of reporting one given other value."""
         return 1.0 / (math.exp(self.epsilon) + self.k - 1)
-
-    @property
-    def p_star(self) -> float:
-        return self.p
-
-    @property
-    def q_star(self) -> float:
-        return self.q
 
     @property
     def channel(self) -> np.ndarray:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_counts, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import (
@@ -44,6 +45,7 @@ def _parity(v: np.ndarray) -> np.ndarray:
     return (v & 1).astype(np.uint8)
 
 
+@fill_doc(parameters=categorical_parameters())
 class HadamardResponse(FiniteChannelMechanism, PureProtocol):
     """Hadamard response over ``k`` categories (the basic HR of Acharya, Sun, Zhang 2019).
 
@@ -68,12 +70,7 @@ class HadamardResponse(FiniteChannelMechanism, PureProtocol):
     The tally is exact and in support form: report ``y``'s likelihood row is ``P[:, y]``, which
     takes the value ``2 e^eps/((e^eps+1)K')`` on ``{x : y in C_x}`` and ``2/((e^eps+1)K')`` off it.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------

@@ -28,11 +28,13 @@ from __future__ import annotations
 import math
 import numbers
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import (
     RNGLike,
     as_generator,
@@ -45,6 +47,7 @@ from bayesldp.mechanisms.base import (
     Parameter,
     PureProtocol,
     bits,
+    check_report_field,
     int_columns,
     realised_epsilon_of_channel,
 )
@@ -169,6 +172,38 @@ class HashedGRR(PureProtocol):
         c = self.collision_probability
         return c * self.p + (1.0 - c) * self.q
 
+    def _block_tally(
+        self, n: int, add_hits: Callable[[int, int, np.ndarray], np.ndarray], advice: str
+    ) -> Tally:
+        """The support-form tally of ``n`` reports, ``support[i, x] = (h_i(x) == y_i)`` with
+        levels ``(q, p)``, built over blocks of users so temporaries stay ``O(block * k)`` bytes.
+
+        ``add_hits(start, stop, stat)`` returns the ``(k, stop - start)`` bools of the users
+        ``start..stop-1`` and adds each category's hits to ``stat``; ``advice`` is what the memory
+        check suggests when the support does not fit.
+        """
+        k = self.k
+        check_memory(
+            float(n) * k,
+            f"{type(self).__name__}(k={k:,}).tally of {n:,} reports (its support form: an "
+            "n x K array of bits, one byte each)",
+            advice,
+        )
+        support = np.empty((n, k), dtype=bool)
+        stat = np.zeros(k, dtype=np.int64)
+        block = max(4096, _TALLY_BLOCK // k)
+        for start in range(0, n, block):
+            stop = min(n, start + block)
+            support[start:stop] = add_hits(start, stop, stat).T
+        return Tally(
+            np.ones(n, dtype=np.int64),
+            support=support,
+            levels=(self.q, self.p),
+            stat=stat.astype(float),
+            mechanism=self,
+            dedupe=k <= 64,  # beyond that, support rows of different users almost never repeat
+        )
+
     def _check_category(self, x: object) -> int:
         if isinstance(x, bool) or not isinstance(x, numbers.Integral):
             raise InvalidTypeError(f"x: expected an integer category, got {x!r}")
@@ -177,21 +212,11 @@ class HashedGRR(PureProtocol):
         return int(x)
 
 
-def check_report_field(reports: Any, field: str, lo: int, hi: int) -> np.ndarray:
-    """A report field as a non-empty 1-d int64 array with values in ``lo..hi``."""
-    arr = np.asarray(getattr(reports, field))
-    if arr.ndim != 1:
-        raise InvalidInputError(f"reports.{field}: expected a 1-d array, got shape {arr.shape}")
-    if arr.dtype.kind not in "iu":
-        raise InvalidTypeError(f"reports.{field}: expected integers, got dtype {arr.dtype}")
-    if arr.size == 0:
-        raise InvalidInputError(f"reports.{field}: is empty; at least one report is needed")
-    if arr.min() < lo or arr.max() > hi:
-        bad = arr.min() if arr.min() < lo else arr.max()
-        raise InvalidInputError(f"reports.{field}: must lie in {lo}..{hi}, got {bad}")
-    return arr.astype(np.int64, copy=False)
+#: the ``k`` and ``epsilon`` entries of these classes' docstrings
+_PARAMETERS = categorical_parameters("2 <= k < 2^31 - 1")
 
 
+@fill_doc(parameters=_PARAMETERS)
 class LocalHashing(HashedGRR):
     """Local hashing with hash range ``g`` (Wang et al., USENIX Security 2017, section 4.4).
 
@@ -214,12 +239,7 @@ class LocalHashing(HashedGRR):
     as in Wang et al.  The mechanism is exactly eps-LDP: given the hash, the channel over ``y``
     has ratio ``p/q = e^eps``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k < 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     g : int
         Hash range (2 <= g <= 2^31 - 1).
     """
@@ -312,21 +332,11 @@ class LocalHashing(HashedGRR):
         over blocks of users so temporaries stay ``O(block * k)`` bytes.
         """
         a, b, y = self.check_reports(reports)
-        n, k = y.shape[0], self.k
-        check_memory(
-            float(n) * k,
-            f"{type(self).__name__}(k={k:,}).tally of {n:,} reports (its support form: an "
-            "n x K array of bits, one byte each)",
-            "tally the reports in batches of fewer users and merge the tallies with +, or use "
-            "a mechanism with K-sized tallies (GRR, OUE, HadamardResponse)",
-        )
-        support = np.empty((n, k), dtype=bool)
-        stat = np.zeros(k, dtype=np.int64)
+        k = self.k
         prime, g = np.uint32(self._prime), np.uint32(self.g)
         power_of_two = self.g & (self.g - 1) == 0
-        block = max(4096, _TALLY_BLOCK // k)
-        for start in range(0, n, block):
-            stop = min(n, start + block)
+
+        def add_hits(start: int, stop: int, stat: np.ndarray) -> np.ndarray:
             r = b[start:stop].astype(np.uint32)
             step = a[start:stop].astype(np.uint32)
             target = y[start:stop].astype(np.uint32)
@@ -346,14 +356,13 @@ class LocalHashing(HashedGRR):
                     np.subtract(r, prime, out=wrapped)
                     np.minimum(r, wrapped, out=r)
             stat += np.count_nonzero(hits, axis=1)
-            support[start:stop] = hits.T
-        return Tally(
-            np.ones(n, dtype=np.int64),
-            support=support,
-            levels=(self.q, self.p),
-            stat=stat.astype(float),
-            mechanism=self,
-            dedupe=k <= 64,  # beyond that, support rows of different users almost never repeat
+            return hits
+
+        return self._block_tally(
+            y.shape[0],
+            add_hits,
+            "tally the reports in batches of fewer users and merge the tallies with +, or use "
+            "a mechanism with K-sized tallies (GRR, OUE, HadamardResponse)",
         )
 
     def supports(self, reports: HashReports, x: int) -> np.ndarray:
@@ -405,18 +414,14 @@ class LocalHashing(HashedGRR):
         return PureProtocol.audit_event(self, reports, x0, x1)
 
 
+@fill_doc(parameters=_PARAMETERS)
 class BLH(LocalHashing):
     """Binary local hashing: :class:`LocalHashing` with ``g = 2``.
 
     Wang et al. 2017, section 4.4: ``p* = e^eps/(e^eps + 1)``, ``q* ~ 1/2``,
     ``n Var* ~ (e^eps + 1)^2 / (e^eps - 1)^2``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k < 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------
@@ -435,6 +440,7 @@ class BLH(LocalHashing):
         return {"k": self.k, "epsilon": self.epsilon}
 
 
+@fill_doc(parameters=_PARAMETERS)
 class OLH(LocalHashing):
     """Optimised local hashing: :class:`LocalHashing` with ``g = round(e^eps) + 1`` by default.
 
@@ -442,12 +448,7 @@ class OLH(LocalHashing):
     ``n Var* ~ (e^eps - 1 + g)^2 / ((e^eps - 1)^2 (g - 1))`` (``~ 4 e^eps/(e^eps - 1)^2`` at the
     optimal g).
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k < 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     g : int, optional
         Hash range (2 <= g <= 2^31 - 1); default ``round(e^eps) + 1`` (capped at ``2^31 - 1``).
 

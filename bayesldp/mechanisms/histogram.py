@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.mechanisms.base import Mechanism, Parameter, PureProtocol
+from bayesldp.mechanisms.base import Mechanism, Parameter, PureProtocol, report_matrix
 from bayesldp.tally import Tally
 
 #: L1 distance between two different one-hot encodings: the Laplace mechanism's sensitivity.
@@ -68,14 +69,7 @@ class HistogramEncoding(Mechanism):
     # ------------------------------------------------------------------ aggregator
     def check_reports(self, reports: Any) -> np.ndarray:
         """Validate reports: a finite real ``(n, k)`` matrix, ``n >= 1``; returned as float."""
-        arr = np.asarray(reports)
-        if arr.ndim != 2 or arr.shape[1] != self.k:
-            raise InvalidInputError(
-                f"reports: expected shape (n, {self.k}) (one noisy vector per user), "
-                f"got {arr.shape}"
-            )
-        if arr.shape[0] == 0:
-            raise InvalidInputError("reports: is empty; at least one report is needed")
+        arr = report_matrix(reports, self.k, "one noisy vector per user")
         if arr.dtype == bool or arr.dtype.kind not in "iuf":
             raise InvalidTypeError(f"reports: expected real-valued vectors, got dtype {arr.dtype}")
         arr = arr.astype(float, copy=False)
@@ -123,6 +117,7 @@ class HistogramEncoding(Mechanism):
         return (v[:, x0] > 1.0) & (v[:, x1] < 0.0)
 
 
+@fill_doc(parameters=categorical_parameters())
 class SHE(HistogramEncoding):
     """Summation with histogram encoding.
 
@@ -131,12 +126,7 @@ class SHE(HistogramEncoding):
     (Wang et al. 2017, section 4.2, Theorem 5).  SHE is not a pure protocol.  The tally keeps the
     exact per-report likelihood rows (dense form, one row per report) with ``stat = sum_i v_i``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------
@@ -202,6 +192,7 @@ def optimal_threshold(epsilon: float) -> float:
     return float(result.x)
 
 
+@fill_doc(parameters=categorical_parameters())
 class THE(HistogramEncoding, PureProtocol):
     """Thresholding with histogram encoding.
 
@@ -212,12 +203,7 @@ class THE(HistogramEncoding, PureProtocol):
     privacy is SHE's, ``eps``.  The tally keeps SHE's exact likelihood rows (the aggregator holds
     ``v``) with ``stat`` the thresholded support counts.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     threshold : float, optional
         ``theta`` in ``[0, 1]``; by default the value in ``(1/2, 1)`` minimising ``Var*``
         (:func:`optimal_threshold`).  Thresholds outside ``[0, 1]`` are rejected: they lower

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import FiniteChannelMechanism, Parameter
@@ -128,6 +129,7 @@ def _check_subset(subset: Any, k: int) -> tuple[int, ...]:
     return tuple(sorted(values))
 
 
+@fill_doc(parameters=categorical_parameters())
 class RRRR(FiniteChannelMechanism):
     """Randomly restricted randomised response ``RRRR(X; S, eps1, eps2)`` (seed 004, Alg. 1).
 
@@ -161,12 +163,7 @@ class RRRR(FiniteChannelMechanism):
     singular (``eps1 = eps`` with ``m >= 2`` makes ``eps2 = 0`` and the rows of ``S^c``
     identical) it raises :class:`~bayesldp.NotSupportedError`.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     subset : sequence of int
         The set ``S``: distinct categories in ``0..k-1``, ``0 <= |S| <= k - 1``.
     eps1 : float, optional

@@ -47,7 +47,7 @@ from bayesldp._validation import (
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms._splitmix import GOLDEN, bernoulli_threshold, mix64
 from bayesldp.mechanisms._splitmix import stream_seed as _stream_seed
-from bayesldp.mechanisms.base import int_columns
+from bayesldp.mechanisms.base import check_report_field, int_columns
 from bayesldp.mechanisms.sketch_common import MAX_CHANNEL_ENTRIES, _CountMeanSketch
 from bayesldp.mechanisms.sketch_common import MAX_ORACLE_K as MAX_ORACLE_K
 from bayesldp.mechanisms.sketch_common import sketch_hashes as sketch_hashes
@@ -78,22 +78,6 @@ class HCMSReports:
 
     def __len__(self) -> int:
         return int(np.shape(self.row)[0])
-
-
-def _field(value: Any, name: str, n: int | None, lo: int, hi: int) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.ndim != 1:
-        raise InvalidInputError(f"reports.{name}: expected a 1-d array, got shape {arr.shape}")
-    if arr.dtype.kind not in "iu":
-        raise InvalidTypeError(f"reports.{name}: expected integers, got dtype {arr.dtype}")
-    if arr.size == 0:
-        raise InvalidInputError(f"reports.{name}: is empty; at least one report is needed")
-    if n is not None and arr.size != n:
-        raise InvalidInputError(f"reports.{name}: has {arr.size} entries, reports.row has {n}")
-    if arr.min() < lo or arr.max() > hi:
-        bad = arr.min() if arr.min() < lo else arr.max()
-        raise InvalidInputError(f"reports.{name}: must lie in {lo}..{hi}, got {bad}")
-    return arr.astype(np.int64, copy=False)
 
 
 def _signs(arr: np.ndarray, name: str) -> np.ndarray:
@@ -263,7 +247,7 @@ class CMS(_CountMeanSketch):
             raise InvalidTypeError(
                 f"reports: expected CMSReports(row, bits), got {type(reports).__name__}"
             )
-        rows = _field(reports.row, "row", None, 0, self.k_hash - 1)
+        rows = check_report_field(reports, "row", 0, self.k_hash - 1)
         bits = np.asarray(reports.bits)
         if bits.ndim != 2 or bits.shape != (rows.size, self.m):
             raise InvalidInputError(
@@ -345,18 +329,12 @@ class HCMS(_CountMeanSketch):
     name = "HCMS"
     _entries_per_pair = 1
 
-    def __init__(
-        self,
-        k: int,
-        epsilon: float,
-        m: int | None = None,
-        k_hash: int | None = None,
-        hash_seed: int | None = None,
-    ) -> None:
+    @staticmethod
+    def _check_width(m: Any) -> Any:
         if m is not None and not isinstance(m, bool) and isinstance(m, numbers.Integral):
             if m < 2 or m & (m - 1):
                 raise InvalidInputError(f"m: HCMS needs a power of two >= 2, got {m}")
-        super().__init__(k, epsilon, m, k_hash, hash_seed)
+        return m
 
     @property
     def _entry_epsilon(self) -> float:  # type: ignore[override]
@@ -403,9 +381,9 @@ class HCMS(_CountMeanSketch):
             raise InvalidTypeError(
                 f"reports: expected HCMSReports(row, index, bit), got {type(reports).__name__}"
             )
-        rows = _field(reports.row, "row", None, 0, self.k_hash - 1)
-        index = _field(reports.index, "index", rows.size, 0, self.m - 1)
-        bit = _field(reports.bit, "bit", rows.size, -1, 1)
+        rows = check_report_field(reports, "row", 0, self.k_hash - 1)
+        index = check_report_field(reports, "index", 0, self.m - 1, ("row", rows.size))
+        bit = check_report_field(reports, "bit", -1, 1, ("row", rows.size))
         return rows, index, _signs(bit, "bit")
 
     def membership(self, reports: Any) -> np.ndarray:

@@ -80,6 +80,7 @@ class _CountMeanSketch(Mechanism):
         k_hash: int | None = None,
         hash_seed: int | None = None,
     ) -> None:
+        m = self._check_width(m)
         super().__init__(k, epsilon)
         if self.k >= _PRIME:
             raise InvalidInputError(f"k: the sketch hashes need k < 2^31 - 1, got {self.k}")
@@ -123,6 +124,12 @@ class _CountMeanSketch(Mechanism):
             "k_hash": self.k_hash,
             "hash_seed": self.hash_seed,
         }
+
+    @staticmethod
+    def _check_width(m: Any) -> Any:
+        """The ``m`` argument, refused (before anything else is checked) where this sketch
+        cannot take it; any width by default, HCMS a power of two."""
+        return m
 
     @property
     def levels(self) -> tuple[float, float]:

@@ -32,7 +32,7 @@ from numba import njit
 from bayesldp._validation import RNGLike, as_generator, check_int, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms._splitmix import GOLDEN, bernoulli_threshold, mix64, stream_seed
-from bayesldp.mechanisms.base import Parameter, PureProtocol, int_columns
+from bayesldp.mechanisms.base import DirectSupportProtocol, Parameter, int_columns, report_matrix
 from bayesldp.mechanisms.unary import support_tally
 from bayesldp.tally import Tally
 
@@ -108,7 +108,7 @@ def optimal_subset_size(k: int, epsilon: float) -> int:
     return best
 
 
-class SubsetSelection(PureProtocol):
+class SubsetSelection(DirectSupportProtocol):
     """Subset selection: report ``d`` categories, the true one favoured by ``e^eps``.
 
     Parameters
@@ -142,14 +142,6 @@ class SubsetSelection(PureProtocol):
         return {"k": self.k, "epsilon": self.epsilon, "d": self.d}
 
     @property
-    def p_star(self) -> float:
-        return self.p
-
-    @property
-    def q_star(self) -> float:
-        return self.q
-
-    @property
     def levels(self) -> tuple[float, float]:
         """Likelihood row values off / on the subset, ``(1, e^eps) / Z`` (scaled by ``Z``)."""
         return (1.0, math.exp(self.epsilon))
@@ -179,14 +171,7 @@ class SubsetSelection(PureProtocol):
     # ------------------------------------------------------------------ aggregator
     def check_reports(self, reports: Any) -> np.ndarray:
         """Validate reports: int array ``(n, d)`` of distinct categories per row."""
-        arr = np.asarray(reports)
-        if arr.ndim != 2 or arr.shape[1] != self.d:
-            raise InvalidInputError(
-                f"reports: expected shape (n, {self.d}) (each user's {self.d} categories), got "
-                f"{arr.shape}"
-            )
-        if arr.shape[0] == 0:
-            raise InvalidInputError("reports: is empty; at least one report is needed")
+        arr = report_matrix(reports, self.d, f"each user's {self.d} categories")
         if arr.dtype.kind not in "iu":
             raise InvalidTypeError(f"reports: expected integer categories, got {arr.dtype}")
         if arr.min() < 0 or arr.max() >= self.k:

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import PureProtocol, k_columns
+from bayesldp.mechanisms.base import DirectSupportProtocol, k_columns, report_matrix
 from bayesldp.tally import Tally
 
 #: Largest ``k`` for which the full ``k x 2^k`` channel is materialised.
@@ -83,7 +84,7 @@ def _bernoulli_into(gen: np.random.Generator, prob: float, out: np.ndarray) -> N
         last = int(positions[-1])
 
 
-class UnaryEncoding(PureProtocol):
+class UnaryEncoding(DirectSupportProtocol):
     """Unary encoding with bit probabilities ``p`` (true bit) and ``q`` (other bits).
 
     Reports are bool arrays of shape ``(n, k)``.  The likelihood of a bit vector ``b`` given
@@ -148,14 +149,6 @@ class UnaryEncoding(PureProtocol):
             lo, hi = (mid, hi) if exact(mid) else (lo, mid)
         return math.floor(lo * 100) / 100
 
-    @property
-    def p_star(self) -> float:
-        return self.p
-
-    @property
-    def q_star(self) -> float:
-        return self.q
-
     # ------------------------------------------------------------------ report tables
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
         """K columns of bits (0/1 integers or booleans), one per category in order."""
@@ -209,13 +202,7 @@ class UnaryEncoding(PureProtocol):
     # ------------------------------------------------------------------ aggregator
     def check_reports(self, reports: Any) -> np.ndarray:
         """Validate reports: shape ``(n, k)``, ``n >= 1``, bool or integer 0/1; returned as bool."""
-        arr = np.asarray(reports)
-        if arr.ndim != 2 or arr.shape[1] != self.k:
-            raise InvalidInputError(
-                f"reports: expected shape (n, {self.k}) (one bit vector per user), got {arr.shape}"
-            )
-        if arr.shape[0] == 0:
-            raise InvalidInputError("reports: is empty; at least one report is needed")
+        arr = report_matrix(reports, self.k, "one bit vector per user")
         if arr.dtype == bool:
             return arr
         if arr.dtype.kind not in "iu":
@@ -287,18 +274,14 @@ class UnaryEncoding(PureProtocol):
         return lp + l1q - lq - l1p
 
 
+@fill_doc(parameters=categorical_parameters())
 class SUE(UnaryEncoding):
     """Symmetric unary encoding (basic RAPPOR without memoisation).
 
     ``p = e^(eps/2) / (e^(eps/2) + 1)``, ``q = 1 - p``, so ``p (1-q) / (q (1-p)) = e^eps``
     and ``n Var* = e^(eps/2) / (e^(eps/2) - 1)^2`` (Wang et al. 2017, section 4.3).
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------
@@ -323,18 +306,14 @@ class SUE(UnaryEncoding):
         return log_one, log_one - epsilon / 2, log_one - epsilon / 2, log_one
 
 
+@fill_doc(parameters=categorical_parameters())
 class OUE(UnaryEncoding):
     """Optimised unary encoding: the unary encoding with the smallest variance.
 
     ``p = 1/2``, ``q = 1 / (e^eps + 1)``, so ``p (1-q) / (q (1-p)) = e^eps`` and
     ``n Var* = 4 e^eps / (e^eps - 1)^2`` (Wang et al. 2017, section 4.3).
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (>= 2).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
 
     Examples
     --------

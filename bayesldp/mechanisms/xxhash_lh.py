@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import (
     RNGLike,
     as_generator,
     check_epsilon,
-    check_memory,
     check_values,
 )
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
@@ -49,10 +49,11 @@ from bayesldp.mechanisms import _xxh32
 from bayesldp.mechanisms.base import (
     Parameter,
     bits,
+    check_report_field,
     int_columns,
     realised_epsilon_of_channel,
 )
-from bayesldp.mechanisms.hashing import HashedGRR, _check_g, check_report_field, optimal_g
+from bayesldp.mechanisms.hashing import HashedGRR, _check_g, optimal_g
 from bayesldp.tally import Tally
 
 SEED_RANGE = 2**32
@@ -61,7 +62,6 @@ HASH_RANGE = 2**32
 """XXH32 digests lie in ``0..2^32-1``; ``g`` is capped there."""
 MAX_K = 2**31 - 1  # decimal strings of at most 10 bytes: XXH32's short-input path only
 _MAX_SEED = 2**63 - 1  # the peers' seeds are below 2^63 (int64 in files)
-_TALLY_BLOCK = 1 << 24  # support entries computed per block of users in tally()
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,6 +83,11 @@ class SeedReports:
         return int(np.shape(self.y)[0]) if np.ndim(self.y) else 1
 
 
+#: the ``k`` and ``epsilon`` entries of these classes' docstrings
+_PARAMETERS = categorical_parameters("2 <= k <= 2^31 - 1")
+
+
+@fill_doc(parameters=_PARAMETERS)
 class XXHashLocalHashing(HashedGRR):
     """Local hashing with ``h_s(x) = xxh32(str(x), s) mod g`` (pure-ldp, multi-freq-ldpy).
 
@@ -119,12 +124,7 @@ class XXHashLocalHashing(HashedGRR):
     tenth of its standard error (1.9e-4) at ``eps = 1``, ``n = 10^8``.  Exactly eps-LDP: given
     the seed, the channel over ``y`` has entries ``p`` and ``q`` only.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k <= 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     g : int
         Hash range (2 <= g <= 2^32).
     """
@@ -204,32 +204,21 @@ class XXHashLocalHashing(HashedGRR):
         temporaries stay ``O(block * k)`` bytes.
         """
         y, seed = self.check_reports(reports)
-        n, k = y.shape[0], self.k
-        check_memory(
-            float(n) * k,
-            f"{type(self).__name__}(k={k:,}).tally of {n:,} reports (its support form: an "
-            "n x K array of bits, one byte each)",
-            "tally the reports in batches of fewer users and merge the tallies with +",
-        )
-        support = np.empty((n, k), dtype=bool)
-        stat = np.zeros(k, dtype=np.int64)
+        k = self.k
         terms = _xxh32.category_terms(np.arange(k, dtype=np.int64))
         seeds = (seed % SEED_RANGE).astype(np.uint64)
         targets = y.astype(np.uint64)
-        block = max(4096, _TALLY_BLOCK // k)
-        for start in range(0, n, block):
-            stop = min(n, start + block)
+
+        def add_hits(start: int, stop: int, stat: np.ndarray) -> np.ndarray:
             hits = np.empty((k, stop - start), dtype=bool)
             _xxh32.hits_by_category(seeds[start:stop], targets[start:stop], np.uint64(self.g),
                                     *terms, hits, stat)  # fmt: skip
-            support[start:stop] = hits.T
-        return Tally(
-            np.ones(n, dtype=np.int64),
-            support=support,
-            levels=(self.q, self.p),
-            stat=stat.astype(float),
-            mechanism=self,
-            dedupe=k <= 64,  # beyond that, support rows of different users almost never repeat
+            return hits
+
+        return self._block_tally(
+            y.shape[0],
+            add_hits,
+            "tally the reports in batches of fewer users and merge the tallies with +",
         )
 
     def supports(self, reports: SeedReports, x: int) -> np.ndarray:
@@ -288,16 +277,12 @@ class XXHashLocalHashing(HashedGRR):
         return realised_epsilon_of_channel(self.channel_extremes(self.separating_seed()))
 
 
+@fill_doc(parameters=_PARAMETERS)
 class BLHXX(XXHashLocalHashing):
     """Binary local hashing with the xxhash family (pure-ldp ``LHClient(g=2)``, multi-freq-ldpy
     ``LH_Client(optimal=False)``): :class:`XXHashLocalHashing` with ``g = 2``.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k <= 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     """
 
     name = "BLHXX"
@@ -309,16 +294,12 @@ class BLHXX(XXHashLocalHashing):
         return {"k": self.k, "epsilon": self.epsilon}
 
 
+@fill_doc(parameters=_PARAMETERS)
 class OLHXX(XXHashLocalHashing):
     """Optimised local hashing with the xxhash family (pure-ldp ``LHClient(use_olh=True)``,
     multi-freq-ldpy ``LH_Client(optimal=True)``): ``g = round(e^eps) + 1`` by default.
 
-    Parameters
-    ----------
-    k : int
-        Number of categories (2 <= k <= 2^31 - 1).
-    epsilon : float
-        Privacy budget (> 0, finite).
+    {parameters}
     g : int, optional
         Hash range (2 <= g <= 2^32); default ``round(e^eps) + 1`` (capped at ``2^32``).
 

@@ -7,7 +7,7 @@ import pytest
 
 import bayesldp
 from bayesldp.audit import audit
-from bayesldp.mechanisms import _xxh32, xxhash_lh
+from bayesldp.mechanisms import _xxh32, hashing
 from bayesldp.mechanisms.base import realised_epsilon_of_channel
 from bayesldp.mechanisms.xxhash_lh import BLHXX, OLHXX, SeedReports, XXHashLocalHashing
 from bayesldp.workflows.cli import main
@@ -170,7 +170,7 @@ def test_perturbed_hash_value_distribution(eps):
 
 @pytest.mark.parametrize("mech", [OLHXX(50, 1.0), BLHXX(7, 1.0), OLHXX(12, 0.5)])
 def test_tally_matches_direct_support(mech, monkeypatch):
-    monkeypatch.setattr(xxhash_lh, "_TALLY_BLOCK", 1)  # several blocks of 4,096 users
+    monkeypatch.setattr(hashing, "_TALLY_BLOCK", 1)  # HashedGRR._block_tally: blocks of 4,096 users
     n = 10_000
     reports = mech.perturb(np.arange(n) % mech.k, rng=5)
     tally = mech.tally(reports)

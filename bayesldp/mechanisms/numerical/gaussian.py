@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import integrate, optimize, special
 
+from bayesldp._docs import fill_doc, numerical_parameters
 from bayesldp._validation import check_open_unit
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Parameter
@@ -50,6 +51,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     return math.exp(root)
 
 
+@fill_doc(parameters=numerical_parameters())
 class Gaussian(AdditiveNoiseMechanism):
     """Gaussian mechanism on ``[lo, hi]``: ``y = v + N(0, sigma^2)``, (eps, delta)-LDP.
 
@@ -64,14 +66,7 @@ class Gaussian(AdditiveNoiseMechanism):
     the smallest eps at which that divergence is ``delta``: equal to the budget when the
     calibration is exact.  Output bins as in :class:`AdditiveNoiseMechanism` (4 sigma of pad).
 
-    Parameters
-    ----------
-    k : int
-        Number of input bins of ``[lo, hi]``.
-    epsilon : float
-        Privacy budget.
-    lo, hi : float, default 0, 1
-        The value domain.
+    {parameters}
     output_bins : int, optional
         Output bins, two tails included.
     delta : float, default 1e-5

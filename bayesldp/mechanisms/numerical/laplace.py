@@ -7,9 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import fill_doc, numerical_parameters
 from bayesldp.mechanisms.numerical.base import AdditiveNoiseMechanism
 
 
+@fill_doc(parameters=numerical_parameters())
 class LaplaceNumeric(AdditiveNoiseMechanism):
     """Laplace mechanism on ``[lo, hi]``: ``y = v + Lap(lambda)``, ``lambda = (hi - lo) / eps``.
 
@@ -22,14 +24,7 @@ class LaplaceNumeric(AdditiveNoiseMechanism):
     ``G1(x) = x + (lambda / 2) e^{-|x| / lambda}`` for ``x >= 0`` and ``(lambda / 2) e^{x /
     lambda}`` below.
 
-    Parameters
-    ----------
-    k : int
-        Number of input bins of ``[lo, hi]``.
-    epsilon : float
-        Privacy budget.
-    lo, hi : float, default 0, 1
-        The value domain.
+    {parameters}
     output_bins : int, optional
         Output bins, two tails included (default: see
         :class:`AdditiveNoiseMechanism`).

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._docs import fill_doc, numerical_parameters
 from bayesldp._validation import check_positive
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Parameter
@@ -21,6 +22,7 @@ def pm_slope(half_width: float, epsilon: float) -> float:
     return b / (-b * math.expm1(-epsilon) - math.exp(-epsilon))
 
 
+@fill_doc(parameters=numerical_parameters())
 class Piecewise(WindowMechanism):
     """Piecewise mechanism over ``[lo, hi]``, discretised into ``k`` input bins.
 
@@ -41,14 +43,7 @@ class Piecewise(WindowMechanism):
     equal output bins over ``[-C, C]``, ``domain_bins`` input bins); ``output_bins`` defaults
     to ``k``.
 
-    Parameters
-    ----------
-    k : int
-        Number of input bins of ``[lo, hi]``.
-    epsilon : float
-        Privacy budget.
-    lo, hi : float, default 0, 1
-        The value domain.
+    {parameters}
     output_bins : int, optional
         Output bins over the report range (default ``k``).
     half_width : float, optional

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from bayesldp._docs import fill_doc, numerical_parameters
 from bayesldp.mechanisms.numerical.base import WindowMechanism
 
 
@@ -24,6 +25,7 @@ def square_wave_b(epsilon: float) -> float:
     return (eps + math.expm1(-eps)) / (2.0 * (math.expm1(eps) - eps))
 
 
+@fill_doc(parameters=numerical_parameters())
 class SquareWave(WindowMechanism):
     """Square wave mechanism over ``[lo, hi]``, discretised into ``k`` input bins.
 
@@ -38,14 +40,7 @@ class SquareWave(WindowMechanism):
     bins over ``[-b, 1 + b]``, ``domain_bins`` input bins, a value uniform within its bin), with
     every integral exact; ``output_bins`` defaults to ``k`` as there (1024 x 1024 in the paper).
 
-    Parameters
-    ----------
-    k : int
-        Number of input bins of ``[lo, hi]``.
-    epsilon : float
-        Privacy budget.
-    lo, hi : float, default 0, 1
-        The value domain.
+    {parameters}
     output_bins : int, optional
         Output bins over the report range (default ``k``).
 

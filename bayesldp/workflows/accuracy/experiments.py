@@ -175,6 +175,28 @@ def _quiet(_: str) -> None:
     return None
 
 
+def _estimator_rows(
+    tally: Any,
+    methods: Any,
+    theta: np.ndarray,
+    trace: float,
+    cell: dict[str, Any],
+    *,
+    iterations: bool = False,
+) -> list[dict[str, Any]]:
+    """One row per estimator of ``methods`` on ``tally``: the ``cell``'s keys, the estimator,
+    its scores against ``theta`` (and the CR ``trace``), its time and, if asked, iterations."""
+    rows = []
+    for method in methods:
+        est, secs = _timed_estimate(tally, method, _options(method))
+        row = {**cell, "estimator": method, **_scores(est.frequencies, theta, trace),
+               "seconds": secs}  # fmt: skip
+        if iterations:
+            row["iterations"] = est.iterations
+        rows.append(row)
+    return rows
+
+
 def _timed_estimate(tally: Any, method: str, options: Mapping[str, Any]) -> tuple[Any, float]:
     start = time.perf_counter()
     est = bayesldp.estimate(tally, method, **options)
@@ -218,20 +240,8 @@ def run_mle(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) -> p
                 key = (seed, sid, 2, MECHANISM_IDS[mech_name], k, n, _eps_key(eps), r)
                 tally = mech.simulate_tally(counts, rng=_seed(*key))
                 trace = cr_trace(mech, theta, n)
-                for method in cfg["estimators"]:
-                    est, secs = _timed_estimate(tally, method, _options(method))
-                    rows.append(
-                        {
-                            "mechanism": mech_name,
-                            "k": k,
-                            "n": n,
-                            "epsilon": float(eps),
-                            "repeat": r,
-                            "estimator": method,
-                            **_scores(est.frequencies, theta, trace),
-                            "seconds": secs,
-                        }
-                    )
+                cell = {"mechanism": mech_name, "k": k, "n": n, "epsilon": float(eps), "repeat": r}
+                rows += _estimator_rows(tally, cfg["estimators"], theta, trace, cell)
         progress(f"[mle] {mech_name} K={k} n={n}: {time.perf_counter() - start:.1f} s")
     return pd.DataFrame(
         rows, columns=[*CELL_COLUMNS["mle"], "repeat", "estimator", *METRIC_COLUMNS["mle"]]
@@ -285,22 +295,10 @@ def run_em_mr(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) ->
                                     mech, theta, 1, hashes=cfg["cr_hashes"], rng=cr_seed
                                 )
                             trace = unit_trace[cache_key] / n
-                        for method in cfg["estimators"]:
-                            est, secs = _timed_estimate(tally, method, _options(method))
-                            rows.append(
-                                {
-                                    "mechanism": mech_name,
-                                    "population": population,
-                                    "k": k,
-                                    "n": n,
-                                    "epsilon": float(eps),
-                                    "repeat": r,
-                                    "estimator": method,
-                                    **_scores(est.frequencies, theta, trace),
-                                    "seconds": secs,
-                                    "iterations": est.iterations,
-                                }
-                            )
+                        cell = {"mechanism": mech_name, "population": population, "k": k,
+                                "n": n, "epsilon": float(eps), "repeat": r}  # fmt: skip
+                        rows += _estimator_rows(tally, cfg["estimators"], theta, trace, cell,
+                                                iterations=True)  # fmt: skip
                 elapsed = time.perf_counter() - start
                 progress(f"[em_mr] {population} {mech_name} n={n}: {elapsed:.1f} s")
     df = pd.DataFrame(

@@ -28,6 +28,13 @@ from bayesldp.workflows.accuracy.verdicts import _fmt, all_verdicts, summarise
 
 
 # ============================================================================ markdown
+def _key(value: object) -> str:
+    """A cell key in a table: integers with thousands separators, floats short."""
+    if isinstance(value, int | np.integer):
+        return f"{value:,}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _pm(mean: float, spread: float) -> str:
     return f"{_fmt(mean)} ± {_fmt(spread)}"
 
@@ -46,14 +53,7 @@ def wide_table(summary: pd.DataFrame, section: str, metric: str, spread: str = "
             else ""
             for e in estimators
         ]
-        shown = [
-            f"{v:,}"
-            if isinstance(v, int | np.integer)
-            else f"{v:g}"
-            if isinstance(v, float)
-            else str(v)
-            for v in cell
-        ]
+        shown = [_key(v) for v in cell]
         lines.append("| " + " | ".join([*shown, *values]) + " |")
     return "\n".join(lines)
 
@@ -280,14 +280,7 @@ def render_markdown(
                 "|" + "---|" * (len(CELL_COLUMNS[name]) + len(cols_it) + len(secs.columns))
             )
             for idx in it.index:
-                cell = [
-                    f"{v:,}"
-                    if isinstance(v, int | np.integer)
-                    else f"{v:g}"
-                    if isinstance(v, float)
-                    else str(v)
-                    for v in idx
-                ]
+                cell = [_key(v) for v in idx]
                 lines.append(
                     "| "
                     + " | ".join(
