@@ -371,8 +371,6 @@ def _choose_method(
     return resolved, None
 
 
-
-
 def _smooth_method(method: str, resolved: str) -> tuple[str, str | None]:
     """The method under the smoothness prior: "hmc" (which "auto" takes) or "nuts" (PyMC)."""
     if method == "auto":
