@@ -26,9 +26,11 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-ex
     from bayesldp.adaptive import AdaptiveSurvey as AdaptiveSurvey
     from bayesldp.bayes import AdaptiveDirichlet as AdaptiveDirichlet
     from bayesldp.bayes import Dirichlet as Dirichlet
+    from bayesldp.bayes import RandomWalkPrior as RandomWalkPrior
     from bayesldp.bayes import SmoothDensity as SmoothDensity
     from bayesldp.bayes import build_model as build_model
     from bayesldp.bayes import fit as fit
+    from bayesldp.bayes import fit_rounds as fit_rounds
     from bayesldp.bayes import load_fit as load_fit
     from bayesldp.bayes import loo as loo
     from bayesldp.bayes import loo_compare as loo_compare
@@ -101,6 +103,8 @@ _LAZY = {
     "estimate": "bayesldp.estimators",
     "Estimate": "bayesldp.estimators",
     "fit": "bayesldp.bayes",
+    "fit_rounds": "bayesldp.bayes",
+    "RandomWalkPrior": "bayesldp.bayes",
     "load_fit": "bayesldp.bayes",
     "save_fit": "bayesldp.bayes",
     "loo": "bayesldp.bayes",

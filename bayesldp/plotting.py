@@ -452,3 +452,58 @@ def study_figures(result, summary: list[dict[str, Any]], out: Path) -> list[str]
         plt.close(fig)
         names.append(name)
     return names
+
+
+def plot_rounds(
+    idata,
+    truth=None,
+    estimates: dict[str, Any] | None = None,
+    categories=None,
+    prob: float = 0.9,
+    axes=None,
+    ncols: int = 5,
+):
+    """Each category's trajectory over rounds: posterior mean and equal-tailed ``prob`` band.
+
+    ``idata`` is :func:`bayesldp.fit_rounds`'s InferenceData (``theta`` with dims ``round,
+    category``) or :func:`bayesldp.bayes.summarize_rounds`'s Dataset.  ``truth`` (T, K) is drawn
+    as a black dashed line; ``estimates`` maps a name to another (T, K) array of estimates (e.g.
+    per-round MLEs), drawn as markers.  ``categories`` picks category positions (default all);
+    one panel per category, ``ncols`` to a row.  Returns the array of axes.
+    """
+    from bayesldp.bayes.dynamic import summarize_rounds
+
+    plt = _pyplot()
+    summary = idata if "mean" in getattr(idata, "data_vars", ()) else summarize_rounds(idata, prob)
+    mean = np.asarray(summary["mean"].values)
+    lower, upper = np.asarray(summary["lower"].values), np.asarray(summary["upper"].values)
+    rounds = np.asarray(summary["round"].values)
+    x = rounds if rounds.dtype.kind in "iuf" else np.arange(rounds.size)
+    labels = list(summary["category"].values)
+    chosen = list(range(mean.shape[1])) if categories is None else list(categories)
+    if axes is None:
+        ncols = max(1, min(ncols, len(chosen)))
+        nrows = -(-len(chosen) // ncols)
+        _, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.2 * nrows), sharex=True,
+                               squeeze=False)  # fmt: skip
+    flat = np.asarray(axes).reshape(-1)
+    markers = "osd^v<>"
+    for ax, c in zip(flat, chosen, strict=False):
+        ax.fill_between(x, lower[:, c], upper[:, c], alpha=0.3, color="C0",
+                        label=f"{prob:.0%} interval")  # fmt: skip
+        ax.plot(x, mean[:, c], color="C0", lw=1.5, label="posterior mean")
+        if truth is not None:
+            ax.plot(x, np.asarray(truth)[:, c], color="k", ls="--", lw=1, label="truth")
+        for i, (name, values) in enumerate((estimates or {}).items()):
+            ax.plot(x, np.asarray(values)[:, c], ls="none", marker=markers[i % len(markers)],
+                    ms=3, color=f"C{i + 1}", label=name)  # fmt: skip
+        ax.set_title(str(labels[c]), fontsize=9)
+    for ax in flat[len(chosen) :]:
+        ax.set_visible(False)
+    for ax in np.asarray(axes)[-1] if np.asarray(axes).ndim == 2 else flat:
+        ax.set_xlabel("round")
+    flat[0].set_ylabel("frequency")
+    flat[0].legend(fontsize=7)
+    if rounds.dtype.kind not in "iuf":
+        flat[0].set_xticks(x, [str(r) for r in rounds])
+    return axes

@@ -272,6 +272,18 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("--n", "10000", "--reps", "12"), ("rappor.md",),
         ("--n", "2000", "--reps", "1", "--no-posterior", "--out", "{tmp}/rappor.md"),
     ),
+    Benchmark(
+        "longitudinal_drift", "longitudinal_drift.py",
+        "fit_rounds (random walk across rounds) on a drifting L-GRR population, K = 10, "
+        "T = 20, n = 2,000 per round: TV per round, 90% coverage, seconds",
+        "multi-freq-ldpy 0.2.5's longitudinal estimators (MI_long, IBU) on the same reports; "
+        "per-round MLE and fit",
+        ("--repeats", "20", "--scenarios", "fresh"), (),
+        ("--quick", "--out", "{tmp}/drift.md"), needs=("multi-freq-ldpy",),
+        uncommitted=("longitudinal_drift.md",),
+        header_note="the full run (about 3 minutes a repeat on 2 shared cores) had not finished "
+        "when this entry was added: move the file into results= when it is committed",
+    ),
     # --- posterior speed ---
     Benchmark(
         "posterior", "posterior.py",

@@ -7,11 +7,19 @@ cross-validate fits one report at a time; ``sample_posterior_predictive`` adds t
 predictive check ArviZ plots.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`)
 or a symmetric Dirichlet with an unknown concentration (:class:`AdaptiveDirichlet`,
 ``prior="adaptive"``), or, for ordered bins, a smoothness prior on the log-weights
-(:class:`SmoothDensity`, ``prior="smooth"``).
+(:class:`SmoothDensity`, ``prior="smooth"``).  ``fit_rounds`` fits one tally per round
+under a random walk on the log-frequencies (:class:`RandomWalkPrior`), per-round posteriors
+that borrow strength over time (:mod:`bayesldp.bayes.dynamic`).
 """
 
 from __future__ import annotations
 
+from bayesldp.bayes.dynamic import (
+    RandomWalkPrior,
+    build_rounds_model,
+    fit_rounds,
+    summarize_rounds,
+)
 from bayesldp.bayes.elpd import loo, loo_compare
 from bayesldp.bayes.fit import BACKENDS, build_inference_data, fit
 from bayesldp.bayes.io import fit_prior, load_fit, save_fit
@@ -29,17 +37,21 @@ __all__ = [
     "BACKENDS",
     "AdaptiveDirichlet",
     "Dirichlet",
+    "RandomWalkPrior",
     "SmoothDensity",
     "as_dirichlet",
     "as_prior",
     "build_inference_data",
     "build_model",
+    "build_rounds_model",
     "fit",
     "fit_prior",
+    "fit_rounds",
     "load_fit",
     "loo",
     "loo_compare",
     "sample_posterior_predictive",
     "save_fit",
+    "summarize_rounds",
     "tally_likelihood",
 ]

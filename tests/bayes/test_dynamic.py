@@ -1,0 +1,221 @@
+"""fit_rounds: the random walk across rounds (bayesldp.bayes.dynamic).
+
+Correctness against an independent computation (importance sampling from the prior, written
+here in numpy from the model's formula), the pooling limit (sigma fixed near 0 is the pooled
+tally's posterior), the likelihood's stacking, and bad input.  Tolerances are z-scores from
+Monte Carlo errors: NUTS's ESS-based MCSE (arviz) and the importance sampler's delta-method
+standard error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bayesldp
+from bayesldp.bayes.dynamic import (
+    RandomWalkPrior,
+    build_rounds_model,
+    check_rounds,
+    fit_rounds,
+    stacked_rows,
+    summarize_rounds,
+)
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+
+az = pytest.importorskip("arviz")
+pytest.importorskip("pymc")
+
+#: |z| above this fails (about 6e-5 two-sided per quantity; a dozen quantities per test)
+Z_MAX = 4.0
+
+
+def _rounds(mech, thetas, n, seed):
+    rng = np.random.default_rng(seed)
+    k = mech.k
+    return [mech.tally(mech.perturb(np.repeat(np.arange(k), rng.multinomial(n, th)), rng))
+            for th in thetas]  # fmt: skip
+
+
+def _importance(tallies, prior, draws, seed):
+    """Self-normalised importance sampling from the prior: weighted means of theta_t, theta_t^2
+    and sigma, with delta-method standard errors."""
+    rng = np.random.default_rng(seed)
+    k, n_rounds = tallies[0].k, len(tallies)
+
+    def zero_sum(scale, shape):
+        x = rng.normal(0.0, scale, size=(*shape, k))
+        return x - x.mean(axis=-1, keepdims=True)
+
+    sigma = np.abs(rng.normal(0.0, prior.step_scale, size=draws))
+    eta = [zero_sum(prior.initial_sd, (draws,))]
+    for _ in range(1, n_rounds):
+        eta.append(eta[-1] + sigma[:, None] * zero_sum(1.0, (draws,)))
+    theta = [np.exp(e) / np.exp(e).sum(axis=-1, keepdims=True) for e in eta]
+    logw = sum(tally.loglik(th) for tally, th in zip(tallies, theta, strict=True))
+    w = np.exp(logw - logw.max())
+    w /= w.sum()
+    out = {}
+    for name, values in [("sigma", sigma[:, None]),
+                         *[(f"theta{t}", theta[t]) for t in range(n_rounds)],
+                         *[(f"theta{t}_sq", theta[t] ** 2) for t in range(n_rounds)]]:  # fmt: skip
+        mean = w @ values
+        se = np.sqrt(w**2 @ (values - mean) ** 2)
+        out[name] = (mean, se)
+    ess = 1.0 / np.sum(w**2)
+    return out, ess
+
+
+def _mcse(values):
+    """ESS-based Monte Carlo standard error of the mean of a (chain, draw, ...) DataArray."""
+    return az.mcse(values.to_dataset(name="x"))["x"].values
+
+
+def _nuts_moments(idata, n_rounds):
+    post = idata.posterior
+    out = {"sigma": (post["sigma"].values.mean()[None],
+                     np.atleast_1d(_mcse(post["sigma"])))}  # fmt: skip
+    for t in range(n_rounds):
+        theta = post["theta"].isel(round=t)
+        out[f"theta{t}"] = (theta.mean(("chain", "draw")).values, _mcse(theta))
+        sq = theta**2
+        out[f"theta{t}_sq"] = (sq.mean(("chain", "draw")).values, _mcse(sq))
+    return out
+
+
+def test_tiny_case_matches_importance_sampling():
+    """K = 3, T = 2, GRR eps = 1, 40 reports per round: NUTS's posterior means and second
+    moments of theta_t and sigma against importance sampling from the prior (2e5 draws)."""
+    mech = bayesldp.GRR(3, 1.0)
+    tallies = _rounds(mech, [[0.6, 0.3, 0.1], [0.3, 0.3, 0.4]], 40, seed=3)
+    prior = RandomWalkPrior()
+    reference, ess = _importance(tallies, prior, 200_000, seed=4)
+    assert ess > 5_000  # the importance sampler itself is trustworthy here
+    idata = fit_rounds(tallies, 1000, tune=1000, chains=2, random_seed=5, progressbar=False,
+                       cores=1)  # fmt: skip
+    assert idata.posterior.attrs["divergences"] == 0
+    nuts = _nuts_moments(idata, 2)
+    z = np.concatenate([(nuts[key][0] - reference[key][0])
+                        / np.sqrt(nuts[key][1] ** 2 + reference[key][1] ** 2)
+                        for key in reference])  # fmt: skip
+    assert z.size == 13
+    assert np.max(np.abs(z)) < Z_MAX, z
+
+
+def test_step_near_zero_pools_the_rounds():
+    """sigma fixed at 1e-4: every round's posterior is the pooled tally's (one round, same
+    prior on eta_1), although the rounds' populations differ."""
+    mech = bayesldp.GRR(4, 1.0)
+    thetas = [[0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1], [0.25, 0.25, 0.25, 0.25]]
+    tallies = _rounds(mech, thetas, 300, seed=11)
+    fixed = RandomWalkPrior(step=1e-4)
+    rounds = fit_rounds(tallies, 1000, chains=2, prior=fixed, random_seed=1, progressbar=False,
+                        cores=1)  # fmt: skip
+    pooled = fit_rounds([sum(tallies)], 1000, chains=2, prior=fixed, random_seed=2,
+                        progressbar=False, cores=1)  # fmt: skip
+    ref = pooled.posterior["theta"].isel(round=0)
+    ref_mean, ref_se = ref.mean(("chain", "draw")).values, _mcse(ref)
+    separate = [bayesldp.estimate(t, "mle").frequencies for t in tallies]
+    for t in range(3):
+        theta = rounds.posterior["theta"].isel(round=t)
+        mean, se = theta.mean(("chain", "draw")).values, _mcse(theta)
+        z = (mean - ref_mean) / np.sqrt(se**2 + ref_se**2)
+        assert np.max(np.abs(z)) < Z_MAX, (t, z)
+        # the rounds' own estimates are far from the pooled one: the test can tell
+        assert np.max(np.abs(separate[t] - ref_mean)) > 0.15
+    sd = ref.std(("chain", "draw")).values
+    round_sd = rounds.posterior["theta"].std(("chain", "draw")).values
+    np.testing.assert_allclose(round_sd, np.broadcast_to(sd, round_sd.shape), rtol=0.15)
+
+
+def test_stacked_rows_are_each_rounds_likelihood():
+    """sum(counts log(rows @ theta_t)) differs from tally.loglik(theta_t) by a constant."""
+    mech = bayesldp.OUE(5, 1.0)
+    tallies = _rounds(mech, [[0.2] * 5, [0.5, 0.2, 0.1, 0.1, 0.1]], 60, seed=0)
+    rows, counts = stacked_rows(tallies)
+    assert rows.shape[:2] == counts.shape == (2, max(t.n_rows for t in tallies))
+    rng = np.random.default_rng(1)
+    for t, tally in enumerate(tallies):
+        gaps = []
+        for theta in rng.dirichlet(np.ones(5), size=4):
+            stacked = counts[t] @ np.log(rows[t] @ theta)
+            gaps.append(stacked - tally.loglik(theta))
+        np.testing.assert_allclose(gaps, gaps[0], rtol=0, atol=1e-9)
+    assert counts[0].sum() == tallies[0].n and counts[1].sum() == tallies[1].n
+
+
+def test_output_layout_summaries_and_plot():
+    mech = bayesldp.LGRR(3, 1.0)
+    tallies = _rounds(mech, [[0.5, 0.3, 0.2]] * 3, 100, seed=2)
+    tallies[1] = tallies[1] + _rounds(mech, [[0.5, 0.3, 0.2]], 50, seed=9)[0]  # n differs
+    idata = fit_rounds(tallies, 50, tune=50, chains=2, random_seed=0, progressbar=False,
+                       cores=1, labels=["a", "b", "c"], round_labels=["mon", "tue", "wed"],
+                       compute_convergence_checks=False)  # fmt: skip
+    post = idata.posterior
+    assert post["theta"].dims == ("chain", "draw", "round", "category")
+    assert list(post["round"].values) == ["mon", "tue", "wed"]
+    assert list(post["category"].values) == ["a", "b", "c"]
+    assert post["sigma"].dims == ("chain", "draw")
+    np.testing.assert_allclose(post["theta"].sum("category"), 1.0, atol=1e-12)
+    assert list(idata.constant_data["n_reports"].values) == [100, 150, 100]
+    for key in ("r_hat_max", "ess_bulk_min", "divergences", "seconds", "prior"):
+        assert key in post.attrs
+    summary = summarize_rounds(idata)
+    assert summary["mean"].dims == ("round", "category")
+    assert np.all(summary["lower"] <= summary["mean"]) and np.all(
+        summary["mean"] <= summary["upper"]
+    )
+    assert az.summary(idata, var_names=["theta"]).shape[0] == 9
+    from bayesldp.plotting import plot_rounds
+
+    truth = np.tile([0.5, 0.3, 0.2], (3, 1))
+    axes = plot_rounds(idata, truth=truth, estimates={"MLE": truth})
+    assert axes.size == 3
+
+
+def test_model_variables():
+    mech = bayesldp.GRR(3, 1.0)
+    one = build_rounds_model([mech.tally_from_report_counts([3, 2, 1])])
+    assert "innovation" not in one.named_vars and "sigma" in one.named_vars
+    fixed = build_rounds_model([mech.tally_from_report_counts([3, 2, 1])] * 2,
+                               RandomWalkPrior(step=0.1))  # fmt: skip
+    assert "sigma" not in fixed.named_vars and "innovation" in fixed.named_vars
+
+
+# ------------------------------------------------------------------------------- bad input
+def _grr(k=3, eps=1.0, counts=(3, 2, 1, 0, 0)):
+    return bayesldp.GRR(k, eps).tally_from_report_counts(list(counts)[:k])
+
+
+@pytest.mark.parametrize(
+    ("tallies", "error", "match"),
+    [
+        ([], InvalidInputError, r"tallies: an empty sequence"),
+        ([_grr(), None], InvalidInputError, r"tallies\[1\]: None"),
+        ([_grr(), _grr(k=4)], InvalidInputError, r"tallies\[1\]: K = 4 categories, round 0"),
+        ([_grr(), _grr(eps=2.0)], InvalidInputError,
+         r"tallies\[1\]: mechanism .*same mechanism"),
+        ([_grr(), bayesldp.OUE(3, 1.0).tally(np.eye(3, dtype=bool))], InvalidInputError,
+         r"tallies\[1\]: mechanism OUE"),
+        (_grr(), InvalidTypeError, r"a single Tally"),
+        ([_grr(), "x"], InvalidTypeError, r"tallies\[1\]: expected a bayesldp.Tally"),
+    ],
+)  # fmt: skip
+def test_bad_rounds_are_one_line_value_errors(tallies, error, match):
+    with pytest.raises(error, match=match) as info:
+        check_rounds(tallies)
+    assert "\n" not in str(info.value)
+    if error is InvalidInputError:
+        assert isinstance(info.value, ValueError)
+    with pytest.raises(error, match=match):
+        fit_rounds(tallies, 10)
+
+
+def test_bad_prior_and_labels():
+    with pytest.raises(InvalidInputError, match="step_scale"):
+        RandomWalkPrior(step_scale=0.0)
+    with pytest.raises(InvalidTypeError, match="prior: expected a RandomWalkPrior"):
+        fit_rounds([_grr()], 10, prior=1.0)
+    with pytest.raises(InvalidInputError, match="round_labels: expected 2 distinct"):
+        build_rounds_model([_grr(), _grr()], round_labels=["a"])
+    assert RandomWalkPrior(0.2) == RandomWalkPrior(step_scale=0.2)
