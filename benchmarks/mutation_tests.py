@@ -389,7 +389,7 @@ def run_mutant(mutant: Mutant, tier: str, timeout: float, all_failures: bool, co
             raise SystemExit(f"bayesldp imported from {where!r}, not from the copy {dest}")
         junit = Path(tmp) / "junit.xml"
         files = tests or (FAST_TIER if tier == "fast" else SLOW_TIER)
-        files = [f for f in files if (dest / f).exists()]
+        files = [f for f in files if (dest / f.split("::")[0]).exists()]
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o",
                "addopts=--strict-markers", f"--junitxml={junit}", *files]  # fmt: skip
         if not all_failures:

@@ -259,6 +259,16 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("--bins", "16", "--no-pymc", "--out", "{tmp}/smooth.md"),
     ),
     Benchmark(
+        "smooth_weights_rule", "smooth_weights_rule.py",
+        "the smoothness prior's non-centring weights on K = 3 tallies, pilot's 10 % quantile "
+        "against its mean: divergent share, ESS, z-scores",
+        "importance sampling from the prior (2,000,000 draws; the reference test's)",
+        ("--seeds", "1,2", "--out", "benchmarks/results/smooth_weights_rule.md"),
+        (), quick=None, uncommitted=("smooth_weights_rule.md",),
+        quick_note="none: 20 fits of 40,000 draws each are the measurement (about 3 minutes)",
+        kind="investigation",
+    ),
+    Benchmark(
         "smooth_prior_1024", "smooth_prior.py",
         "the smoothness prior at seed 001's 1024 bins (no PyMC)",
         "ems_mr and Dirichlet(1) (the package's own; none external)",

@@ -409,10 +409,20 @@ SMOOTH_CASES = {  # name: (reports, prior keywords)
     "narrow prior, 90 reports": ((40, 30, 20), {"log_scale_sd": 1.0, "slope_sd": 3.0}),
     "default prior, 28 reports": ((12, 9, 7), {}),
     "default prior, 90 reports": ((40, 30, 20), {}),
+    "default prior, 90 reports, last bin largest": ((25, 25, 40), {}),
+    "default prior, 90 reports, skewed": ((60, 20, 10), {}),
 }
+#: a known fault (issue 36): under the default prior the last bin's posterior piles up at 0
+#: (its median below 0.001), the data leave the curvature free there and pin it elsewhere, and
+#: no one set of non-centring weights suits both; NUTS diverges on about 3 % of its
+#: transitions, mostly at small lambda (seeds 1 and 2: 2.9 % and 3.6 %; fit warns)
+SMOOTH_KNOWN_FAULTS = {"default prior, 90 reports, skewed"}
 
 
-@pytest.mark.parametrize("case", list(SMOOTH_CASES))
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="divergent: issue 36"))
+    if c in SMOOTH_KNOWN_FAULTS else c for c in SMOOTH_CASES
+])  # fmt: skip
 def test_smoothness_prior_matches_importance_sampling_from_the_prior(case):
     """hmc under :class:`~bayesldp.bayes.SmoothDensity` (its RW2 coefficients, slope and
     ``log lambda``), K = 3 bins, GRR reports at eps = 1, 4 chains x 10,000 draws, against
@@ -426,7 +436,11 @@ def test_smoothness_prior_matches_importance_sampling_from_the_prior(case):
     28 and on 90 reports, where the slope's wide prior puts much of the posterior near a
     vertex of the simplex and the rest where the data fix the coefficient: the case the
     pilot chain of :func:`bayesldp.bayes.hmc.smooth._smooth_target` is for (weights from the EMS
-    estimate alone: 15 % divergent and E[log lambda] 2.80 against 3.05 on 28 reports).
+    estimate alone: 15 % divergent and E[log lambda] 2.80 against 3.05 on 28 reports).  A
+    fourth, (25, 25, 40), puts the largest bin last (weights from the pilot's mean information
+    instead of its 10 % quantile: 1.4 % and 2.0 % divergent and E[log lambda] 4.8 and 3.5
+    errors off on seeds 1 and 2, scratch; on this seed the mean rule passes too).  A fifth,
+    (60, 20, 10), is a known fault, expected to fail (:data:`SMOOTH_KNOWN_FAULTS`).
 
     Standard errors on the committed seed, narrow prior / default prior (both tallies): 0.6-0.8 %
     / 0.9-2.4 % of a posterior sd for the means, 1.2-1.5 % / 0.6-6.9 % of each variance,
