@@ -264,7 +264,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "against its mean: divergent share, ESS, z-scores",
         "importance sampling from the prior (2,000,000 draws; the reference test's)",
         ("--seeds", "1,2", "--out", "benchmarks/results/smooth_weights_rule.md"),
-        (), quick=None, uncommitted=("smooth_weights_rule.md",),
+        ("smooth_weights_rule.md",), quick=None,
         quick_note="none: 20 fits of 40,000 draws each are the measurement (about 3 minutes)",
         kind="investigation",
     ),

@@ -48,6 +48,8 @@ from tests.bayes.test_sampler_reference import (  # noqa: E402
 )
 
 TALLIES = [(12, 9, 7), (40, 30, 20), (25, 25, 40), (60, 20, 10), (150, 100, 50)]
+#: numpy's own quantile (``smooth.np`` is numpy itself: the patch below is global, undone after)
+QUANTILE = np.quantile
 
 
 def _mean_information(information, quantile, axis=0):
@@ -64,7 +66,7 @@ def one_run(rule: str, tally, prior, seed: int, ref, log_lam) -> dict:
             warnings.simplefilter("ignore")
             out = hmc.sample(tally, prior, draws=10_000, chains=4, random_seed=seed)
     finally:
-        smooth.np.quantile = np.quantile
+        smooth.np.quantile = QUANTILE
     z = z_scores(out.theta, ref)
     g = np.log(out.extra["smoothness"])
     want, se = ref.expect(log_lam)
