@@ -478,6 +478,7 @@ class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
         return self.tally_from_report_counts(self.values.output_bin_counts_of(reports))
 
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
+        """A report column of real numbers (PM's reports, in the units of the values)."""
         return self.values.reports_from_frame(frame, source)
 
     def reports_to_frame(self, reports: Any) -> Any:

@@ -113,12 +113,30 @@ def _mechanism_params(args: argparse.Namespace) -> dict:
     return {name: getattr(args, name, None) for name in all_parameters()}
 
 
-def _add_mechanism_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    """``--k``, ``--epsilon`` and one option per parameter a registered mechanism declares."""
+def _add_mechanism_options(
+    parser: argparse.ArgumentParser, required: bool = True, multi_k: bool = False
+) -> None:
+    """``--k``, ``--epsilon`` and one option per parameter a registered mechanism declares
+    (``multi_k``: ``--k`` may list one domain size per attribute)."""
     from bayesldp.mechanisms import all_parameters
 
-    parser.add_argument("--k", type=int, required=required,
-                        help="number of categories (PCKV: keys; PCKV-PM: value bins)")
+    if multi_k:  # estimate: SPL, SMP and RSFD take one domain size per attribute
+        from bayesldp.workflows.grouped_estimates import k_option
+
+        parser.add_argument(
+            "--k",
+            type=k_option,
+            required=required,
+            help="number of categories (PCKV: keys; PCKV-PM: value bins; SPL, "
+            "SMP, RSFD: each attribute's, comma-separated: 3,4,2)",
+        )
+    else:
+        parser.add_argument(
+            "--k",
+            type=int,
+            required=required,
+            help="number of categories (PCKV: keys; PCKV-PM: value bins)",
+        )
     parser.add_argument("--epsilon", type=float, required=required, help="privacy budget")
     for param in all_parameters().values():
         flag = f"--{param.name.replace('_', '-')}"  # --num-bits, as --fit-method
@@ -192,22 +210,35 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 def cmd_estimate(args: argparse.Namespace) -> int:
     """``bayesldp estimate REPORTS``: frequencies (and intervals where the method gives them)."""
     from bayesldp.estimators import METHODS
+    from bayesldp.workflows.estimate_tables import (
+        estimate_table,
+        frequentist_estimate,
+        posterior_estimate,
+    )
+    from bayesldp.workflows.grouped_estimates import POSTERIORS, estimate_grouped, grouped_layout
     from bayesldp.workflows.tables import print_table
 
-    if args.method not in (*METHODS, "posterior"):  # before any file is read
-        valid = ", ".join([*METHODS, "posterior"])
+    if args.method not in (*METHODS, *POSTERIORS):  # before any file is read
+        valid = ", ".join([*METHODS, *POSTERIORS])
         raise InvalidInputError(f"--method: unknown method {args.method!r}; valid: {valid}")
     if args.save_posterior:
-        if args.method != "posterior":
-            raise InvalidInputError("--save-posterior: only with --method posterior")
+        if args.method not in POSTERIORS:
+            raise InvalidInputError("--save-posterior: only with --method posterior or rounds")
         writable_file(args.save_posterior, "--save-posterior")
-    labels = _labels(args)  # before any file of reports is read
+    layout = grouped_layout(args)  # per round or per attribute: several tallies
+    labels = None if layout == "attributes" else _labels(args)  # before any file is read
+    if layout is not None:
+        return estimate_grouped(args, layout, labels)
     mech, tally = _read_tally(args)
+    if labels is not None and len(labels) != tally.k:  # PCKV: --k is its keys, not K
+        raise InvalidInputError(
+            f"--labels: {len(labels)} names, but {mech!r} has {tally.k} categories"
+        )
     if args.method == "posterior":
-        point, interval, kind = _posterior_estimate(args, tally, labels)
+        point, interval, kind = posterior_estimate(args, tally, labels)
     else:
-        point, interval, kind = _frequentist_estimate(args.method, tally)
-    table = _estimate_table(mech, tally.n, args.method, point, interval, kind, labels)
+        point, interval, kind = frequentist_estimate(args.method, tally)
+    table = estimate_table(mech, tally.n, args.method, point, interval, kind, labels)
     print_table(table, args.output)
     return 0
 
@@ -306,38 +337,6 @@ def _labels(args: argparse.Namespace) -> tuple[str, ...] | None:
     return check_labels([line.strip() for line in lines], args.k, f"--labels-file {path}: labels")
 
 
-#: the normal quantile of a two-sided 90% interval
-Z90 = 1.6448536269514722
-
-
-def _posterior_estimate(args: argparse.Namespace, tally, labels=None):
-    """Posterior mean and the 5% / 95% posterior quantiles (a 90% credible interval)."""
-    import json
-
-    import numpy as np
-
-    from bayesldp.bayes import fit, save_fit
-
-    idata = fit(
-        tally,
-        prior=args.prior,
-        method=args.fit_method,
-        random_seed=args.seed,
-        progressbar=None if not args.quiet else False,  # bars only on a terminal
-        labels=None if labels is None else list(labels),
-    )
-    if args.save_posterior:
-        save_fit(idata, args.save_posterior)
-    draws = idata.posterior["theta"].values.reshape(-1, tally.k)
-    interval = np.quantile(draws, [0.05, 0.95], axis=0)
-    prior = json.loads(idata.posterior.attrs["prior"])["distribution"]
-    return (
-        draws.mean(axis=0),
-        interval,
-        f"posterior mean ({args.fit_method}, {prior} prior), 90% credible interval",
-    )
-
-
 def _prior_option(text: str) -> float | str:
     """``--prior``: "adaptive", "smooth" or a number (``fit`` checks that it is > 0)."""
     if text.strip().lower() in ("adaptive", "smooth"):
@@ -348,54 +347,6 @@ def _prior_option(text: str) -> float | str:
         raise argparse.ArgumentTypeError(
             f"expected a number, 'adaptive' or 'smooth', got {text!r}"
         ) from None
-
-
-def _frequentist_estimate(method: str, tally):
-    """The estimate of ``method``, its 90% normal interval (None without standard errors)."""
-    from bayesldp.estimators import estimate
-
-    result = estimate(tally, method=method)
-    point = result.frequencies
-    if result.std_errors is None:
-        return point, None, method
-    half = Z90 * result.std_errors
-    return point, (point - half, point + half), f"{method}, 90% normal interval"
-
-
-def _estimate_table(mech, n: int, method: str, point, interval, kind: str, labels=None):
-    """The table of ``estimate``: one row per category; interval columns only where there is one,
-    a ``label`` column beside ``category`` only where the categories are named."""
-    from bayesldp.workflows.tables import Table
-
-    names = ["category", "label"] if labels is not None else ["category"]
-    columns, headers = [*names, "estimate"], [*names, "estimate"]
-    values = [point]
-    notes = []
-    if interval is None:
-        notes.append(
-            f"note: {method} gives no interval (it has no standard errors); --method mle "
-            "(normal interval) or posterior (credible interval) gives one"
-        )
-    else:
-        columns += ["lower_5", "upper_95"]
-        headers += ["5%", "95%"]
-        values += list(interval)
-    rows = [
-        [x, *([] if labels is None else [labels[x]]), *(float(v[x]) for v in values)]
-        for x in range(len(point))
-    ]
-    meta = {
-        "mechanism": type(mech).__name__,
-        "parameters": mech.params(),
-        "reports": int(n),
-        "method": method,
-        "estimate": kind,
-        "interval": None if interval is None else "90% (columns lower_5, upper_95)",
-        "labels": None if labels is None else list(labels),
-    }
-    title = [f"{mech!r}: {n:,} reports; {kind}"]
-    formats = dict.fromkeys(columns[len(names) :], ".4f")
-    return Table(columns, rows, title, notes, meta, headers, formats)
 
 
 def cmd_survey(args: argparse.Namespace) -> int:
@@ -508,8 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
         "such files (tallied on Dask, a batch of files per worker); or a tally store "
         "(bayesldp append), which knows its mechanism",
     )
-    est.add_argument("--mechanism", help=mechanisms + " (required unless REPORTS is a store)")
-    _add_mechanism_options(est, required=False)
+    from bayesldp.workflows.grouped_estimates import PROTOCOL_HELP, add_grouped_options
+
+    est.add_argument("--mechanism", help=mechanisms + f"; {PROTOCOL_HELP} (required unless "
+                     "REPORTS is a store)")  # fmt: skip
+    _add_mechanism_options(est, required=False, multi_k=True)
+    add_grouped_options(est)
     est.add_argument(
         "--scheduler",
         help="where to tally several files: local (a dask.distributed LocalCluster, one worker "
@@ -522,9 +477,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="an estimator name (oracle, norm_sub, mle, em, ...) or 'posterior': the posterior "
         "mean with its 90%% credible interval (bayesldp.fit; seconds, after a one-time compile "
         "of the sampler's kernels; on large tallies of one row per report, unary or hashing "
-        "mechanisms, fit takes a Laplace approximation that may warn). Default norm_sub "
-        "(Norm-Sub, Wang et al. 2020): no sampler and no wait, but no interval; mle gives a "
-        "normal one",
+        "mechanisms, fit takes a Laplace approximation that may warn); or, for a file of "
+        "rounds, 'rounds': every round's posterior under a random walk (bayesldp.fit_rounds). "
+        "Default norm_sub (Norm-Sub, Wang et al. 2020): no sampler and no wait, but no "
+        "interval; mle gives a normal one",
     )
     est.add_argument("--fit-method", default="auto", help="posterior method: auto, exact, ...")
     est.add_argument(

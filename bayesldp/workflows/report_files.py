@@ -18,11 +18,12 @@ from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms import make_mechanism, mechanism_class, names
 
 
-def read_table(path: str | Path, threads: bool = True):
+def read_table(path: str | Path, threads: bool = True, text: tuple[str, ...] = ()):
     """Read a CSV or Parquet file into a pandas DataFrame with clear errors.
 
     ``threads=False`` decodes Parquet on the calling thread only (for Dask workers that each
-    own one core, as :mod:`bayesldp.workflows.dask_tally` starts them)."""
+    own one core, as :mod:`bayesldp.workflows.dask_tally` starts them); the CSV columns named in
+    ``text`` are read as text (bit strings such as ``0110`` keep their leading zeros)."""
     import pandas as pd
 
     path = Path(path)
@@ -40,7 +41,8 @@ def read_table(path: str | Path, threads: bool = True):
             ) from None
     else:
         try:
-            frame = pd.read_csv(path, skip_blank_lines=False)
+            dtype = dict.fromkeys(text, str) if text else None
+            frame = pd.read_csv(path, skip_blank_lines=False, dtype=dtype)
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"reports: cannot read {path} as CSV: {exc}") from None
     if frame.shape[0] == 0:
@@ -91,12 +93,30 @@ def layout(name: str) -> str:
     return text
 
 
+#: the layout of a file of rounds (:mod:`bayesldp.workflows.longitudinal_files`)
+ROUND_LAYOUT = (
+    "any mechanism above (e.g. LGRR, LOSUE), one estimate per round (or --method rounds: a "
+    "random walk across rounds): columns user, round (integers; every round from the first to "
+    "the last has reports; a user at most once a round) and the mechanism's report column(s)"
+)
+
+#: the layout of a file of attributes (:mod:`bayesldp.workflows.multidimensional_files`)
+ATTRIBUTE_LAYOUT = (
+    "several attributes, one table each (--k 3,4,2: each attribute's domain size; --base "
+    "GRR|SUE|OUE; RSFD --fake zero|random): columns user, attribute (0..d-1) and report (GRR: "
+    "the value; SUE, OUE: the attribute's bits as a string, bit 0 first, e.g. 0110); SPL and "
+    "RSFD users report every attribute, SMP users one"
+)
+
+
 def layouts() -> str:
-    """Every registered mechanism's report-file layout, one line each (for ``--help``)."""
+    """Every registered mechanism's report-file layout, one line each, then the files of
+    several tallies: rounds and attributes (for ``--help``)."""
     import textwrap
 
     lines = [
-        textwrap.fill(f"{name}: {layout(name)}", 90, initial_indent="  ", subsequent_indent="    ")
-        for name in names()
-    ]
+        textwrap.fill(f"{name}: {text}", 90, initial_indent="  ", subsequent_indent="    ")
+        for name, text in [*((name, layout(name)) for name in names()),
+                           ("Per round", ROUND_LAYOUT), ("SPL, SMP, RSFD", ATTRIBUTE_LAYOUT)]
+    ]  # fmt: skip
     return "\n".join([*lines, "One row per report unless there is a count column."])

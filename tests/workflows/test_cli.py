@@ -380,7 +380,7 @@ def test_bad_inputs_get_one_line(tmp_path, capsys):
     good.write_text("report\n0\n1\n")
     assert main(["estimate", str(good), *args, "--method", "bogus"]) == 2
     assert "--method: unknown method 'bogus'; valid: oracle," in (message := _error(capsys))
-    assert message.endswith(", posterior")
+    assert message.endswith(", posterior, rounds")
 
 
 def test_version_is_the_installed_one(capsys):
