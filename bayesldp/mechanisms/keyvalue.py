@@ -51,7 +51,7 @@ from bayesldp._validation import (
     one_d_array,
 )
 from bayesldp.errors import InvalidInputError
-from bayesldp.mechanisms.base import FiniteChannelMechanism, Parameter
+from bayesldp.mechanisms.base import FiniteChannelMechanism, Parameter, int_columns
 from bayesldp.mechanisms.numerical.base import ChannelInverseOracle
 from bayesldp.mechanisms.numerical.piecewise import Piecewise
 from bayesldp.tally import Tally
@@ -158,6 +158,59 @@ class PCKV(FiniteChannelMechanism):
         out_key = np.where(keep_key, key, other)
         out_sign = np.where(keep_key, sign ^ flip, random_sign)
         return 2 * out_key + out_sign
+
+    # ------------------------------------------------------------------ report tables
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
+        """A report column of joint categories 2 key + s (s = 1 for the value -1); or columns
+        key (0..d+ell-1, d and up the dummy keys) and value (+1 or -1), one row per user (a
+        user column, if any, may not repeat a user): the pair each user sends (Gu et al.)."""
+        if "report" in frame.columns or "key" not in frame.columns:
+            return super().reports_from_frame(frame, source)
+        return self._joint_from_pairs(frame, source)
+
+    def reports_to_frame(self, reports: Any) -> Any:
+        """The reports as key and value columns (:meth:`reports_from_frame` reads them)."""
+        import pandas as pd
+
+        z = self.check_reports(reports)
+        return pd.DataFrame({"key": z // 2, "value": 1 - 2 * (z % 2)})
+
+    def tally_frame(self, frame: Any, source: Any = "reports") -> Tally:
+        """Tally either form of :meth:`reports_from_frame`, or aggregated data: a ``count``
+        column beside ``report`` or beside ``key`` and ``value``."""
+        if "report" not in frame.columns and "key" in frame.columns:
+            import pandas as pd
+
+            joint = {"report": self._joint_from_pairs(frame, source)}
+            if "count" in frame.columns:
+                joint["count"] = frame["count"].to_numpy()
+            frame = pd.DataFrame(joint)
+        return super().tally_frame(frame, source)
+
+    def _joint_from_pairs(self, frame: Any, source: Any) -> np.ndarray:
+        """``2 key + s`` of key and value columns, checked (errors name the CSV line)."""
+        key, value = int_columns(frame, ["key", "value"], source)
+        bad_key = (key < 0) | (key >= self.n_keys)
+        bad_value = (value != 1) & (value != -1)
+        for bad, what, valid in ((bad_key, "key", f"0..{self.n_keys - 1} (d = {self.d} keys "
+                                  f"and ell = {self.ell} dummy keys)"),
+                                 (bad_value, "value", "+1 or -1")):  # fmt: skip
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                got = (key if what == "key" else value)[row]
+                raise InvalidInputError(
+                    f"reports: {source}: {what} {got} on CSV line {row + 2} is not one of {valid}"
+                )
+        if "user" in frame.columns:
+            twice = frame["user"].duplicated(keep=False).to_numpy()
+            if twice.any():
+                rows = np.flatnonzero(twice)
+                user = frame["user"].iloc[rows[0]]
+                raise InvalidInputError(
+                    f"reports: {source}: user {user} has more than one report (CSV line "
+                    f"{rows[0] + 2}); a PCKV user sends one key-value pair"
+                )
+        return 2 * key + (value == -1)
 
     def sample_pairs(
         self,

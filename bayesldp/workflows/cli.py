@@ -230,9 +230,15 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if layout is not None:
         return estimate_grouped(args, layout, labels)
     mech, tally = _read_tally(args)
+    if args.key_values:  # PCKV's keys, not its joint categories
+        from bayesldp.workflows.key_value_estimates import key_value_table
+
+        print_table(key_value_table(args, mech, tally, labels), args.output)
+        return 0
     if labels is not None and len(labels) != tally.k:  # PCKV: --k is its keys, not K
+        keys = "; --key-values names its keys" if hasattr(mech, "key_values") else ""
         raise InvalidInputError(
-            f"--labels: {len(labels)} names, but {mech!r} has {tally.k} categories"
+            f"--labels: {len(labels)} names, but {mech!r} has {tally.k} categories{keys}"
         )
     if args.method == "posterior":
         point, interval, kind = posterior_estimate(args, tally, labels)
@@ -496,6 +502,9 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--save-posterior", help="write the posterior to this netCDF file")
     est.add_argument("--quiet", action="store_true", help="no progress output")
     est.add_argument("--output", choices=OUTPUTS, default="table", help=OUTPUT_HELP)
+    from bayesldp.workflows.key_value_estimates import KEY_VALUES_HELP
+
+    est.add_argument("--key-values", action="store_true", help=KEY_VALUES_HELP)
     named = est.add_mutually_exclusive_group()
     named.add_argument(
         "--labels",

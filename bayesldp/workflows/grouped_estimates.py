@@ -92,6 +92,8 @@ def grouped_layout(args: argparse.Namespace) -> str | None:
                 raise InvalidInputError(f"--{name}: only for SPL, SMP and RSFD")
     if layout is None:
         return None
+    if args.key_values:
+        raise InvalidInputError(f"--key-values: reads one tally, not a file of {layout}")
     if args.scheduler is not None or Path(args.reports).is_dir():
         what = "rounds" if layout == "rounds" else "attributes"
         raise InvalidInputError(
