@@ -67,7 +67,8 @@ ALIASES: dict[str, str] = {
 #: names users may try that are not report formats, with what to do instead
 NOT_MECHANISMS: dict[str, str] = {
     "nodesampling": "node sampling is ignorable: a sampled node's report is its base "
-    "mechanism's, so read the sampled reports with that mechanism (for example GRR); "
+    "mechanism's, so read the sampled reports with that mechanism (for example GRR; "
+    "bayesldp estimate --nodes N --sampling PI adds the paper's unbiased oracle); "
     "bayesldp.NodeSampling gives the paper's count estimators in Python",
 }
 

@@ -251,6 +251,25 @@ class NodeSampling:
             rows = {"rows": base.rows}
         return Tally(base.counts, **rows, stat=base.stat, mechanism=mech)
 
+    def tally_of_round(self, tally: Tally, n: int, estimator: str = "g") -> Tally:
+        """:meth:`round_tally` from the base mechanism's tally of a round's ``S`` sampled
+        reports (read from a file, say) and the number of nodes ``n`` (each sampled with the
+        common ``pi`` of this instance): the paper's oracle ``estimator`` without the reports.
+        """
+        self.mechanism.check_tally(tally)
+        if isinstance(self.pi, np.ndarray) or self.pi is None:
+            raise InvalidInputError("pi: tally_of_round needs one common sampling probability")
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < tally.n:
+            raise InvalidInputError(
+                f"n: expected the number of nodes, at least the {tally.n} sampled ones, got {n!r}"
+            )
+        sampled = SampledReports(None, np.zeros(0, dtype=np.int64), int(n), self.pi,
+                                 int(n) * self.pi)  # fmt: skip
+        mech = SampledRound(self, sampled, estimator)
+        rows = {"support": tally.support, "levels": tally.levels} if tally.is_support_form else {
+            "rows": tally.rows}  # fmt: skip
+        return Tally(tally.counts, **rows, stat=tally.stat, mechanism=mech)
+
     def support_counts(self, sampled: SampledReports) -> np.ndarray:
         """``H(x) = sum_{sampled j} 1[x in Support(y_j)]`` (zeros when ``S = 0``)."""
         sampled = self._check_sampled(sampled)

@@ -215,7 +215,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         frequentist_estimate,
         posterior_estimate,
     )
-    from bayesldp.workflows.grouped_estimates import POSTERIORS, estimate_grouped, grouped_layout
+    from bayesldp.workflows.grouped_estimates import (
+        POSTERIORS,
+        estimate_grouped,
+        grouped_layout,
+        node_sampling,
+    )
     from bayesldp.workflows.tables import print_table
 
     if args.method not in (*METHODS, *POSTERIORS):  # before any file is read
@@ -230,6 +235,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if layout is not None:
         return estimate_grouped(args, layout, labels)
     mech, tally = _read_tally(args)
+    tally = node_sampling(args, mech)(tally)  # --nodes, --sampling: the paper's oracle
+    mech = tally.mechanism if args.nodes is not None else mech
     if args.key_values:  # PCKV's keys, not its joint categories
         from bayesldp.workflows.key_value_estimates import key_value_table
 

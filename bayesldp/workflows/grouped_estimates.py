@@ -43,10 +43,36 @@ def add_grouped_options(parser: argparse.ArgumentParser) -> None:
                         "default), SUE or OUE")  # fmt: skip
     parser.add_argument("--fake", help="RSFD with SUE or OUE: fake data 'zero' (default) or "
                         "'random'")  # fmt: skip
+    parser.add_argument("--nodes", type=int, help="node sampling: the number of nodes, of "
+                        "which the file holds the sampled ones' reports (each round's, in a "
+                        "file of rounds); with --sampling")  # fmt: skip
+    parser.add_argument("--sampling", type=float, help="node sampling: each node's probability "
+                        "of being sampled; --method oracle (and the post-processings) then give "
+                        "Biswas et al.'s unbiased estimator of --sampling-estimator")  # fmt: skip
+    parser.add_argument("--sampling-estimator", choices=("g", "c_hat", "T"), default="g",
+                        help="node sampling: the paper's estimator (default g)")  # fmt: skip
     for name, what in (("draws", "draws per chain"), ("tune", "warm-up steps per chain"),
                        ("chains", "chains")):  # fmt: skip
         parser.add_argument(f"--{name}", type=int, help=f"--method posterior or rounds: "
                             f"{what} (default: bayesldp.fit's, fit_rounds')")  # fmt: skip
+
+
+def node_sampling(args: argparse.Namespace, mech: Any):
+    """``tally -> tally`` of one round of node sampling (``--nodes``, ``--sampling``): the
+    base mechanism's tally with Biswas et al.'s oracle
+    (:meth:`bayesldp.NodeSampling.tally_of_round`), or the identity without them."""
+    if args.nodes is None and args.sampling is None:
+        return lambda tally: tally
+    if args.nodes is None or args.sampling is None:
+        given, other = (
+            ("--nodes", "--sampling") if args.sampling is None else ("--sampling", "--nodes")
+        )
+        raise InvalidInputError(f"{other}: node sampling needs both --nodes and --sampling "
+                                f"({given} was given)")  # fmt: skip
+    from bayesldp.mechanisms.sampling import NodeSampling
+
+    sampler = NodeSampling(mech, pi=args.sampling)
+    return lambda tally: sampler.tally_of_round(tally, args.nodes, args.sampling_estimator)
 
 
 def _is_protocol(name: str | None) -> bool:
@@ -92,6 +118,8 @@ def grouped_layout(args: argparse.Namespace) -> str | None:
                 raise InvalidInputError(f"--{name}: only for SPL, SMP and RSFD")
     if layout is None:
         return None
+    if layout == "attributes" and (args.nodes is not None or args.sampling is not None):
+        raise InvalidInputError("--nodes, --sampling: node sampling is for one tally or rounds")
     if args.key_values:
         raise InvalidInputError(f"--key-values: reads one tally, not a file of {layout}")
     if args.scheduler is not None or Path(args.reports).is_dir():
@@ -127,8 +155,10 @@ def estimate_grouped(args: argparse.Namespace, layout: str, labels=None) -> int:
         from bayesldp.workflows.longitudinal_files import read_rounds
 
         owner = make_mechanism(args.mechanism, args.k, args.epsilon, **params)
+        sampled = node_sampling(args, owner)
         keys, tallies = read_rounds(owner, args.reports)
-        mechs = [owner] * len(tallies)
+        tallies = [sampled(tally) for tally in tallies]
+        mechs = [tally.mechanism for tally in tallies]
     else:
         from bayesldp.workflows.multidimensional_files import make_protocol, read_attributes
 
@@ -228,6 +258,9 @@ def _combined(args, layout, owner, keys, mechs, tallies, results, labels):
     kind = results[0][2]
     if layout == "rounds":
         title = f"{owner!r}: {len(keys)} rounds ({keys[0]}..{keys[-1]}), {total:,} reports; {kind}"
+        if args.nodes is not None:
+            title += (f" (node sampling: {args.nodes:,} nodes a round, pi = {args.sampling:g}, "
+                      f"estimator {args.sampling_estimator})")  # fmt: skip
         groups = [{"round": k, "reports": t.n} for k, t in zip(keys, tallies, strict=True)]
         headings = {k: f"round {k}: {t.n:,} reports" for k, t in zip(keys, tallies, strict=True)}
     else:
