@@ -29,7 +29,8 @@ def _progress(quiet: bool):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``bayesldp run SPEC``: run a spec of any kind (study, survey, grid, accuracy)."""
+    """``bayesldp run SPEC``: run a spec of any kind (study, survey, grid, accuracy, rounds,
+    attributes)."""
     from bayesldp.workflows.spec import load_spec
 
     spec = load_spec(args.spec)
@@ -100,10 +101,28 @@ def _run_accuracy(spec: dict, args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
+def _run_grouped(spec: dict, args: argparse.Namespace, out: Path) -> int:
+    """A rounds or attributes spec: report.md, metrics.csv, estimates.csv."""
+    from bayesldp.workflows.grouped_study import run_grouped, summary_table, write_report
+
+    say = _progress(args.quiet)
+    say(f"{spec['kind']} spec {spec['study']['name']!r} from {args.spec}")
+    result = run_grouped(spec, seed=args.seed, quick=args.quick, progress=say)
+    with staged_outputs(out) as stage:
+        report = out / write_report(result, stage).name
+    print(summary_table(result))
+    print(f"\nreport: {report}")
+    return 0
+
+
 #: spec kind -> the table holding its ``name`` (the default output directory out/<name>)
-NAME_TABLE = {"study": "study", "survey": "survey", "grid": "grid", "accuracy": "study"}
+NAME_TABLE = dict.fromkeys(("study", "accuracy", "rounds", "attributes"), "study") | {
+    "survey": "survey",
+    "grid": "grid",
+}
 #: spec kind -> runner of ``bayesldp run``
-RUNNERS = {"study": _run_study, "survey": _run_survey, "grid": _run_grid, "accuracy": _run_accuracy}
+RUNNERS = {"study": _run_study, "survey": _run_survey, "grid": _run_grid, "accuracy": _run_accuracy,
+           "rounds": _run_grouped, "attributes": _run_grouped}  # fmt: skip
 
 
 def _mechanism_params(args: argparse.Namespace) -> dict:
@@ -427,7 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
-        "run", help="run a models/*.toml spec of any kind: study, survey, grid, accuracy"
+        "run",
+        help="run a models/*.toml spec of any kind: study, survey, grid, accuracy, rounds, "
+        "attributes",
     )
     run.add_argument("spec", help="path to the spec (TOML)")
     run.add_argument("--out", help="output directory (default out/<name>)")

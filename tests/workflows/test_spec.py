@@ -83,6 +83,8 @@ SHIPPED = {
     "survey.toml": "survey",
     "adobest_grid.toml": "grid",
     "accuracy.toml": "accuracy",
+    "longitudinal.toml": "rounds",
+    "attributes.toml": "attributes",
 }
 
 

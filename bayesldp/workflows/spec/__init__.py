@@ -9,13 +9,15 @@ study      mechanisms x estimators on simulated populations  :mod:`~.spec.study`
 survey     one AdOBEst-LDP survey, adaptive vs non-adaptive  :mod:`~.spec.survey`
 grid       the AdOBEst-LDP experiment grid (seed 004)        :mod:`~.spec.grid`
 accuracy   the seeds' accuracy experiments (000, 001, 003)   :mod:`~.spec.accuracy`
+rounds     a population followed over rounds (longitudinal)  :mod:`~.spec.rounds`
+attributes records of several attributes (SPL, SMP, RS+FD)   :mod:`~.spec.attributes`
 ========== ================================================= =====================================
 
 The kind is the top-level key ``kind = "..."`` (every shipped spec declares it); a file without
-it is recognised by its tables (``[grid]``, ``[[mechanisms]]``, ``[survey]``, or ``[mle]`` /
-``[em_mr]`` / ``[sampling]``), so older files keep working.  The schema language (fields, tables,
-value checks) is :mod:`bayesldp.workflows.spec.schema`.  Every problem is reported before
-anything runs, as one line naming the key's path in the file, e.g.
+it is recognised by its tables (``[grid]``, ``[drift]``, ``[[attributes]]``, ``[[mechanisms]]``,
+``[survey]``, or ``[mle]`` / ``[em_mr]`` / ``[sampling]``), so older files keep working.  The
+schema language (fields, tables, value checks) is :mod:`bayesldp.workflows.spec.schema`.  Every
+problem is reported before anything runs, as one line naming the key's path in the file, e.g.
 ``models/x.toml: [population].k: expected an integer, got "ten"``.
 """
 
@@ -27,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from bayesldp.workflows.spec.accuracy import validate_accuracy
+from bayesldp.workflows.spec.attributes import validate_attributes
 from bayesldp.workflows.spec.grid import validate_grid
+from bayesldp.workflows.spec.rounds import validate_rounds
 from bayesldp.workflows.spec.schema import Field, SpecError, check_table
 from bayesldp.workflows.spec.study import validate_study
 from bayesldp.workflows.spec.survey import validate_survey
@@ -40,7 +44,9 @@ __all__ = [
     "load_spec",
     "spec_kind",
     "validate_accuracy",
+    "validate_attributes",
     "validate_grid",
+    "validate_rounds",
     "validate_study",
     "validate_survey",
 ]
@@ -51,6 +57,8 @@ KINDS: dict[str, Callable[[Mapping[str, Any], str], dict[str, Any]]] = {
     "survey": validate_survey,
     "grid": validate_grid,
     "accuracy": validate_accuracy,
+    "rounds": validate_rounds,
+    "attributes": validate_attributes,
 }
 
 
@@ -63,6 +71,10 @@ def spec_kind(raw: Mapping[str, Any], source: str = "spec") -> str:
         return kind
     if "grid" in raw:
         return "grid"
+    if "drift" in raw:
+        return "rounds"
+    if "attributes" in raw or "protocols" in raw:
+        return "attributes"
     if "mechanisms" in raw:
         return "study"
     if "survey" in raw:
