@@ -90,9 +90,10 @@ def _columns(path: str) -> list[str] | None:
         return None
     try:
         if file.suffix.lower() in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
+            from bayesldp._optional import require
 
-            return list(pq.read_schema(file).names)
+            parquet = require("pyarrow.parquet", f"reading the Parquet file {file}")
+            return list(parquet.read_schema(file).names)
         return [str(c) for c in pd.read_csv(file, nrows=0).columns]
     except Exception:  # unreadable: the one-file reader says why
         return None

@@ -287,3 +287,16 @@ def test_help_lists_the_grouped_layouts():
     text = layouts()
     assert "Per round: any mechanism above" in text and "SPL, SMP, RSFD: several" in text
     assert "PCKVPM: A report column of real numbers" in text
+
+
+def test_rounds_from_parquet(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    mech = bayesldp.LGRR(3, 1.0)
+    path, tallies = _rounds_file(tmp_path, mech, rounds=2, n=100)
+    parquet = tmp_path / "rounds.parquet"
+    pd.read_csv(path).to_parquet(parquet)
+    args = ["estimate", str(parquet), "--mechanism", "LGRR", "--k", "3", "--epsilon", "1"]
+    assert main([*args, "--method", "mle", "--output", "csv"]) == 0
+    rows = _csv_rows(capsys.readouterr().out)
+    got = [float(r["estimate"]) for r in rows if r["round"] == "2"]
+    np.testing.assert_allclose(got, estimate(tallies[1], "mle").frequencies, rtol=1e-9)
