@@ -161,9 +161,10 @@ class PCKV(FiniteChannelMechanism):
 
     # ------------------------------------------------------------------ report tables
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
-        """A report column of joint categories 2 key + s (s = 1 for the value -1); or columns
-        key (0..d+ell-1, d and up the dummy keys) and value (+1 or -1), one row per user (a
-        user column, if any, may not repeat a user): the pair each user sends (Gu et al.)."""
+        """Columns key (0..d+ell-1) and value (+1 or -1), or report (joint category 2 key + s).
+
+        The pair each user sends (Gu et al.; keys from ``d`` are the dummy keys; ``s = 1`` for
+        the value -1), one row per user: a ``user`` column, if any, may not repeat a user."""
         if "report" in frame.columns or "key" not in frame.columns:
             return super().reports_from_frame(frame, source)
         return self._joint_from_pairs(frame, source)

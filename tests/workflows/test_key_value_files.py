@@ -120,3 +120,11 @@ def test_key_value_aggregated_and_wrong_mechanism(tmp_path, capsys):
     assert main(["estimate", str(good), "--mechanism", "GRR", "--k", "2", "--epsilon", "1",
                  "--key-values"]) == 2  # fmt: skip
     assert "--key-values: only for PCKV and PCKVPM, not GRR" in capsys.readouterr().err
+
+
+def test_help_states_the_key_value_layout():
+    from bayesldp.workflows.report_files import layout
+
+    text = layout("PCKV")
+    assert text.startswith("Columns key (0..d+ell-1) and value (+1 or -1), or report")
+    assert text.endswith("columns report and count (how many reports had that value)")
