@@ -114,6 +114,17 @@ def check_values(x: object, k: int, name: str = "x") -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
+def as_list(value: object, name: str, expected: str) -> list:
+    """``list(value)`` of a sequence that is not a string; ``expected`` describes it in the
+    errors (``"a sequence of 3 labels"``)."""
+    if isinstance(value, str | bytes):
+        raise InvalidTypeError(f"{name}: expected {expected}, got the string {value!r}")
+    try:
+        return list(value)
+    except TypeError:
+        raise InvalidTypeError(f"{name}: expected {expected}, got {type(value).__name__}") from None
+
+
 def check_labels(labels: object, k: int, name: str = "labels") -> tuple[str, ...]:
     """Validate category labels: ``k`` distinct, non-empty strings (returned as a tuple).
 

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import check_bool, check_int, check_positive
+from bayesldp._validation import as_list, check_bool, check_int, check_positive
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes.prior import _SerialisedPrior
 from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
@@ -181,9 +181,7 @@ def _as_prior(prior: object) -> RandomWalkPrior:
 def _labels(values: Sequence[Any] | None, size: int, name: str) -> list[Any]:
     if values is None:
         return list(range(size))
-    if isinstance(values, str | bytes):
-        raise InvalidTypeError(f"{name}: expected a sequence of {size} labels, got a string")
-    out = list(values)
+    out = as_list(values, name, f"a sequence of {size} labels")
     if len(out) != size or len(set(out)) != size:
         raise InvalidInputError(
             f"{name}: expected {size} distinct labels, got {len(out)} ({len(set(out))} distinct)"
