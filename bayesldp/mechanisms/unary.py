@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._docs import categorical_parameters, fill_doc
+from bayesldp._docs import categorical_parameters, fill_doc, perturb_parameters
 from bayesldp._validation import RNGLike, as_generator, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import DirectSupportProtocol, k_columns, report_matrix
@@ -164,6 +164,7 @@ class UnaryEncoding(DirectSupportProtocol):
         return f"{self.k} bits"
 
     # ------------------------------------------------------------------ client
+    @fill_doc(parameters=perturb_parameters("bits"))
     def perturb(self, x: Any, rng: RNGLike = None) -> np.ndarray:
         """Randomise ``x`` into bit vectors, shape ``(n, k)``, dtype bool.
 
@@ -171,12 +172,7 @@ class UnaryEncoding(DirectSupportProtocol):
         an independent Bernoulli(``p``) draw.  Bits are exact (see :func:`_bernoulli_into`) and
         drawn in blocks of about 1 MB, so the extra memory is bounded whatever ``n`` is.
 
-        Parameters
-        ----------
-        x : array of int, shape (n,)
-            True values in ``0..k-1``.
-        rng : Generator, SeedSequence, int or None
-            Source of randomness; the same seed gives the same bits.
+        {parameters}
         """
         x = check_values(x, self.k)
         gen = as_generator(rng)
