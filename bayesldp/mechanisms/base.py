@@ -471,6 +471,17 @@ def report_matrix(reports: Any, width: int, row: str) -> np.ndarray:
     return arr
 
 
+def bits_as_bool(bits: np.ndarray, name: str) -> np.ndarray:
+    """Bool bits as they are, integer 0/1 bits as bool (any other integer is an error that
+    ``name`` begins: ``"reports: bits"``)."""
+    if bits.dtype == bool:
+        return bits
+    if bits.min() < 0 or bits.max() > 1:
+        bad = bits.min() if bits.min() < 0 else bits.max()
+        raise InvalidInputError(f"{name} must be 0 or 1, got {bad}")
+    return bits.astype(bool)
+
+
 def check_report_field(
     reports: Any, field: str, lo: int, hi: int, same_length_as: tuple[str, int] | None = None
 ) -> np.ndarray:
