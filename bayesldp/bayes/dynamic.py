@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import as_list, check_bool, check_int, check_positive
+from bayesldp._validation import as_list, check_bool, check_instance, check_int, check_positive
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes.prior import _SerialisedPrior
 from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
@@ -171,11 +171,7 @@ def _mechanism_name(tally: Tally) -> str:
 def _as_prior(prior: object) -> RandomWalkPrior:
     if prior is None:
         return RandomWalkPrior()
-    if not isinstance(prior, RandomWalkPrior):
-        raise InvalidTypeError(
-            f"prior: expected a RandomWalkPrior or None, got {type(prior).__name__}"
-        )
-    return prior
+    return check_instance(prior, RandomWalkPrior, "prior", "a RandomWalkPrior or None")
 
 
 def _labels(values: Sequence[Any] | None, size: int, name: str) -> list[Any]:
