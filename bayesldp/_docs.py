@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["categorical_parameters", "fill_doc", "numerical_parameters"]
+__all__ = ["categorical_parameters", "fill_doc", "numerical_parameters", "perturb_parameters"]
 
 T = TypeVar("T")
 
@@ -57,6 +57,19 @@ def numerical_parameters() -> str:
         "    Privacy budget.\n"
         "lo, hi : float, default 0, 1\n"
         "    The value domain."
+    )
+
+
+def perturb_parameters(what: str) -> str:
+    """The Parameters section of a categorical mechanism's ``perturb``: ``x`` and ``rng`` (the
+    same seed gives the same ``what``)."""
+    return (
+        "Parameters\n"
+        "----------\n"
+        "x : array of int, shape (n,)\n"
+        "    True values in ``0..k-1``.\n"
+        "rng : Generator, SeedSequence, int or None\n"
+        f"    Source of randomness; the same seed gives the same {what}."
     )
 
 

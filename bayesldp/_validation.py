@@ -5,12 +5,15 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from typing import TypeVar
 
 import numpy as np
 
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 
 RNGLike = np.random.Generator | np.random.SeedSequence | int | None
+
+T = TypeVar("T")
 
 
 def as_generator(rng: RNGLike) -> np.random.Generator:
@@ -112,6 +115,17 @@ def check_values(x: object, k: int, name: str = "x") -> np.ndarray:
         bad = lo if lo < 0 else hi
         raise InvalidInputError(f"{name}: categories must lie in 0..{k - 1}, got {bad}")
     return arr.astype(np.int64, copy=False)
+
+
+def as_list(value: object, name: str, expected: str) -> list:
+    """``list(value)`` of a sequence that is not a string; ``expected`` describes it in the
+    errors (``"a sequence of 3 labels"``)."""
+    if isinstance(value, str | bytes):
+        raise InvalidTypeError(f"{name}: expected {expected}, got the string {value!r}")
+    try:
+        return list(value)
+    except TypeError:
+        raise InvalidTypeError(f"{name}: expected {expected}, got {type(value).__name__}") from None
 
 
 def check_labels(labels: object, k: int, name: str = "labels") -> tuple[str, ...]:
@@ -248,6 +262,14 @@ def check_open_unit(value: object, name: str) -> float:
     if not 0.0 < v < 1.0:
         raise InvalidInputError(f"{name}: must lie in (0, 1), got {v}")
     return v
+
+
+def check_instance(value: object, cls: type[T], name: str, expected: str) -> T:
+    """``value`` if it is a ``cls``; else an InvalidTypeError ``"<name>: expected <expected>, got
+    <its type>"``."""
+    if not isinstance(value, cls):
+        raise InvalidTypeError(f"{name}: expected {expected}, got {type(value).__name__}")
+    return value
 
 
 def check_bool(value: object, name: str) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import check_memory, check_theta
+from bayesldp._validation import check_instance, check_memory, check_theta
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
@@ -36,11 +36,7 @@ if TYPE_CHECKING:
 def _check_mechanism(mechanism: object) -> Mechanism:
     from bayesldp.mechanisms.base import Mechanism
 
-    if not isinstance(mechanism, Mechanism):
-        raise InvalidTypeError(
-            f"mechanism: expected a bayesldp Mechanism, got {type(mechanism).__name__}"
-        )
-    return mechanism
+    return check_instance(mechanism, Mechanism, "mechanism", "a bayesldp Mechanism")
 
 
 def var_star_by_category(mechanism: Mechanism) -> np.ndarray:

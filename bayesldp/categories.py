@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import check_k
+from bayesldp._validation import as_list, check_k
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 
 __all__ = ["encode"]
@@ -111,16 +111,7 @@ def _own_categories(values: Any, pd: Any) -> Any:
 
 def _check_categories(categories: Any, pd: Any) -> Any:
     """The category list as a pandas Index: 1-d, K >= 2, distinct, no missing value."""
-    if isinstance(categories, str | bytes):
-        raise InvalidTypeError(
-            f"categories: expected a sequence of categories, got the string {categories!r}"
-        )
-    try:
-        cats = pd.Index(list(categories))
-    except TypeError:
-        raise InvalidTypeError(
-            f"categories: expected a sequence of categories, got {type(categories).__name__}"
-        ) from None
+    cats = pd.Index(as_list(categories, "categories", "a sequence of categories"))
     check_k(len(cats), "categories (their number)")
     if cats.hasnans:
         raise InvalidInputError("categories: contains a missing value (None or NaN)")

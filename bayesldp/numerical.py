@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from bayesldp._validation import check_open_unit
-from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp._validation import check_instance, check_open_unit
+from bayesldp.errors import InvalidInputError
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,8 @@ class MeanEstimate:
 def _numerical(mechanism: Any) -> Any:
     from bayesldp.mechanisms.numerical.base import NumericalMechanism
 
-    if not isinstance(mechanism, NumericalMechanism):
-        raise InvalidTypeError(
-            f"mechanism: expected a numerical mechanism (SquareWave, Piecewise, LaplaceNumeric, "
-            f"Gaussian), got {type(mechanism).__name__}"
-        )
-    return mechanism
+    expected = "a numerical mechanism (SquareWave, Piecewise, LaplaceNumeric, Gaussian)"
+    return check_instance(mechanism, NumericalMechanism, "mechanism", expected)
 
 
 def theta_draws(posterior: Any, k: int | None = None) -> np.ndarray:

@@ -151,26 +151,15 @@ def _normal(s, spare):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def uniforms(key0, key1, batch, stream, n):  # pragma: no cover - compiled
-    """``n`` uniforms of one stream (for tests of the generator)."""
+def stream_draws(key0, key1, batch, stream, n, normal):  # pragma: no cover - compiled
+    """``n`` uniforms, or with ``normal`` standard normals, of one stream (for tests of the
+    generator)."""
     st = np.empty(4, np.uint64)
     sp = np.zeros(2)
     seed_stream(st, sp, key0, key1, batch, stream)
     out = np.empty(n)
     for i in range(n):
-        out[i] = _uniform(st)
-    return out
-
-
-@njit(cache=True)
-def normals(key0, key1, batch, stream, n):  # pragma: no cover - compiled
-    """``n`` standard normals of one stream (for tests of the generator)."""
-    st = np.empty(4, np.uint64)
-    sp = np.zeros(2)
-    seed_stream(st, sp, key0, key1, batch, stream)
-    out = np.empty(n)
-    for i in range(n):
-        out[i] = _normal(st, sp)
+        out[i] = _normal(st, sp) if normal else _uniform(st)
     return out
 
 

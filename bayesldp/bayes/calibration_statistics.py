@@ -52,6 +52,19 @@ def _float_array(value: Any, name: str, min_ndim: int) -> np.ndarray:
     return arr
 
 
+def _truth_and_draws(truth: Any, draws: Any, m: str) -> tuple[np.ndarray, np.ndarray]:
+    """``truth`` (..., K) and ``draws`` (..., M, K) as float arrays of matching shapes (``m``
+    names the draws' axis in the error)."""
+    truth = _float_array(truth, "truth", 1)
+    draws = _float_array(draws, "draws", 2)
+    if draws.shape[:-2] != truth.shape[:-1] or draws.shape[-1] != truth.shape[-1]:
+        raise InvalidInputError(
+            f"draws: expected shape {(*truth.shape[:-1], m, truth.shape[-1])} to match truth "
+            f"{truth.shape}, got {draws.shape}"
+        )
+    return truth, draws
+
+
 # ---------------------------------------------------------------------------- ranks
 def rank_statistics(truth: Any, draws: Any, rng: RNGLike = None) -> np.ndarray:
     """SBC rank of the true value among posterior draws, per coordinate (Talts et al. 2018).
@@ -75,13 +88,7 @@ def rank_statistics(truth: Any, draws: Any, rng: RNGLike = None) -> np.ndarray:
     ndarray of int, shape (..., K)
         Ranks in ``0..M``.
     """
-    truth = _float_array(truth, "truth", 1)
-    draws = _float_array(draws, "draws", 2)
-    if draws.shape[:-2] != truth.shape[:-1] or draws.shape[-1] != truth.shape[-1]:
-        raise InvalidInputError(
-            f"draws: expected shape {(*truth.shape[:-1], 'M', truth.shape[-1])} to match truth "
-            f"{truth.shape}, got {draws.shape}"
-        )
+    truth, draws = _truth_and_draws(truth, draws, "M")
     below = (draws < truth[..., None, :]).sum(axis=-2)
     ties = (draws == truth[..., None, :]).sum(axis=-2)
     if ties.any():
@@ -177,13 +184,7 @@ def interval_contains(truth: Any, draws: Any, level: float = 0.9) -> np.ndarray:
     ndarray of bool, shape (..., K)
     """
     level = check_open_unit(level, "level")
-    truth = _float_array(truth, "truth", 1)
-    draws = _float_array(draws, "draws", 2)
-    if draws.shape[:-2] != truth.shape[:-1] or draws.shape[-1] != truth.shape[-1]:
-        raise InvalidInputError(
-            f"draws: expected shape {(*truth.shape[:-1], 'N', truth.shape[-1])} to match truth "
-            f"{truth.shape}, got {draws.shape}"
-        )
+    truth, draws = _truth_and_draws(truth, draws, "N")
     lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=-2)
     return (lo <= truth) & (truth <= hi)
 

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import check_bool, check_int, check_positive
+from bayesldp._validation import as_list, check_bool, check_instance, check_int, check_positive
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes.prior import _SerialisedPrior
 from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
@@ -171,19 +171,13 @@ def _mechanism_name(tally: Tally) -> str:
 def _as_prior(prior: object) -> RandomWalkPrior:
     if prior is None:
         return RandomWalkPrior()
-    if not isinstance(prior, RandomWalkPrior):
-        raise InvalidTypeError(
-            f"prior: expected a RandomWalkPrior or None, got {type(prior).__name__}"
-        )
-    return prior
+    return check_instance(prior, RandomWalkPrior, "prior", "a RandomWalkPrior or None")
 
 
 def _labels(values: Sequence[Any] | None, size: int, name: str) -> list[Any]:
     if values is None:
         return list(range(size))
-    if isinstance(values, str | bytes):
-        raise InvalidTypeError(f"{name}: expected a sequence of {size} labels, got a string")
-    out = list(values)
+    out = as_list(values, name, f"a sequence of {size} labels")
     if len(out) != size or len(set(out)) != size:
         raise InvalidInputError(
             f"{name}: expected {size} distinct labels, got {len(out)} ({len(set(out))} distinct)"

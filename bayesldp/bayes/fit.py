@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import as_generator, check_bool, check_int, check_memory
+from bayesldp._validation import as_generator, as_list, check_bool, check_int, check_memory
 from bayesldp.bayes import _feedback
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
@@ -453,14 +453,7 @@ def _resolve_seed(random_seed: object) -> int:
 def _category_coords(labels: Sequence[Any] | None, k: int) -> np.ndarray:
     if labels is None:
         return np.arange(k)
-    if isinstance(labels, str | bytes):
-        raise InvalidTypeError(f"labels: expected a sequence of {k} labels, got a string")
-    try:
-        arr = np.asarray(list(labels))
-    except TypeError:
-        raise InvalidTypeError(
-            f"labels: expected a sequence of {k} labels, got {type(labels).__name__}"
-        ) from None
+    arr = np.asarray(as_list(labels, "labels", f"a sequence of {k} labels"))
     if arr.ndim != 1 or arr.shape[0] != k:
         raise InvalidInputError(f"labels: expected {k} labels (one per category), got {arr.shape}")
     if arr.dtype.kind not in "iuU":

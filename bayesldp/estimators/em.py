@@ -96,19 +96,22 @@ def em(
     check_bool(accelerate, "accelerate")
     lik = Likelihood(tally)
     run = run_em(lik, lik.check_start(theta0), tol=tol, max_iter=max_iter, accelerate=accelerate)
+    details = {"residual": run.residual, "squarem_cycles": run.cycles, "fallbacks": run.fallbacks}
+    return _run_estimate(run, lik, "em", details)
+
+
+def _run_estimate(run: EMRun, lik: Likelihood, method: str, details: dict[str, Any]) -> Estimate:
+    """The Estimate of one EM run: its iterate, EM maps and log-likelihood trace (constant
+    added back)."""
     return Estimate(
         run.theta,
         None,
-        "em",
+        method,
         on_simplex=True,
         iterations=run.maps,
         loglik_trace=run.trace + lik.const,
         converged=run.converged,
-        details={
-            "residual": run.residual,
-            "squarem_cycles": run.cycles,
-            "fallbacks": run.fallbacks,
-        },
+        details=details,
     )
 
 
@@ -157,16 +160,8 @@ def ibu(tally: Tally, *, rule: str = "loglik", tol: Any = None, max_iter: Any = 
         run = run_em(lik, start, tol=0.0, ll_tol=tol, max_iter=max_iter, accelerate=False)
     else:
         run = run_em(lik, start, tol=tol, max_iter=max_iter, accelerate=False)
-    return Estimate(
-        run.theta,
-        None,
-        "ibu",
-        on_simplex=True,
-        iterations=run.maps,
-        loglik_trace=run.trace + lik.const,
-        converged=run.converged,
-        details={"rule": rule, "tol": float(tol), "max_iter": int(max_iter)},
-    )
+    details = {"rule": rule, "tol": float(tol), "max_iter": int(max_iter)}
+    return _run_estimate(run, lik, "ibu", details)
 
 
 def _noise_sd(tally: Tally) -> np.ndarray:

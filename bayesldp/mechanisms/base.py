@@ -9,8 +9,10 @@ every report ``y``, so for a finite channel the realised epsilon is exact:
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -48,6 +50,23 @@ def realised_epsilon_of_channel(channel: np.ndarray) -> float:
     if np.any(col_min[live] <= 0):
         return float("inf")
     return float(np.max(np.log(col_max[live]) - np.log(col_min[live])))
+
+
+def built_once(build: Callable[[Any], np.ndarray]) -> property:
+    """Decorator: a property whose array ``build(self)`` makes on first use; the instance keeps
+    it, read-only, as ``_<name>`` (a mechanism's channel)."""
+    attr = f"_{build.__name__}"
+
+    @functools.wraps(build)
+    def get(self: Any) -> np.ndarray:
+        cached = getattr(self, attr, None)
+        if cached is None:
+            cached = build(self)
+            cached.setflags(write=False)
+            setattr(self, attr, cached)
+        return cached
+
+    return property(get)
 
 
 @dataclass(frozen=True)
@@ -450,6 +469,17 @@ def report_matrix(reports: Any, width: int, row: str) -> np.ndarray:
     if arr.shape[0] == 0:
         raise InvalidInputError("reports: is empty; at least one report is needed")
     return arr
+
+
+def bits_as_bool(bits: np.ndarray, name: str) -> np.ndarray:
+    """Bool bits as they are, integer 0/1 bits as bool (any other integer is an error that
+    ``name`` begins: ``"reports: bits"``)."""
+    if bits.dtype == bool:
+        return bits
+    if bits.min() < 0 or bits.max() > 1:
+        bad = bits.min() if bits.min() < 0 else bits.max()
+        raise InvalidInputError(f"{name} must be 0 or 1, got {bad}")
+    return bits.astype(bool)
 
 
 def check_report_field(

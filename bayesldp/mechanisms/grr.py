@@ -10,7 +10,12 @@ import numpy as np
 from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import RNGLike, as_generator, check_counts, check_memory, check_values
 from bayesldp.errors import InvalidInputError
-from bayesldp.mechanisms.base import DirectSupportProtocol, FiniteChannelMechanism, PureProtocol
+from bayesldp.mechanisms.base import (
+    DirectSupportProtocol,
+    FiniteChannelMechanism,
+    PureProtocol,
+    built_once,
+)
 from bayesldp.tally import Tally
 
 
@@ -47,17 +52,12 @@ class GRR(FiniteChannelMechanism, DirectSupportProtocol):
         """Probability of reporting one given other value."""
         return 1.0 / (math.exp(self.epsilon) + self.k - 1)
 
-    @property
+    @built_once
     def channel(self) -> np.ndarray:
         """``P = q 1 + (p - q) I`` (built once, read-only)."""
-        cached = getattr(self, "_channel", None)
-        if cached is None:
-            what = f"GRR({self.k}).channel"
-            check_memory(16.0 * self.k**2, what, "GRR's tallies use the one-hot support form")
-            cached = np.full((self.k, self.k), self.q) + (self.p - self.q) * np.eye(self.k)
-            cached.setflags(write=False)
-            self._channel = cached
-        return cached
+        what = f"GRR({self.k}).channel"
+        check_memory(16.0 * self.k**2, what, "GRR's tallies use the one-hot support form")
+        return np.full((self.k, self.k), self.q) + (self.p - self.q) * np.eye(self.k)
 
     @property
     def n_outputs(self) -> int:

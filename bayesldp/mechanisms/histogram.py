@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from bayesldp._docs import categorical_parameters, fill_doc
+from bayesldp._docs import categorical_parameters, fill_doc, perturb_parameters
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import Mechanism, Parameter, PureProtocol, report_matrix
@@ -46,15 +46,11 @@ class HistogramEncoding(Mechanism):
         return L1_SENSITIVITY / self.epsilon
 
     # ------------------------------------------------------------------ client
+    @fill_doc(parameters=perturb_parameters("reports"))
     def perturb(self, x: Any, rng: RNGLike = None) -> np.ndarray:
         """Randomise ``x`` into noisy one-hot vectors ``e_x + Laplace(0, 2/eps)^k``.
 
-        Parameters
-        ----------
-        x : array of int, shape (n,)
-            True values in ``0..k-1``.
-        rng : Generator, SeedSequence, int or None
-            Source of randomness; the same seed gives the same reports.
+        {parameters}
 
         Returns
         -------

@@ -51,7 +51,7 @@ from bayesldp._validation import (
     one_d_array,
 )
 from bayesldp.errors import InvalidInputError
-from bayesldp.mechanisms.base import FiniteChannelMechanism, Parameter, int_columns
+from bayesldp.mechanisms.base import FiniteChannelMechanism, Parameter, built_once, int_columns
 from bayesldp.mechanisms.numerical.base import ChannelInverseOracle
 from bayesldp.mechanisms.numerical.piecewise import Piecewise
 from bayesldp.tally import Tally
@@ -126,23 +126,19 @@ class PCKV(FiniteChannelMechanism):
         """Probability of keeping the value's sign when the key is kept."""
         return 1.0 / (1.0 + math.exp(-self.epsilon_value))
 
-    @property
+    @built_once
     def channel(self) -> np.ndarray:
         """The ``2 d' x 2 d'`` channel over joint categories ``z = 2 k + s`` (built once)."""
-        cached = getattr(self, "_channel", None)
-        if cached is None:
-            check_memory(8.0 * self.k**2, f"PCKV(d={self.d}).channel", "use fewer keys")
-            a, b = self.a, self.b
-            # 1 - a and 1 - b written out: at a large budget 1.0 - a loses every digit
-            # (eps 35: realised epsilon 35.03 from the rounded channel)
-            other = 1.0 / (2.0 * (math.exp(self.epsilon_key) + self.n_keys - 1))
-            cached = np.full((self.k, self.k), other)
-            z = np.arange(self.k)
-            cached[z, z] = a * b
-            cached[z, z ^ 1] = a / (1.0 + math.exp(self.epsilon_value))  # same key, other sign
-            cached.setflags(write=False)
-            self._channel = cached
-        return cached
+        check_memory(8.0 * self.k**2, f"PCKV(d={self.d}).channel", "use fewer keys")
+        a, b = self.a, self.b
+        # 1 - a and 1 - b written out: at a large budget 1.0 - a loses every digit
+        # (eps 35: realised epsilon 35.03 from the rounded channel)
+        other = 1.0 / (2.0 * (math.exp(self.epsilon_key) + self.n_keys - 1))
+        channel = np.full((self.k, self.k), other)
+        z = np.arange(self.k)
+        channel[z, z] = a * b
+        channel[z, z ^ 1] = a / (1.0 + math.exp(self.epsilon_value))  # same key, other sign
+        return channel
 
     def perturb(self, x: Any, rng: RNGLike = None) -> np.ndarray:
         """Randomise joint categories ``x`` (``2 k + s``, from :meth:`sample_pairs`)."""
@@ -453,17 +449,12 @@ class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
     def n_outputs(self) -> int:
         return self.output_bins
 
-    @property
+    @built_once
     def channel(self) -> np.ndarray:
         """The ``(bins + 1) x output_bins`` channel: PM's rows, then the uniform row."""
-        cached = getattr(self, "_channel", None)
-        if cached is None:
-            edges = self.values.output_edges
-            uniform = np.diff(edges) / (edges[-1] - edges[0])
-            cached = np.vstack([self.values.channel, uniform])
-            cached.setflags(write=False)
-            self._channel = cached
-        return cached
+        edges = self.values.output_edges
+        uniform = np.diff(edges) / (edges[-1] - edges[0])
+        return np.vstack([self.values.channel, uniform])
 
     def log_density(self, y: Any, holds: Any, v: Any) -> np.ndarray:
         """``log f(y | holds, v)``: PM's where ``holds``, else the uniform's (``v`` unused)."""

@@ -47,7 +47,13 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_probability, check_values
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_instance,
+    check_probability,
+    check_values,
+)
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import Mechanism, PureProtocol
 from bayesldp.tally import Tally
@@ -220,12 +226,8 @@ class NodeSampling:
 
     @staticmethod
     def _check_sampled(sampled: Any) -> SampledReports:
-        if not isinstance(sampled, SampledReports):
-            raise InvalidTypeError(
-                f"sampled: expected the SampledReports of NodeSampling.perturb, "
-                f"got {type(sampled).__name__}"
-            )
-        return sampled
+        expected = "the SampledReports of NodeSampling.perturb"
+        return check_instance(sampled, SampledReports, "sampled", expected)
 
     def tally(self, sampled: SampledReports) -> Tally:
         """The base mechanism's tally of the sampled reports (sampling is ignorable)."""

@@ -15,10 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._docs import categorical_parameters, fill_doc
+from bayesldp._docs import categorical_parameters, fill_doc, perturb_parameters
 from bayesldp._validation import RNGLike, as_generator, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import DirectSupportProtocol, k_columns, report_matrix
+from bayesldp.mechanisms.base import (
+    DirectSupportProtocol,
+    bits_as_bool,
+    k_columns,
+    report_matrix,
+)
 from bayesldp.tally import Tally
 
 #: Largest ``k`` for which the full ``k x 2^k`` channel is materialised.
@@ -164,6 +169,7 @@ class UnaryEncoding(DirectSupportProtocol):
         return f"{self.k} bits"
 
     # ------------------------------------------------------------------ client
+    @fill_doc(parameters=perturb_parameters("bits"))
     def perturb(self, x: Any, rng: RNGLike = None) -> np.ndarray:
         """Randomise ``x`` into bit vectors, shape ``(n, k)``, dtype bool.
 
@@ -171,12 +177,7 @@ class UnaryEncoding(DirectSupportProtocol):
         an independent Bernoulli(``p``) draw.  Bits are exact (see :func:`_bernoulli_into`) and
         drawn in blocks of about 1 MB, so the extra memory is bounded whatever ``n`` is.
 
-        Parameters
-        ----------
-        x : array of int, shape (n,)
-            True values in ``0..k-1``.
-        rng : Generator, SeedSequence, int or None
-            Source of randomness; the same seed gives the same bits.
+        {parameters}
         """
         x = check_values(x, self.k)
         gen = as_generator(rng)
@@ -203,16 +204,11 @@ class UnaryEncoding(DirectSupportProtocol):
     def check_reports(self, reports: Any) -> np.ndarray:
         """Validate reports: shape ``(n, k)``, ``n >= 1``, bool or integer 0/1; returned as bool."""
         arr = report_matrix(reports, self.k, "one bit vector per user")
-        if arr.dtype == bool:
-            return arr
-        if arr.dtype.kind not in "iu":
+        if arr.dtype != bool and arr.dtype.kind not in "iu":
             raise InvalidTypeError(
                 f"reports: expected bool or integer 0/1 bits, got dtype {arr.dtype}"
             )
-        if arr.min() < 0 or arr.max() > 1:
-            bad = arr.min() if arr.min() < 0 else arr.max()
-            raise InvalidInputError(f"reports: bits must be 0 or 1, got {bad}")
-        return arr.astype(bool)
+        return bits_as_bool(arr, "reports: bits")
 
     def tally(self, reports: Any) -> Tally:
         """Support-form tally: support = the 1 bits, levels ``(q(1-p), p(1-q))``.

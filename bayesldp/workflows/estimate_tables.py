@@ -74,6 +74,20 @@ def frequentist_estimate(method: str, tally):
     return point, (point - half, point + half), f"{method}, 90% normal interval"
 
 
+def estimate_meta(mech, n: int, method: str, kind: str, interval: str | None, labels=None) -> dict:
+    """The ``meta`` of an estimate table: the mechanism, the reports, how the estimate was
+    made, ``interval`` (which columns hold the 90% interval; None without one) and the labels."""
+    return {
+        "mechanism": type(mech).__name__,
+        "parameters": mech.params(),
+        "reports": int(n),
+        "method": method,
+        "estimate": kind,
+        "interval": interval,
+        "labels": None if labels is None else list(labels),
+    }
+
+
 def estimate_table(mech, n: int, method: str, point, interval, kind: str, labels=None):
     """The table of ``estimate``: one row per category; interval columns only where there is one,
     a ``label`` column beside ``category`` only where the categories are named."""
@@ -96,15 +110,8 @@ def estimate_table(mech, n: int, method: str, point, interval, kind: str, labels
         [x, *([] if labels is None else [labels[x]]), *(float(v[x]) for v in values)]
         for x in range(len(point))
     ]
-    meta = {
-        "mechanism": type(mech).__name__,
-        "parameters": mech.params(),
-        "reports": int(n),
-        "method": method,
-        "estimate": kind,
-        "interval": None if interval is None else "90% (columns lower_5, upper_95)",
-        "labels": None if labels is None else list(labels),
-    }
+    columns_note = None if interval is None else "90% (columns lower_5, upper_95)"
+    meta = estimate_meta(mech, n, method, kind, columns_note, labels)
     title = [f"{mech!r}: {n:,} reports; {kind}"]
     formats = dict.fromkeys(columns[len(names) :], ".4f")
     return Table(columns, rows, title, notes, meta, headers, formats)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp.errors import InvalidInputError
+from bayesldp.workflows.estimate_tables import estimate_meta
 from bayesldp.workflows.tables import Table
 
 #: what ``--key-values`` says in ``--help``
@@ -75,15 +76,8 @@ def key_value_table(args: argparse.Namespace, mech: Any, tally: Any, labels=None
         )
     if np.isnan(mean).any():
         notes.append("note: a mean of nan: the key has no estimated mass, so no mean")
-    meta = {
-        "mechanism": type(mech).__name__,
-        "parameters": mech.params(),
-        "reports": int(tally.n),
-        "method": args.method,
-        "estimate": kind,
-        "interval": None if bounds is None else "90% (columns *_5, *_95)",
-        "labels": None if labels is None else list(labels),
-    }
+    columns_note = None if bounds is None else "90% (columns *_5, *_95)"
+    meta = estimate_meta(mech, tally.n, args.method, kind, columns_note, labels)
     title = [f"{mech!r}: {tally.n:,} reports; key frequencies and mean values; {kind}"]
     formats = dict.fromkeys(columns[len(names) :], ".4f")
     return Table(columns, rows, title, notes, meta, headers, formats)

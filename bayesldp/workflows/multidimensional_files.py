@@ -63,13 +63,8 @@ def attributes_from_frame(protocol: Any, frame: Any, source: Any) -> list[Tally]
         )
     (attribute,) = int_columns(frame, ["attribute"], source)
     d = protocol.d
-    outside = (attribute < 0) | (attribute >= d)
-    if outside.any():
-        row = int(np.flatnonzero(outside)[0])
-        raise InvalidInputError(
-            f"reports: {source}: attribute {attribute[row]} on CSV line {row + 2} is not one of "
-            f"the {d} attributes 0..{d - 1} (--k gives one domain size per attribute)"
-        )
+    domain = f"not one of the {d} attributes 0..{d - 1} (--k gives one domain size per attribute)"
+    _check_codes(attribute, d, np.arange(attribute.size), f"{source}: attribute", domain)
     users = frame["user"].to_numpy()
     _check_users(protocol, frame, users, attribute, source)
     tallies = []
@@ -115,14 +110,19 @@ def _grr_reports(values: np.ndarray, k: int, rows: np.ndarray, where: str) -> np
     if values.dtype.kind not in "iu":
         raise InvalidInputError(f"reports: {where}: column 'report' must hold integers (GRR "
                                 f"reports 0..{k - 1}), got {values.dtype}")  # fmt: skip
-    outside = (values < 0) | (values >= k)
+    _check_codes(values, k, rows, f"{where}: report", f"outside the attribute's domain 0..{k - 1}")
+    return values.astype(np.int64)
+
+
+def _check_codes(values: np.ndarray, size: int, rows: np.ndarray, what: str, domain: str) -> None:
+    """Refuse the first value outside ``0..size-1``: "reports: <what> <value> on CSV line <line>
+    is <domain>" (``rows[i]`` is value ``i``'s row of the table)."""
+    outside = (values < 0) | (values >= size)
     if outside.any():
         i = int(np.flatnonzero(outside)[0])
         raise InvalidInputError(
-            f"reports: {where}: report {values[i]} on CSV line {rows[i] + 2} is outside the "
-            f"attribute's domain 0..{k - 1}"
+            f"reports: {what} {values[i]} on CSV line {rows[i] + 2} is {domain}"
         )
-    return values.astype(np.int64)
 
 
 def _bit_reports(values: np.ndarray, k: int, rows: np.ndarray, where: str) -> np.ndarray:

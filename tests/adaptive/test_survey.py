@@ -87,20 +87,20 @@ def test_compiled_perturbation_has_the_rrrr_law(subset, x):
 
 
 def test_generator_streams_are_uniform_and_normal():
-    u = kn.uniforms(np.uint64(1), np.uint64(2), 5, 1, 200_000)
+    u = kn.stream_draws(np.uint64(1), np.uint64(2), 5, 1, 200_000, False)
     assert 0.0 <= u.min() and u.max() < 1.0
     assert abs(u.mean() - 0.5) < 4 * math.sqrt(1 / 12 / u.size)
     assert_matches_distribution(np.bincount((u * 10).astype(int), minlength=10), np.full(10, 0.1))
-    z = kn.normals(np.uint64(1), np.uint64(2), 5, 1, 200_000)
+    z = kn.stream_draws(np.uint64(1), np.uint64(2), 5, 1, 200_000, True)
     assert abs(z.mean()) < 4 / math.sqrt(z.size) and abs(z.var() - 1) < 0.02
     edges = np.array([-np.inf, -1.5, -0.5, 0.0, 0.5, 1.5, np.inf])
     from scipy.stats import norm
 
     assert_matches_distribution(np.histogram(z, edges)[0], np.diff(norm.cdf(edges)))
     # distinct (batch, stream) pairs give distinct streams; the same pair the same stream
-    other = kn.uniforms(np.uint64(1), np.uint64(2), 5, 2, 10)
+    other = kn.stream_draws(np.uint64(1), np.uint64(2), 5, 2, 10, False)
     assert not np.array_equal(u[:10], other)
-    assert np.array_equal(u[:10], kn.uniforms(np.uint64(1), np.uint64(2), 5, 1, 10))
+    assert np.array_equal(u[:10], kn.stream_draws(np.uint64(1), np.uint64(2), 5, 1, 10, False))
 
 
 # ----------------------------------------------------------------------------- the theorem

@@ -211,23 +211,26 @@ def _logp_grad_joint(q, data, work, grad):  # pragma: no cover - compiled
 
 
 def _where_set(slot, kernel):
-    """An overload compiled to ``kernel`` where ``data[slot]`` holds its density's arrays, and to
-    a NaN (never called) where that slot is None, so a fit compiles only the density it uses."""
+    """A density for compiled code: a Python stub whose ``numba.extending.overload`` compiles to
+    ``kernel`` where ``data[slot]`` holds its density's arrays, and to a NaN (never called) where
+    that slot is None, so a fit compiles only the density it uses."""
 
+    def density(z, data, work, grad):  # pragma: no cover - replaced by the overload
+        raise NotImplementedError
+
+    @overload(density)
     def choose(z, data, work, grad):
         if isinstance(data.types[slot], nb.types.NoneType):
             return lambda z, data, work, grad: math.nan  # unreachable: data[slot] is None
         return lambda z, data, work, grad: kernel(z, data, work, grad)
 
-    return choose
+    name = kernel.__name__
+    density.__name__ = density.__qualname__ = name.replace("_logp_grad_", "_") + "_density"
+    density.__doc__ = f":func:`{name}` where data[{slot}] holds its arrays."
+    return density
 
 
-def _joint_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
-    """:func:`_logp_grad_joint` where data[12] holds the joint scheme's arrays."""
-    raise NotImplementedError
-
-
-overload(_joint_density)(_where_set(12, _logp_grad_joint))
+_joint_density = _where_set(12, _logp_grad_joint)  # the joint scheme's arrays
 
 
 @nb.njit(cache=True)
@@ -370,12 +373,7 @@ def _logp_grad_nested(z, data, work, grad):  # pragma: no cover - compiled
     return lp
 
 
-def _nested_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
-    """:func:`_logp_grad_nested` where data[17] holds nested coordinates."""
-    raise NotImplementedError
-
-
-overload(_nested_density)(_where_set(17, _logp_grad_nested))
+_nested_density = _where_set(17, _logp_grad_nested)  # nested coordinates
 
 
 @nb.njit(cache=True)
@@ -406,12 +404,7 @@ def _logp_grad_gamma(x, data, work, grad):  # pragma: no cover - compiled
     return lp
 
 
-def _gamma_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
-    """:func:`_logp_grad_gamma` where data[15] marks log-gamma coordinates."""
-    raise NotImplementedError
-
-
-overload(_gamma_density)(_where_set(15, _logp_grad_gamma))
+_gamma_density = _where_set(15, _logp_grad_gamma)  # marks log-gamma coordinates
 
 
 @nb.njit(cache=True)
@@ -514,12 +507,7 @@ def _smooth_core(q, data, work, grad):  # pragma: no cover - compiled
     return lp
 
 
-def _smooth_density(z, data, work, grad):  # pragma: no cover - replaced by the overload
-    """:func:`_logp_grad_smooth` where data[16] holds the smoothness prior's arrays."""
-    raise NotImplementedError
-
-
-overload(_smooth_density)(_where_set(16, _logp_grad_smooth))
+_smooth_density = _where_set(16, _logp_grad_smooth)  # the smoothness prior's arrays
 
 
 @nb.njit(cache=True)

@@ -31,6 +31,7 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedErr
 from bayesldp.mechanisms.base import (
     FiniteChannelMechanism,
     Parameter,
+    built_once,
     count_column,
     realised_epsilon_of_channel,
 )
@@ -271,17 +272,12 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
     def n_outputs(self) -> int:
         return self.output_bins
 
-    @property
+    @built_once
     def channel(self) -> np.ndarray:
         """The exact ``k x output_bins`` channel: ``P[i, j] = Pr(report in C_j | v ~ U(A_i))``."""
-        cached = getattr(self, "_channel", None)
-        if cached is None:
-            check_memory(24.0 * self.k * self.output_bins, f"{self!r}.channel",
-                         "use fewer bins or output bins")  # fmt: skip
-            cached = self._channel_matrix()
-            cached.setflags(write=False)
-            self._channel = cached
-        return cached
+        check_memory(24.0 * self.k * self.output_bins, f"{self!r}.channel",
+                     "use fewer bins or output bins")  # fmt: skip
+        return self._channel_matrix()
 
     # ------------------------------------------------------------------ client side
     def perturb(self, x: Any, rng: RNGLike = None, *, clip: bool = False) -> np.ndarray:

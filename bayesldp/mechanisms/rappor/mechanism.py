@@ -60,7 +60,7 @@ import numpy as np
 from bayesldp._validation import RNGLike, as_generator, check_bool, check_int, check_memory
 from bayesldp._validation import check_values as _check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
-from bayesldp.mechanisms.base import Mechanism, Parameter
+from bayesldp.mechanisms.base import Mechanism, Parameter, bits_as_bool
 from bayesldp.mechanisms.rappor.bloom import _other_log_factor, bloom_bits
 from bayesldp.mechanisms.rappor.tally import RapporTally
 from bayesldp.tally import Tally
@@ -330,15 +330,11 @@ class RAPPOR(Mechanism):
                 f"reports: field 'bits' must have shape ({cohort.size}, {self.num_bits}) (the "
                 f"mechanism has num_bits = {self.num_bits}), got {bits.shape}"
             )
-        if bits.dtype != bool:
-            if bits.dtype.kind not in "iu":
-                raise InvalidInputError(
-                    f"reports: field 'bits' must hold 0/1 bits, got dtype {bits.dtype}"
-                )
-            if bits.min() < 0 or bits.max() > 1:
-                bad = bits.min() if bits.min() < 0 else bits.max()
-                raise InvalidInputError(f"reports: field 'bits' must be 0 or 1, got {bad}")
-            bits = bits.astype(bool)
+        if bits.dtype != bool and bits.dtype.kind not in "iu":
+            raise InvalidInputError(
+                f"reports: field 'bits' must hold 0/1 bits, got dtype {bits.dtype}"
+            )
+        bits = bits_as_bool(bits, "reports: field 'bits'")
         return RapporReports(cohort.astype(np.int64, copy=False), bits)
 
     def log_rows(self, cohort: np.ndarray, bits: np.ndarray) -> np.ndarray:

@@ -115,6 +115,22 @@ def _same_note(df: pd.DataFrame) -> str:
     )
 
 
+def _against_norm_sub(
+    cells: pd.DataFrame, claim: str, cols: list[str], by: str = "", alike: str = ""
+) -> Verdict:
+    """Seed 000's ``claim`` on MLE against Norm-Sub in ``cells`` (described by ``cols``): MLE is
+    more accurate (lower mean MSE, paired z < -2) in every cell, or, where ``alike`` is the
+    claim's word ("same", "similar"), the two are within ``SAME`` of each other."""
+    if alike:
+        met = cells[(cells["ratio"] - 1).abs() <= SAME]
+        end = f"; '{alike}' = within {SAME:.0%}." + _same_note(cells)
+    else:
+        met = cells[(cells["ratio"] < 1) & (cells["z"] < -2)]
+        end = "."
+    evidence = f"MSE(MLE)/MSE(Norm-Sub){by}: {_cells(cells, cols)}{end}"
+    return Verdict("000", claim, _tri(len(met), len(cells)), evidence)
+
+
 def verdicts_mle(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdict]:
     """Seed 000's claims (section 5, synthetic data)."""
     out: list[Verdict] = []
@@ -153,29 +169,18 @@ def verdicts_mle(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdict]
     if len(grr):
         kmax = grr["k"].max()
         big = grr[(grr["k"] == kmax) & (grr["n"] == grr["n"].max())]
-        same = big[(big["ratio"] - 1).abs() <= SAME]
-        out.append(
-            Verdict(
-                "000",
-                f"GRR, n >> K (K = {kmax}, n = {big['n'].iloc[0]:,}): MLE and Norm-Sub give the "
-                "same accuracy.",
-                _tri(len(same), len(big)),
-                f"MSE(MLE)/MSE(Norm-Sub) by epsilon: {_cells(big, ['epsilon'])}; 'same' = within "
-                f"{SAME:.0%}." + _same_note(big),
-            )
+        claim = (
+            f"GRR, n >> K (K = {kmax}, n = {big['n'].iloc[0]:,}): MLE and Norm-Sub give the "
+            "same accuracy."
         )
+        out.append(_against_norm_sub(big, claim, ["epsilon"], " by epsilon", alike="same"))
         small = grr[(grr["k"] == kmax) & (grr["n"] == grr["n"].min())]
         if small["n"].iloc[0] < grr["n"].max():
-            ok = small[(small["ratio"] < 1) & (small["z"] < -2)]
-            out.append(
-                Verdict(
-                    "000",
-                    f"GRR, n comparable to K (K = {kmax}, n = {small['n'].iloc[0]:,}): MLE is "
-                    "more accurate than Norm-Sub.",
-                    _tri(len(ok), len(small)),
-                    f"MSE(MLE)/MSE(Norm-Sub) by epsilon: {_cells(small, ['epsilon'])}.",
-                )
+            claim = (
+                f"GRR, n comparable to K (K = {kmax}, n = {small['n'].iloc[0]:,}): MLE is "
+                "more accurate than Norm-Sub."
             )
+            out.append(_against_norm_sub(small, claim, ["epsilon"], " by epsilon"))
         other = grr[grr["k"] != kmax]
         if len(other):
             out.append(
@@ -189,31 +194,34 @@ def verdicts_mle(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdict]
     ue = mn[mn["mechanism"] != "GRR"]
     if len(ue):
         big = ue[ue["n"] == ue["n"].max()]
-        ok = big[(big["ratio"] < 1) & (big["z"] < -2)]
-        out.append(
-            Verdict(
-                "000",
-                f"Unary encoding, K = {big['k'].iloc[0]}, n = {big['n'].iloc[0]:,}: MLE is more "
-                "accurate than Norm-Sub (the paper's condition on epsilon is lost in the seed "
-                "text).",
-                _tri(len(ok), len(big)),
-                f"MSE(MLE)/MSE(Norm-Sub): {_cells(big, ['mechanism', 'epsilon'])}.",
-            )
+        claim = (
+            f"Unary encoding, K = {big['k'].iloc[0]}, n = {big['n'].iloc[0]:,}: MLE is more "
+            "accurate than Norm-Sub (the paper's condition on epsilon is lost in the seed text)."
         )
+        out.append(_against_norm_sub(big, claim, ["mechanism", "epsilon"]))
         small = ue[ue["n"] == ue["n"].min()]
         if small["n"].iloc[0] < ue["n"].max():
-            same = small[(small["ratio"] - 1).abs() <= SAME]
-            out.append(
-                Verdict(
-                    "000",
-                    f"Unary encoding, moderate n = {small['n'].iloc[0]:,}: MLE and Norm-Sub are "
-                    "similar.",
-                    _tri(len(same), len(small)),
-                    f"MSE(MLE)/MSE(Norm-Sub): {_cells(small, ['mechanism', 'epsilon'])}; 'similar' "
-                    f"= within {SAME:.0%}." + _same_note(small),
-                )
+            claim = (
+                f"Unary encoding, moderate n = {small['n'].iloc[0]:,}: MLE and Norm-Sub are "
+                "similar."
             )
+            out.append(_against_norm_sub(small, claim, ["mechanism", "epsilon"], alike="similar"))
     return out
+
+
+def _fading(pr: pd.DataFrame, axis: str, lo_value: Any, hi_value: Any) -> tuple[int, int, int]:
+    """Over the series of ``pr`` along ``axis`` ("epsilon" or "n", the other of the two fixed):
+    how many series there are, in how many the variant is ahead (ratio < 1) at ``lo_value``, and
+    in how many of those it is closer to 1 at ``hi_value``."""
+    other = "n" if axis == "epsilon" else "epsilon"
+    total = ahead = fades = 0
+    for _, grp in pr.groupby(["population", "mechanism", other], sort=False):
+        lo = grp.loc[grp[axis] == lo_value, "ratio"].iloc[0]
+        hi = grp.loc[grp[axis] == hi_value, "ratio"].iloc[0]
+        total += 1
+        ahead += int(lo < 1)
+        fades += int(lo < 1 and abs(1 - hi) < abs(1 - lo))
+    return total, ahead, fades
 
 
 def _em_mr_claims(
@@ -257,21 +265,8 @@ def _em_mr_claims(
         evidence,
     )
     # the advantage fades: |1 - ratio| smaller at the high end of epsilon (n) than the low end
-    fades_eps, total_eps, fades_n, total_n = 0, 0, 0, 0
-    adv_lo_eps = 0
-    for _, grp in pr.groupby(["population", "mechanism", "n"], sort=False):
-        lo = grp.loc[grp["epsilon"] == eps_lo, "ratio"].iloc[0]
-        hi = grp.loc[grp["epsilon"] == eps_hi, "ratio"].iloc[0]
-        total_eps += 1
-        adv_lo_eps += int(lo < 1)
-        fades_eps += int(lo < 1 and abs(1 - hi) < abs(1 - lo))
-    adv_lo_n = 0
-    for _, grp in pr.groupby(["population", "mechanism", "epsilon"], sort=False):
-        lo = grp.loc[grp["n"] == n_lo, "ratio"].iloc[0]
-        hi = grp.loc[grp["n"] == n_hi, "ratio"].iloc[0]
-        total_n += 1
-        adv_lo_n += int(lo < 1)
-        fades_n += int(lo < 1 and abs(1 - hi) < abs(1 - lo))
+    total_eps, adv_lo_eps, fades_eps = _fading(pr, "epsilon", eps_lo, eps_hi)
+    total_n, adv_lo_n, fades_n = _fading(pr, "n", n_lo, n_hi)
     use_eps, use_n = eps_lo < eps_hi, n_lo < n_hi
     tested = total_eps * use_eps + total_n * use_n
     yes = fades_eps * use_eps + fades_n * use_n
