@@ -43,7 +43,7 @@ def test_bad_items_and_parameters():
         enc.encode([])
     with pytest.raises(InvalidTypeError, match="one item"):
         enc.encode("abc")
-    with pytest.raises(InvalidInputError, match="bits: must lie in 1..30"):
+    with pytest.raises(InvalidInputError, match=r"bits: must lie in 1\.\.30"):
         ItemEncoder(bits=31)
     with pytest.raises(InvalidInputError, match="key: BLAKE2b takes at most 64 bytes"):
         ItemEncoder(key=b"x" * 65)
