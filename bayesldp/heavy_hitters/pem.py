@@ -273,6 +273,13 @@ class PEM:
         codes = np.asarray(codes)
         if codes.ndim != 1 or codes.dtype.kind not in "iu":
             raise InvalidInputError("codes: expected a 1-d array of integer codes")
+        top = 2**self.encoder.bits - 1
+        if codes.size and (codes.min() < 0 or codes.max() > top):
+            bad = codes.min() if codes.min() < 0 else codes.max()
+            raise InvalidInputError(
+                f"codes: must lie in 0..{top} (bits = {self.encoder.bits}), got {bad}"
+            )
+        codes = codes.astype(np.int64)
         n, n_rounds = codes.size, self.n_rounds
         n_hold = round(self.holdout * n)
         if n - n_hold < n_rounds or (self.holdout > 0 and n_hold == 0):

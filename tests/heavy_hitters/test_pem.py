@@ -117,6 +117,8 @@ def test_bad_reports_are_refused_in_one_line():
         pem.identify(dataclasses.replace(reports, y=reports.y[1:]))
     with pytest.raises(InvalidTypeError, match="expected PEMReports"):
         pem.identify(reports.round(0))
+    with pytest.raises(InvalidInputError, match=r"codes: must lie in 0\.\.4095 \(bits = 12\)"):
+        pem.perturb_codes(np.array([1, 4096, 3, 4]), rng=0)
     with pytest.raises(InvalidInputError, match="3 users cannot fill the 4 groups"):
         pem.perturb(["a", "b", "c"], rng=0)
     with pytest.raises(InvalidInputError, match="at most 2\\^16"):
