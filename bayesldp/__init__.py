@@ -22,6 +22,7 @@ from bayesldp.tally import Tally
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-exported)
     from bayesldp import audit as audit
     from bayesldp import bounds as bounds
+    from bayesldp import heavy_hitters as heavy_hitters
     from bayesldp import numerical as numerical
     from bayesldp.adaptive import AdaptiveSurvey as AdaptiveSurvey
     from bayesldp.bayes import AdaptiveDirichlet as AdaptiveDirichlet
@@ -98,6 +99,7 @@ _LAZY = {
     "AdaptiveSurvey": "bayesldp.adaptive",
     "audit": "bayesldp.audit",
     "bounds": "bayesldp.bounds",
+    "heavy_hitters": "bayesldp.heavy_hitters",
     "encode": "bayesldp.categories",
     "numerical": "bayesldp.numerical",
     "estimate": "bayesldp.estimators",

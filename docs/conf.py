@@ -136,6 +136,7 @@ API_MODULES = [
     "bayesldp",
     "bayesldp.mechanisms",
     "bayesldp.mechanisms.multidimensional",
+    "bayesldp.heavy_hitters",
     "bayesldp.estimators",
     "bayesldp.bayes",
     "bayesldp.bayes.hmc",

@@ -1,0 +1,218 @@
+"""PEM: heavy hitters found from the reports (recall on Zipf populations), privacy, bad input,
+and the posterior over what was found."""
+
+import dataclasses
+import functools
+import warnings
+
+import numpy as np
+import pytest
+
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.heavy_hitters import PEM, CandidateOLH, HeavyHitters, PEMReports
+
+
+@functools.cache
+def zipf_population(m: int, s: float):
+    """Items ``item0..item{m-1}`` with Zipf(s) weights (item0 the most frequent)."""
+    w = 1.0 / np.arange(1, m + 1) ** s
+    items = np.array([f"item{i}" for i in range(m)], dtype=object)
+    return items, w / w.sum()
+
+
+def true_shares(pem: PEM, items, w, codes) -> np.ndarray:
+    """Population share of each code (every item hashing to it: collisions included)."""
+    all_codes = pem.encoder.encode(items)
+    order = np.argsort(all_codes)
+    cum = np.r_[0.0, np.cumsum(w[order])]
+    sorted_codes = all_codes[order]
+    lo = np.searchsorted(sorted_codes, codes)
+    hi = np.searchsorted(sorted_codes, codes, side="right")
+    return cum[hi] - cum[lo]
+
+
+def recall(m: int, s: float, seed: int, n: int = 100_000, eps: float = 4.0, k: int = 10):
+    items, w = zipf_population(m, s)
+    rng = np.random.default_rng(seed)
+    pem = PEM(eps, k, bits=24, eta=4)
+    found = pem.identify(pem.perturb(items[rng.choice(m, size=n, p=w)], rng))
+    return np.isin(pem.encoder.encode(items[:k]), found.codes).mean()
+
+
+@pytest.mark.parametrize(("m", "s"), [(2**16, 1.0), (2**20, 1.1)])
+def test_recall_of_the_true_top_10(m, s):
+    """n = 1e5, eps = 4, k = 10, 24-bit codes, eta = 4 (5 rounds of 20,000 users).
+
+    Measured over 20 seeds (0..19): Zipf(1.0) over 2^16 items, recall 0.87 on average, never
+    below 0.8; Zipf(1.1) over 2^20 items, 0.915 on average, never below 0.8.  The mean of 3
+    seeds is checked against 0.8: a search that kept the wrong prefixes (a bit order, a shift,
+    the bottom k) finds nearly none of the ten (recall ~0).
+    """
+    recalls = [recall(m, s, seed) for seed in range(3)]
+    assert np.mean(recalls) >= 0.8, recalls
+
+
+def test_rounds_follow_the_paper_layout():
+    pem = PEM(4.0, 10, bits=24, eta=4)
+    assert pem.prefix_lengths == (8, 12, 16, 20, 24)  # gamma = ceil(log2 10) = 4, + eta each
+    assert PEM(4.0, 10, bits=18, eta=4).prefix_lengths == (8, 12, 16, 18)
+    items, w = zipf_population(2**12, 1.0)
+    rng = np.random.default_rng(0)
+    found = pem.identify(pem.perturb(items[rng.choice(items.size, 5000, p=w)], rng))
+    first, *rest = found.rounds
+    np.testing.assert_array_equal(first.candidates, np.arange(2**8))  # all prefixes of s_0 bits
+    for before, now in zip(found.rounds, rest, strict=False):
+        kept = before.candidates[np.argsort(-before.frequencies, kind="stable")[:10]]
+        expected = (kept[:, None] << 4 | np.arange(16)[None, :]).ravel()
+        np.testing.assert_array_equal(now.candidates, expected)  # top 10, extended by eta bits
+    assert found.codes.size == 10 and sum(r.n for r in found.rounds) == 5000
+    assert np.all(np.diff(found.frequencies) <= 0)
+
+
+def test_each_user_spends_exactly_the_olh_epsilon():
+    """One report per user, through OLH; the realised epsilon of every round's channel, over
+    all its prefixes and over its candidate domain, is epsilon."""
+    eps = 2.5
+    pem = PEM(eps, 4, bits=14, eta=3)
+    items, w = zipf_population(500, 1.0)
+    rng = np.random.default_rng(1)
+    reports = pem.perturb(items[rng.choice(500, 3000, p=w)], rng)
+    assert len(reports) == 3000 and reports.group.shape == (3000,)  # one report per user
+    found = pem.identify(reports)
+    for i, rnd in enumerate(found.rounds):
+        assert pem.mechanism(i).realised_epsilon() == pytest.approx(eps, abs=1e-12)
+        candidate_mech = CandidateOLH(rnd.candidates, eps, pem.g)
+        assert candidate_mech.realised_epsilon() == pytest.approx(eps, abs=1e-12)
+    final = CandidateOLH(found.codes, eps, pem.g, other=True)
+    assert final.realised_epsilon() == pytest.approx(eps, abs=1e-12)
+
+
+def test_item_too_long_names_the_item():
+    pem = PEM(1.0, 2, bits=8, eta=2, max_length=5)
+    with pytest.raises(InvalidInputError, match=r"^items\[1\]: is 7 bytes long"):
+        pem.perturb(["short", "toolong", "x"] * 10, rng=0)
+
+
+def test_bad_reports_are_refused_in_one_line():
+    pem = PEM(2.0, 4, bits=12, eta=3, key="a")
+    reports = pem.perturb([f"w{i % 7}" for i in range(400)], rng=0)
+    cases = [
+        (PEM(2.0, 4, bits=12, eta=3, key="b"), "hash key/width fingerprint"),
+        (PEM(2.0, 4, bits=13, eta=3, key="a"), "fingerprint"),
+        (PEM(2.0, 4, bits=12, eta=2, key="a"), r"lengths \(5, 8, 11, 12\), .* \(4, 6, 8, 10, 12\)"),
+        (PEM(2.0, 8, bits=12, eta=3, key="a"), "prefix lengths"),
+        (PEM(1.0, 4, bits=12, eta=3, key="a"), "OLH epsilon=2, g=8"),
+        (PEM(2.0, 4, bits=12, eta=3, key="a", holdout=0.1), "holdout=0"),
+    ]
+    for other, message in cases:
+        with pytest.raises(InvalidInputError, match=message) as info:
+            other.identify(reports)
+        assert "\n" not in str(info.value)
+    empty = dataclasses.replace(reports, group=np.where(reports.group == 2, 1, reports.group))
+    with pytest.raises(InvalidInputError, match=r"group 2 \(round 2, prefix length 11\) has no"):
+        pem.identify(empty)
+    with pytest.raises(InvalidInputError, match=r"reports\.group: must lie in 0\.\.3, got 4"):
+        pem.identify(dataclasses.replace(reports, group=reports.group + 1))
+    with pytest.raises(InvalidInputError, match=r"reports\.y: has 399 entries"):
+        pem.identify(dataclasses.replace(reports, y=reports.y[1:]))
+    with pytest.raises(InvalidTypeError, match="expected PEMReports"):
+        pem.identify(reports.round(0))
+    with pytest.raises(InvalidInputError, match=r"codes: must lie in 0\.\.4095 \(bits = 12\)"):
+        pem.perturb_codes(np.array([1, 4096, 3, 4]), rng=0)
+    with pytest.raises(InvalidInputError, match="3 users cannot fill the 4 groups"):
+        pem.perturb(["a", "b", "c"], rng=0)
+    with pytest.raises(InvalidInputError, match="at most 2\\^16"):
+        PEM(1.0, 2**10, bits=30, eta=8)
+
+
+def test_holdout_group_reports_full_codes_and_feeds_the_posterior_tally():
+    pem = PEM(3.0, 4, bits=12, eta=4, holdout=0.25)
+    assert pem.n_rounds == 3 and pem.n_groups == 4 and pem.estimation_group == 3
+    reports = pem.perturb([f"w{i % 5}" for i in range(2000)], rng=2)
+    assert np.bincount(reports.group).tolist() == [500, 500, 500, 500]
+    found = pem.identify(reports)
+    tally = pem.final_tally(reports, found.codes)
+    assert tally.n == 500 and tally.k == 5
+    assert pem.mechanism(3).k == 2**12
+
+
+def _posterior(pem, reports, found, seed, **kwargs):
+    with warnings.catch_warnings():  # short chains: convergence is not what is tested here
+        warnings.simplefilter("ignore")
+        return pem.posterior(reports, found, 0.005, method="hmc", draws=500, chains=2,
+                             random_seed=seed, progressbar=False, compute_convergence_checks=False,
+                             **kwargs)  # fmt: skip
+
+
+def test_posterior_labels_other_and_probability_above_threshold():
+    items, w = zipf_population(2**16, 1.0)
+    rng = np.random.default_rng(7)
+    pem = PEM(4.0, 10, bits=24, eta=4)
+    reports = pem.perturb(items[rng.choice(items.size, 100_000, p=w)], rng)
+    found = pem.identify(reports)
+    labels = [str(x) for x in pem.encoder.decode(found.codes, items[:50])]
+    post = _posterior(pem, reports, found, 0, labels=labels)
+    theta = post.idata.posterior["theta"]
+    assert list(theta["category"].values) == [*labels, "other"]
+    assert post.prob_above.dims == ("category",) and post.prob_above.size == 10
+    share = true_shares(pem, items, w, found.codes)
+    # the three largest (shares 0.086, 0.043, 0.029) are surely above 0.5%; a found code no
+    # item has (share 0), if any, is not surely above it
+    top3 = np.isin(found.codes, pem.encoder.encode(items[:3]))
+    assert top3.sum() == 3 and np.all(post.prob_above.values[top3] > 0.99)
+    assert np.all(post.prob_above.values[share == 0] < 0.99)
+    interval = post.interval(0.9)
+    assert interval.sel(category="other", bound="lower") < 1 - share.sum()
+    assert interval.sel(category="other", bound="upper") > 1 - share.sum()
+    with pytest.raises(InvalidTypeError, match="found: expected HeavyHitters"):
+        pem.posterior(reports, found.codes)
+    with pytest.raises(InvalidInputError, match="threshold"):
+        pem.posterior(reports, found, 1.5)
+
+
+def coverage(seeds) -> tuple[int, int]:
+    """Intervals (90%) covering the share, and intervals counted, over runs with ``seeds``:
+    Zipf(1) over 2^16 items, n = 1e5, eps = 4, k = 10; found codes with a positive share only
+    (a code no item has lies below any equal-tailed interval of a continuous posterior)."""
+    items, w = zipf_population(2**16, 1.0)
+    pem = PEM(4.0, 10, bits=24, eta=4)
+    codes = pem.encoder.encode(items)
+    covered = total = 0
+    for seed in seeds:
+        rng = np.random.default_rng(1000 + seed)
+        reports = pem.perturb_codes(codes[rng.choice(items.size, 100_000, p=w)], rng)
+        found = pem.identify(reports)
+        assert isinstance(found, HeavyHitters) and isinstance(reports, PEMReports)
+        interval = _posterior(pem, reports, found, seed).interval(0.9).values[:-1]
+        share = true_shares(pem, items, w, found.codes)
+        real = share > 0
+        inside = (interval[:, 0] <= share) & (share <= interval[:, 1])
+        covered += int(inside[real].sum())
+        total += int(real.sum())
+    return covered, total
+
+
+def test_posterior_intervals_cover_the_found_items_shares():
+    """90% intervals over 12 runs, about 9 counted a run (~110 intervals).
+
+    Measured: these 12 runs, 103 of 111 = 0.93; 30 runs (the slow test below), 245 of 272 =
+    0.90.  The check asks for [0.78, 0.98]: under independence and coverage 0.9, 0.78 is 4
+    standard errors below (intervals of one run are correlated, hence the margin); coverage
+    0.65 (a posterior too narrow by about half) fails it with probability above 0.99.
+    """
+    covered, total = coverage(range(12))
+    assert 0.78 <= covered / total <= 0.98, (covered, total)
+
+
+@pytest.mark.slow
+def test_measured_recall_and_coverage():
+    """The figures quoted in the docs (about 40 s): recall over 20 seeds, both populations, and
+    coverage over 30 runs.  ``pytest --runslow tests/heavy_hitters/test_pem.py -k measured``."""
+    small = [recall(2**16, 1.0, seed) for seed in range(20)]
+    large = [recall(2**20, 1.1, seed) for seed in range(20)]
+    covered, total = coverage(range(30))
+    print(f"recall 2^16 Zipf(1): mean {np.mean(small):.3f} min {min(small)}; "
+          f"2^20 Zipf(1.1): mean {np.mean(large):.3f} min {min(large)}; "
+          f"coverage {covered}/{total} = {covered / total:.3f}")  # fmt: skip
+    assert np.mean(small) >= 0.85 and np.mean(large) >= 0.85
+    assert 0.85 <= covered / total <= 0.95
