@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_epsilon
+from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_instance
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters.candidates import CandidateOLH
 from bayesldp.heavy_hitters.encoding import DEFAULT_KEY, ItemEncoder
@@ -305,10 +305,7 @@ class PEM:
     # ------------------------------------------------------------------ aggregator
     def check_reports(self, reports: Any) -> PEMReports:
         """Refuse reports of another protocol (key, width, rounds, budget) or with empty groups."""
-        if not isinstance(reports, PEMReports):
-            raise InvalidTypeError(
-                f"reports: expected PEMReports from PEM.perturb, got {type(reports).__name__}"
-            )
+        check_instance(reports, PEMReports, "reports", "PEMReports from PEM.perturb")
         if reports.fingerprint != self.encoder.fingerprint:
             raise InvalidInputError(
                 f"reports: made with hash key/width fingerprint {reports.fingerprint}, this PEM's "

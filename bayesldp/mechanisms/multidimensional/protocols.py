@@ -30,7 +30,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_k, check_values
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_epsilon,
+    check_instance,
+    check_k,
+    check_values,
+)
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.mechanisms.grr import GRR
@@ -142,11 +149,9 @@ class Multidimensional(ABC):
     def tallies(self, reports: RecordReports) -> list[Tally]:
         """One tally per attribute, each with that attribute's exact channel
         (``marginals[j]``)."""
-        if not isinstance(reports, RecordReports):
-            raise InvalidTypeError(
-                f"reports: expected the RecordReports of {type(self).__name__}.perturb, got "
-                f"{type(reports).__name__}"
-            )
+        check_instance(
+            reports, RecordReports, "reports", f"the RecordReports of {type(self).__name__}.perturb"
+        )
         if len(reports.parts) != self.d:
             raise InvalidInputError(
                 f"reports: expected {self.d} attributes' reports, got {len(reports.parts)}"
