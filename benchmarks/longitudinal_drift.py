@@ -31,7 +31,7 @@ repeat's cells).
 
 Usage::
 
-    python benchmarks/longitudinal_drift.py --repeats 20 --scenarios fresh   # results/...md
+    python benchmarks/longitudinal_drift.py --repeats 20 --scenarios fresh,panel
     python benchmarks/longitudinal_drift.py --quick --out /tmp/drift.md
 """
 

@@ -288,11 +288,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "T = 20, n = 2,000 per round: TV per round, 90% coverage, seconds",
         "multi-freq-ldpy 0.2.5's longitudinal estimators (MI_long, IBU) on the same reports; "
         "per-round MLE and fit",
-        ("--repeats", "20", "--scenarios", "fresh"), (),
+        ("--repeats", "20", "--scenarios", "fresh,panel"), ("longitudinal_drift.md",),
         ("--quick", "--out", "{tmp}/drift.md"), needs=("multi-freq-ldpy",),
-        uncommitted=("longitudinal_drift.md",),
-        header_note="the full run (about 3 minutes a repeat on 2 shared cores) had not finished "
-        "when this entry was added: move the file into results= when it is committed",
     ),
     # --- posterior speed ---
     Benchmark(
