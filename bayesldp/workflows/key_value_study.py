@@ -122,27 +122,22 @@ def _estimates(mech, tallies, method):
 def _point_estimates(mech, tallies, method):
     freq, sd, mean = [], [], []
     for tally in tallies:
+        s = None
         if method == "oracle" and hasattr(mech, "unbiased_key_values"):
             f, m = mech.unbiased_key_values(tally)  # Gu et al.'s: no standard error
-            freq.append(f), mean.append(m), sd.append(None)
-            continue
-        if method == "oracle":  # PCKVPM: the channel inverse; f = 1 - pi_absent
+        elif method == "oracle":  # PCKVPM: the channel inverse; f = 1 - pi_absent
             pi = mech.unbiased_frequencies(tally)
             f, m = mech.key_value(pi)
-            var = np.asarray(mech.oracle_variance(np.clip(pi, 0, 1), tally.n))[-1]
-            freq.append(np.atleast_1d(f)), mean.append(np.atleast_1d(m))
-            sd.append(np.atleast_1d(np.sqrt(var)))
-            continue
-        from bayesldp.estimators import estimate
+            s = np.sqrt(np.asarray(mech.oracle_variance(np.clip(pi, 0, 1), tally.n))[-1:])
+        else:
+            from bayesldp.estimators import estimate
 
-        result = estimate(tally, method=method)
-        f, m = _convert(mech, result.frequencies)
+            f, m = _convert(mech, estimate(tally, method=method).frequencies)
         freq.append(np.atleast_1d(f))
         mean.append(np.atleast_1d(m))
-        sd.append(None)
-    freq, mean = np.concatenate(freq), np.concatenate(mean)
+        sd.append(s)
     sds = None if any(s is None for s in sd) else np.concatenate(sd)
-    return freq, sds, mean
+    return np.concatenate(freq), sds, np.concatenate(mean)
 
 
 def _convert(mech, frequencies):
