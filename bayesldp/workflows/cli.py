@@ -44,14 +44,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run_study(spec: dict, args: argparse.Namespace, out: Path) -> int:
     from bayesldp.workflows.study import run_study
-    from bayesldp.workflows.study_report import markdown_table, summarise, write_report
+    from bayesldp.workflows.study_report import summary_text, write_report
 
     say = _progress(args.quiet)
     say(f"study {spec['study']['name']!r} from {args.spec}")
     result = run_study(spec, seed=args.seed, quick=args.quick, progress=say)
     with staged_outputs(out) as stage:  # every file of the report, or none
         report = out / write_report(result, stage, figures=not args.no_figures).name
-    print(markdown_table(summarise(result.metrics)))
+    print(summary_text(result))
     print(f"\nreport: {report}")
     return 0
 

@@ -72,7 +72,8 @@ def run_study(
     quick: bool = False,
     progress: Progress | None = None,
 ) -> StudyResult:
-    """Run a validated spec (see :func:`bayesldp.workflows.spec.load_spec`)."""
+    """Run a validated spec (see :func:`bayesldp.workflows.spec.load_spec`); a key-value
+    population's repeats are :func:`bayesldp.workflows.key_value_study.run_key_values`."""
     study = spec["study"]
     n = max(1000, study["n"] // 10) if quick else study["n"]
     repeats = 1 if quick else study["repeats"]
@@ -82,6 +83,12 @@ def run_study(
     pairs = [(m, e) for m in spec["mechanisms"] for e in _epsilons(m)]
     bayes = spec.get("bayes_requested") and spec["bayes"]
     say = progress or (lambda _msg: None)
+    if spec["population"]["kind"] == "key_value":
+        from bayesldp.workflows.key_value_study import build_mechanism, run_key_values
+
+        names = entry_names(pairs, k, build=build_mechanism)
+        run_key_values(spec, result, pairs, names, n, repeats, root, say)
+        return result
     names = entry_names(pairs, k)
     result.warmup_seconds = _warm_up(spec, pairs, bayes)
     for rep, rep_seq in enumerate(root.spawn(repeats)):
@@ -186,14 +193,20 @@ def _run_fit(result, rep, mech, name, eps, tally, truth, bayes, seq) -> None:
         result.fits[f"{mech!r}"] = idata
 
 
-def entry_names(pairs: list[tuple[dict[str, Any], float]], k: int) -> list[str]:
+def entry_names(
+    pairs: list[tuple[dict[str, Any], float]], k: int, build: Callable | None = None
+) -> list[str]:
     """The name of each (mechanism entry, epsilon) in the outputs: the mechanism's name, with
     the parameters in which it differs from another entry of that mechanism at that epsilon
-    (``OLH (g=2)`` beside ``OLH (g=16)``), so that no two entries share a row or a group."""
+    (``OLH (g=2)`` beside ``OLH (g=16)``), so that no two entries share a row or a group.
+    ``build(mech_spec, k, eps)`` builds an entry's mechanism (default: with ``k`` categories)."""
     found = []
     for mech_spec, eps in pairs:
-        params = {key: v for key, v in mech_spec.items() if key not in ("name", "epsilon")}
-        mech = make_mechanism(mech_spec["name"], k, eps, **params)
+        if build is not None:
+            mech = build(mech_spec, k, eps)
+        else:
+            params = {key: v for key, v in mech_spec.items() if key not in ("name", "epsilon")}
+            mech = make_mechanism(mech_spec["name"], k, eps, **params)
         shown = {key: v for key, v in mech.params().items() if key not in ("k", "epsilon")}
         found.append((type(mech).__name__, eps, shown))
     names = []

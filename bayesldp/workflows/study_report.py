@@ -85,6 +85,30 @@ def _labels_lines(result: StudyResult) -> list[str]:
     ]
 
 
+def key_value_lines(result: StudyResult) -> list[str]:
+    """A key-value study's section: the keys' frequencies and means against the truth."""
+    from bayesldp.workflows.key_value_study import key_value_table, mean_error_table
+
+    return ["## Key frequencies and mean values", "",
+            "The TV and MSE above are over the key frequencies (the fraction of users holding "
+            "each key); the mean absolute error of the keys' mean values (mean ± sd over "
+            "repeats):", "", mean_error_table(result.metrics), "",
+            "Each key in the first repeat (estimates.csv: columns truth, estimate for the "
+            "frequency; mean_truth, mean_estimate for the mean value):", "",
+            key_value_table(result), ""]  # fmt: skip
+
+
+def summary_text(result: StudyResult) -> str:
+    """What ``bayesldp run`` prints of a study: the error table (and a key-value study's
+    errors of the means and its keys)."""
+    text = markdown_table(summarise(result.metrics))
+    if result.spec["population"]["kind"] == "key_value":
+        from bayesldp.workflows.key_value_study import key_value_table, mean_error_table
+
+        text += f"\n\n{mean_error_table(result.metrics)}\n\n{key_value_table(result)}"
+    return text
+
+
 def write_report(result: StudyResult, out_dir: str | Path, *, figures: bool = True) -> Path:
     """Write ``report.md``, ``metrics.csv``, ``estimates.csv``, posteriors and figures."""
     out = Path(out_dir)
@@ -114,6 +138,8 @@ def write_report(result: StudyResult, out_dir: str | Path, *, figures: bool = Tr
         markdown_table(summary),
         "",
     ]
+    if result.spec["population"]["kind"] == "key_value":
+        lines += key_value_lines(result)
     if result.convergence:
         lines += ["## Posterior convergence (every fit)", "",
                   "As PyMC checks: r_hat above 1.01, bulk ESS below 100 per chain or a "

@@ -85,6 +85,7 @@ SHIPPED = {
     "accuracy.toml": "accuracy",
     "longitudinal.toml": "rounds",
     "attributes.toml": "attributes",
+    "key_value.toml": "study",
 }
 
 

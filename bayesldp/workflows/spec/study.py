@@ -2,7 +2,8 @@
 
 Tables: ``[study]`` (name, seed, repeats, n), ``[population]`` (the true frequencies: a
 Dirichlet draw, Zipf, binomial, uniform, explicit frequencies or a shipped data set; optional
-``labels``, one name per category, which a data set gives by default),
+``labels``, one name per category, which a data set gives by default; or ``kind = "key_value"``:
+users holding keys with values in [-1, 1], for PCKV and PCKVPM),
 ``[[mechanisms]]`` (a registered mechanism, its budget(s) and parameters; the schema comes from
 the mechanism registry), ``[estimators]`` and ``[bayes]``.  ``bayesldp run`` runs it with
 :func:`bayesldp.workflows.study.run_study`.
@@ -54,6 +55,7 @@ def _mechanism_schema() -> dict[str, Field]:
         schema[param.name] = (
             Field(list, items=types, doc=param.help) if param.many else Field(types, doc=param.help)
         )
+    schema["bins"] = Field(int, doc="PCKVPM on a key-value population: value bins (default 16)")
     return schema
 
 
@@ -74,8 +76,30 @@ BAYES = {
     "chains": Field(int, default=4),
     "hdi_prob": Field((int, float), default=0.9, doc="credible interval mass, in (0, 1)"),
 }
+#: ``[population]`` keys of ``kind = "key_value"`` (:mod:`bayesldp.workflows.key_value_study`)
+KEY_VALUE_POPULATION = {
+    "kind": Field(str, required=True, choices=(*POPULATION_KINDS, "key_value")),
+    "key_frequencies": Field(
+        list, items=(int, float), doc="key_value: K fractions in [0, 1] of users holding each key"
+    ),
+    "keys": Field(
+        str,
+        default="zipf",
+        choices=("zipf", "dirichlet", "uniform"),
+        doc="key_value without key_frequencies: the keys' shares p (zipf: s; dirichlet: alpha)",
+    ),
+    "pairs": Field((int, float), default=1.0, doc="key_value: key frequencies min(1, pairs * p)"),
+    "means": Field(
+        list, items=(int, float), doc="key_value: K mean values in [-1, 1] (default: uniform draws)"
+    ),
+    "value_concentration": Field(
+        (int, float), default=2.0, doc="key_value: c of the values 2 Beta(c(1+m)/2, c(1-m)/2) - 1"
+    ),
+}
 #: the study's ``[population]``: the shared table (a survey's too) and the categories' names
-STUDY_POPULATION = POPULATION | {
+STUDY_POPULATION = {
+    **POPULATION,
+    **KEY_VALUE_POPULATION,
     "labels": Field(
         list,
         items=str,
@@ -136,9 +160,12 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
     if population["k"] is None:
         raise SpecError(f"{source}: [population].k: missing (required)")
     check_value(check_int, population["k"], f"{source}: [population].k", 2)
-    if bayes["prior"] is not None:
+    key_value = population["kind"] == "key_value"
+    if bayes["prior"] is not None and not key_value:
         check_value(_check_prior, bayes["prior"], f"{source}: [bayes].prior", population["k"])
     _resolve_labels(population, source)
+    if key_value:
+        _check_key_values(population, source)
     if population["kind"] == "frequencies":
         freqs = population["frequencies"]
         if freqs is None or len(freqs) != population["k"]:
@@ -150,7 +177,44 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
         eps = mech["epsilon"] if isinstance(mech["epsilon"], list) else [mech["epsilon"]]
         if not eps or any(e <= 0 for e in eps):
             raise SpecError(f"{source}: [[mechanisms]][{i}].epsilon: values must be > 0")
-        _check_mechanism(mech, population["k"], eps[0], f"{source}: [[mechanisms]][{i}]")
+        where = f"{source}: [[mechanisms]][{i}]"
+        _check_fits(mech["name"], population["kind"], where)
+        built = _check_mechanism(mech, population["k"], eps[0], where, key_value)
+        if key_value and bayes["prior"] is not None:
+            check_value(_check_prior, bayes["prior"], f"{source}: [bayes].prior", built.k)
+
+
+def _check_fits(name: str, kind: str, where: str) -> None:
+    """A key-value mechanism needs a key-value population, and only it takes one."""
+    from bayesldp.workflows.key_value_study import KEY_VALUE_MECHANISMS, takes_key_values
+
+    if takes_key_values(name) and kind != "key_value":
+        raise SpecError(
+            f"{where}: {name} reads key-value data, not [population].kind = {kind!r}: give "
+            f"kind = 'key_value'"
+        )
+    if kind == "key_value" and not takes_key_values(name):
+        raise SpecError(
+            f"{where}: {name} reads categories, not [population].kind = 'key_value': a "
+            f"key-value population takes {' or '.join(KEY_VALUE_MECHANISMS)}"
+        )
+
+
+def _check_key_values(population: dict[str, Any], source: str) -> None:
+    """``key_frequencies`` in [0, 1] and ``means`` in [-1, 1], K of each; ``pairs`` and
+    ``value_concentration`` positive."""
+    k = population["k"]
+    for key, low, high in (("key_frequencies", 0.0, 1.0), ("means", -1.0, 1.0)):
+        values = population[key]
+        if values is None:
+            continue
+        if len(values) != k:
+            raise SpecError(f"{source}: [population].{key}: need {k} values, got {len(values)}")
+        if any(not low <= v <= high for v in values):
+            raise SpecError(f"{source}: [population].{key}: values must lie in [{low:g}, {high:g}]")
+    for key in ("pairs", "value_concentration"):
+        if not population[key] > 0:
+            raise SpecError(f"{source}: [population].{key}: must be > 0, got {population[key]}")
 
 
 def _resolve_labels(population: dict[str, Any], source: str) -> None:
@@ -173,13 +237,18 @@ def _resolve_labels(population: dict[str, Any], source: str) -> None:
         population["labels"] = list(load_dataset(population["dataset"]).labels)
 
 
-def _check_mechanism(mech: dict[str, Any], k: int, epsilon: float, where: str) -> None:
+def _check_mechanism(
+    mech: dict[str, Any], k: int, epsilon: float, where: str, key_value: bool = False
+) -> Any:
     """Build the mechanism once, so a parameter it does not take fails before anything runs."""
     from bayesldp.mechanisms import make_mechanism
+    from bayesldp.workflows.key_value_study import build_mechanism
 
     params = {key: value for key, value in mech.items() if key not in ("name", "epsilon")}
     try:
-        make_mechanism(mech["name"], k, float(epsilon), **params)
+        if key_value:
+            return build_mechanism(mech, k, float(epsilon))
+        return make_mechanism(mech["name"], k, float(epsilon), **params)
     except InvalidInputError as exc:
         raise SpecError(f"{where}: {exc}") from None
 
