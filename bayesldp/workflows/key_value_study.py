@@ -263,16 +263,15 @@ def _record(result, where, found, truth, seconds) -> None:
 
 def key_value_table(result: Any) -> str:
     """The first repeat's keys: frequency and mean, truth against each method, as markdown."""
-    lines = ["| mechanism | epsilon | method | key | frequency | truth | mean | truth |",
-             "|---|---:|---|---|---:|---:|---:|---:|"]  # fmt: skip
-    for e in result.estimates:
-        if e["repeat"] == 0:
-            lines.append(
-                f"| {e['mechanism']} | {e['epsilon']:g} | {e['method']} | {e['label']} | "
-                f"{e['estimate']:.4f} | {e['truth']:.4f} | {e['mean_estimate']:.3f} | "
-                f"{e['mean_truth']:.3f} |"
-            )
-    return "\n".join(lines)
+    from bayesldp.workflows.tables import Table, markdown_lines
+
+    columns = ["mechanism", "epsilon", "method", "label", "estimate", "truth", "mean_estimate",
+               "mean_truth"]  # fmt: skip
+    rows = [[e[c] for c in columns] for e in result.estimates if e["repeat"] == 0]
+    formats = {"epsilon": "g", "estimate": ".4f", "truth": ".4f", "mean_estimate": ".3f",
+               "mean_truth": ".3f"}  # fmt: skip
+    headers = ["mechanism", "epsilon", "method", "key", "frequency", "truth", "mean", "truth"]
+    return "\n".join(markdown_lines(Table(columns, rows, headers=headers, formats=formats)))
 
 
 def mean_error_table(metrics: list[dict[str, Any]]) -> str:
