@@ -405,14 +405,17 @@ def package_version() -> str:
 
 def _add_recommend(sub) -> None:
     """The ``recommend`` subcommand; its help says exactly which quantity is ranked."""
-    from bayesldp.workflows.recommend import METHODS, RANKED
+    from bayesldp.workflows.recommend import METHODS, RANKED, unranked
 
     ranked = "; ".join(f"--method {m}: {RANKED[m]}" for m in METHODS)
     rec = sub.add_parser(
         "recommend",
         help="which mechanism gives the lowest expected error for an estimator",
         description=f"Ranks the mechanisms by the expected error of the estimator you will run. "
-        f"{ranked}. Each scales as 1/n, so --n sets the errors shown, not the order.",
+        f"{ranked}. Each scales as 1/n, so --n sets the errors shown, not the order. "
+        f"Not ranked: {', '.join(unranked())} (numerical, key-value and longitudinal data, "
+        "sketches, RAPPOR's strings, the adaptive survey's channel, and variants of a ranked "
+        "mechanism; each class's RECOMMEND says why).",
     )
     rec.add_argument("--k", type=int, required=True, help="number of categories")
     rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")

@@ -51,6 +51,13 @@ def candidates() -> tuple[str, ...]:
     return tuple(name for name in names() if mechanism_class(name).RECOMMEND)
 
 
+def unranked() -> tuple[str, ...]:
+    """The registered mechanisms that ``recommend`` leaves out (their class says so)."""
+    from bayesldp.mechanisms import mechanism_class, names
+
+    return tuple(name for name in names() if not mechanism_class(name).RECOMMEND)
+
+
 def expected_error(mech, method: str, n: int) -> tuple[float, str]:
     """The ranked quantity of ``method`` for ``mech`` at ``n`` users, and how it was obtained."""
     from bayesldp.bounds import asymptotic_mse
