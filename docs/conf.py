@@ -117,13 +117,28 @@ def copy_notebooks() -> list[str]:
     return names
 
 
+def _heading_levels_stepped(text: str) -> str:
+    """``text`` with no heading more than one level below the one before it (a results file
+    may go from ``#`` to ``###``; the docs build treats such a jump as an error)."""
+    lines, level, fenced = [], 0, False
+    for line in text.splitlines():
+        fenced ^= line.startswith("```")
+        hashes = len(line) - len(line.lstrip("#"))
+        if not fenced and hashes and line[hashes : hashes + 1] == " ":
+            level = min(hashes, level + 1)
+            line = "#" * level + line[hashes:]
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
 def benchmark_pages() -> list[str]:
-    """One page per ``benchmarks/results/*.md``, including the file itself."""
+    """One page per ``benchmarks/results/*.md``: the file's text, its heading levels stepped
+    (:func:`_heading_levels_stepped`), the file itself untouched."""
     target = DOCS / "benchmarks" / "results"
     names = []
     for source in sorted((ROOT / "benchmarks" / "results").glob("*.md")):
-        relative = os.path.relpath(source, target).replace(os.sep, "/")
-        _write(target / source.name, f"{GENERATED_NOTE}\n```{{include}} {relative}\n```\n")
+        text = _heading_levels_stepped(source.read_text(encoding="utf-8"))
+        _write(target / source.name, f"{GENERATED_NOTE}\n{text}")
         names.append(source.stem)
     for stale in target.glob("*.md"):
         if stale.stem not in names:
