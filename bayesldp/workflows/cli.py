@@ -405,7 +405,8 @@ def package_version() -> str:
 
 def _add_recommend(sub) -> None:
     """The ``recommend`` subcommand; its help says exactly which quantity is ranked."""
-    from bayesldp.workflows.recommend import METHODS, RANKED, unranked
+    from bayesldp.workflows.grouped_estimates import k_option
+    from bayesldp.workflows.recommend import METHODS, RANKED, RECORD_HELP, unranked
 
     ranked = "; ".join(f"--method {m}: {RANKED[m]}" for m in METHODS)
     rec = sub.add_parser(
@@ -415,9 +416,10 @@ def _add_recommend(sub) -> None:
         f"{ranked}. Each scales as 1/n, so --n sets the errors shown, not the order. "
         f"Not ranked: {', '.join(unranked())} (numerical, key-value and longitudinal data, "
         "sketches, RAPPOR's strings, the adaptive survey's channel, and variants of a ranked "
-        "mechanism; each class's RECOMMEND says why).",
+        f"mechanism; each class's RECOMMEND says why). {RECORD_HELP}",
     )
-    rec.add_argument("--k", type=int, required=True, help="number of categories")
+    rec.add_argument("--k", type=k_option, required=True, help="number of categories, or each "
+                     "attribute's, comma-separated (3,4,2)")  # fmt: skip
     rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")
     rec.add_argument("--n", type=int, required=True, help="number of users (>= 1)")
     rec.add_argument(
