@@ -142,3 +142,21 @@ def test_bad_input_gets_one_line(capsys):
     # one number is one attribute: the mechanisms' ranking, as before
     assert main(["recommend", "--k", "3", *base]) == 0
     assert "recommended: GRR" in capsys.readouterr().out
+
+
+def test_the_user_guide_quotes_the_commands_output():
+    """docs/user_guide/mechanisms.md quotes two recommend commands; their numbers are these."""
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[2] / "docs/user_guide/mechanisms.md").read_text()
+    guide = " ".join(guide.split())
+    rows = {row[0]: row for row in recommend_record((3, 4, 2), 1.0, 10_000).rows}
+    for label in ("SMP[GRR]", "RSFD[GRR]", "SPL[GRR]", "RSFD[OUE-r]"):
+        assert f"{rows[label][5]:.4g} ({label}" in guide, label
+    assert min(r[5] for r in rows.values()) == rows["SMP[GRR]"][5]
+    assert max(r[5] for r in rows.values()) == rows["RSFD[OUE-r]"][5]
+    assert f"{rows['SMP[GRR]'][5] / rows['SPL[GRR]'][5]:.3g} x" in guide
+    table = recommend_record((2, 2), 5.0, 10_000)
+    assert table.meta["answer"] == "budget"
+    rows = {row[0]: row for row in table.rows}
+    assert f"{rows['SPL[GRR]'][5]:.4g} against SMP[GRR]'s {rows['SMP[GRR]'][5]:.4g}" in guide
