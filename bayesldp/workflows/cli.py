@@ -218,11 +218,11 @@ def recommend_candidates() -> tuple[str, ...]:
 def cmd_recommend(args: argparse.Namespace) -> int:
     """``bayesldp recommend``: mechanisms ranked by the expected error of ``--method``."""
     from bayesldp._validation import check_int
-    from bayesldp.workflows.recommend import recommend_table
+    from bayesldp.workflows.recommend_record import ranking
     from bayesldp.workflows.tables import print_table
 
     check_int(args.n, "--n", 1)
-    print_table(recommend_table(args.k, args.epsilon, args.n, args.method), args.output)
+    print_table(ranking(args.k, args.epsilon, args.n, args.method), args.output)
     return 0
 
 

@@ -88,17 +88,12 @@ def expected_error(mech, method: str, n: int) -> tuple[float, str]:
     return mse, "exact (channel)" if m == 0 else f"simulated ({m:,} reports)"
 
 
-def recommend_table(k: int | tuple[int, ...], epsilon: float, n: int, method: str) -> Table:
-    """The ranking as a :class:`~bayesldp.workflows.tables.Table`, best first (``k`` a tuple of
-    domain sizes: a record's protocols, :func:`~.recommend_record.recommend_record`)."""
+def recommend_table(k: int, epsilon: float, n: int, method: str) -> Table:
+    """The ranking as a :class:`~bayesldp.workflows.tables.Table`, best first."""
     from bayesldp._validation import check_k, check_memory
     from bayesldp.errors import NotSupportedError
     from bayesldp.mechanisms import make_mechanism
 
-    if isinstance(k, tuple):
-        from bayesldp.workflows.recommend_record import recommend_record
-
-        return recommend_record(k, epsilon, n, method, option="--k")
     k = check_k(k, "--k")
     check_memory(  # before any K-length array: a K of 10^9 fails now, not after minutes
         8.0 * _ARRAYS_PER_K * k,

@@ -48,6 +48,17 @@ def inverse_mean(n: int, d: int) -> float:
     return float(np.sum(binom.pmf(m, n, p) / m) / binom.sf(0, n, p))
 
 
+def ranking(k: int | tuple[int, ...], epsilon: float, n: int, method: str) -> Table:
+    """``bayesldp recommend``'s table: the mechanisms of one attribute (``k`` an int,
+    :func:`~bayesldp.workflows.recommend.recommend_table`) or a record's protocols (``k`` a
+    tuple of domain sizes, :func:`recommend_record`)."""
+    from bayesldp.workflows.recommend import recommend_table
+
+    if isinstance(k, tuple):
+        return recommend_record(k, epsilon, n, method, option="--k")
+    return recommend_table(k, epsilon, n, method)
+
+
 def _marginal_error(mech: Any, method: str, n: int) -> tuple[float, str]:
     """One attribute's summed error at ``n`` reports from the uniform population."""
     from bayesldp.bounds import asymptotic_mse
