@@ -254,7 +254,7 @@ class RAPPOR(RapporMemo, Mechanism):
         x = _check_values(x, self.k)
         gen = as_generator(rng)
         if memo is not None:
-            return self._memoised_perturb(x, gen, users, memo)
+            return RapporReports(*self._memoised_perturb(x, gen, users, memo))
         if users is not None:
             raise InvalidInputError("users: given without memo=; pass the memo to reuse")
         n, kb = x.shape[0], self.num_bits

@@ -19,15 +19,12 @@ value leak at most the PRR's budget (:meth:`RAPPOR.realised_longitudinal_epsilon
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, memo_keys
-
-if TYPE_CHECKING:
-    from bayesldp.mechanisms.rappor.mechanism import RapporReports
 
 #: users per block when drawing bits (bounds the memory of the uniforms)
 _BLOCK_USERS = 1 << 16
@@ -107,9 +104,10 @@ class RapporMemo:
             bloom[rows] = fresh
         return bloom
 
-    def _memoised_perturb(self, x: np.ndarray, gen: Any, users: Any, memo: Any) -> RapporReports:
-        from bayesldp.mechanisms.rappor.mechanism import RapporReports
-
+    def _memoised_perturb(
+        self, x: np.ndarray, gen: Any, users: Any, memo: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(cohort, bits)`` of one round through the memo (module docstring)."""
         if not isinstance(memo, Memo):
             raise InvalidInputError(
                 f"memo: expected a bayesldp Memo or MemoStore, got {type(memo).__name__}"
@@ -134,4 +132,4 @@ class RapporMemo:
             memo.insert(keys[missing], fresh)
         prr = self.decode_permanent(stored)
         bits = draw_bits(prr, self.q_irr, self.p_irr, gen)
-        return RapporReports(self._cohorts_of(stored), bits)
+        return self._cohorts_of(stored), bits
