@@ -51,6 +51,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-ex
     from bayesldp.mechanisms.histogram import THE as THE
     from bayesldp.mechanisms.keyvalue import PCKV as PCKV
     from bayesldp.mechanisms.keyvalue import PCKVPM as PCKVPM
+    from bayesldp.mechanisms.longitudinal.dbitflip import DBitFlipPM as DBitFlipPM
+    from bayesldp.mechanisms.longitudinal.dbitflip import DBitReports as DBitReports
     from bayesldp.mechanisms.longitudinal.mechanism import LGRR as LGRR
     from bayesldp.mechanisms.longitudinal.mechanism import LOSUE as LOSUE
     from bayesldp.mechanisms.longitudinal.mechanism import LOUE as LOUE
@@ -91,6 +93,7 @@ _LAZY = {
     "CMSReports": "bayesldp.mechanisms.sketch",
     "HCMSReports": "bayesldp.mechanisms.sketch",
     "RapporReports": "bayesldp.mechanisms.rappor.mechanism",
+    "DBitReports": "bayesldp.mechanisms.longitudinal.dbitflip",
     "Memo": "bayesldp.mechanisms.longitudinal.memo",
     "MemoStore": "bayesldp.mechanisms.longitudinal.memo",
     "PCKV": "bayesldp.mechanisms.keyvalue",  # key-value pairs: not a k-category mechanism

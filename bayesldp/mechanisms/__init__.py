@@ -5,7 +5,7 @@ One module per family: ``grr`` (GRR / direct encoding / k-RR), ``unary`` (SUE, O
 family), ``histogram`` (SHE, THE), ``hadamard`` (Hadamard response), ``rrrr`` (the subset
 mechanism of AdOBEst-LDP), ``subset`` (subset selection), ``sketch`` (Apple's count-mean sketches
 CMS and HCMS), ``rappor`` (RAPPOR with Bloom filters and cohorts), ``longitudinal`` (L-GRR, L-SUE,
-L-OUE, L-OSUE, L-SOUE: memoised permanent responses), ``multidimensional`` (SPL, SMP and
+L-OUE, L-OSUE, L-SOUE, dBitFlipPM: memoised permanent responses), ``multidimensional`` (SPL, SMP and
 RS+FD over records of several attributes: one tally per attribute), ``numerical`` (square wave,
 piecewise, Laplace and Gaussian on real values) and ``sampling`` (node sampling, a wrapper);
 ``base`` holds the protocol they share and :mod:`~bayesldp.mechanisms.registry` the one list of
@@ -40,6 +40,7 @@ _LAZY: dict[str, str] = {
     "RapporReports": "bayesldp.mechanisms.rappor.mechanism",
     "rappor_decode": "bayesldp.mechanisms.rappor.decode",
     "XXHashLocalHashing": "bayesldp.mechanisms.xxhash_lh",
+    "DBitReports": "bayesldp.mechanisms.longitudinal.dbitflip",
     "Memo": "bayesldp.mechanisms.longitudinal.memo",
     "MemoError": "bayesldp.mechanisms.longitudinal.memo",
     "MemoStore": "bayesldp.mechanisms.longitudinal.memo",

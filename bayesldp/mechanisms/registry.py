@@ -44,6 +44,7 @@ MODULES: dict[str, str] = {
     "LOUE": "bayesldp.mechanisms.longitudinal.mechanism",
     "LOSUE": "bayesldp.mechanisms.longitudinal.mechanism",
     "LSOUE": "bayesldp.mechanisms.longitudinal.mechanism",
+    "DBitFlipPM": "bayesldp.mechanisms.longitudinal.dbitflip",
 }
 #: other names users know (case-insensitive, like the canonical ones)
 ALIASES: dict[str, str] = {
@@ -61,6 +62,7 @@ ALIASES: dict[str, str] = {
     "L-OUE": "LOUE",
     "L-OSUE": "LOSUE",
     "L-SOUE": "LSOUE",
+    "dBitFlip": "DBitFlipPM",
 }
 
 

@@ -45,8 +45,9 @@ def _expected_stat(mech):
     if hasattr(mech, "support_matrix"):  # CMS, HCMS: support counts, M[x', x] = Pr[x in S | x']
         return mech.support_matrix()
     # SHE: the sum of the noisy one-hot vectors; RAPPOR: its unbiased (debiased-bit regression)
-    # count estimate, linear in the reports: one user holding x adds e_x in expectation
-    assert mech.name in ("SHE", "RAPPOR")
+    # count estimate, DBitFlipPM the paper's (debiased bits scaled by k/d), linear in the reports:
+    # one user holding x adds e_x in expectation
+    assert mech.name in ("SHE", "RAPPOR", "DBitFlipPM")
     return np.eye(mech.k)
 
 

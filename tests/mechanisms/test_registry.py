@@ -59,6 +59,7 @@ def test_parameters_are_declared_by_the_classes():
         *("candidates", "num_bits", "num_hashes", "cohorts", "f", "other"),
         *("ell", "epsilon_value"),  # PCKV
         "eps_perm",  # the longitudinal mechanisms
+        "values",  # dBitFlipPM (its d is SubsetSelection's name)
     }
     assert make_mechanism("OLH", 10, 1.0, g=3).g == 3
     assert make_mechanism("OLH", 10, 1.0, g=None).g == bayesldp.OLH(10, 1.0).g  # None: default

@@ -1,7 +1,10 @@
-"""Longitudinal mechanisms (L-GRR and the longitudinal unary encodings) and their memo of
-permanent responses: :mod:`~bayesldp.mechanisms.longitudinal.mechanism` the mechanisms,
+"""Longitudinal mechanisms (L-GRR, the longitudinal unary encodings, dBitFlipPM) and their memo
+of permanent responses: :mod:`~bayesldp.mechanisms.longitudinal.mechanism` the mechanisms,
+:mod:`~bayesldp.mechanisms.longitudinal.dbitflip` dBitFlipPM,
 :mod:`~bayesldp.mechanisms.longitudinal.memo` the in-memory and durable memos."""
 
+from bayesldp.mechanisms.longitudinal.dbitflip import DBitFlipPM as DBitFlipPM
+from bayesldp.mechanisms.longitudinal.dbitflip import DBitReports as DBitReports
 from bayesldp.mechanisms.longitudinal.mechanism import LGRR as LGRR
 from bayesldp.mechanisms.longitudinal.mechanism import LOSUE as LOSUE
 from bayesldp.mechanisms.longitudinal.mechanism import LOUE as LOUE

@@ -154,7 +154,7 @@ class Longitudinal(Mechanism):
         if users is None:
             raise InvalidInputError("users: the memo is keyed by user; pass users=")
         memo.check_mechanism(self)
-        keys = memo_keys(users, x, self.k)
+        keys = memo_keys(users, x, memo.width)
         found, pos = memo.find(keys)
         dtype, shape = self.memo_layout()
         stored = np.empty((x.size, *shape), dtype=dtype)

@@ -50,7 +50,8 @@ FORMAT = StateFormat(
 
 def memo_keys(users: Any, x: np.ndarray, k: int) -> np.ndarray:
     """``users * k + x`` as int64, after checking ``users``: one non-negative integer per value
-    of ``x``, each user at most once (one report per user and round)."""
+    of ``x``, each user at most once (one report per user and round); ``k`` is the memo's
+    :attr:`Memo.width` (the values a user's entries are keyed by)."""
     users = one_d_array(users, "users")
     if users.dtype.kind not in "iu":
         raise InvalidTypeError(f"users: expected integer user ids, got dtype {users.dtype}")
@@ -105,9 +106,14 @@ class Memo(Mapping):
         if not callable(getattr(mechanism, "memo_layout", None)):
             raise InvalidTypeError(
                 f"mechanism: a memo keeps permanent responses of a longitudinal mechanism "
-                f"(LGRR, LSUE, LOUE, LOSUE, LSOUE), got {type(mechanism).__name__}"
+                f"(LGRR, LSUE, LOUE, LOSUE, LSOUE, RAPPOR, DBitFlipPM), got "
+                f"{type(mechanism).__name__}"
             )
         self.mechanism = mechanism
+        #: entries per user: keys are ``user * width + value`` (``k`` unless the mechanism's
+        #: ``memo_width()`` says otherwise: dBitFlipPM keys a user's entries by bucket slot)
+        width = getattr(mechanism, "memo_width", None)
+        self.width = int(width()) if callable(width) else int(mechanism.k)
         dtype, shape = mechanism.memo_layout()
         self.codes = np.empty(0, dtype=np.int64)
         self.responses = np.empty((0, *shape), dtype=dtype)
@@ -115,18 +121,21 @@ class Memo(Mapping):
     # ------------------------------------------------------------------ mapping
     def __getitem__(self, key: tuple[int, int]) -> Any:
         user, value = key
-        k = self.mechanism.k
+        k = self.width
         if not 0 <= value < k or user < 0:
             raise KeyError(key)
         code = int(user) * k + int(value)
         pos = int(np.searchsorted(self.codes, code))
         if pos == self.codes.size or self.codes[pos] != code:
             raise KeyError(key)
+        entry = getattr(self.mechanism, "memo_entry", None)
+        if callable(entry):  # a structured entry (RAPPOR's cohort and bits, dBitFlipPM's)
+            return entry(self.responses[pos])
         value = self.mechanism.decode_permanent(self.responses[pos : pos + 1])[0]
         return value.item() if np.ndim(value) == 0 else value
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        k = self.mechanism.k
+        k = self.width
         for code in self.codes.tolist():
             yield divmod(code, k)
 
@@ -152,6 +161,15 @@ class Memo(Mapping):
         inside = pos < self.codes.size
         found[inside] = self.codes[pos[inside]] == keys[inside]
         return found, pos
+
+    def user_entries(self, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(has, pos)``: which ``users`` hold some entry already and the position of their
+        first one (entries of a user are contiguous: keys sort by user first)."""
+        pos = np.searchsorted(self.codes, users * self.width)
+        has = np.zeros(users.shape, dtype=bool)
+        inside = pos < self.codes.size
+        has[inside] = self.codes[pos[inside]] // self.width == users[inside]
+        return has, pos
 
     def insert(self, keys: np.ndarray, responses: np.ndarray) -> None:
         """Add new entries (keys not yet in the memo, distinct), keeping the keys sorted."""

@@ -8,7 +8,9 @@ Li and Jha, "Locally Differentially Private Protocols for Frequency Estimation",
 The package in modules: :mod:`~bayesldp.mechanisms.rappor.mechanism` (the mechanism,
 :class:`RAPPOR`, and its reports, :class:`RapporReports`; its module docstring describes the
 client, the one-report channel, the budgets and the "other" category),
-:mod:`~bayesldp.mechanisms.rappor.bloom` (google/rappor's Bloom hash family, :func:`bloom_bits`)
+:mod:`~bayesldp.mechanisms.rappor.bloom` (google/rappor's Bloom hash family, :func:`bloom_bits`),
+:mod:`~bayesldp.mechanisms.rappor.memo` (the permanent response memoised per (user, value):
+``perturb(x, rng, users=ids, memo=mech.memo())``, as the longitudinal mechanisms)
 and :mod:`~bayesldp.mechanisms.rappor.decode` (RAPPOR's own decoding, :func:`rappor_decode`, and
 the tally that carries the bit counts it reads, :class:`RapporTally`, in
 :mod:`~bayesldp.mechanisms.rappor.tally`).  Every name can be

@@ -9,9 +9,13 @@ Bloom set of a string outside the candidates (the "other" category of
 from __future__ import annotations
 
 import hashlib
+import numbers
 import struct
+from typing import Any
 
 import numpy as np
+
+from bayesldp.errors import InvalidInputError, InvalidTypeError
 
 
 def bloom_bits(word: str, cohort: int, num_hashes: int, num_bits: int) -> list[int]:
@@ -51,3 +55,41 @@ def _other_log_factor(num_bits: int, num_hashes: int, a: float, b: float) -> np.
     top = log_w.max()
     with np.errstate(divide="ignore"):
         return top + np.log((prob * np.exp(log_w - top)).sum(axis=(1, 2)))
+
+
+def check_candidates(candidates: Any, k: int, other: bool) -> tuple[str, ...]:
+    """RAPPOR's candidate strings: ``k`` (``k - 1`` with ``other``) distinct strings or
+    integers (as their decimal text); default ``"0"``, ``"1"``, ...."""
+    n_cand = k - 1 if other else k
+    if other and n_cand < 1:
+        raise InvalidInputError(f"k: with other=True, K = {k} leaves no candidate")
+    if candidates is None:
+        return tuple(str(i) for i in range(n_cand))
+    if isinstance(candidates, str) or not hasattr(candidates, "__len__"):
+        raise InvalidTypeError(
+            f"candidates: expected a list of strings or integers, got {candidates!r}"
+        )
+    words = []
+    for value in list(candidates):
+        if isinstance(value, str):
+            words.append(value)
+        elif isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
+            words.append(str(int(value)))
+        else:
+            raise InvalidTypeError(
+                f"candidates: expected strings or integers, got {value!r} ({type(value).__name__})"
+            )
+    if len(words) != n_cand:
+        extra = " plus 'other'" if other else ""
+        raise InvalidInputError(
+            f"candidates: K = {k} categories need {n_cand} candidates{extra}, got {len(words)}"
+        )
+    seen: dict[str, int] = {}
+    for i, word in enumerate(words):
+        if word in seen:
+            raise InvalidInputError(
+                f"candidates: {word!r} appears twice (positions {seen[word]} and {i}); "
+                "candidates must be distinct (integers count as their decimal text)"
+            )
+        seen[word] = i
+    return tuple(words)

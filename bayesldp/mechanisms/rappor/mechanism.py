@@ -61,7 +61,8 @@ from bayesldp._validation import RNGLike, as_generator, check_bool, check_int, c
 from bayesldp._validation import check_values as _check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.mechanisms.base import Mechanism, Parameter, bits_as_bool
-from bayesldp.mechanisms.rappor.bloom import _other_log_factor, bloom_bits
+from bayesldp.mechanisms.rappor.bloom import _other_log_factor, bloom_bits, check_candidates
+from bayesldp.mechanisms.rappor.memo import RapporMemo
 from bayesldp.mechanisms.rappor.tally import RapporTally
 from bayesldp.tally import Tally
 
@@ -79,7 +80,7 @@ class RapporReports(NamedTuple):
     bits: np.ndarray
 
 
-class RAPPOR(Mechanism):
+class RAPPOR(RapporMemo, Mechanism):
     """RAPPOR: Bloom filters in cohorts, permanent and instantaneous randomised response.
 
     Parameters
@@ -156,7 +157,7 @@ class RAPPOR(Mechanism):
         self.cohorts = check_int(cohorts, "cohorts", 1)
         if self.cohorts > 2**32:
             raise InvalidInputError(f"cohorts: must be at most 2^32, got {cohorts}")
-        self.candidates = self._check_candidates(candidates)
+        self.candidates = check_candidates(candidates, self.k, self.other)
         h = self.num_hashes
         self.a = self.epsilon / (2 * h)
         if not math.isfinite(math.exp(-self.a)) or math.exp(-self.a) == 0.0:
@@ -207,43 +208,6 @@ class RAPPOR(Mechanism):
         self._design_cache: tuple[np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ set-up
-    def _check_candidates(self, candidates: Any) -> tuple[str, ...]:
-        n_cand = self.k - 1 if self.other else self.k
-        if self.other and n_cand < 1:
-            raise InvalidInputError(f"k: with other=True, K = {self.k} leaves no candidate")
-        if candidates is None:
-            return tuple(str(i) for i in range(n_cand))
-        if isinstance(candidates, str) or not hasattr(candidates, "__len__"):
-            raise InvalidTypeError(
-                f"candidates: expected a list of strings or integers, got {candidates!r}"
-            )
-        words = []
-        for value in list(candidates):
-            if isinstance(value, str):
-                words.append(value)
-            elif isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
-                words.append(str(int(value)))
-            else:
-                raise InvalidTypeError(
-                    f"candidates: expected strings or integers, got {value!r} "
-                    f"({type(value).__name__})"
-                )
-        if len(words) != n_cand:
-            extra = " plus 'other'" if self.other else ""
-            raise InvalidInputError(
-                f"candidates: K = {self.k} categories need {n_cand} candidates{extra}, got "
-                f"{len(words)}"
-            )
-        seen: dict[str, int] = {}
-        for i, word in enumerate(words):
-            if word in seen:
-                raise InvalidInputError(
-                    f"candidates: {word!r} appears twice (positions {seen[word]} and {i}); "
-                    "candidates must be distinct (integers count as their decimal text)"
-                )
-            seen[word] = i
-        return tuple(words)
-
     def params(self) -> dict[str, Any]:
         return {
             "k": self.k,
@@ -273,17 +237,26 @@ class RAPPOR(Mechanism):
         return self._prr_budget(self.f)
 
     # ------------------------------------------------------------------ client
-    def perturb(self, x: Any, rng: RNGLike = None) -> RapporReports:
+    def perturb(
+        self, x: Any, rng: RNGLike = None, *, users: Any = None, memo: Any = None
+    ) -> RapporReports:
         """Reports ``(cohort, bits)`` for true categories ``x`` (ints in ``0..K-1``).
 
         Per user: a cohort uniform in ``0..m-1``, the Bloom bits of the candidate in that cohort
         (for "other": ``h`` uniform positions, a fresh outside string), then every bit reported
         1 with probability ``r_1`` if set and ``r_0`` if not: one draw of the composed
-        PRR + IRR channel, which is the law of a single report (the PRR's memoisation matters
-        only across reports of one user).  Vectorised over blocks of ``2^16`` users.
+        PRR + IRR channel, which is the law of a single report.  Vectorised over blocks of
+        ``2^16`` users.  With ``memo`` (a :class:`~bayesldp.Memo` or :class:`~bayesldp.MemoStore`
+        of this mechanism) and ``users`` (distinct non-negative integer ids), each user's cohort
+        and each (user, value)'s PRR are read from the memo (or drawn and added to it) and only
+        the IRR is fresh (:mod:`~bayesldp.mechanisms.rappor.memo`).
         """
         x = _check_values(x, self.k)
         gen = as_generator(rng)
+        if memo is not None:
+            return RapporReports(*self._memoised_perturb(x, gen, users, memo))
+        if users is not None:
+            raise InvalidInputError("users: given without memo=; pass the memo to reuse")
         n, kb = x.shape[0], self.num_bits
         cohort = gen.integers(0, self.cohorts, size=n, dtype=np.int64)
         bits = np.empty((n, kb), dtype=bool)

@@ -1,0 +1,394 @@
+"""dBitFlipPM: d sampled buckets, one bit each, memoised per (user, bucket vector).
+
+Ding, Kulkarni, Yekhanin, "Collecting Telemetry Data Privately", NeurIPS 2017, section 3
+(dBitFlip) and its permanent memoisation.  The domain of ``values`` values is split into ``k``
+contiguous buckets (value ``v`` in bucket ``floor(v k / values)``; ``values = k`` by default,
+one value per bucket); the buckets are the mechanism's categories.  Each user draws ``d``
+distinct bucket indices ``j_1 < ... < j_d`` uniformly (without replacement) once and, for a
+value in bucket ``u``, reports for every ``p`` the bit
+
+.. math:: b_p = 1 \\text{ w.p. } \\frac{e^{\\varepsilon/2}}{e^{\\varepsilon/2} + 1}
+          \\text{ if } u = j_p, \\qquad \\frac{1}{e^{\\varepsilon/2} + 1} \\text{ otherwise},
+
+the report being ``(j, b)``.  A report's probability given bucket ``u`` is
+``C(k, d)^{-1} prod_p Pr[b_p | u]``, so its likelihood row over the buckets is
+``exp(+eps/2)`` at a sampled bucket whose bit is 1, ``exp(-eps/2)`` at one whose bit is 0 and 1
+at the buckets not sampled (a dense row per distinct report).  Two buckets both sampled, with
+opposite bits, differ by ``e^eps``: one round is exactly ``eps``-LDP when ``d >= 2`` (with
+``d = 1`` only ``eps/2``, so ``d >= 2`` is required).
+
+The paper's estimator of bucket ``u``'s frequency is
+
+.. math:: \\hat h(u) = \\frac{k}{n d} \\sum_{i: u \\in j^{(i)}}
+          \\frac{b_{i,u} (e^{\\varepsilon/2} + 1) - 1}{e^{\\varepsilon/2} - 1},
+
+unbiased because a user samples ``u`` with probability ``d / k`` and the debiased bit has mean
+``1[x_i = u]``; over the random bucket draws its exact variance is
+``((k/d)(e^{eps/2} / (e^{eps/2} - 1)^2 + theta_u) - theta_u) / n`` (:meth:`oracle_variance`).
+
+Memoisation.  With ``users=`` and ``memo=`` a user's ``d`` buckets are drawn once and its
+response depends only on its *bucket vector*, the indicator ``[u = j_1, ..., u = j_d]`` (its
+slot: the ``p`` with ``u = j_p``, or ``d`` when ``u`` is not sampled): the ``d + 1`` possible
+responses are drawn once each and repeated, so a user who stays in a bucket (or moves between
+buckets it did not sample) repeats its answer.  The memo keys entries by ``(user, slot)``; each
+entry stores the user's buckets and the response bits.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bayesldp._validation import RNGLike, as_generator, check_int, check_memory, check_values
+from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.mechanisms.base import (
+    Mechanism,
+    Parameter,
+    bits_as_bool,
+    int_columns,
+    realised_epsilon_of_channel,
+)
+from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, memo_keys
+from bayesldp.tally import Tally
+
+#: the channel over (bucket set, bits) is built only up to this many columns
+MAX_CHANNEL_COLUMNS = 1 << 20
+#: cells of the uniforms drawn at once to sample buckets (bounds their memory)
+_BLOCK_CELLS = 1 << 22
+
+
+class DBitReports(NamedTuple):
+    """dBitFlipPM reports: each user's sampled ``buckets`` (int64 ``(n, d)``, ascending) and
+    ``bits`` (bool ``(n, d)``, bit ``p`` for bucket ``buckets[:, p]``)."""
+
+    buckets: np.ndarray
+    bits: np.ndarray
+
+
+class DBitFlipPM(Mechanism):
+    """dBitFlipPM (Ding, Kulkarni, Yekhanin 2017): ``d`` of ``k`` buckets, one flipped bit each.
+
+    Parameters
+    ----------
+    k : int
+        Number of buckets (the categories estimated; the paper's ``k``).
+    epsilon : float
+        Budget of one report.
+    d : int, default 2
+        Buckets each user samples, ``2 <= d <= k`` (the paper's ``d``).
+    values : int, optional
+        Size of the value domain split into the ``k`` buckets (default ``k``: one value per
+        bucket); :meth:`perturb` takes values ``0..values-1``.
+
+    Reports are :class:`DBitReports` ``(buckets, bits)``; see the module docstring for the
+    bits' law, the estimator and the memoisation (``perturb(x, rng, users=..., memo=...)``).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.DBitFlipPM(4, 1.0, d=2)
+    >>> memo = mech.memo()
+    >>> day1 = mech.perturb([0, 1, 2, 3], rng=0, users=[10, 11, 12, 13], memo=memo)
+    >>> mech.tally(day1).n, round(mech.realised_epsilon(), 12)
+    (4, 1.0)
+    """
+
+    name = "DBitFlipPM"
+    PARAMETERS = (
+        Parameter("d", int, "dBitFlipPM: buckets each user samples (default 2)"),
+        Parameter("values", int, "dBitFlipPM: values split into the k buckets (default k)"),
+    )
+    #: special-purpose (repeated collection): not ranked by ``recommend``
+    RECOMMEND = False
+
+    def __init__(self, k: int, epsilon: float, d: int = 2, values: int | None = None) -> None:
+        super().__init__(k, epsilon)
+        self.d = check_int(d, "d", 1)
+        if self.d == 1:
+            raise InvalidInputError(
+                "d: 1 sampled bucket makes a report only eps/2-LDP (one bit of e^(eps/2)); "
+                "use 2 <= d <= k"
+            )
+        if self.d > self.k:
+            raise InvalidInputError(
+                f"d: a user samples d of the k = {self.k} buckets, got d = {d}; use 2 <= d <= k"
+            )
+        self.values = self.k if values is None else check_int(values, "values", self.k)
+        half = self.epsilon / 2
+        #: Pr[bit = 1] for the bucket holding the value, and for any other sampled bucket
+        self.p, self.q = 1.0 / (1.0 + math.exp(-half)), 1.0 / (1.0 + math.exp(half))
+        if self.q < 2.0**-52:
+            raise InvalidInputError(
+                f"epsilon: {self.epsilon} gives a bit probability below 2^-52, which 53-bit "
+                "uniforms cannot draw exactly; use epsilon <= 72"
+            )
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k, "epsilon": self.epsilon, "d": self.d, "values": self.values}
+
+    # ------------------------------------------------------------------ values and buckets
+    def bucket_of(self, v: Any) -> np.ndarray:
+        """The bucket ``floor(v k / values)`` of each value (contiguous, sizes within 1)."""
+        v = np.asarray(v, dtype=np.int64)
+        return (v * self.k) // self.values
+
+    def category_values(self, x: Any, rng: RNGLike = None) -> np.ndarray:
+        """Values in the buckets ``x``: the first value of each bucket when ``rng`` is None,
+        else one uniform value within it (reports of either follow :attr:`channel`)."""
+        x = check_values(x, self.k)
+        first = (x * self.values + self.k - 1) // self.k
+        if rng is None:
+            return first
+        size = ((x + 1) * self.values + self.k - 1) // self.k - first
+        return first + (as_generator(rng).random(x.size) * size).astype(np.int64)
+
+    def _draw_buckets(self, n: int, gen: np.random.Generator) -> np.ndarray:
+        """``d`` distinct buckets per user, ascending: the ``d`` smallest of ``k`` uniforms."""
+        out = np.empty((n, self.d), dtype=np.int64)
+        rows = max(1, _BLOCK_CELLS // self.k)
+        for start in range(0, n, rows):
+            keys = gen.random((min(rows, n - start), self.k))
+            pick = np.argpartition(keys, self.d - 1, axis=1)[:, : self.d]
+            out[start : start + rows] = np.sort(pick, axis=1)
+        return out
+
+    def _draw_bits(self, inside: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        return gen.random(inside.shape) < np.where(inside, self.p, self.q)
+
+    # ------------------------------------------------------------------ client
+    def perturb(
+        self, x: Any, rng: RNGLike = None, *, users: Any = None, memo: Memo | None = None
+    ) -> DBitReports:
+        """One round's reports for users holding the values ``x`` (ints ``0..values-1``).
+
+        Without ``memo`` every user's buckets and bits are drawn afresh (one report per user,
+        the channel).  With ``memo`` (a :class:`~bayesldp.Memo` or
+        :class:`~bayesldp.MemoStore` of this mechanism) and ``users`` (distinct non-negative
+        integer ids), each user's buckets are read from the memo (drawn once) and its response
+        per bucket vector too: a user whose bucket vector is unchanged repeats its answer.
+        Vectorised: sorted-key lookups, no per-user loop.
+        """
+        x = check_values(x, self.values)
+        gen = as_generator(rng)
+        u = self.bucket_of(x)
+        if memo is None:
+            if users is not None:
+                raise InvalidInputError("users: given without memo=; pass the memo to reuse")
+            buckets = self._draw_buckets(x.size, gen)
+            return DBitReports(buckets, self._draw_bits(buckets == u[:, None], gen))
+        if not isinstance(memo, Memo):
+            raise InvalidInputError(
+                f"memo: expected a bayesldp Memo or MemoStore, got {type(memo).__name__}"
+            )
+        if users is None:
+            raise InvalidInputError("users: the memo is keyed by user; pass users=")
+        memo.check_mechanism(self)
+        width = memo.width
+        ids = memo_keys(users, np.zeros(x.size, dtype=np.int64), width) // width
+        has, first = memo.user_entries(ids)
+        buckets = np.empty((x.size, self.d), dtype=np.int64)
+        buckets[has] = memo.responses[first[has], 0]
+        buckets[~has] = self._draw_buckets(int(np.count_nonzero(~has)), gen)
+        inside = buckets == u[:, None]
+        slot = np.where(inside.any(axis=1), inside.argmax(axis=1), self.d)
+        keys = ids * width + slot
+        found, pos = memo.find(keys)
+        bits = np.empty((x.size, self.d), dtype=bool)
+        bits[found] = memo.responses[pos[found], 1].astype(bool)
+        missing = np.flatnonzero(~found)
+        if missing.size:
+            fresh = self._draw_bits(inside[missing], gen)
+            bits[missing] = fresh
+            memo.insert(keys[missing], np.stack([buckets[missing], fresh.astype(np.int64)], 1))
+        return DBitReports(buckets, bits)
+
+    # ------------------------------------------------------------------ memo
+    def memo_width(self) -> int:
+        """Entries per user in a memo: one per slot ``0..d`` (module docstring)."""
+        return self.d + 1
+
+    def memo_layout(self) -> tuple[np.dtype, tuple[int, ...]]:
+        """An entry: int64 ``(2, d)``, the user's buckets then the response bits (0/1)."""
+        return np.dtype(np.int64), (2, self.d)
+
+    def decode_permanent(self, stored: np.ndarray) -> np.ndarray:
+        return stored
+
+    def memo_entry(self, stored: np.ndarray) -> DBitReports:
+        """One memo entry as ``(buckets, bits)`` (``memo[(user, slot)]``)."""
+        return DBitReports(stored[0].copy(), stored[1].astype(bool))
+
+    def valid_permanent(self, stored: np.ndarray) -> bool:
+        if stored.size == 0:
+            return True
+        buckets, bits = stored[:, 0], stored[:, 1]
+        ordered = bool(np.all(buckets[:, 1:] > buckets[:, :-1]))
+        return ordered and buckets.min() >= 0 and buckets.max() < self.k and bits.max() <= 1 \
+            and bits.min() >= 0  # fmt: skip
+
+    def memo(self) -> Memo:
+        """An empty in-memory memo of buckets and responses for this mechanism."""
+        return Memo(self)
+
+    def memo_store(self, path: str | os.PathLike[str], *, wait: float = 0.0) -> MemoStore:
+        """The memo in the file ``path`` (created if missing), locked for this writer."""
+        return MemoStore(path, self, wait=wait)
+
+    # ------------------------------------------------------------------ aggregator
+    def check_reports(self, reports: Any) -> DBitReports:
+        """Validate reports ``(buckets, bits)``: ``d`` distinct buckets in ``0..k-1`` and ``d``
+        0/1 bits per report; returned with each report's buckets in ascending order."""
+        if not isinstance(reports, tuple) or len(reports) != 2:
+            raise InvalidTypeError(
+                f"reports: expected DBitReports (buckets, bits), got {type(reports).__name__}"
+            )
+        buckets, bits = np.asarray(reports[0]), np.asarray(reports[1])
+        shape = (buckets.shape[0] if buckets.ndim == 2 else -1, self.d)
+        if buckets.ndim != 2 or buckets.shape[1] != self.d or buckets.shape[0] == 0:
+            raise InvalidInputError(
+                f"reports: field 'buckets' must have shape (n, {self.d}) (d = {self.d}), n > 0, "
+                f"got {buckets.shape}"
+            )
+        if buckets.dtype.kind not in "iu":
+            raise InvalidInputError(f"reports: field 'buckets' must hold integers, got "
+                                    f"{buckets.dtype}")  # fmt: skip
+        if buckets.min() < 0 or buckets.max() >= self.k:
+            bad = buckets.min() if buckets.min() < 0 else buckets.max()
+            raise InvalidInputError(
+                f"reports: field 'buckets' must lie in 0..{self.k - 1} (k = {self.k}), got {bad}"
+            )
+        if bits.shape != shape or (bits.dtype != bool and bits.dtype.kind not in "iu"):
+            raise InvalidInputError(
+                f"reports: field 'bits' must hold 0/1 bits of shape {shape}, got "
+                f"{bits.dtype} {bits.shape}"
+            )
+        bits = bits_as_bool(bits, "reports: field 'bits'")
+        order = np.argsort(buckets, axis=1, kind="stable")
+        buckets = np.take_along_axis(buckets.astype(np.int64), order, axis=1)
+        twice = np.flatnonzero(np.any(buckets[:, 1:] == buckets[:, :-1], axis=1))
+        if twice.size:
+            raise InvalidInputError(
+                f"reports: report {twice[0]} names a bucket twice; a user samples d distinct "
+                "buckets"
+            )
+        return DBitReports(buckets, np.take_along_axis(bits, order, axis=1))
+
+    def _statistic(self, buckets: np.ndarray, bits: np.ndarray) -> np.ndarray:
+        """``(k/d) sum_i sum_p z_{ip} 1[j_{ip} = u]`` with the debiased bits
+        ``z = (b (e^{eps/2} + 1) - 1)/(e^{eps/2} - 1)``: the paper's count estimate."""
+        half = self.epsilon / 2
+        z = np.where(bits, -1.0 / math.expm1(-half), -1.0 / math.expm1(half))
+        sums = np.bincount(buckets.reshape(-1), weights=z.reshape(-1), minlength=self.k)
+        return sums * (self.k / self.d)
+
+    def tally(self, reports: Any) -> Tally:
+        """Dense tally: one row per distinct report, ``exp(+-eps/2)`` at its sampled buckets (as
+        their bits are 1 or 0) and 1 elsewhere, scaled to a maximum of 1; ``stat`` is the
+        paper's count estimate (:meth:`unbiased_frequencies`)."""
+        buckets, bits = self.check_reports(reports)
+        key = np.ascontiguousarray(np.concatenate([buckets, bits.astype(np.int64)], axis=1))
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        counts = np.bincount(inverse.reshape(-1), minlength=first.size).astype(np.int64)
+        check_memory(8.0 * first.size * self.k * 2, f"a DBitFlipPM tally with {first.size:,} "
+                     f"distinct reports and k = {self.k}",
+                     "tally the reports in batches and add the tallies")  # fmt: skip
+        log_rows = np.zeros((first.size, self.k))
+        half = self.epsilon / 2
+        signs = np.where(bits[first], half, -half)
+        np.put_along_axis(log_rows, buckets[first], signs, axis=1)
+        rows = np.exp(log_rows - log_rows.max(axis=1, keepdims=True))
+        return Tally(counts, rows=rows, stat=self._statistic(buckets, bits), mechanism=self)
+
+    # ------------------------------------------------------------------ report tables
+    def reports_from_frame(self, frame: Any, source: Any = "reports") -> DBitReports:
+        """Columns ``bucket0``, ..., ``bucket{d-1}`` (bucket ids) and ``bit0``, ...,
+        ``bit{d-1}`` (0/1 integers or booleans)."""
+        cols = [f"bucket{p}" for p in range(self.d)]
+        buckets = np.stack(int_columns(frame, cols, source), axis=1)
+        names = [f"bit{p}" for p in range(self.d)]
+        missing = [c for c in names if c not in frame.columns]
+        if missing:
+            raise InvalidInputError(f"reports: {source} lacks column(s) {', '.join(missing)}")
+        bits = frame[names].to_numpy()
+        if bits.dtype.kind not in "biu":
+            raise InvalidInputError(
+                f"reports: {source}: bit columns must hold 0/1 integers or booleans, got "
+                f"{bits.dtype}"
+            )
+        return self.check_reports((buckets, np.ascontiguousarray(bits)))
+
+    def reports_to_frame(self, reports: Any) -> Any:
+        import pandas as pd
+
+        buckets, bits = self.check_reports(reports)
+        frame = pd.DataFrame(buckets, columns=[f"bucket{p}" for p in range(self.d)])
+        for p in range(self.d):
+            frame[f"bit{p}"] = bits[:, p].astype(np.uint8)
+        return frame
+
+    def report_size(self) -> str:
+        return f"{self.d} bits + {self.d} bucket ids"
+
+    # ------------------------------------------------------------------ privacy
+    @property
+    def channel(self) -> np.ndarray:
+        """The ``k x (C(k, d) 2^d)`` channel over (bucket set, bits); column ``s 2^d + y`` is
+        the ``s``-th ascending ``d``-subset (lexicographic) with bit ``p`` ``(y >> p) & 1``
+        (small ``C(k, d) 2^d`` only)."""
+        columns = math.comb(self.k, self.d) * 2**self.d
+        if columns > MAX_CHANNEL_COLUMNS:
+            raise NotSupportedError(
+                f"DBitFlipPM: the channel has C(k, d) 2^d = {columns:,} columns; it is built only "
+                f"up to {MAX_CHANNEL_COLUMNS:,}"
+            )
+        subsets = np.array(list(itertools.combinations(range(self.k), self.d)), dtype=np.int64)
+        patterns = ((np.arange(2**self.d)[:, None] >> np.arange(self.d)) & 1).astype(bool)
+        buckets = np.repeat(subsets, 2**self.d, axis=0)  # (columns, d)
+        bits = np.tile(patterns, (subsets.shape[0], 1))
+        inside = buckets[None, :, :] == np.arange(self.k)[:, None, None]  # (k, columns, d)
+        one = np.where(inside, self.p, self.q)
+        per_bit = np.where(bits[None], one, 1.0 - one)
+        return per_bit.prod(axis=2) / subsets.shape[0]
+
+    def realised_epsilon(self) -> float:
+        """Exact epsilon of one report, from :attr:`channel` when it is small, else its closed
+        form ``2 log(p/q)`` (two sampled buckets with opposite bits), which equals ``epsilon``."""
+        try:
+            return realised_epsilon_of_channel(self.channel)
+        except NotSupportedError:
+            return 2.0 * (math.log(self.p) - math.log(self.q))
+
+    def realised_longitudinal_epsilon(self) -> float:
+        """Exact epsilon of any number of memoised reports of one value: they repeat one
+        response, so it is :meth:`realised_epsilon`.  (A user whose value moves between buckets
+        reveals up to ``d + 1`` responses, and when its bucket vector changes; the paper's
+        section 3 discusses that leak.)"""
+        return self.realised_epsilon()
+
+    def audit_event(self, reports: Any, x0: int, x1: int) -> np.ndarray:
+        """Reports that sample both buckets with bit 1 for ``x0`` and 0 for ``x1`` (ratio
+        ``e^eps``)."""
+        buckets, bits = self.check_reports(reports)
+        at0, at1 = buckets == x0, buckets == x1
+        return (at0 & bits).any(axis=1) & (at1 & ~bits).any(axis=1)
+
+    # ------------------------------------------------------------------ oracle
+    def unbiased_frequencies(self, tally: Tally) -> np.ndarray:
+        """The paper's estimator ``h(u) = (k/(n d)) sum_{i: u sampled} (b (e^{eps/2} + 1) - 1)
+        / (e^{eps/2} - 1)``, carried additively in the tally's ``stat``."""
+        self.check_tally(tally)
+        return tally.stat / tally.n
+
+    def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
+        """``((k/d)(e^{eps/2}/(e^{eps/2} - 1)^2 + theta_u) - theta_u) / n`` (module docstring):
+        the variance over the users' bucket draws and bits, the users' values fixed."""
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != (self.k,):
+            raise InvalidInputError(f"theta: expected shape ({self.k},), got {theta.shape}")
+        half = self.epsilon / 2
+        spread = 1.0 / (4.0 * math.sinh(half / 2) ** 2)  # e^h / (e^h - 1)^2
+        return ((self.k / self.d) * (spread + theta) - theta) / n
