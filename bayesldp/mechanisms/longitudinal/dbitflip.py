@@ -52,7 +52,7 @@ from bayesldp.mechanisms.base import (
     int_columns,
     realised_epsilon_of_channel,
 )
-from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, memo_keys
+from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, checked_memo, memo_keys
 from bayesldp.tally import Tally
 
 #: the channel over (bucket set, bits) is built only up to this many columns
@@ -180,13 +180,7 @@ class DBitFlipPM(Mechanism):
                 raise InvalidInputError("users: given without memo=; pass the memo to reuse")
             buckets = self._draw_buckets(x.size, gen)
             return DBitReports(buckets, self._draw_bits(buckets == u[:, None], gen))
-        if not isinstance(memo, Memo):
-            raise InvalidInputError(
-                f"memo: expected a bayesldp Memo or MemoStore, got {type(memo).__name__}"
-            )
-        if users is None:
-            raise InvalidInputError("users: the memo is keyed by user; pass users=")
-        memo.check_mechanism(self)
+        checked_memo(memo, users, self)
         width = memo.width
         ids = memo_keys(users, np.zeros(x.size, dtype=np.int64), width) // width
         has, first = memo.user_entries(ids)

@@ -47,7 +47,7 @@ from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_val
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Mechanism, Parameter
 from bayesldp.mechanisms.grr import GRR
-from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, memo_keys
+from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, checked_memo, memo_keys
 from bayesldp.mechanisms.unary import (
     _BLOCK_BYTES,
     _MIN_EXACT_PROBABILITY,
@@ -147,19 +147,9 @@ class Longitudinal(Mechanism):
             if users is not None:
                 raise InvalidInputError("users: given without memo=; pass the memo to reuse")
             return self.instantaneous(self.permanent.perturb(x, gen), gen)
-        if not isinstance(memo, Memo):
-            raise InvalidInputError(
-                f"memo: expected a bayesldp Memo or MemoStore, got {type(memo).__name__}"
-            )
-        if users is None:
-            raise InvalidInputError("users: the memo is keyed by user; pass users=")
-        memo.check_mechanism(self)
+        checked_memo(memo, users, self)
         keys = memo_keys(users, x, memo.width)
-        found, pos = memo.find(keys)
-        dtype, shape = self.memo_layout()
-        stored = np.empty((x.size, *shape), dtype=dtype)
-        stored[found] = memo.responses[pos[found]]
-        missing = np.flatnonzero(~found)
+        stored, missing = memo.lookup(keys, self.memo_layout())
         if missing.size:
             fresh = self.encode_permanent(self.permanent.perturb(x[missing], gen))
             stored[missing] = fresh

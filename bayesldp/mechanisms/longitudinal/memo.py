@@ -88,6 +88,19 @@ def _describe(config: dict[str, Any]) -> str:
         return f"{name} {params!r}"
 
 
+def checked_memo(memo: Any, users: Any, mechanism: Any) -> Memo:
+    """``memo`` when it is a :class:`Memo` of ``mechanism`` and ``users`` are given (a memo is
+    keyed by user); else a one-line error naming what is wrong."""
+    if not isinstance(memo, Memo):
+        raise InvalidInputError(
+            f"memo: expected a bayesldp Memo or MemoStore, got {type(memo).__name__}"
+        )
+    if users is None:
+        raise InvalidInputError("users: the memo is keyed by user; pass users=")
+    memo.check_mechanism(mechanism)
+    return memo
+
+
 class Memo(Mapping):
     """The permanent responses of one longitudinal mechanism, in memory.
 
@@ -161,6 +174,17 @@ class Memo(Mapping):
         inside = pos < self.codes.size
         found[inside] = self.codes[pos[inside]] == keys[inside]
         return found, pos
+
+    def lookup(self, keys: np.ndarray, layout: tuple[Any, tuple[int, ...]]
+               ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """``(stored, missing)``: an array of ``keys.size`` entries of ``layout`` (dtype,
+        shape) holding the memo's entry of each key found, and the positions of the keys not
+        found (their entries are for the caller to fill)."""
+        found, pos = self.find(keys)
+        dtype, shape = layout
+        stored = np.empty((keys.size, *shape), dtype=dtype)
+        stored[found] = self.responses[pos[found]]
+        return stored, np.flatnonzero(~found)
 
     def user_entries(self, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(has, pos)``: which ``users`` hold some entry already and the position of their

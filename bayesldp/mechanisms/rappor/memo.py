@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp.errors import InvalidInputError
-from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, memo_keys
+from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, checked_memo, memo_keys
 
 #: users per block when drawing bits (bounds the memory of the uniforms)
 _BLOCK_USERS = 1 << 16
@@ -108,19 +107,9 @@ class RapporMemo:
         self, x: np.ndarray, gen: Any, users: Any, memo: Any
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(cohort, bits)`` of one round through the memo (module docstring)."""
-        if not isinstance(memo, Memo):
-            raise InvalidInputError(
-                f"memo: expected a bayesldp Memo or MemoStore, got {type(memo).__name__}"
-            )
-        if users is None:
-            raise InvalidInputError("users: the memo is keyed by user; pass users=")
-        memo.check_mechanism(self)
+        checked_memo(memo, users, self)
         keys = memo_keys(users, x, memo.width)
-        found, pos = memo.find(keys)
-        dtype, shape = self.memo_layout()
-        stored = np.empty((x.size, *shape), dtype=dtype)
-        stored[found] = memo.responses[pos[found]]
-        missing = np.flatnonzero(~found)
+        stored, missing = memo.lookup(keys, self.memo_layout())
         if missing.size:
             has, first = memo.user_entries(keys[missing] // memo.width)
             cohort = gen.integers(0, self.cohorts, size=missing.size, dtype=np.int64)
