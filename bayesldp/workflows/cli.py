@@ -174,14 +174,14 @@ def _option_help(name: str) -> str:
     from bayesldp.mechanisms import names, parameters
 
     takers = {mech: p for mech in names() for p in parameters(mech) if p.name == name}
-    where = ", ".join(f"{mech} (required)" if p.required else mech for mech, p in takers.items())
-    first = next(iter(takers.values()))
-    empty = "; the option alone gives the empty list" if first.many else ""
-    text = first.help
-    for mech in takers:  # "RAPPOR: RAPPOR Bloom filter bits" -> "RAPPOR: Bloom filter bits"
-        if text.startswith(mech + " ") or text.startswith(mech + ":"):
+    by_help: dict[str, list[str]] = {}  # mechanisms that mean different things by one name
+    for mech, p in takers.items():
+        text = p.help  # "RAPPOR: RAPPOR Bloom filter bits" -> "RAPPOR: Bloom filter bits"
+        if text.lower().startswith((mech.lower() + " ", mech.lower() + ":")):
             text = text[len(mech) :].lstrip(": ")
-    return f"{where}: {text}{empty}"
+        by_help.setdefault(text, []).append(f"{mech} (required)" if p.required else mech)
+    empty = "; the option alone gives the empty list" if next(iter(takers.values())).many else ""
+    return "; ".join(f"{', '.join(where)}: {text}" for text, where in by_help.items()) + empty
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
