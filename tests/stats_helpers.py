@@ -24,6 +24,22 @@ def assert_matches_distribution(observed_counts, probabilities, *, p_min=1e-4, m
     assert result.pvalue > p_min, f"chi-square p = {result.pvalue:.2e}"
 
 
+def assert_chi_square_fit_with_power(observed, expected, wrong, *, alpha=1e-3, power=0.999):
+    """``observed`` counts (n draws) fit the probabilities ``expected`` by Pearson's chi-square
+    at level ``alpha``, and the test has at least ``power`` against the alternative ``wrong``
+    (noncentral chi-square, noncentrality ``n sum (wrong - expected)^2 / expected``), so a pass
+    says something."""
+    observed = np.asarray(observed, dtype=float)
+    expected, wrong = np.asarray(expected, dtype=float), np.asarray(wrong, dtype=float)
+    n = observed.sum()
+    df = expected.size - 1
+    critical = stats.chi2.ppf(1 - alpha, df)
+    noncentrality = n * np.sum((wrong - expected) ** 2 / expected)
+    assert stats.ncx2.sf(critical, df, noncentrality) > power  # the stated power
+    statistic = np.sum((observed - n * expected) ** 2 / (n * expected))
+    assert statistic < critical, f"chi-square {statistic:.1f} above {critical:.1f} (df {df})"
+
+
 def assert_unbiased_with_variance(estimates, truth, variance, *, z=4.0, rel_var=0.10):
     """Monte Carlo mean within z standard errors of truth; empirical variance within rel_var."""
     estimates = np.asarray(estimates, dtype=float)
