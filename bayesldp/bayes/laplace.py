@@ -236,7 +236,7 @@ def sample(
             warnings.warn(
                 f"method='laplace': the importance-weighted posterior mean of category {worst} "
                 f"differs from the draws' mean by {shift:.2f} posterior sd (above {SHIFT_WARN}): "
-                "the Laplace approximation is off for this few reports; reweight the draws with "
+                "the likelihood's quadratic approximation is off here; reweight the draws with "
                 "np.exp(sample_stats['log_weight']) or use method='hmc'",
                 UserWarning,
                 stacklevel=3,
