@@ -390,7 +390,10 @@ class LocalHashing(HashedGRR):
                 raise InvalidInputError(f"{name}: must lie in {lo}..{self._prime - 1}, got {value}")
         h = self._hash(np.int64(a), np.int64(b), np.arange(self.k))
         if compact:  # the hashed values, plus one value no input hashes to (if any)
-            columns = np.unique(h)
+            # inputs with one hash value share a row: one row per value keeps every column's
+            # max and min (and the matrix g x g, not K x g: 7.5 GB for K = 2^24)
+            h = np.flatnonzero(np.bincount(h, minlength=self.g))
+            columns = h
             if columns.size < self.g:
                 free = np.setdiff1d(np.arange(columns.size + 1), columns)[0]
                 columns = np.append(columns, free)
