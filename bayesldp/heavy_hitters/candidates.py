@@ -1,4 +1,8 @@
-"""OLH over a list of candidate values, with an optional "other" category (PEM's server side).
+"""OLH and the count-mean sketch over a list of candidate values (the discovery's server side).
+
+:class:`CandidateCMS` is Apple's count-mean sketch (:class:`bayesldp.CMS`) read the same way:
+category ``j`` is the candidate ``values[j]``, hashed by the sketch's own family (SFP's
+fragments, :mod:`bayesldp.heavy_hitters.sfp`).
 
 A PEM round asks: how often do the users of this round hold each candidate prefix?  Its users
 report through OLH (:class:`bayesldp.OLH`) over all ``2^s`` prefixes; the collector reads those
@@ -43,6 +47,8 @@ from bayesldp.mechanisms.hashing import (
     LocalHashing,
     optimal_g,
 )
+from bayesldp.mechanisms.sketch import CMS, CMSReports
+from bayesldp.mechanisms.sketch_common import sketch_hashes
 from bayesldp.tally import Tally
 
 _BLOCK = 1 << 22  # hash evaluations per block of users in tally()
@@ -224,3 +230,83 @@ class CandidateOLH(LocalHashing):
             if self.m < 2 or np.unique(hashed).size > 1:
                 return realised_epsilon_of_channel(self._channel_given_hash(a, 0, compact=False))
         raise AssertionError("no separating hash found")  # pragma: no cover
+
+
+class CandidateCMS(CMS):
+    """Apple's count-mean sketch (:class:`bayesldp.CMS`) over the candidate values ``values``.
+
+    Category ``j`` hashes as the value ``values[j]``: ``h_r(values[j]) = ((a_r values[j] + b_r)
+    mod P) mod m`` with CMS's seeded family, so reports of users holding any value ``v < P``
+    (:meth:`perturb_values`) are CMS reports, and this class reads them against the candidates.
+    Channel, epsilon and oracles are CMS's (the channel of ``(row, v)`` given the input's bucket
+    is the same for every input).  The check that every pair of categories is separated by
+    some hash row is skipped: :meth:`sketch_estimate` (Apple's estimate) does not need it, and
+    :meth:`~bayesldp.CMS.unbiased_frequencies` refuses a singular support matrix itself.
+
+    Parameters
+    ----------
+    values : array of int
+        The distinct candidate values, in ``0..2^31 - 2``.
+    epsilon, m, k_hash, hash_seed
+        As :class:`bayesldp.CMS`.
+
+    Examples
+    --------
+    >>> from bayesldp.heavy_hitters import CandidateCMS
+    >>> mech = CandidateCMS([5, 17, 2**24 + 3], 2.0, m=64)
+    >>> reports = mech.perturb_values([17] * 4000, rng=0)
+    >>> int(mech.sketch_estimate(reports).argmax()), mech.realised_epsilon()
+    (1, 2.0)
+    """
+
+    name = "CandidateCMS"
+    RECOMMEND = False
+
+    def __init__(
+        self,
+        values: Any,
+        epsilon: float,
+        m: int | None = None,
+        k_hash: int | None = None,
+        hash_seed: int | None = None,
+    ) -> None:
+        self.values = _check_values(values)
+        super().__init__(self.values.size, epsilon, m, k_hash, hash_seed)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "values": self.values.tolist()}
+
+    def _hash_inputs(self) -> np.ndarray:
+        return self.values
+
+    def _check_separates(self) -> None:
+        return None
+
+    def perturb_values(self, values: Any, rng: RNGLike = None) -> CMSReports:
+        """CMS reports of users holding the values ``values`` (candidates or not, in
+        ``0..2^31 - 2``): CMS's client on the hash table of the distinct values."""
+        arr = np.asarray(values)
+        if arr.ndim != 1 or arr.dtype.kind not in "iu" or arr.size == 0:
+            raise InvalidInputError(
+                f"values: expected a non-empty 1-d array of integers, got {arr.dtype} of shape "
+                f"{arr.shape}"
+            )
+        unique, index = np.unique(arr.astype(np.int64), return_inverse=True)
+        unique = _check_values(unique)
+        table = sketch_hashes(0, self.m, self.k_hash, self.hash_seed, unique)
+        return self._perturb_with(index.astype(np.int64), table, as_generator(rng))
+
+    def support_counts(self, reports: CMSReports) -> np.ndarray:
+        """``s_j = #{i : v_i[h_{row_i}(values[j])] = +1}``, the tally's statistic, through the
+        ``k_hash x m`` count of +1 entries (O(n m + K k_hash), no ``n x K`` support)."""
+        rows, bits = self.check_reports(reports)
+        counts = np.zeros((self.k_hash, self.m), dtype=np.int64)
+        for j in range(self.k_hash):
+            counts[j] = np.count_nonzero(bits[rows == j] > 0, axis=0)
+        return counts[np.arange(self.k_hash)[:, None], self.hashes].sum(axis=0)
+
+    def sketch_estimate(self, reports: CMSReports) -> np.ndarray:
+        """Apple's sketch estimate (:meth:`~bayesldp.CMS.sketch_frequencies`) of every
+        candidate's frequency, from :meth:`support_counts`."""
+        stat = self.support_counts(reports)
+        return self._sketch_from_stat(stat, len(reports))

@@ -215,9 +215,13 @@ class CMS(_CountMeanSketch):
         gen = as_generator(rng)
         check_memory(float(x.size) * (self.m + 16), f"CMS.perturb of {x.size:,} users",
                      "perturb fewer users at a time")  # fmt: skip
+        return self._perturb_with(x, self.hashes, gen)
+
+    def _perturb_with(self, x: np.ndarray, hashes: np.ndarray, gen: Any) -> CMSReports:
+        """CMS reports of users ``x`` (column indices of the hash table ``hashes``)."""
         rows = gen.integers(0, self.k_hash, x.size)
         bits = np.empty((x.size, self.m), dtype=np.int8)
-        _cms_bits(x, rows, self.hashes, _stream_seed(gen), bernoulli_threshold(self.flip), bits)
+        _cms_bits(x, rows, hashes, _stream_seed(gen), bernoulli_threshold(self.flip), bits)
         return CMSReports(rows, bits)
 
     def simulate_tally(self, true_counts: Any, rng: RNGLike = None) -> Tally:

@@ -49,11 +49,15 @@ MAX_CHANNEL_ENTRIES = 4_000_000
 MAX_ORACLE_K = 5_000
 
 
-def sketch_hashes(k: int, m: int, k_hash: int, hash_seed: int) -> np.ndarray:
-    """The hash table ``H[j, x] = h_j(x)``, int64 ``(k_hash, k)`` (see the module docstring)."""
+def sketch_hashes(k: int, m: int, k_hash: int, hash_seed: int, values: Any = None) -> np.ndarray:
+    """The hash table ``H[j, x] = h_j(x)``, int64 ``(k_hash, k)`` (see the module docstring).
+
+    With ``values`` (integers in ``0..P-1``), the table ``H[j, i] = h_j(values[i])`` instead
+    (the hashes of arbitrary inputs: :class:`bayesldp.heavy_hitters.CandidateCMS`'s candidates).
+    """
     a = np.array([1 + splitmix64(hash_seed, 2 * j + 1) % (_PRIME - 1) for j in range(k_hash)])
     b = np.array([splitmix64(hash_seed, 2 * j + 2) % _PRIME for j in range(k_hash)])
-    x = np.arange(k, dtype=np.int64)
+    x = np.arange(k, dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)
     # a < 2^31 and x < 2^31: a x + b < 2^62 + 2^31, exact in int64
     return (a.astype(np.int64)[:, None] * x[None, :] + b.astype(np.int64)[:, None]) % _PRIME % m
 
@@ -93,7 +97,8 @@ class _CountMeanSketch(Mechanism):
             raise InvalidInputError(f"k_hash: at most 2^20 hash functions, got {self.k_hash}")
         check_memory(8.0 * self.k_hash * self.k, f"{type(self).__name__} hash table",
                      "use fewer hash functions")  # fmt: skip
-        self.hashes = sketch_hashes(self.k, self.m, self.k_hash, self.hash_seed)
+        self.hashes = sketch_hashes(self.k, self.m, self.k_hash, self.hash_seed,
+                                    self._hash_inputs())  # fmt: skip
         self._check_separates()
         # per-entry flip probability and its complement, without cancellation
         t = math.exp(-self._entry_epsilon)
@@ -102,6 +107,10 @@ class _CountMeanSketch(Mechanism):
         self._matrices: tuple[np.ndarray, np.ndarray] | None = None
 
     _entry_epsilon: float  # budget of one randomised entry
+
+    def _hash_inputs(self) -> Any:
+        """The values hashed for categories ``0..K-1``: None for the categories themselves."""
+        return None
 
     def _check_separates(self) -> None:
         """Refuse a family under which two categories share a bucket in every row."""
@@ -225,7 +234,11 @@ class _CountMeanSketch(Mechanism):
         expectation is :meth:`sketch_expectation`.
         """
         self.check_tally(tally)
-        phi = 2.0 * tally.stat / tally.n - 1.0
+        return self._sketch_from_stat(tally.stat, tally.n)
+
+    def _sketch_from_stat(self, stat: np.ndarray, n: int) -> np.ndarray:
+        """Apple's sketch estimate from the support counts ``stat`` of ``n`` reports."""
+        phi = 2.0 * np.asarray(stat, dtype=float) / n - 1.0
         c = 1.0 / (self.keep - self.flip)
         return self.m / (self.m - 1) * (self._sketch_scale * c * phi + self._sketch_offset
                                         - 1.0 / self.m)  # fmt: skip
