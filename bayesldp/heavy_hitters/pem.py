@@ -261,6 +261,13 @@ class PEM:
         group: its full code)."""
         return OLH(2 ** self._length(i), self.epsilon, self.g)
 
+    def realised_epsilon(self) -> float:
+        """Each user's exact epsilon: every user sends one report, through its group's OLH, and
+        the group is drawn independently of the item, so a user's channel is the mixture, with
+        item-free weights, of the groups' channels on disjoint outputs; its epsilon is the
+        largest of theirs (each from :meth:`bayesldp.OLH.realised_epsilon`)."""
+        return max(self.mechanism(i).realised_epsilon() for i in range(self.n_groups))
+
     # ------------------------------------------------------------------ client
     def perturb(self, items: Any, rng: RNGLike = None) -> PEMReports:
         """Encode, split the users into ``G`` random groups of sizes differing by at most one,
@@ -308,23 +315,24 @@ class PEM:
         check_instance(reports, PEMReports, "reports", "PEMReports from PEM.perturb")
         if reports.fingerprint != self.encoder.fingerprint:
             raise InvalidInputError(
-                f"reports: made with hash key/width fingerprint {reports.fingerprint}, this PEM's "
-                f"is {self.encoder.fingerprint} (another key or bits)"
+                f"reports: made with hash key/width fingerprint {reports.fingerprint}, this "
+                f"{type(self).__name__}'s is {self.encoder.fingerprint} (another key or bits)"
             )
         if tuple(reports.prefix_lengths) != self.prefix_lengths:
             raise InvalidInputError(
                 f"reports: made with rounds of prefix lengths {tuple(reports.prefix_lengths)}, "
-                f"this PEM uses {self.prefix_lengths} (another k, eta or bits)"
+                f"this {type(self).__name__} uses {self.prefix_lengths} (another layout: k, eta or "
+                "bits)"
             )
         if reports.g != self.g or not math.isclose(reports.epsilon, self.epsilon, rel_tol=1e-12):
             raise InvalidInputError(
-                f"reports: made with OLH epsilon={reports.epsilon:.12g}, g={reports.g}; this PEM "
-                f"uses epsilon={self.epsilon:.12g}, g={self.g}"
+                f"reports: made with OLH epsilon={reports.epsilon:.12g}, g={reports.g}; this "
+                f"{type(self).__name__} uses epsilon={self.epsilon:.12g}, g={self.g}"
             )
         if not math.isclose(reports.holdout, self.holdout, abs_tol=1e-12):
             raise InvalidInputError(
-                f"reports: made with holdout={reports.holdout:g}, this PEM uses "
-                f"holdout={self.holdout:g}"
+                f"reports: made with holdout={reports.holdout:g}, this {type(self).__name__} "
+                f"uses holdout={self.holdout:g}"
             )
         group = check_report_field(reports, "group", 0, self.n_groups - 1)
         n = group.size
@@ -400,22 +408,36 @@ class PEM:
         **fit_kwargs
             Passed to :func:`bayesldp.fit` (``draws``, ``chains``, ``method``, ``random_seed``...).
         """
-        from bayesldp.bayes import fit
-
         if not isinstance(found, HeavyHitters):
             raise InvalidTypeError(
-                f"found: expected HeavyHitters from PEM.identify, got {type(found).__name__}"
+                f"found: expected HeavyHitters from {type(self).__name__}.identify, got "
+                f"{type(found).__name__}"
             )
-        threshold = float(threshold)
-        if not 0.0 <= threshold < 1.0:
-            raise InvalidInputError(f"threshold: must lie in [0, 1), got {threshold}")
         codes = np.asarray(found.codes, dtype=np.int64)
         if labels is None:
             labels = [f"0x{int(c):0{(self.encoder.bits + 3) // 4}x}" for c in codes]
-        labels = [*map(str, labels), "other"]
-        if len(labels) != codes.size + 1:
-            raise InvalidInputError(f"labels: expected {codes.size} labels, got {len(labels) - 1}")
-        idata = fit(self.final_tally(reports, codes), labels=labels, **fit_kwargs)
-        theta = idata.posterior["theta"].isel(category=slice(0, codes.size))
-        prob = (theta > threshold).mean(dim=("chain", "draw"))
-        return SharePosterior(idata, threshold, prob)
+        return share_posterior(lambda: self.final_tally(reports, codes), codes.size, labels,
+                               threshold, **fit_kwargs)  # fmt: skip
+
+
+def share_posterior(
+    tally: Any, m: int, labels: Any, threshold: float, **fit_kwargs: Any
+) -> SharePosterior:
+    """The posterior step every discovery shares: :func:`bayesldp.fit` on ``tally()`` (a
+    :class:`CandidateOLH` tally over ``m`` found codes and "other"), and ``Pr(share_j >
+    threshold)`` for each found item.  ``tally`` is a callable, run after the arguments are
+    checked."""
+    from bayesldp.bayes import fit
+
+    threshold = float(threshold)
+    if not 0.0 <= threshold < 1.0:
+        raise InvalidInputError(f"threshold: must lie in [0, 1), got {threshold}")
+    if m == 0:
+        raise InvalidInputError("found: holds no items; there is nothing to put a posterior on")
+    labels = [*map(str, labels), "other"]
+    if len(labels) != m + 1:
+        raise InvalidInputError(f"labels: expected {m} labels, got {len(labels) - 1}")
+    idata = fit(tally(), labels=labels, **fit_kwargs)
+    theta = idata.posterior["theta"].isel(category=slice(0, m))
+    prob = (theta > threshold).mean(dim=("chain", "draw"))
+    return SharePosterior(idata, threshold, prob)

@@ -85,6 +85,7 @@ def test_each_user_spends_exactly_the_olh_epsilon():
         assert candidate_mech.realised_epsilon() == pytest.approx(eps, abs=1e-12)
     final = CandidateOLH(found.codes, eps, pem.g, other=True)
     assert final.realised_epsilon() == pytest.approx(eps, abs=1e-12)
+    assert pem.realised_epsilon() == pytest.approx(eps, abs=1e-12)  # the user's, all groups
 
 
 def test_item_too_long_names_the_item():
