@@ -8,16 +8,25 @@ of each round and extends them; :meth:`PEM.posterior` then puts a posterior on t
 shares and on the rest ("other") through :func:`bayesldp.fit`.
 """
 
-from bayesldp.heavy_hitters.candidates import CandidateOLH
+from bayesldp.heavy_hitters.candidates import CandidateCMS, CandidateOLH
 from bayesldp.heavy_hitters.encoding import ItemEncoder
 from bayesldp.heavy_hitters.pem import PEM, HeavyHitters, PEMReports, PEMRound, SharePosterior
+from bayesldp.heavy_hitters.sfp import SFP, FragmentRound, SFPHeavyHitters, SFPReports
+from bayesldp.heavy_hitters.treehist import TreeHist, TreeHistLevel
 
 __all__ = [
     "PEM",
+    "SFP",
+    "CandidateCMS",
     "CandidateOLH",
+    "FragmentRound",
     "HeavyHitters",
     "ItemEncoder",
     "PEMReports",
     "PEMRound",
+    "SFPHeavyHitters",
+    "SFPReports",
     "SharePosterior",
+    "TreeHist",
+    "TreeHistLevel",
 ]
