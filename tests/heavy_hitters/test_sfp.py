@@ -182,7 +182,11 @@ def test_posterior_over_the_found_items_with_a_holdout():
 def test_measured_top10_recall_and_precision():
     """Zipf(1) over 2^14 items ``w0..``, n = 200,000, eps = 4, k = 10, max_length 6, m = 1024:
     recall and precision of the found ten against the true top ten over 5 seeds (the figures
-    in the docs).  ``pytest --runslow tests/heavy_hitters/test_sfp.py -k measured``."""
+    in the docs).  ``pytest --runslow tests/heavy_hitters/test_sfp.py -k measured``.
+
+    Measured (about 20 s): recall 0.60 (every seed 0.6), precision 1.00: six of the ten found
+    and nothing else, each time.  The check, mean recall >= 0.3, catches a broken assembly or
+    tag check (recall ~0)."""
     m_items = 2**14
     w = 1.0 / np.arange(1, m_items + 1)
     items = np.array([f"w{i}" for i in range(m_items)], dtype=object)

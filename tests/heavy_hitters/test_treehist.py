@@ -171,7 +171,11 @@ def recall_precision(seed: int, n: int = 100_000, m: int = 2**16):
 def test_measured_top10_recall_and_precision():
     """Zipf(1) over 2^16 items, n = 1e5, eps = 4, 24-bit codes, eta = 2 (PEM's test
     population): recall and precision of the first ten found over 10 seeds (the figures in
-    the docs).  ``pytest --runslow tests/heavy_hitters/test_treehist.py -k measured``."""
+    the docs).  ``pytest --runslow tests/heavy_hitters/test_treehist.py -k measured``.
+
+    Measured (about 9 s): recall 0.39 (min 0.3), precision 1.00; the threshold (0.0135 at 6,667
+    users a level) is near the shares of the 6th-10th items (0.0143 to 0.0086).  The check,
+    mean recall >= 0.3, catches a search that keeps the wrong children (recall ~0)."""
     rp = np.array([recall_precision(seed) for seed in range(10)])
     print(f"TreeHist top-10 recall {rp[:, 0].mean():.2f} (min {rp[:, 0].min()}), precision "
           f"{rp[:, 1].mean():.2f} (min {rp[:, 1].min()})")  # fmt: skip
