@@ -2,7 +2,6 @@
 with clear heavy hitters, bad input, the posterior; CandidateCMS, the sketch it reads."""
 
 import dataclasses
-import functools
 import warnings
 
 import numpy as np
@@ -13,24 +12,7 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters import SFP, CandidateCMS, SFPHeavyHitters, SFPReports
 from bayesldp.mechanisms.base import realised_epsilon_of_channel
 from bayesldp.mechanisms.hashing import OLH, HashReports
-
-HEAVY = np.array(["apple", "pear", "kiwi", "plum", "fig"], dtype=object)
-SHARES = np.array([0.2, 0.15, 0.1, 0.08, 0.06])
-
-
-@functools.cache
-def clear_population(tail: int = 5000):
-    """Five heavy hitters (shares 0.2 .. 0.06) and a Zipf(0.6) tail of ``tail`` items holding
-    the other 0.41 (its largest item 0.0055)."""
-    w = 1.0 / np.arange(1, tail + 1) ** 0.6
-    items = np.r_[HEAVY, np.array([f"t{i}" for i in range(tail)], dtype=object)]
-    return items, np.r_[SHARES, 0.41 * w / w.sum()]
-
-
-def draw(n: int, seed: int):
-    items, w = clear_population()
-    rng = np.random.default_rng(seed)
-    return items[rng.choice(items.size, size=n, p=w)], rng
+from tests.heavy_hitters.populations import HEAVY, SHARES, draw
 
 
 # ---------------------------------------------------------------------------- CandidateCMS
