@@ -269,6 +269,17 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         kind="investigation",
     ),
     Benchmark(
+        "smooth_vertex_steps", "smooth_vertex_steps.py",
+        "the smoothness prior at a K = 3 vertex posterior (issue 36's known fault): "
+        "divergent share, steps and z-scores under smaller steps and a nonlinear slope map",
+        "importance sampling from the prior (2,000,000 draws; the reference test's); PyMC's NUTS",
+        ("--seeds", "1,2", "--out", "benchmarks/results/smooth_vertex_steps.md"),
+        ("smooth_vertex_steps.md",), quick=None,
+        quick_note="none: 18 fits of 40,000 draws, some at 1,000+ steps per draw, are the "
+        "measurement (about 10 minutes)",
+        kind="investigation",
+    ),
+    Benchmark(
         "smooth_prior_1024", "smooth_prior.py",
         "the smoothness prior at seed 001's 1024 bins (no PyMC)",
         "ems_mr and Dirichlet(1) (the package's own; none external)",

@@ -58,7 +58,6 @@ def _mean_information(information, quantile, axis=0):
 
 def one_run(rule: str, tally, prior, seed: int, ref, log_lam) -> dict:
     """One hmc fit under ``rule`` ("q10" as shipped, "mean"): divergences, ESS and z-scores."""
-    az = import_arviz()
     if rule == "mean":
         smooth.np.quantile = _mean_information  # the mutant's rule, restored below
     try:
@@ -67,12 +66,20 @@ def one_run(rule: str, tally, prior, seed: int, ref, log_lam) -> dict:
             out = hmc.sample(tally, prior, draws=10_000, chains=4, random_seed=seed)
     finally:
         smooth.np.quantile = QUANTILE
-    z = z_scores(out.theta, ref)
-    g = np.log(out.extra["smoothness"])
+    return score(out.theta, out.extra["smoothness"], out.sample_stats["diverging"], ref, log_lam)
+
+
+def score(theta, lam, diverging, ref, log_lam) -> dict:
+    """Draws (chains, draws, ...) against the importance reference: the divergent share, the
+    ESS of ``log lambda``, the z-score of E[log lambda] and the largest |z| over theta's 12
+    checks (:func:`z_scores`), each on the combined standard error of the two estimates."""
+    az = import_arviz()
+    z = z_scores(np.asarray(theta), ref)
+    g = np.log(np.asarray(lam))
     want, se = ref.expect(log_lam)
     ess = float(az.ess(g, method="mean"))
     z_lam = (g.mean() - want) / math.hypot(g.std() / math.sqrt(ess), se)
-    return {"divergent": float(np.mean(out.sample_stats["diverging"])), "ess": ess,
+    return {"divergent": float(np.mean(diverging)), "ess": ess,
             "z_lam": z_lam, "z_theta": max(abs(v[0]) for v in z.values())}  # fmt: skip
 
 
