@@ -36,6 +36,20 @@ def test_a_failed_check_under_a_broad_posterior_of_a_says_so():
     assert f"[{lo:.3g}, {hi:.3g}]" in hints[0] and "prior=0.5" in hints[0]
 
 
+def test_divergences_at_a_vertex_under_the_smoothness_prior_say_what_to_do():
+    """Issue 36's known fault: 90 GRR reports (60, 20, 10), K = 3, default SmoothDensity(3);
+    2.9-3.6 % of the transitions diverge (benchmarks/results/smooth_vertex_steps.md), so 2 x
+    1,000 draws have none with probability below 1e-20; the hint names the share of draws at a
+    vertex and the two remedies."""
+    tally = bayesldp.GRR(3, 1.0).tally_from_report_counts(np.array([60, 20, 10]))
+    with pytest.warns(ConvergenceWarning) as record:
+        idata = bayesldp.fit(tally, prior=bayesldp.SmoothDensity(3), chains=2, random_seed=0)
+    hints = [str(w.message) for w in record if "vertex of the simplex" in str(w.message)]
+    share = np.mean(idata.posterior["theta"].values.min(axis=-1) < 1e-6)
+    assert len(hints) == 1 and f"{share:.0%} of the draws" in hints[0]
+    assert "target_accept=0.99" in hints[0] and "slope_sd" in hints[0]
+
+
 @pytest.mark.parametrize("method", ["hmc", "sgld"])
 def test_a_good_posterior_is_silent(method):
     """An interior posterior (no category near 0), 4 chains x 1000 draws: every check passes."""
