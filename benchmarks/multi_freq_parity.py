@@ -26,7 +26,9 @@ Measured, per protocol:
    later round: every permanent response looked up).  multi-freq-ldpy: its per-user clients
    and its aggregator (clipped, renormalised "MI"), timed once on a number of users calibrated
    from a pilot to take about ``--peer-seconds`` (the "(n)" columns).  The ratio uses the
-   slower of bayesldp's memo runs; goal 20x.
+   slower of bayesldp's memo runs; goal 20x.  For the longitudinal protocols, a later round's
+   time split into the steps of ``perturb`` (memo lookup, decode, instantaneous step), tally
+   and oracle, to show what dominates.
 2. Unbiasedness and MSE (every ``--epsilons``): ``--repeats-mc`` independent runs on one fixed
    population of ``--n-mc`` users.  Per category, the mean estimate's deviation from the
    population's frequency in units of its Monte Carlo standard error; the largest |z| against
@@ -293,6 +295,38 @@ def time_ours(case: Case, x: np.ndarray, repeats: int, variant: str) -> tuple[Sp
     return Speed(x.shape[0], best, cpu), share
 
 
+PHASES = ("ids checked, memo lookup", "decode", "instantaneous step", "tally", "oracle")
+
+
+def longitudinal_phases(case: Case, x: np.ndarray, repeats: int) -> list[float]:
+    """Where a later round's time goes (seconds, best of ``repeats`` per phase): the steps of
+    ``Longitudinal.perturb`` with a full memo (user ids checked and keyed, memo lookup; stored
+    permanent responses decoded; the instantaneous randomisation), then tally and oracle."""
+    from bayesldp.mechanisms.longitudinal.memo import memo_keys
+
+    mech, users = case.ours, np.arange(x.shape[0])
+    rng = np.random.default_rng([SEED, 9])
+    memo = mech.memo()
+    mech.perturb(x, rng, users=users, memo=memo)
+    best = [math.inf] * len(PHASES)
+    for _ in range(repeats):
+        gc.collect()
+        t = [time.perf_counter()]
+        stored, _ = memo.lookup(memo_keys(users, x, memo.width), mech.memo_layout())
+        t.append(time.perf_counter())
+        permanent = mech.decode_permanent(stored)
+        t.append(time.perf_counter())
+        reports = mech.instantaneous(permanent, rng)
+        t.append(time.perf_counter())
+        tally = mech.tally(reports)
+        t.append(time.perf_counter())
+        mech.unbiased_frequencies(tally)
+        t.append(time.perf_counter())
+        best = [min(b, t[i + 1] - t[i]) for i, b in enumerate(best)]
+        del stored, permanent, reports
+    return best
+
+
 def peer_inputs(case: Case, x: np.ndarray) -> list:
     return x.tolist()  # plain Python ints (records: lists of ints)
 
@@ -405,9 +439,20 @@ def speed_table(rows: list[tuple[Case, dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def phase_table(rows: list[tuple[Case, dict[str, Any]]]) -> list[str]:
+    lines = ["| protocol | " + " | ".join(f"{p} ms" for p in PHASES) + " | total ms |",
+             "|---|" + "---:|" * (len(PHASES) + 1)]  # fmt: skip
+    for case, s in rows:
+        if "phases" in s:
+            ms = [1e3 * v for v in s["phases"]]
+            lines.append(f"| {case.name} | " + " | ".join(f"{v:.0f}" for v in ms)
+                         + f" | {sum(ms):.0f} |")  # fmt: skip
+    return lines
+
+
 def accuracy_table(rows: list[tuple[Case, dict[str, Any]]], repeats: int) -> list[str]:
     lines = [
-        "| protocol | eps | Bonferroni |z| | max abs z: bayesldp | multi-freq-ldpy decoded "
+        "| protocol | eps | Bonferroni threshold | max abs z: bayesldp | multi-freq-ldpy decoded "
         "| multi-freq-ldpy MI output | MI gap | MSE bayesldp | MSE multi-freq-ldpy decoded "
         "| difference (se) | MSE bayesldp clipped | MSE multi-freq-ldpy MI | difference (se) "
         "| MSE at most theirs? |",
@@ -466,9 +511,12 @@ def main(argv: list[str] | None = None) -> int:
                 s: dict[str, Any] = {"peer": time_peer(case, x, args.peer_seconds)}
                 for v in ("none", "empty", "full") if case.longitudinal else ("none",):
                     s[v] = time_ours(case, x, args.repeats, v)
+                if case.longitudinal:
+                    s["phases"] = longitudinal_phases(case, x, args.repeats)
                 speeds.append((case, s))
+                runs = [v for v in ("none", "empty", "full") if v in s]
                 print(f"{name}: " + ", ".join(
-                    f"{v} {throughput.fmt_rate(s[v][0].rate)}/s" for v in s if v != "peer")
+                    f"{v} {throughput.fmt_rate(s[v][0].rate)}/s" for v in runs)
                     + f", peer {throughput.fmt_rate(s['peer'].rate)}/s", flush=True)  # fmt: skip
             accs.append((case, accuracy(case, args.n_mc, args.repeats_mc)))
             a = accs[-1][1]
@@ -490,6 +538,12 @@ def main(argv: list[str] | None = None) -> int:
         "round for the longitudinal ones).",
         "",
         *speed_table(speeds),
+        "",
+        f"Where bayesldp's time goes in a later round of the longitudinal protocols (n = "
+        f"{args.n:,}, each phase best of {args.repeats}; the steps of `perturb` with a full "
+        "memo, then tally and oracle):",
+        "",
+        *phase_table(speeds),
         "",
         f"## Unbiasedness and MSE: {args.repeats_mc} runs on one population of {args.n_mc:,} users",
         "",
