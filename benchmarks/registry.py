@@ -302,6 +302,16 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("--repeats", "20", "--scenarios", "fresh,panel"), ("longitudinal_drift.md",),
         ("--quick", "--out", "{tmp}/drift.md"), needs=("multi-freq-ldpy",),
     ),
+    Benchmark(
+        "multi_freq_parity", "multi_freq_parity.py",
+        "longitudinal (L-GRR, L-SUE, L-OUE, L-OSUE, L-SOUE; K = 100) and multidimensional (SPL, "
+        "SMP, RS+FD with GRR and OUE; domains (100, 10, 5)) protocols: client + tally + oracle "
+        "users/s at n = 1e6, unbiasedness (max |z|) and MSE over 40 runs",
+        "multi-freq-ldpy 0.2.5's L_*, SPL_*, SMP_*, RSpFD_* clients and MI aggregators on the "
+        "same population (its reports decoded by bayesldp's oracle)",
+        (), ("multi_freq_parity.md",), ("--quick", "--out", "{tmp}/parity.md"),
+        needs=("multi-freq-ldpy",),
+    ),
     # --- posterior speed ---
     Benchmark(
         "posterior", "posterior.py",
