@@ -27,6 +27,9 @@ BACKENDS: dict[str, str] = {
     "sgld": "bayesldp.bayes.sgld",
     "laplace": "bayesldp.bayes.laplace",
 }
+#: what ``fit(method=...)`` accepts: a backend or "auto" (study specs check ``[bayes].method``
+#: against it when they load)
+FIT_METHODS = ("auto", *BACKENDS)
 
 #: fit's own keywords (for suggestions)
 FIT_KEYWORDS = (

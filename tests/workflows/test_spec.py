@@ -41,6 +41,7 @@ def test_defaults_filled():
         ({"bayes": {"prior": "jeffreys"}}, r"\[bayes\]\.prior: the named priors are"),
         ({"bayes": {"prior": 0}}, r"\[bayes\]\.prior: "),
         ({"bayes": {"prior": [1.0, 2.0]}}, r"\[bayes\]\.prior: "),
+        ({"bayes": {"method": "mcmc"}}, r"\[bayes\]\.method: 'mcmc' is not one of"),
     ],
 )
 def test_bad_specs_name_the_key(patch, message):

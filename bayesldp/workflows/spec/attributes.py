@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bayesldp._validation import check_int
+from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.rounds import check_population
 from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
@@ -35,7 +36,7 @@ PROTOCOL = {
     "fake": Field(str, choices=("zero", "random"), doc="RSFD with SUE or OUE (default zero)"),
 }
 BAYES = {
-    "method": Field(str, default="auto"),
+    "method": Field(str, default="auto", choices=FIT_METHODS),
     "draws": Field(int, default=1000),
     "chains": Field(int, default=4),
 }

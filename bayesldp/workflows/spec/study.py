@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bayesldp._validation import check_int, check_labels, check_open_unit
+from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
 
@@ -63,7 +64,7 @@ ESTIMATORS = {
     "methods": Field(list, default=["oracle"], items=str),
 }
 BAYES = {
-    "method": Field(str, default="auto"),
+    "method": Field(str, default="auto", choices=FIT_METHODS),
     "prior": Field(
         (int, float, list, str),
         items=(int, float),
