@@ -20,7 +20,8 @@ Methods (the layouts are stated in the results file):
 
 * bayesldp ``PEM(eps, k, bits=24, eta=4)``: 5 rounds for k = 10, 20, 50 (keyed-hash codes of 24
   bits, OLH); its codes are named by looking them up among the population's distinct items
-  (``ItemEncoder.decode``, timed with the server).  ``SFP(eps, k, max_length=L,
+  (``ItemEncoder.decode``, timed with the server; a code naming none is a false positive of its
+  own, true frequency 0).  ``SFP(eps, k, max_length=L,
   fragment_length=1, hash_bits=8, alphabet, m=1024, k_hash=32)``, defaults otherwise (``2 k``
   fragments kept per position, 20 % word users).  ``TreeHist(eps)`` with its defaults (24
   levels), shown alone: pure-ldp's TreeHist is not part of the comparison.
@@ -247,6 +248,13 @@ class Clock:
 
 
 # ---------------------------------------------------------------------- bayesldp
+def named(encoder: Any, codes: np.ndarray, pop: Population) -> list[str]:
+    """The item behind each found code, looked up among the population's distinct items; a
+    code that names none stays ``code 0x...`` (a false positive of its own: no two merge)."""
+    items = encoder.decode(codes, pop.ranked)
+    return [f"code {int(c):#x}" if x is None else x for c, x in zip(codes, items, strict=True)]
+
+
 def ours_pem(pop: Population, eps: float, k: int, seed: int) -> Run:
     from bayesldp.heavy_hitters import PEM
 
@@ -256,7 +264,7 @@ def ours_pem(pop: Population, eps: float, k: int, seed: int) -> Run:
     reports = pem.perturb(pop.items, rng=np.random.default_rng([SEED, 1, seed]))
     client = clock.lap()
     found = pem.identify(reports)
-    items = pem.encoder.decode(found.codes, pop.ranked)
+    items = named(pem.encoder, found.codes, pop)
     server = clock.lap()
     return Run(items, list(found.frequencies), client, server, clock.cpu())
 
@@ -283,7 +291,7 @@ def ours_treehist(pop: Population, eps: float, seed: int) -> Run:
     reports = tree.perturb(pop.items, rng=np.random.default_rng([SEED, 3, seed]))
     client = clock.lap()
     found = tree.identify(reports)
-    items = tree.encoder.decode(found.codes, pop.ranked)
+    items = named(tree.encoder, found.codes, pop)
     server = clock.lap()
     return Run(items, list(found.frequencies), client, server, clock.cpu())
 
@@ -425,6 +433,8 @@ def pair_table(scores: dict, ours: str, theirs: str, cells: list[Cell]) -> tuple
         worse = []
         for key, _, higher in METRICS:
             ma, mb = _mean(a, key), _mean(b, key)
+            if math.isnan(ma) and math.isnan(mb):  # neither returned anything
+                continue
             if math.isnan(ma) or (not math.isnan(mb) and (ma < mb if higher else ma > mb)):
                 worse.append("MSE" if key == "mse" else key.replace("ncr", "NCR"))
         ratio = _mean(a, "rate") / _mean(b, "rate")
@@ -484,7 +494,8 @@ Precision, recall, NCR (normalised cumulative rank) of the top-k and the MSE of 
 frequencies, and client + server users/s; n = {args.n:,} users, eps in {{{eps_list}}},
 k in {{{k_list}}}, {args.seeds} seed(s) per cell (mean ± standard deviation).
 Goals (issue 40): ours at least as good in every accuracy cell (precision, recall, NCR not lower,
-MSE not higher, on the means), and at least {GOAL:g}x pure-ldp's users/s.
+MSE not higher, on the means; "-": nothing returned, a tie when neither returns anything), and at
+least {GOAL:g}x pure-ldp's users/s.
 PEM: accuracy goal met in {pem_acc} of {len(cells)} cells, throughput in {pem_fast} of {len(cells)}.
 SFP: accuracy goal met in {sfp_acc} of {len(cells)} cells, throughput in {sfp_fast} of {len(cells)}.
 
