@@ -46,6 +46,7 @@ REQUIREMENTS = {
     "pure-ldp": ("bench", "pure_ldp"),
     "multi-freq-ldpy": ("bench", "multi_freq_ldpy"),
     "xxhash": ("bench", "xxhash"),
+    "wordfreq": ("bench", "wordfreq"),
     "nutpie": ("samplers", "nutpie"),
     "numpyro": ("samplers", "numpyro"),
 }
@@ -140,6 +141,21 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "users/s of OLHXX (xxhash local hashing) against OLH; python-xxhash per pair",
         "python-xxhash in a Python loop (the peers' way of hashing), if installed",
         (), (), ("--k", "10", "--n", "10000", "--repeats", "1"),
+    ),
+    Benchmark(
+        "heavy_hitters", "heavy_hitters.py",
+        "top-k precision / recall / NCR / MSE and users/s of PEM and SFP, Zipf over 2^20 and "
+        "2^32 items and wordfreq's English words, n = 1e5, eps 1, 2, 4",
+        "pure-ldp 1.2.0's PEM and SFP (its count-mean sketch)", (), ("heavy_hitters.md",),
+        ("--quick",), needs=("pure-ldp", "xxhash", "wordfreq"),
+    ),
+    Benchmark(
+        "heavy_hitters_1e6", "heavy_hitters.py",
+        "heavy_hitters at n = 1e6 users, eps 1 and 4, one seed (accuracy and users/s)",
+        "pure-ldp 1.2.0's PEM and SFP (its count-mean sketch)",
+        ("--n", "1000000", "--seeds", "1", "--eps", "1", "4", "--out",
+         "benchmarks/results/heavy_hitters_1e6.md"), ("heavy_hitters_1e6.md",), quick=None,
+        quick_note="heavy_hitters --quick", needs=("pure-ldp", "xxhash", "wordfreq"),
     ),
     Benchmark(
         "em_speed", "em_speed.py",

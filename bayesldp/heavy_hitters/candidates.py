@@ -310,3 +310,14 @@ class CandidateCMS(CMS):
         candidate's frequency, from :meth:`support_counts`."""
         stat = self.support_counts(reports)
         return self._sketch_from_stat(stat, len(reports))
+
+
+def candidate_estimates(values: Any, epsilon: float, g: int, reports: Any) -> np.ndarray:
+    """OLH's unbiased estimates of the candidates ``values`` (one or more) from ``reports``.
+
+    A single candidate is read with the "other" category (:class:`CandidateOLH` is an OLH over
+    its categories, which needs two); its estimate is the same oracle's.
+    """
+    values = np.asarray(values, dtype=np.int64)
+    mech = CandidateOLH(values, epsilon, g, other=values.size == 1)
+    return mech.unbiased_frequencies(mech.tally(reports))[: values.size]

@@ -83,6 +83,13 @@ class PEMReports:
     def __len__(self) -> int:
         return int(np.shape(self.y)[0])
 
+    def to_frame(self) -> Any:
+        """The reports as a pandas DataFrame of columns ``group, a, b, y``, one row per user:
+        the report file ``bayesldp estimate --mechanism PEM`` (or TreeHist) reads."""
+        import pandas as pd
+
+        return pd.DataFrame({"group": self.group, "a": self.a, "b": self.b, "y": self.y})
+
     def round(self, i: int) -> HashReports:
         """The OLH reports of group ``i``."""
         mask = np.asarray(self.group) == i

@@ -49,7 +49,7 @@ import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_instance
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.heavy_hitters.candidates import CandidateCMS, CandidateOLH
+from bayesldp.heavy_hitters.candidates import CandidateCMS, CandidateOLH, candidate_estimates
 from bayesldp.heavy_hitters.encoding import DEFAULT_KEY, ItemEncoder, _as_bytes
 from bayesldp.heavy_hitters.pem import (
     HeavyHitters,
@@ -435,8 +435,7 @@ class SFP:
         items = [x for x, ok in zip(items, passed, strict=True) if ok]
         if codes.size == 0:
             return empty
-        word = CandidateOLH(codes, self.epsilon, self.g)
-        f = word.unbiased_frequencies(word.tally(reports.word))
+        f = candidate_estimates(codes, self.epsilon, self.g, reports.word)
         top = np.argsort(-f, kind="stable")[: self.k]
         return SFPHeavyHitters(codes[top], f[top], rounds, [items[first[j]] for j in top],
                                int(codes.size))  # fmt: skip

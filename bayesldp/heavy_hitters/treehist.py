@@ -38,7 +38,7 @@ import numpy as np
 
 from bayesldp._validation import check_epsilon
 from bayesldp.errors import InvalidInputError
-from bayesldp.heavy_hitters.candidates import CandidateOLH
+from bayesldp.heavy_hitters.candidates import CandidateOLH, candidate_estimates
 from bayesldp.heavy_hitters.encoding import DEFAULT_KEY, ItemEncoder
 from bayesldp.heavy_hitters.pem import (
     MAX_FIRST_ROUND,
@@ -170,7 +170,7 @@ class TreeHist(PEM):
             if survivors.size == 0:
                 empty = np.zeros(0, dtype=np.int64)
                 return HeavyHitters(empty, np.zeros(0), levels)
-        final = CandidateOLH(survivors, self.epsilon, self.g)
-        f = final.unbiased_frequencies(final.tally(reports.round(self.estimation_group)))
+        f = candidate_estimates(survivors, self.epsilon, self.g,
+                                reports.round(self.estimation_group))  # fmt: skip
         order = np.argsort(-f, kind="stable")
         return HeavyHitters(survivors[order], f[order], levels)

@@ -240,8 +240,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         grouped_layout,
         node_sampling,
     )
+    from bayesldp.workflows.heavy_hitter_files import estimate_heavy_hitters, is_heavy_hitter
     from bayesldp.workflows.tables import print_table
 
+    if is_heavy_hitter(args.mechanism):  # PEM, TreeHist: found items, not K categories
+        return estimate_heavy_hitters(args)
+    args.method = "norm_sub" if args.method is None else args.method
     if args.method not in (*METHODS, *POSTERIORS):  # before any file is read
         valid = ", ".join([*METHODS, *POSTERIORS])
         raise InvalidInputError(f"--method: unknown method {args.method!r}; valid: {valid}")
@@ -500,10 +504,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from bayesldp.workflows.grouped_estimates import PROTOCOL_HELP, add_grouped_options
 
-    est.add_argument("--mechanism", help=mechanisms + f"; {PROTOCOL_HELP} (required unless "
-                     "REPORTS is a store)")  # fmt: skip
+    est.add_argument("--mechanism", help=mechanisms + f"; {PROTOCOL_HELP}; or PEM, TreeHist "
+                     "(heavy hitters: --k items to find) (required unless REPORTS is a "
+                     "store)")  # fmt: skip
     _add_mechanism_options(est, required=False, multi_k=True)
     add_grouped_options(est)
+    from bayesldp.workflows.heavy_hitter_files import add_heavy_hitter_options
+
+    add_heavy_hitter_options(est)
     est.add_argument(
         "--scheduler",
         help="where to tally several files: local (a dask.distributed LocalCluster, one worker "
@@ -512,14 +520,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     est.add_argument(
         "--method",
-        default="norm_sub",
+        default=None,
         help="an estimator name (oracle, norm_sub, mle, em, ...) or 'posterior': the posterior "
         "mean with its 90%% credible interval (bayesldp.fit; seconds, after a one-time compile "
         "of the sampler's kernels; on large tallies of one row per report, unary or hashing "
         "mechanisms, fit takes a Laplace approximation that may warn); or, for a file of "
         "rounds, 'rounds': every round's posterior under a random walk (bayesldp.fit_rounds). "
         "Default norm_sub (Norm-Sub, Wang et al. 2020): no sampler and no wait, but no "
-        "interval; mle gives a normal one",
+        "interval; mle gives a normal one. PEM, TreeHist: oracle (the default) or posterior",
     )
     est.add_argument("--fit-method", default="auto", help="posterior method: auto, exact, ...")
     est.add_argument(

@@ -108,6 +108,15 @@ ATTRIBUTE_LAYOUT = (
     "RSFD users report every attribute, SMP users one"
 )
 
+#: the layout of a file of PEM or TreeHist reports (:mod:`bayesldp.workflows.heavy_hitter_files`)
+HEAVY_HITTER_LAYOUT = (
+    "heavy hitters of open-ended items, one row per user: columns group (the user's round; "
+    "with --holdout or TreeHist's final group, the last group) and a, b, y (the OLH report of "
+    "the user's prefix), as PEMReports.to_frame() writes them; --k, --bits, --eta, --key, "
+    "--max-length, --holdout (TreeHist: --z, --max-survivors, --final-share) as collected; "
+    "--candidates names the found codes"
+)
+
 
 def layouts() -> str:
     """Every registered mechanism's report-file layout, one line each, then the files of
@@ -117,6 +126,7 @@ def layouts() -> str:
     lines = [
         textwrap.fill(f"{name}: {text}", 90, initial_indent="  ", subsequent_indent="    ")
         for name, text in [*((name, layout(name)) for name in names()),
-                           ("Per round", ROUND_LAYOUT), ("SPL, SMP, RSFD", ATTRIBUTE_LAYOUT)]
+                           ("Per round", ROUND_LAYOUT), ("SPL, SMP, RSFD", ATTRIBUTE_LAYOUT),
+                           ("PEM, TreeHist", HEAVY_HITTER_LAYOUT)]
     ]  # fmt: skip
     return "\n".join([*lines, "One row per report unless there is a count column."])

@@ -80,3 +80,17 @@ def test_bad_values_and_foreign_tallies():
     tally = CandidateOLH([1, 2], 1.0).tally(reports)
     with pytest.raises(IncompatibleTallyError):
         CandidateOLH([1, 3], 1.0).unbiased_frequencies(tally)
+
+
+def test_a_single_candidate_is_estimated_by_the_same_oracle():
+    """candidate_estimates reads one candidate through the "other" category (OLH needs two
+    categories); its estimate is the oracle's, as with a second candidate beside it."""
+    from bayesldp.heavy_hitters.candidates import candidate_estimates
+
+    rng = np.random.default_rng(5)
+    x = rng.choice([7, 1000, 5], size=5000, p=[0.6, 0.3, 0.1])
+    reports = OLH(2**10, 2.0).perturb(x, rng=6)
+    one = candidate_estimates([7], 2.0, OLH(2**10, 2.0).g, reports)
+    two = candidate_estimates([7, 1000], 2.0, OLH(2**10, 2.0).g, reports)
+    assert one.shape == (1,)
+    np.testing.assert_allclose(one[0], two[0], rtol=1e-12)

@@ -184,3 +184,13 @@ def test_measured_top10_recall_and_precision():
     print(f"SFP top-10 recall {np.mean(recalls):.2f} (min {min(recalls)}), precision "
           f"{np.mean(precisions):.2f} (min {min(precisions)})")  # fmt: skip
     assert np.mean(recalls) >= 0.3
+
+
+def test_a_single_assembled_candidate_is_estimated():
+    """Everyone holds "cat", one fragment kept per position: the puzzle gives one candidate,
+    which the word users' OLH estimates (a lone candidate used to be refused by OLH's k >= 2)."""
+    sfp = SFP(4.0, 1, max_length=3, fragments=1, m=256)
+    people = np.array(["cat"] * 5000, dtype=object)
+    found = sfp.identify(sfp.perturb(people, rng=2))
+    assert found.items == [b"cat"] and found.n_candidates == 1
+    assert abs(found.frequencies[0] - 1.0) < 0.15

@@ -162,3 +162,12 @@ def test_measured_top10_recall_and_precision():
     print(f"TreeHist top-10 recall {rp[:, 0].mean():.2f} (min {rp[:, 0].min()}), precision "
           f"{rp[:, 1].mean():.2f} (min {rp[:, 1].min()})")  # fmt: skip
     assert rp[:, 0].mean() >= 0.3
+
+
+def test_a_single_survivor_is_estimated():
+    """Everyone holds "cat": one survivor at the last level, estimated from the final group."""
+    tree = TreeHist(4.0, bits=8, eta=2)
+    people = np.array(["cat"] * 5000, dtype=object)
+    found = tree.identify(tree.perturb(people, rng=3))
+    np.testing.assert_array_equal(found.codes, tree.encoder.encode(["cat"]))
+    assert abs(found.frequencies[0] - 1.0) < 0.15

@@ -1,0 +1,163 @@
+"""``bayesldp estimate --mechanism PEM`` (or TreeHist) on a file of heavy-hitter reports.
+
+A report file of :class:`~bayesldp.heavy_hitters.PEM` or
+:class:`~bayesldp.heavy_hitters.TreeHist` has one row per user: ``group`` (the user's round,
+``0..G-1``, or ``G`` for the estimation group of ``--holdout`` / TreeHist's final group) and
+``a``, ``b``, ``y`` (the OLH report of the user's prefix); ``PEMReports.to_frame()`` writes one.
+The protocol's public parameters come from the command line (``--epsilon``, ``--k``, ``--bits``,
+``--eta``, ``--key``, ``--max-length``, ``--holdout``, ``--g``; TreeHist: ``--z``,
+``--max-survivors``, ``--final-share``) and must be those the reports were made with.  The
+file does not hold them: only its groups can disagree with the round layout they imply (a group
+outside it, or an empty one, is refused in one line); a wrong ``--key`` goes unnoticed and finds
+codes that ``--candidates`` does not name.
+
+The table: one row per found item, largest estimate first, with its code (hex), the item when
+``--candidates`` names it (the code is a keyed hash: only a list of candidate items recovers
+it), and the unbiased OLH estimate of its share (``--method oracle``, the default) or its
+posterior mean, 90% credible interval and ``Pr(share > --threshold)`` (``--method posterior``,
+:meth:`PEM.posterior`, with an "other" row for everything else).  SFP is not read from files:
+its users send two kinds of report (sketch rows and OLH), which this layout does not hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bayesldp.errors import InvalidInputError
+
+#: the heavy-hitter protocols ``estimate`` reads (lower case -> class name)
+HEAVY_HITTERS = {"pem": "PEM", "treehist": "TreeHist"}
+#: what ``--method`` may be for them
+METHODS = ("oracle", "posterior")
+
+
+def is_heavy_hitter(name: str | None) -> bool:
+    """Whether ``--mechanism`` names a heavy-hitter protocol."""
+    return name is not None and name.lower() in HEAVY_HITTERS
+
+
+def add_heavy_hitter_options(parser: argparse.ArgumentParser) -> None:
+    """``estimate``'s options of PEM and TreeHist (defaults: the classes')."""
+    group = parser.add_argument_group("heavy hitters (--mechanism PEM or TreeHist)")
+    group.add_argument("--bits", type=int, default=24, help="code width (default 24)")
+    group.add_argument("--eta", type=int, help="bits per round (default: PEM 4, TreeHist 1)")
+    group.add_argument("--key", help="the survey's public hash key (default the package's)")
+    group.add_argument("--max-length", type=int, default=64,
+                       help="longest item in bytes (default 64)")  # fmt: skip
+    group.add_argument("--holdout", type=float, default=0.0,
+                       help="PEM: share of users in the estimation group (default 0)")  # fmt: skip
+    group.add_argument("--z", type=float, default=4.0,
+                       help="TreeHist: threshold in standard errors (default 4)")  # fmt: skip
+    group.add_argument("--max-survivors", type=int, default=64,
+                       help="TreeHist: prefixes kept per level (default 64)")  # fmt: skip
+    group.add_argument("--final-share", type=float, default=0.2,
+                       help="TreeHist: share of users in the last group (default 0.2)")  # fmt: skip
+
+
+def protocol(args: argparse.Namespace) -> Any:
+    """The PEM or TreeHist of the command line."""
+    from bayesldp.heavy_hitters import PEM, TreeHist
+    from bayesldp.heavy_hitters.encoding import DEFAULT_KEY
+
+    name = HEAVY_HITTERS[args.mechanism.lower()]
+    if args.epsilon is None:
+        raise InvalidInputError(f"--epsilon: required with --mechanism {name}")
+    if isinstance(args.k, tuple):
+        raise InvalidInputError(f"--k: one number with --mechanism {name}, got {args.k}")
+    key = DEFAULT_KEY if args.key is None else args.key
+    common = {"bits": args.bits, "key": key, "max_length": args.max_length, "g": args.g}
+    if name == "PEM":
+        if args.k is None:
+            raise InvalidInputError("--k: required with --mechanism PEM (heavy hitters to find)")
+        eta = 4 if args.eta is None else args.eta
+        return PEM(args.epsilon, args.k, eta=eta, holdout=args.holdout, **common)
+    eta = 1 if args.eta is None else args.eta
+    return TreeHist(args.epsilon, eta=eta, z=args.z, max_survivors=args.max_survivors,
+                    final_share=args.final_share, **common)  # fmt: skip
+
+
+def read_reports(path: str | Path, pem: Any) -> Any:
+    """The :class:`~bayesldp.heavy_hitters.PEMReports` of a report file, stamped with ``pem``'s
+    public parameters and checked by it (errors name the file)."""
+    from bayesldp.heavy_hitters import PEMReports
+    from bayesldp.mechanisms.base import int_columns
+    from bayesldp.workflows.report_files import read_table
+
+    frame = read_table(path)
+    group, a, b, y = int_columns(frame, ["group", "a", "b", "y"], path)
+    reports = PEMReports(group, a, b, y, pem.encoder.fingerprint, pem.prefix_lengths,
+                         pem.epsilon, pem.g, pem.holdout)  # fmt: skip
+    try:
+        return pem.check_reports(reports)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{path}: {exc}") from None
+
+
+def _posterior(args: argparse.Namespace, pem: Any, reports: Any, found: Any, labels: list[str]):
+    from bayesldp.bayes import save_fit
+    from bayesldp.workflows.estimate_tables import posterior_options
+
+    threshold = 0.01 if args.threshold is None else args.threshold
+    post = pem.posterior(reports, found, threshold, labels=labels, prior=args.prior,
+                         method=args.fit_method, random_seed=args.seed,
+                         progressbar=None if not args.quiet else False,
+                         **posterior_options(args))  # fmt: skip
+    if args.save_posterior:
+        save_fit(post.idata, args.save_posterior)
+    draws = post.idata.posterior["theta"].values.reshape(-1, len(labels) + 1)
+    low, high = np.quantile(draws, [0.05, 0.95], axis=0)
+    prob = [*map(float, post.prob_above.values), ""]
+    return draws.mean(axis=0), low, high, prob, threshold
+
+
+def estimate_heavy_hitters(args: argparse.Namespace) -> int:
+    """``bayesldp estimate REPORTS --mechanism PEM|TreeHist``: the found items' table."""
+    from bayesldp.workflows.tables import Table, print_table
+
+    method = "oracle" if args.method is None else args.method
+    if method not in METHODS:
+        raise InvalidInputError(
+            f"--method: {args.mechanism} gives 'oracle' (the found items' unbiased estimates) "
+            f"or 'posterior', got {method!r}"
+        )
+    if args.save_posterior and method != "posterior":
+        raise InvalidInputError("--save-posterior: only with --method posterior")
+    pem = protocol(args)
+    if Path(args.reports).is_dir() or any(ch in str(args.reports) for ch in "*?["):
+        raise InvalidInputError(f"reports: {type(pem).__name__} reads one file, got {args.reports}")
+    reports = read_reports(args.reports, pem)
+    found = pem.identify(reports)
+    codes = [int(c) for c in found.codes]
+    width = (pem.encoder.bits + 3) // 4
+    hexes = [f"0x{c:0{width}x}" for c in codes]
+    items = pem.encoder.decode(codes, args.candidates) if args.candidates else [None] * len(codes)
+    named = [hx if item is None else str(item) for hx, item in zip(hexes, items, strict=True)]
+    n, name = len(reports), type(pem).__name__
+    title = [f"{pem!r}: {n:,} reports; {len(codes)} item(s) found"]
+    notes = []
+    if not args.candidates:
+        notes.append("note: --candidates a b c names the codes (a keyed hash of each item)")
+    columns = ["rank", "code", "item", "estimate"]
+    found_rows = zip(hexes, items, found.frequencies, strict=True)
+    rows = [[i + 1, hx, "" if item is None else str(item), float(f)]
+            for i, (hx, item, f) in enumerate(found_rows)]  # fmt: skip
+    kind = f"{name} unbiased OLH estimate of each found item's share"
+    if method == "posterior" and codes:
+        mean, low, high, prob, threshold = _posterior(args, pem, reports, found, named)
+        columns = [*columns, "lower_5", "upper_95", f"prob_above_{threshold:g}"]
+        rows = [[*row[:3], float(mean[j]), float(low[j]), float(high[j]), prob[j]]
+                for j, row in enumerate([*rows, ["", "", "other", 0.0]])]  # fmt: skip
+        kind = (f"posterior mean ({args.fit_method}), 90% credible interval, "
+                f"Pr(share > {threshold:g})")  # fmt: skip
+    elif method == "posterior":
+        notes.append("note: nothing was found, so there is no posterior")
+    title[0] += f"; {kind}"
+    meta = {"mechanism": name, "parameters": repr(pem), "reports": n, "method": method,
+            "estimate": kind}  # fmt: skip
+    formats = dict.fromkeys(columns[3:], ".4f")
+    print_table(Table(columns, rows, title, notes, meta, None, formats), args.output)
+    return 0
