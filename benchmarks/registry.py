@@ -285,6 +285,14 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         kind="investigation",
     ),
     Benchmark(
+        "posterior_warm", "posterior_warm.py",
+        "warm posterior sampling on issue 41's model set: min-ESS/s of fit's default against "
+        "nutpie, numpyro and PyMC, and where a warm default fit's time goes",
+        "nutpie, numpyro (on PyMC's JAX log-density) and PyMC's NUTS on build_model's model",
+        ("--out", "benchmarks/results/posterior_warm.md"),
+        ("posterior_warm.md",), quick=("--models", "rrrr10", "--samplers", "fit", "nutpie"),
+    ),
+    Benchmark(
         "smooth_vertex_steps", "smooth_vertex_steps.py",
         "the smoothness prior at a K = 3 vertex posterior (issue 36's known fault): "
         "divergent share, steps and z-scores under smaller steps and a nonlinear slope map",

@@ -1,0 +1,383 @@
+"""Warm posterior sampling: ``fit``'s default against nutpie, numpyro and PyMC on a model set.
+
+Issue 41.  A notebook user fits in a process that has already imported everything and compiled
+what it needs; this measures that case.  Each sampler runs in its own subprocess (so their
+imports and thread pools do not meet), which fits every model of the set twice: once to warm up
+(compile, caches), then the timed fit.  Models (:data:`MODELS`): GRR K = 20 and K = 200 at
+n = 1e5, OUE K = 50 at n = 1e5 (one likelihood row per distinct report), RRRR K = 10 at n = 1e4,
+each under Dirichlet(1); the adaptive prior on a sparse GRR K = 30 tally (theta ~
+Dirichlet(0.05), n = 1e4); the smoothness prior on square-wave reports at 64 bins (n = 5,000).
+4 chains x 1,000 draws after 1,000 warm-up iterations, every sampler at its own default
+target_accept, on the machine's cores.
+
+Samplers:
+
+* ``fit``: ``bayesldp.fit(tally, prior=...)`` with its default method (``auto``; the method it
+  chose is in the table); sampling seconds = the backend's ``wall_time`` (warm-up included);
+  total = the whole call (checks, InferenceData, diagnostics).
+* ``nutpie``: ``nutpie.compile_pymc_model(build_model(tally, prior))`` (compile seconds apart),
+  then ``nutpie.sample`` (sampling seconds).
+* ``numpyro``: numpyro's NUTS on the PyMC model's JAX log-density, one ``MCMC`` object run
+  twice (:func:`run_numpyro`: compile seconds = first run minus second, sampling = the
+  second), chains in parallel on as many XLA host devices as cores.
+* ``pymc``: ``bayesldp.bayes.nuts.sample(..., nuts_sampler="pymc")`` on as many processes as
+  cores; sampling seconds = PyMC's ``sampling_time``, compile = the rest of the call.
+
+Columns: minimum bulk and tail ESS over the K categories (ArviZ), min-ESS/s = the smaller of the
+two over the sampling seconds, divergences after warm-up, and the ratio of ``fit``'s min-ESS/s to
+the better of nutpie's and numpyro's (goal: 10x).  A second table profiles one warm default fit
+(GRR K = 20) by phase: cProfile's cumulative seconds of the backend's sampler, of the
+InferenceData and of the diagnostics, the rest of ``fit`` (checks, method choice), the warm-up's
+share of the sampler (from a fit with 1 draw per chain), and a fresh process's
+``import bayesldp``.
+
+Usage::
+
+    python benchmarks/posterior_warm.py --out benchmarks/results/posterior_warm.md
+    python benchmarks/posterior_warm.py --models grr20 smooth64 --samplers fit nutpie
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime
+import json
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DRAWS, TUNE, CHAINS, SEED = 1000, 1000, 4, 20261127
+MODELS = {
+    "grr20": "GRR K = 20, n = 1e5, Dirichlet(1)",
+    "grr200": "GRR K = 200, n = 1e5, Dirichlet(1)",
+    "oue50": "OUE K = 50, n = 1e5 (per-report rows), Dirichlet(1)",
+    "rrrr10": "RRRR K = 10, n = 1e4, Dirichlet(1)",
+    "adaptive30": "GRR K = 30 sparse (theta ~ Dirichlet(0.05)), n = 1e4, adaptive prior",
+    "smooth64": "SW 64 bins, n = 5,000, smoothness prior",
+}
+SAMPLERS = ("fit", "nutpie", "numpyro", "pymc")
+GOAL = 10.0
+
+
+def make(name: str):
+    """The model's tally and prior (seeded: the same for every sampler)."""
+    import bayesldp
+
+    gen = np.random.default_rng([SEED, list(MODELS).index(name)])
+    if name in ("grr20", "grr200", "oue50", "rrrr10"):
+        k, n = {"grr20": (20, 100_000), "grr200": (200, 100_000), "oue50": (50, 100_000),
+                "rrrr10": (10, 10_000)}[name]  # fmt: skip
+        mech = {"grr20": bayesldp.GRR, "grr200": bayesldp.GRR, "oue50": bayesldp.OUE}.get(name)
+        mech = mech(k, 1.0) if mech else bayesldp.RRRR(k, 1.0, subset=(0, 1, 2))
+        x = gen.choice(k, size=n, p=gen.dirichlet(np.ones(k)))
+        return mech.tally(mech.perturb(x, rng=gen)), 1.0
+    if name == "adaptive30":
+        mech = bayesldp.GRR(30, 1.0)
+        x = gen.choice(30, size=10_000, p=gen.dirichlet(np.full(30, 0.05)))
+        return mech.tally(mech.perturb(x, rng=gen)), "adaptive"
+    mech = bayesldp.SquareWave(64, 1.0, lo=-1.0, hi=1.0, output_bins=64)
+    x = np.clip(gen.normal(-0.3, 0.25, 5_000), -1.0, 1.0)
+    return mech.tally(mech.perturb(x, rng=gen)), "smooth"
+
+
+def ess_min(theta: np.ndarray) -> tuple[float, float]:
+    """Minimum bulk and tail ESS over the categories of draws (chains, draws, K)."""
+    from bayesldp.bayes.fit import import_arviz
+
+    az = import_arviz()
+    ds = az.convert_to_dataset({"theta": theta})
+    return (float(az.ess(ds, method="bulk")["theta"].min()),
+            float(az.ess(ds, method="tail")["theta"].min()))  # fmt: skip
+
+
+def run_fit(tally, prior, seed: int) -> dict:
+    import bayesldp
+
+    started = time.perf_counter()
+    idata = bayesldp.fit(tally, prior=prior, draws=DRAWS, tune=TUNE, chains=CHAINS,
+                         random_seed=seed, compute_convergence_checks=False)  # fmt: skip
+    total = time.perf_counter() - started
+    info = json.loads(idata.posterior.attrs["backend_info"])
+    stats = getattr(idata, "sample_stats", None)
+    return {"method": idata.posterior.attrs["method"], "total": total,
+            "sampling": float(info.get("wall_time", total)), "compile": 0.0,
+            "theta": idata.posterior["theta"].values,
+            "divergences": int(stats["diverging"].sum()) if stats is not None and "diverging"
+            in stats else 0, "steps": _mean_steps(stats, "n_steps")}  # fmt: skip
+
+
+def run_nutpie(tally, prior, seed: int) -> dict:
+    import nutpie
+
+    from bayesldp.bayes.model import build_model
+
+    started = time.perf_counter()
+    compiled = nutpie.compile_pymc_model(build_model(tally, prior))
+    compile_s = time.perf_counter() - started
+    started = time.perf_counter()
+    trace = nutpie.sample(compiled, draws=DRAWS, tune=TUNE, chains=CHAINS, seed=seed,
+                          cores=os.cpu_count(), progress_bar=False)  # fmt: skip
+    sampling = time.perf_counter() - started
+    return {"method": "nutpie", "compile": compile_s, "sampling": sampling,
+            "total": compile_s + sampling, "theta": trace.posterior["theta"].values,
+            "divergences": int(trace.sample_stats["diverging"].sum()),
+            "steps": _mean_steps(trace.sample_stats, "n_steps")}  # fmt: skip
+
+
+def run_pymc(tally, prior, seed: int) -> dict:
+    """PyMC's own NUTS (``bayesldp.bayes.nuts.sample``); sampling seconds = PyMC's
+    ``sampling_time``, compile seconds = the rest of the call (model, compilation)."""
+    from bayesldp.bayes import nuts
+    from bayesldp.bayes.prior import Dirichlet, as_prior
+
+    alpha = as_prior(prior, tally.k)  # as fit hands it to its backends
+    alpha = alpha.alpha.copy() if isinstance(alpha, Dirichlet) else alpha
+    started = time.perf_counter()
+    out = nuts.sample(tally, alpha, draws=DRAWS, tune=TUNE, chains=CHAINS, random_seed=seed,
+                      nuts_sampler="pymc", cores=os.cpu_count())  # fmt: skip
+    total = time.perf_counter() - started
+    sampling = float(out.info["sampling_time"])
+    return {"method": "pymc", "compile": total - sampling, "sampling": sampling,
+            "total": total, "theta": out.theta,
+            "divergences": int(np.sum(out.sample_stats["diverging"])),
+            "steps": _mean_steps(out.sample_stats, "n_steps")}  # fmt: skip
+
+
+def run_numpyro(tally, prior, seed: int) -> dict:
+    """numpyro's NUTS on the PyMC model's log-density (PyMC's JAX translation,
+    ``get_jaxified_logp``): one ``MCMC`` object run twice, so the second run reuses the first's
+    compilation; compile seconds = the first run's minus the second's, sampling seconds = the
+    second's; theta from the unconstrained draws through PyMC's JAX graph of the model."""
+    import jax
+    from numpyro.infer import MCMC, NUTS
+    from pymc.sampling.jax import get_jaxified_graph, get_jaxified_logp
+
+    from bayesldp.bayes.model import build_model
+
+    started = time.perf_counter()
+    model = build_model(tally, prior)
+    potential = get_jaxified_logp(model, negative_logp=False)  # PyMC: this is -logp
+    point = model.initial_point()
+    init = [np.repeat(np.asarray(point[v.name])[None], CHAINS, axis=0) for v in model.value_vars]
+    mcmc = MCMC(NUTS(potential_fn=potential, target_accept_prob=0.8),
+                num_warmup=TUNE, num_samples=DRAWS, num_chains=CHAINS,
+                chain_method="parallel", progress_bar=False)  # fmt: skip
+    times = []
+    for key in (seed, seed + 1):
+        started = time.perf_counter() if times else started
+        mcmc.run(jax.random.PRNGKey(key), init_params=init,
+                 extra_fields=("diverging", "num_steps"))  # fmt: skip
+        draws = jax.block_until_ready(mcmc.get_samples(group_by_chain=True))
+        times.append(time.perf_counter() - started)
+    graph = get_jaxified_graph(inputs=model.value_vars,
+                               outputs=model.replace_rvs_by_values([model["theta"]]))  # fmt: skip
+    theta = jax.vmap(jax.vmap(lambda *a: graph(*a)[0]))(*draws)
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    return {"method": "numpyro", "compile": max(times[0] - times[1], 0.0),
+            "sampling": times[1], "total": times[0], "theta": np.asarray(theta),
+            "divergences": int(np.sum(extra["diverging"])),
+            "steps": _mean_steps(extra, "num_steps")}  # fmt: skip
+
+
+def _mean_steps(stats, name: str) -> float:
+    """Mean leapfrog steps per kept draw (NaN where the sampler has none: laplace, exact)."""
+    if stats is None or name not in stats:
+        return float("nan")
+    return float(np.mean(np.asarray(stats[name])))
+
+
+WARM_UP_CALL = {"fit", "pymc"}  # nutpie and numpyro compile once inside their run and time apart
+
+
+def worker(sampler: str, models: list[str], out: str) -> None:
+    """Inside the sampler's subprocess: warm up on each model, then the timed fit."""
+    run = {"fit": run_fit, "nutpie": run_nutpie, "numpyro": run_numpyro, "pymc": run_pymc}[sampler]
+    rows = []
+    for name in models:
+        tally, prior = make(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                if sampler in WARM_UP_CALL:
+                    run(tally, prior, 0)  # warm-up: compilation and caches
+                r = run(tally, prior, 1)
+            except Exception as exc:  # a sampler that cannot fit a model: its row says why
+                rows.append({"model": name, "sampler": sampler, "error": repr(exc)[:200]})
+                continue
+        bulk, tail = ess_min(r.pop("theta"))
+        r.update(model=name, sampler=sampler, ess_bulk=bulk, ess_tail=tail,
+                 ess_per_s=min(bulk, tail) / r["sampling"])  # fmt: skip
+        print(json.dumps(r), flush=True)
+        rows.append(r)
+    Path(out).write_text(json.dumps(rows))
+
+
+def run_sampler(sampler: str, models: list[str]) -> list[dict]:
+    env = dict(os.environ)
+    if sampler == "numpyro":
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={os.cpu_count()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "rows.json")
+        proc = subprocess.run([sys.executable, __file__, "--worker", sampler, "--models",
+                               *models, "--json", out], env=env, text=True,
+                              capture_output=True)  # fmt: skip
+        sys.stdout.write(proc.stdout)
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-1:] or ["no message"]
+            return [{"model": m, "sampler": sampler, "error": tail[0][:200]} for m in models]
+        return json.loads(Path(out).read_text())
+
+
+def profile_fit() -> dict:
+    """One warm default fit of the GRR K = 20 model, by phase (cProfile cumulative seconds)."""
+    import bayesldp
+
+    tally, prior = make("grr20")
+    kwargs = dict(prior=prior, draws=DRAWS, tune=TUNE, chains=CHAINS, random_seed=1)
+    bayesldp.fit(tally, **kwargs)  # warm
+    prof = cProfile.Profile()
+    started = time.perf_counter()
+    prof.enable()
+    idata = bayesldp.fit(tally, **kwargs)
+    prof.disable()
+    total = time.perf_counter() - started
+    stats = pstats.Stats(prof).stats
+
+    def cum(module: str, func: str) -> float:
+        return sum(v[3] for (f, _, fn), v in stats.items() if f.endswith(module) and fn == func)
+
+    phases = {"sampler (warm-up and draws)": cum("hmc/__init__.py", "sample"),
+              "InferenceData": cum("inference_data.py", "build_inference_data"),
+              "diagnostics": cum("diagnostics.py", "diagnose")}  # fmt: skip
+    phases["the rest of fit (checks, method choice)"] = total - sum(phases.values())
+    one = bayesldp.fit(tally, **{**kwargs, "draws": 1}, compute_convergence_checks=False)
+    warm_up = json.loads(one.posterior.attrs["backend_info"])["wall_time"]
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import bayesldp"], check=True)
+    return {
+        "total": total,
+        "phases": phases,
+        "warm_up": warm_up,
+        "import": time.perf_counter() - started,
+        "wall_time": json.loads(idata.posterior.attrs["backend_info"])["wall_time"],
+    }
+
+
+def tables(rows: list[dict], models: list[str], samplers: list[str]) -> str:
+    lines = ["| model | sampler | method | compile s | sampling s | total s | min bulk ESS "
+             "| min tail ESS | min-ESS/s | divergences | steps per draw | us per step |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    ratios = ["| model | fit min-ESS/s | better of nutpie, numpyro | ratio | goal | met? |",
+              "|---|---:|---:|---:|---:|:---:|"]  # fmt: skip
+    for m in models:
+        by = {r["sampler"]: r for r in rows if r["model"] == m}
+        for s in samplers:
+            r = by.get(s)
+            if r is None:
+                continue
+            if "error" in r:
+                lines.append(f"| {MODELS[m]} | {s} | failed: {r['error']} | | | | | | | | | |")
+                continue
+            lines.append(f"| {MODELS[m]} | {s} | {r['method']} | {r['compile']:.2f} | "
+                         f"{r['sampling']:.2f} | {r['total']:.2f} | {r['ess_bulk']:.0f} | "
+                         f"{r['ess_tail']:.0f} | {r['ess_per_s']:,.0f} | "
+                         f"{r['divergences']} | {r['steps']:.1f} | "
+                         f"{_us_per_step(r):.1f} |")  # fmt: skip
+        peers = [
+            by[s]["ess_per_s"] for s in ("nutpie", "numpyro") if s in by and "error" not in by[s]
+        ]
+        if "fit" in by and "error" not in by["fit"] and peers:
+            ratio = by["fit"]["ess_per_s"] / max(peers)
+            met = "yes" if ratio >= GOAL else "no"
+            ratios.append(f"| {MODELS[m]} | {by['fit']['ess_per_s']:,.0f} | "
+                          f"{max(peers):,.0f} | {ratio:.1f}x | {GOAL:g}x | {met} |")  # fmt: skip
+    return "\n".join(lines) + "\n\n" + "\n".join(ratios)
+
+
+def _us_per_step(r: dict) -> float:
+    """Wall microseconds per leapfrog step over the whole run, ``sampling seconds / (steps per
+    draw x (warm-up + draws) x chains)``: it takes warm-up's steps per iteration to be the kept
+    draws' and counts the chains' steps as if in sequence (all samplers ran theirs on the same
+    cores)."""
+    return 1e6 * r["sampling"] / (r["steps"] * (TUNE + DRAWS) * CHAINS)
+
+
+def profile_table(p: dict) -> str:
+    lines = ["| phase | seconds | share of the fit |", "|---|---:|---:|"]
+    for name, seconds in p["phases"].items():
+        lines.append(f"| {name} | {seconds:.3f} | {seconds / p['total']:.0%} |")
+    lines.append(f"| whole warm fit (profiled) | {p['total']:.3f} | 100% |")
+    return "\n".join(lines) + (
+        f"\n\nThe sampler's own clock: {p['wall_time']:.3f} s, of which warm-up about "
+        f"{p['warm_up']:.3f} s (a fit with 1 draw per chain).  Non-sampling overhead of the "
+        f"warm fit: {p['total'] - p['phases']['sampler (warm-up and draws)']:.3f} s (goal 0.2 s; "
+        f"cProfile's own cost included).  `import bayesldp` in a fresh process: "
+        f"{p['import']:.2f} s."
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
+    parser.add_argument("--out", default="-", help="results file ('-': print only)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--json", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.worker, args.models, args.json)
+        return
+    started, load = time.perf_counter(), os.getloadavg()
+    rows = [r for s in args.samplers for r in run_sampler(s, args.models)]
+    profile = profile_fit()
+    end_load = os.getloadavg()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                            capture_output=True).stdout.strip()  # fmt: skip
+    versions = []
+    for mod in ("bayesldp", "pymc", "nutpie", "numpyro", "jax", "numba"):
+        try:
+            versions.append(f"{mod} {__import__(mod).__version__}")
+        except ImportError:
+            versions.append(f"{mod} not installed")
+    command = "python benchmarks/posterior_warm.py" + (
+        "" if args.out == "-" else f" --out {args.out}"
+    )
+    if args.models != list(MODELS):
+        command += " --models " + " ".join(args.models)
+    if args.samplers != list(SAMPLERS):
+        command += " --samplers " + " ".join(args.samplers)
+    text = "\n".join([
+        "# Warm posterior sampling: fit against nutpie, numpyro and PyMC", "",
+        f"- Command: `{command}`",
+        f"- Date: {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}; commit "
+        f"{commit}; {time.perf_counter() - started:.0f} s",
+        f"- Machine: {platform.machine()}, {os.cpu_count()} cores; load average at the start "
+        f"{', '.join(f'{x:.2f}' for x in load)}, at the end "
+        f"{', '.join(f'{x:.2f}' for x in end_load)}",
+        f"- Python {platform.python_version()}; {', '.join(versions)}",
+        f"- {CHAINS} chains x {DRAWS:,} draws after {TUNE:,} warm-up iterations; each sampler in "
+        "its own process, every model fitted once to warm up before the timed fit (module "
+        "docstring: what each column times)", "",
+        tables(rows, args.models, args.samplers), "",
+        "## Where a warm default fit's time goes (GRR K = 20, n = 1e5, Dirichlet(1))", "",
+        profile_table(profile), "",
+    ])  # fmt: skip
+    print(text)
+    if args.out != "-":
+        Path(args.out).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
