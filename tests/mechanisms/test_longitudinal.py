@@ -240,8 +240,49 @@ def test_estimators_and_fit_read_one_round(name):
     for method in ("oracle", "norm_sub", "mle", "em"):
         est = bayesldp.estimate(tally, method=method)
         assert np.abs(est.frequencies - theta).max() < 0.1
-    idata = bayesldp.fit(tally, draws=300, chains=2, random_seed=4,
+    idata = bayesldp.fit(tally, draws=1000, chains=2, random_seed=4,
                          progressbar=False)  # fmt: skip
     draws = idata.posterior["theta"].values.reshape(-1, k)
     low, high = np.quantile(draws, [0.005, 0.995], axis=0)
     assert np.all((low < theta) & (theta < high))
+
+
+@pytest.mark.parametrize("name", ["L-SUE", "L-OUE", "L-OSUE", "L-SOUE"])
+def test_instantaneous_bits_follow_p2_and_q2(name):
+    """Given the permanent bits (half of them set), the reports of the 1 bits are 1 at the rate
+    ``p2``, of the 0 bits at ``q2``: a chi-square fit of each class's (1s, 0s) counts over
+    3,000,000 bits, at level 1e-3 with power above 0.999 against a rate off by 2^-9 (half the
+    1/256 step of the byte comparison, so a kernel that mishandled the ties would fail)."""
+    k, n = 60, 100_000
+    mech = make_mechanism(name, k, 1.0, eps_perm=2.5)
+    p2, q2 = mech.instant_bits
+    permanent = np.random.default_rng(1).random((n, k)) < 0.5
+    reports = mech.instantaneous(permanent, rng=2)
+    for bit, rate in ((True, p2), (False, q2)):
+        chosen = reports[permanent == bit]
+        ones = int(np.count_nonzero(chosen))
+        off = rate + (2.0**-9 if rate < 0.5 else -(2.0**-9))
+        assert_chi_square_fit_with_power(
+            [ones, chosen.size - ones], [rate, 1 - rate], [off, 1 - off]
+        )
+
+
+@pytest.mark.parametrize("name", ["L-SUE", "L-OUE"])
+def test_instantaneous_draws_are_reproducible_and_layout_free(name):
+    """The same seed gives the same reports; the memo's packed rows and their decoded bits give
+    the same reports (a bit's draws depend on its index only); a round's reports are those of
+    the stored rows."""
+    k, n = 21, 5000  # rows not a multiple of 8 bits: draws run across row ends
+    mech = make_mechanism(name, k, 1.0, eps_perm=3.0)
+    memo = mech.memo()
+    x = np.random.default_rng(0).integers(0, k, n)
+    mech.perturb(x, rng=1, users=np.arange(n), memo=memo)
+    stored = memo.responses
+    bits = mech.decode_permanent(stored)
+    first = mech.instantaneous(bits, rng=7)
+    np.testing.assert_array_equal(first, mech.instantaneous(bits, rng=7))
+    np.testing.assert_array_equal(first, mech.instantaneous_stored(stored, rng=7))
+    assert not np.array_equal(first, mech.instantaneous(bits, rng=8))
+    assert first.dtype == bool and first.shape == (n, k) and first.flags.c_contiguous
+    round_two = mech.perturb(x, rng=np.random.default_rng(9), users=np.arange(n), memo=memo)
+    np.testing.assert_array_equal(round_two, mech.instantaneous(bits, np.random.default_rng(9)))

@@ -47,15 +47,9 @@ from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_val
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Mechanism, Parameter
 from bayesldp.mechanisms.grr import GRR
+from bayesldp.mechanisms.longitudinal._instant import instant_reports
 from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, checked_memo, memo_keys
-from bayesldp.mechanisms.unary import (
-    _BLOCK_BYTES,
-    _MIN_EXACT_PROBABILITY,
-    OUE,
-    SUE,
-    UnaryEncoding,
-    _bernoulli_into,
-)
+from bayesldp.mechanisms.unary import _MIN_EXACT_PROBABILITY, OUE, SUE, UnaryEncoding
 
 _PARAMETERS = """
     Parameters
@@ -113,6 +107,11 @@ class Longitudinal(Mechanism):
     def instantaneous(self, permanent: Any, rng: RNGLike = None) -> Any:
         """One round's reports from the permanent responses (a fresh draw each call)."""
 
+    def instantaneous_stored(self, stored: np.ndarray, rng: RNGLike = None) -> Any:
+        """One round's reports from stored memo rows: ``instantaneous(decode_permanent(stored))``
+        (the unary mechanisms read the packed rows directly, with the same draws)."""
+        return self.instantaneous(self.decode_permanent(stored), rng)
+
     @abstractmethod
     def memo_layout(self) -> tuple[np.dtype, tuple[int, ...]]:
         """dtype and shape of one stored permanent response."""
@@ -154,7 +153,7 @@ class Longitudinal(Mechanism):
             fresh = self.encode_permanent(self.permanent.perturb(x[missing], gen))
             stored[missing] = fresh
             memo.insert(keys[missing], fresh)
-        return self.instantaneous(self.decode_permanent(stored), gen)
+        return self.instantaneous_stored(stored, gen)
 
     def memo(self) -> Memo:
         """An empty in-memory memo of permanent responses for this mechanism."""
@@ -283,21 +282,16 @@ class LongitudinalUnary(Longitudinal, UnaryEncoding):
 
     def instantaneous(self, permanent: Any, rng: RNGLike = None) -> np.ndarray:
         """Each bit of the permanent ``(n, k)`` bits reported 1 w.p. ``p2`` if set, else
-        ``q2`` (exact bits, drawn in blocks of about 1 MB)."""
-        gen = as_generator(rng)
-        permanent = np.asarray(permanent, dtype=bool)
+        ``q2``, independently (exact bits in one compiled pass:
+        :mod:`bayesldp.mechanisms.longitudinal._instant`)."""
         p2, q2 = self.instant_bits
-        n, k = permanent.shape
-        out = np.empty((n, k), dtype=bool)
-        rows = max(1, _BLOCK_BYTES // k)
-        for start in range(0, n, rows):
-            flat = out[start : start + rows].reshape(-1)
-            ones = permanent[start : start + rows].reshape(-1)
-            _bernoulli_into(gen, q2, flat)
-            kept = np.empty(int(np.count_nonzero(ones)), dtype=bool)
-            _bernoulli_into(gen, p2, kept)
-            flat[ones] = kept
-        return out
+        return instant_reports(np.asarray(permanent, dtype=bool), p2, q2, rng)
+
+    def instantaneous_stored(self, stored: np.ndarray, rng: RNGLike = None) -> np.ndarray:
+        """:meth:`instantaneous` of the memo's packed rows, read as they are (no unpacking);
+        the same reports as ``instantaneous(decode_permanent(stored), rng)``."""
+        p2, q2 = self.instant_bits
+        return instant_reports(stored, p2, q2, rng, k=self.k)
 
     def memo_layout(self) -> tuple[np.dtype, tuple[int, ...]]:
         return np.dtype(np.uint8), ((self.k + 7) // 8,)
