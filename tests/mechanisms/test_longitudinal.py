@@ -286,3 +286,14 @@ def test_instantaneous_draws_are_reproducible_and_layout_free(name):
     assert first.dtype == bool and first.shape == (n, k) and first.flags.c_contiguous
     round_two = mech.perturb(x, rng=np.random.default_rng(9), users=np.arange(n), memo=memo)
     np.testing.assert_array_equal(round_two, mech.instantaneous(bits, np.random.default_rng(9)))
+
+
+def test_a_repeated_user_is_named_whatever_the_id_range():
+    """Ids checked by the bitmap (a narrow range) and by sorting (a wide one) give the same
+    error, naming the smallest repeated id; distinct ids of either kind pass."""
+    mech = make_mechanism("L-OUE", 4, 1.0, eps_perm=3.0)
+    for users in ([7, 3, 9, 7, 3], [7 * 10**12, 3, 9, 7 * 10**12, 3]):
+        with pytest.raises(InvalidInputError, match="user 3 appears twice in one round"):
+            mech.perturb([0, 1, 2, 3, 0], users=users, memo=mech.memo())
+    for users in ([7, 3, 9, 8, 4], [7 * 10**12, 3, 9, 10**15, 4]):
+        assert mech.perturb([0, 1, 2, 3, 0], users=users, memo=mech.memo()).shape == (5, 4)

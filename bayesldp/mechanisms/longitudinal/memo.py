@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numba import njit
 
 from bayesldp._durable import StateFormat, file_lock, read_state, write_state
 from bayesldp._validation import one_d_array
@@ -48,6 +49,11 @@ FORMAT = StateFormat(
 )
 
 
+#: ids spanning fewer than this many times their number are checked for repeats with a bitmap
+#: (at most 8 bytes per id, one pass); wider ones are sorted
+_BITMAP_SPAN = 64
+
+
 def memo_keys(users: Any, x: np.ndarray, k: int) -> np.ndarray:
     """``users * k + x`` as int64, after checking ``users``: one non-negative integer per value
     of ``x``, each user at most once (one report per user and round); ``k`` is the memo's
@@ -67,14 +73,31 @@ def memo_keys(users: Any, x: np.ndarray, k: int) -> np.ndarray:
             "(strings, hashes) to such integers first"
         )
     users = users.astype(np.int64, copy=False)
-    ordered = np.sort(users)
-    twice = np.flatnonzero(ordered[1:] == ordered[:-1])
-    if twice.size:
-        raise InvalidInputError(
-            f"users: user {ordered[twice[0]]} appears twice in one round; a round holds at most "
-            "one report per user"
-        )
+    low, span = int(users.min()), int(users.max()) - int(users.min())
+    if span >= _BITMAP_SPAN * users.size or _repeats(users, low, span):  # else all distinct
+        ordered = np.sort(users)
+        twice = np.flatnonzero(ordered[1:] == ordered[:-1])
+        if twice.size:
+            raise InvalidInputError(
+                f"users: user {ordered[twice[0]]} appears twice in one round; a round holds at "
+                "most one report per user"
+            )
     return users * k + x
+
+
+@njit(cache=True, nogil=True)
+def _repeats(users, low, span):  # pragma: no cover - compiled
+    """Whether some id occurs twice in ``users`` (all in ``low .. low + span``): one pass
+    marking each id in a bitmap of ``span + 1`` bits."""
+    seen = np.zeros((span >> 6) + 1, dtype=np.uint64)
+    one = np.uint64(1)
+    for user in users:
+        offset = user - low
+        bit = one << np.uint64(offset & 63)
+        if seen[offset >> 6] & bit:
+            return True
+        seen[offset >> 6] |= bit
+    return False
 
 
 def _describe(config: dict[str, Any]) -> str:
