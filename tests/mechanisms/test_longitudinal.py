@@ -297,3 +297,18 @@ def test_a_repeated_user_is_named_whatever_the_id_range():
             mech.perturb([0, 1, 2, 3, 0], users=users, memo=mech.memo())
     for users in ([7, 3, 9, 8, 4], [7 * 10**12, 3, 9, 10**15, 4]):
         assert mech.perturb([0, 1, 2, 3, 0], users=users, memo=mech.memo()).shape == (5, 4)
+
+
+def test_memo_merges_new_entries_in_any_order():
+    """Rounds of users in random order, some (user, value) pairs new, some seen: every pair
+    keeps the permanent response it was first given, and the codes stay sorted."""
+    mech = make_mechanism("L-OUE", 6, 1.0, eps_perm=3.0)
+    memo, seen = mech.memo(), {}
+    rng = np.random.default_rng(3)
+    for r in range(4):
+        users, x = rng.permutation(300)[:200], rng.integers(0, 6, 200)
+        mech.perturb(x, rng=r, users=users, memo=memo)
+        for key in zip(users.tolist(), x.tolist(), strict=True):
+            first = seen.setdefault(key, memo[key])
+            np.testing.assert_array_equal(memo[key], first)
+    assert set(memo) == set(seen) and np.all(np.diff(memo.codes) > 0)

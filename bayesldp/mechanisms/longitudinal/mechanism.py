@@ -149,7 +149,10 @@ class Longitudinal(Mechanism):
         checked_memo(memo, users, self)
         keys = memo_keys(users, x, memo.width)
         stored, missing = memo.lookup(keys, self.memo_layout())
-        if missing.size:
+        if missing.size == keys.size:  # all new (a first round): no scatter
+            stored = self.encode_permanent(self.permanent.perturb(x, gen))
+            memo.insert(keys, stored)
+        elif missing.size:
             fresh = self.encode_permanent(self.permanent.perturb(x[missing], gen))
             stored[missing] = fresh
             memo.insert(keys[missing], fresh)
