@@ -8,7 +8,9 @@ import bayesldp
 from bayesldp.audit import audit
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms import make_mechanism
+from bayesldp.mechanisms._splitmix import stream_seed
 from bayesldp.mechanisms.longitudinal import LGRR, LOSUE, LSUE, MemoError
+from bayesldp.mechanisms.longitudinal._instant import instant_reports
 from tests.stats_helpers import assert_chi_square_fit_with_power
 
 NAMES = ["L-GRR", "L-SUE", "L-OUE", "L-OSUE", "L-SOUE"]
@@ -251,8 +253,7 @@ def test_estimators_and_fit_read_one_round(name):
 def test_instantaneous_bits_follow_p2_and_q2(name):
     """Given the permanent bits (half of them set), the reports of the 1 bits are 1 at the rate
     ``p2``, of the 0 bits at ``q2``: a chi-square fit of each class's (1s, 0s) counts over
-    3,000,000 bits, at level 1e-3 with power above 0.999 against a rate off by 2^-9 (half the
-    1/256 step of the byte comparison, so a kernel that mishandled the ties would fail)."""
+    3,000,000 bits, at level 1e-3 with power above 0.999 against a rate off by 2^-9."""
     k, n = 60, 100_000
     mech = make_mechanism(name, k, 1.0, eps_perm=2.5)
     p2, q2 = mech.instant_bits
@@ -265,6 +266,48 @@ def test_instantaneous_bits_follow_p2_and_q2(name):
         assert_chi_square_fit_with_power(
             [ones, chosen.size - ones], [rate, 1 - rate], [off, 1 - off]
         )
+
+
+def test_instantaneous_ties_are_resolved():
+    """With ``q2 = 2^-17`` and ``p2 = 1 - 2^-17`` every rare outcome comes from a tie of the
+    16-bit comparison (rate 2^-16) resolved at 1/2: over 20,000,000 bits of each class, a
+    chi-square fit at level 1e-3 has power above 0.999 against ties never (rate 0, as the
+    expected-count-0 limit 1e-12) or always (rate 2^-16) giving the rare outcome."""
+    rare = 2.0**-17
+    permanent = np.zeros((400_000, 100), dtype=bool)
+    permanent[::2] = True
+    reports = instant_reports(permanent, 1.0 - rare, rare, rng=3)
+    for count in (
+        np.count_nonzero(~reports[::2]),  # set bits reported 0
+        np.count_nonzero(reports[1::2]),  # clear bits reported 1
+    ):
+        total = permanent[::2].size
+        for wrong in (1e-12, 2 * rare):
+            assert_chi_square_fit_with_power([count, total - count], [rare, 1 - rare],
+                                             [wrong, 1 - wrong])  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["L-SUE", "L-OSUE"])
+def test_first_round_permanent_bits_follow_p1_and_q1(name):
+    """The permanent bits a first round stores: the true value's bit is 1 at the rate ``p1``,
+    the others at ``q1`` (chi-square at level 1e-3 over 3,000,000 and 9,000,000 bits, power
+    above 0.999 against a rate off by 2^-9), and the round's reports are the instantaneous
+    step of exactly these stored rows (drawn with the next two seeds)."""
+    k, n = 4, 3_000_000
+    mech = make_mechanism(name, k, 1.0, eps_perm=2.5)
+    x = np.random.default_rng(4).integers(0, k, n)
+    stored, reports = mech.fresh_round(x, np.random.default_rng(5))
+    bits = mech.decode_permanent(stored)
+    true = bits[np.arange(n), x]
+    bits[np.arange(n), x] = False
+    others = (np.count_nonzero(bits), n * (k - 1))
+    for (ones, size), rate in (((np.count_nonzero(true), n), mech.permanent.p),
+                               (others, mech.permanent.q)):  # fmt: skip
+        off = rate + (2.0**-9 if rate < 0.5 else -(2.0**-9))
+        assert_chi_square_fit_with_power([ones, size - ones], [rate, 1 - rate], [off, 1 - off])
+    gen = np.random.default_rng(5)
+    stream_seed(gen), stream_seed(gen)  # the permanent bits' two seeds
+    np.testing.assert_array_equal(reports, mech.instantaneous_stored(stored, gen))
 
 
 @pytest.mark.parametrize("name", ["L-SUE", "L-OUE"])

@@ -43,11 +43,17 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.optimize import brentq
 
-from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_epsilon,
+    check_memory,
+    check_values,
+)
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Mechanism, Parameter
 from bayesldp.mechanisms.grr import GRR
-from bayesldp.mechanisms.longitudinal._instant import instant_reports
+from bayesldp.mechanisms.longitudinal._instant import first_round, instant_reports
 from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, checked_memo, memo_keys
 from bayesldp.mechanisms.unary import _MIN_EXACT_PROBABILITY, OUE, SUE, UnaryEncoding
 
@@ -107,6 +113,13 @@ class Longitudinal(Mechanism):
     def instantaneous(self, permanent: Any, rng: RNGLike = None) -> Any:
         """One round's reports from the permanent responses (a fresh draw each call)."""
 
+    def fresh_round(self, x: np.ndarray, rng: RNGLike = None) -> tuple[np.ndarray, Any]:
+        """``(stored, reports)``: permanent responses of ``x`` drawn afresh, as a memo stores
+        them, and one round's reports of them (:meth:`instantaneous_stored`)."""
+        gen = as_generator(rng)
+        stored = self.encode_permanent(self.permanent.perturb(x, gen))
+        return stored, self.instantaneous_stored(stored, gen)
+
     def instantaneous_stored(self, stored: np.ndarray, rng: RNGLike = None) -> Any:
         """One round's reports from stored memo rows: ``instantaneous(decode_permanent(stored))``
         (the unary mechanisms read the packed rows directly, with the same draws)."""
@@ -145,14 +158,15 @@ class Longitudinal(Mechanism):
         if memo is None:
             if users is not None:
                 raise InvalidInputError("users: given without memo=; pass the memo to reuse")
-            return self.instantaneous(self.permanent.perturb(x, gen), gen)
+            return self.fresh_round(x, gen)[1]
         checked_memo(memo, users, self)
         keys = memo_keys(users, x, memo.width)
         stored, missing = memo.lookup(keys, self.memo_layout())
-        if missing.size == keys.size:  # all new (a first round): no scatter
-            stored = self.encode_permanent(self.permanent.perturb(x, gen))
+        if missing.size == keys.size:  # all new (a first round)
+            stored, reports = self.fresh_round(x, gen)
             memo.insert(keys, stored)
-        elif missing.size:
+            return reports
+        if missing.size:
             fresh = self.encode_permanent(self.permanent.perturb(x[missing], gen))
             stored[missing] = fresh
             memo.insert(keys[missing], fresh)
@@ -289,6 +303,21 @@ class LongitudinalUnary(Longitudinal, UnaryEncoding):
         :mod:`bayesldp.mechanisms.longitudinal._instant`)."""
         p2, q2 = self.instant_bits
         return instant_reports(np.asarray(permanent, dtype=bool), p2, q2, rng)
+
+    def fresh_round(self, x: np.ndarray, rng: RNGLike = None) -> tuple[np.ndarray, np.ndarray]:
+        """Permanent bits drawn as ``PERMANENT(k, eps_perm)`` draws them (bit ``x`` 1 w.p.
+        ``p1``, the others ``q1``, independent), packed, and reported in the same compiled pass:
+        no ``(n, k)`` array of permanent bits (:func:`~bayesldp.mechanisms.longitudinal.
+        _instant.first_round`); the reports are :meth:`instantaneous_stored` of the packed rows."""
+        n, k = x.shape[0], self.k
+        check_memory(
+            float(n) * k,
+            f"{type(self).__name__}(k={k:,}).perturb of {n:,} users (an n x K array of bits, "
+            "one byte each)",
+            "perturb fewer users per call and tally each batch (tallies add up)",
+        )
+        p2, q2 = self.instant_bits
+        return first_round(x, k, self.permanent.p, self.permanent.q, p2, q2, rng)
 
     def instantaneous_stored(self, stored: np.ndarray, rng: RNGLike = None) -> np.ndarray:
         """:meth:`instantaneous` of the memo's packed rows, read as they are (no unpacking);
