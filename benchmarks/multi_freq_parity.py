@@ -27,8 +27,8 @@ Measured, per protocol:
    and its aggregator (clipped, renormalised "MI"), timed once on a number of users calibrated
    from a pilot to take about ``--peer-seconds`` (the "(n)" columns).  The ratio uses the
    slower of bayesldp's memo runs; goal 20x.  For the longitudinal protocols, a later round's
-   time split into the steps of ``perturb`` (memo lookup, decode, instantaneous step), tally
-   and oracle, to show what dominates.
+   time split into the steps of ``perturb`` (memo lookup, instantaneous step from the stored
+   rows), tally and oracle, to show what dominates.
 2. Unbiasedness and MSE (every ``--epsilons``): ``--repeats-mc`` independent runs on one fixed
    population of ``--n-mc`` users.  Per category, the mean estimate's deviation from the
    population's frequency in units of its Monte Carlo standard error; the largest |z| against
@@ -295,13 +295,13 @@ def time_ours(case: Case, x: np.ndarray, repeats: int, variant: str) -> tuple[Sp
     return Speed(x.shape[0], best, cpu), share
 
 
-PHASES = ("ids checked, memo lookup", "decode", "instantaneous step", "tally", "oracle")
+PHASES = ("ids checked, memo lookup", "instantaneous step", "tally", "oracle")
 
 
 def longitudinal_phases(case: Case, x: np.ndarray, repeats: int) -> list[float]:
     """Where a later round's time goes (seconds, best of ``repeats`` per phase): the steps of
-    ``Longitudinal.perturb`` with a full memo (user ids checked and keyed, memo lookup; stored
-    permanent responses decoded; the instantaneous randomisation), then tally and oracle."""
+    ``Longitudinal.perturb`` with a full memo (user ids checked and keyed, memo lookup; the
+    instantaneous randomisation of the stored rows), then tally and oracle."""
     from bayesldp.mechanisms.longitudinal.memo import memo_keys
 
     mech, users = case.ours, np.arange(x.shape[0])
@@ -314,16 +314,14 @@ def longitudinal_phases(case: Case, x: np.ndarray, repeats: int) -> list[float]:
         t = [time.perf_counter()]
         stored, _ = memo.lookup(memo_keys(users, x, memo.width), mech.memo_layout())
         t.append(time.perf_counter())
-        permanent = mech.decode_permanent(stored)
-        t.append(time.perf_counter())
-        reports = mech.instantaneous(permanent, rng)
+        reports = mech.instantaneous_stored(stored, rng)
         t.append(time.perf_counter())
         tally = mech.tally(reports)
         t.append(time.perf_counter())
         mech.unbiased_frequencies(tally)
         t.append(time.perf_counter())
         best = [min(b, t[i + 1] - t[i]) for i, b in enumerate(best)]
-        del stored, permanent, reports
+        del stored, reports
     return best
 
 

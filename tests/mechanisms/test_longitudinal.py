@@ -8,7 +8,9 @@ import bayesldp
 from bayesldp.audit import audit
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms import make_mechanism
+from bayesldp.mechanisms._splitmix import stream_seed
 from bayesldp.mechanisms.longitudinal import LGRR, LOSUE, LSUE, MemoError
+from bayesldp.mechanisms.longitudinal._instant import instant_reports
 from tests.stats_helpers import assert_chi_square_fit_with_power
 
 NAMES = ["L-GRR", "L-SUE", "L-OUE", "L-OSUE", "L-SOUE"]
@@ -240,8 +242,116 @@ def test_estimators_and_fit_read_one_round(name):
     for method in ("oracle", "norm_sub", "mle", "em"):
         est = bayesldp.estimate(tally, method=method)
         assert np.abs(est.frequencies - theta).max() < 0.1
-    idata = bayesldp.fit(tally, draws=300, chains=2, random_seed=4,
+    idata = bayesldp.fit(tally, draws=1000, chains=2, random_seed=4,
                          progressbar=False)  # fmt: skip
     draws = idata.posterior["theta"].values.reshape(-1, k)
     low, high = np.quantile(draws, [0.005, 0.995], axis=0)
     assert np.all((low < theta) & (theta < high))
+
+
+@pytest.mark.parametrize("name", ["L-SUE", "L-OUE", "L-OSUE", "L-SOUE"])
+def test_instantaneous_bits_follow_p2_and_q2(name):
+    """Given the permanent bits (half of them set), the reports of the 1 bits are 1 at the rate
+    ``p2``, of the 0 bits at ``q2``: a chi-square fit of each class's (1s, 0s) counts over
+    3,000,000 bits, at level 1e-3 with power above 0.999 against a rate off by 2^-9."""
+    k, n = 60, 100_000
+    mech = make_mechanism(name, k, 1.0, eps_perm=2.5)
+    p2, q2 = mech.instant_bits
+    permanent = np.random.default_rng(1).random((n, k)) < 0.5
+    reports = mech.instantaneous(permanent, rng=2)
+    for bit, rate in ((True, p2), (False, q2)):
+        chosen = reports[permanent == bit]
+        ones = int(np.count_nonzero(chosen))
+        off = rate + (2.0**-9 if rate < 0.5 else -(2.0**-9))
+        assert_chi_square_fit_with_power(
+            [ones, chosen.size - ones], [rate, 1 - rate], [off, 1 - off]
+        )
+
+
+def test_instantaneous_ties_are_resolved():
+    """With ``q2 = 2^-17`` and ``p2 = 1 - 2^-17`` every rare outcome comes from a tie of the
+    16-bit comparison (rate 2^-16) resolved at 1/2: over 20,000,000 bits of each class, a
+    chi-square fit at level 1e-3 has power above 0.999 against ties never (rate 0, as the
+    expected-count-0 limit 1e-12) or always (rate 2^-16) giving the rare outcome."""
+    rare = 2.0**-17
+    permanent = np.zeros((400_000, 100), dtype=bool)
+    permanent[::2] = True
+    reports = instant_reports(permanent, 1.0 - rare, rare, rng=3)
+    for count in (
+        np.count_nonzero(~reports[::2]),  # set bits reported 0
+        np.count_nonzero(reports[1::2]),  # clear bits reported 1
+    ):
+        total = permanent[::2].size
+        for wrong in (1e-12, 2 * rare):
+            assert_chi_square_fit_with_power([count, total - count], [rare, 1 - rare],
+                                             [wrong, 1 - wrong])  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["L-SUE", "L-OSUE"])
+def test_first_round_permanent_bits_follow_p1_and_q1(name):
+    """The permanent bits a first round stores: the true value's bit is 1 at the rate ``p1``,
+    the others at ``q1`` (chi-square at level 1e-3 over 3,000,000 and 9,000,000 bits, power
+    above 0.999 against a rate off by 2^-9), and the round's reports are the instantaneous
+    step of exactly these stored rows (drawn with the next two seeds)."""
+    k, n = 4, 3_000_000
+    mech = make_mechanism(name, k, 1.0, eps_perm=2.5)
+    x = np.random.default_rng(4).integers(0, k, n)
+    stored, reports = mech.fresh_round(x, np.random.default_rng(5))
+    bits = mech.decode_permanent(stored)
+    true = bits[np.arange(n), x]
+    bits[np.arange(n), x] = False
+    others = (np.count_nonzero(bits), n * (k - 1))
+    for (ones, size), rate in (((np.count_nonzero(true), n), mech.permanent.p),
+                               (others, mech.permanent.q)):  # fmt: skip
+        off = rate + (2.0**-9 if rate < 0.5 else -(2.0**-9))
+        assert_chi_square_fit_with_power([ones, size - ones], [rate, 1 - rate], [off, 1 - off])
+    gen = np.random.default_rng(5)
+    stream_seed(gen), stream_seed(gen)  # the permanent bits' two seeds
+    np.testing.assert_array_equal(reports, mech.instantaneous_stored(stored, gen))
+
+
+@pytest.mark.parametrize("name", ["L-SUE", "L-OUE"])
+def test_instantaneous_draws_are_reproducible_and_layout_free(name):
+    """The same seed gives the same reports; the memo's packed rows and their decoded bits give
+    the same reports (a bit's draws depend on its index only); a round's reports are those of
+    the stored rows."""
+    k, n = 21, 5000  # rows not a multiple of 8 bits: draws run across row ends
+    mech = make_mechanism(name, k, 1.0, eps_perm=3.0)
+    memo = mech.memo()
+    x = np.random.default_rng(0).integers(0, k, n)
+    mech.perturb(x, rng=1, users=np.arange(n), memo=memo)
+    stored = memo.responses
+    bits = mech.decode_permanent(stored)
+    first = mech.instantaneous(bits, rng=7)
+    np.testing.assert_array_equal(first, mech.instantaneous(bits, rng=7))
+    np.testing.assert_array_equal(first, mech.instantaneous_stored(stored, rng=7))
+    assert not np.array_equal(first, mech.instantaneous(bits, rng=8))
+    assert first.dtype == bool and first.shape == (n, k) and first.flags.c_contiguous
+    round_two = mech.perturb(x, rng=np.random.default_rng(9), users=np.arange(n), memo=memo)
+    np.testing.assert_array_equal(round_two, mech.instantaneous(bits, np.random.default_rng(9)))
+
+
+def test_a_repeated_user_is_named_whatever_the_id_range():
+    """Ids checked by the bitmap (a narrow range) and by sorting (a wide one) give the same
+    error, naming the smallest repeated id; distinct ids of either kind pass."""
+    mech = make_mechanism("L-OUE", 4, 1.0, eps_perm=3.0)
+    for users in ([7, 3, 9, 7, 3], [7 * 10**12, 3, 9, 7 * 10**12, 3]):
+        with pytest.raises(InvalidInputError, match="user 3 appears twice in one round"):
+            mech.perturb([0, 1, 2, 3, 0], users=users, memo=mech.memo())
+    for users in ([7, 3, 9, 8, 4], [7 * 10**12, 3, 9, 10**15, 4]):
+        assert mech.perturb([0, 1, 2, 3, 0], users=users, memo=mech.memo()).shape == (5, 4)
+
+
+def test_memo_merges_new_entries_in_any_order():
+    """Rounds of users in random order, some (user, value) pairs new, some seen: every pair
+    keeps the permanent response it was first given, and the codes stay sorted."""
+    mech = make_mechanism("L-OUE", 6, 1.0, eps_perm=3.0)
+    memo, seen = mech.memo(), {}
+    rng = np.random.default_rng(3)
+    for r in range(4):
+        users, x = rng.permutation(300)[:200], rng.integers(0, 6, 200)
+        mech.perturb(x, rng=r, users=users, memo=memo)
+        for key in zip(users.tolist(), x.tolist(), strict=True):
+            first = seen.setdefault(key, memo[key])
+            np.testing.assert_array_equal(memo[key], first)
+    assert set(memo) == set(seen) and np.all(np.diff(memo.codes) > 0)

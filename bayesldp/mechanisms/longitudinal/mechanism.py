@@ -43,19 +43,19 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.optimize import brentq
 
-from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
+from bayesldp._validation import (
+    RNGLike,
+    as_generator,
+    check_epsilon,
+    check_memory,
+    check_values,
+)
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Mechanism, Parameter
 from bayesldp.mechanisms.grr import GRR
+from bayesldp.mechanisms.longitudinal._instant import first_round, instant_reports
 from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, checked_memo, memo_keys
-from bayesldp.mechanisms.unary import (
-    _BLOCK_BYTES,
-    _MIN_EXACT_PROBABILITY,
-    OUE,
-    SUE,
-    UnaryEncoding,
-    _bernoulli_into,
-)
+from bayesldp.mechanisms.unary import _MIN_EXACT_PROBABILITY, OUE, SUE, UnaryEncoding
 
 _PARAMETERS = """
     Parameters
@@ -113,6 +113,18 @@ class Longitudinal(Mechanism):
     def instantaneous(self, permanent: Any, rng: RNGLike = None) -> Any:
         """One round's reports from the permanent responses (a fresh draw each call)."""
 
+    def fresh_round(self, x: np.ndarray, rng: RNGLike = None) -> tuple[np.ndarray, Any]:
+        """``(stored, reports)``: permanent responses of ``x`` drawn afresh, as a memo stores
+        them, and one round's reports of them (:meth:`instantaneous_stored`)."""
+        gen = as_generator(rng)
+        stored = self.encode_permanent(self.permanent.perturb(x, gen))
+        return stored, self.instantaneous_stored(stored, gen)
+
+    def instantaneous_stored(self, stored: np.ndarray, rng: RNGLike = None) -> Any:
+        """One round's reports from stored memo rows: ``instantaneous(decode_permanent(stored))``
+        (the unary mechanisms read the packed rows directly, with the same draws)."""
+        return self.instantaneous(self.decode_permanent(stored), rng)
+
     @abstractmethod
     def memo_layout(self) -> tuple[np.dtype, tuple[int, ...]]:
         """dtype and shape of one stored permanent response."""
@@ -146,15 +158,19 @@ class Longitudinal(Mechanism):
         if memo is None:
             if users is not None:
                 raise InvalidInputError("users: given without memo=; pass the memo to reuse")
-            return self.instantaneous(self.permanent.perturb(x, gen), gen)
+            return self.fresh_round(x, gen)[1]
         checked_memo(memo, users, self)
         keys = memo_keys(users, x, memo.width)
         stored, missing = memo.lookup(keys, self.memo_layout())
+        if missing.size == keys.size:  # all new (a first round)
+            stored, reports = self.fresh_round(x, gen)
+            memo.insert(keys, stored)
+            return reports
         if missing.size:
             fresh = self.encode_permanent(self.permanent.perturb(x[missing], gen))
             stored[missing] = fresh
             memo.insert(keys[missing], fresh)
-        return self.instantaneous(self.decode_permanent(stored), gen)
+        return self.instantaneous_stored(stored, gen)
 
     def memo(self) -> Memo:
         """An empty in-memory memo of permanent responses for this mechanism."""
@@ -283,21 +299,31 @@ class LongitudinalUnary(Longitudinal, UnaryEncoding):
 
     def instantaneous(self, permanent: Any, rng: RNGLike = None) -> np.ndarray:
         """Each bit of the permanent ``(n, k)`` bits reported 1 w.p. ``p2`` if set, else
-        ``q2`` (exact bits, drawn in blocks of about 1 MB)."""
-        gen = as_generator(rng)
-        permanent = np.asarray(permanent, dtype=bool)
+        ``q2``, independently (exact bits in one compiled pass:
+        :mod:`bayesldp.mechanisms.longitudinal._instant`)."""
         p2, q2 = self.instant_bits
-        n, k = permanent.shape
-        out = np.empty((n, k), dtype=bool)
-        rows = max(1, _BLOCK_BYTES // k)
-        for start in range(0, n, rows):
-            flat = out[start : start + rows].reshape(-1)
-            ones = permanent[start : start + rows].reshape(-1)
-            _bernoulli_into(gen, q2, flat)
-            kept = np.empty(int(np.count_nonzero(ones)), dtype=bool)
-            _bernoulli_into(gen, p2, kept)
-            flat[ones] = kept
-        return out
+        return instant_reports(np.asarray(permanent, dtype=bool), p2, q2, rng)
+
+    def fresh_round(self, x: np.ndarray, rng: RNGLike = None) -> tuple[np.ndarray, np.ndarray]:
+        """Permanent bits drawn as ``PERMANENT(k, eps_perm)`` draws them (bit ``x`` 1 w.p.
+        ``p1``, the others ``q1``, independent), packed, and reported in the same compiled pass:
+        no ``(n, k)`` array of permanent bits (:func:`~bayesldp.mechanisms.longitudinal.
+        _instant.first_round`); the reports are :meth:`instantaneous_stored` of the packed rows."""
+        n, k = x.shape[0], self.k
+        check_memory(
+            float(n) * k,
+            f"{type(self).__name__}(k={k:,}).perturb of {n:,} users (an n x K array of bits, "
+            "one byte each)",
+            "perturb fewer users per call and tally each batch (tallies add up)",
+        )
+        p2, q2 = self.instant_bits
+        return first_round(x, k, self.permanent.p, self.permanent.q, p2, q2, rng)
+
+    def instantaneous_stored(self, stored: np.ndarray, rng: RNGLike = None) -> np.ndarray:
+        """:meth:`instantaneous` of the memo's packed rows, read as they are (no unpacking);
+        the same reports as ``instantaneous(decode_permanent(stored), rng)``."""
+        p2, q2 = self.instant_bits
+        return instant_reports(stored, p2, q2, rng, k=self.k)
 
     def memo_layout(self) -> tuple[np.dtype, tuple[int, ...]]:
         return np.dtype(np.uint8), ((self.k + 7) // 8,)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numba import njit
 
 from bayesldp._durable import StateFormat, file_lock, read_state, write_state
 from bayesldp._validation import one_d_array
@@ -48,6 +49,11 @@ FORMAT = StateFormat(
 )
 
 
+#: ids spanning fewer than this many times their number are checked for repeats with a bitmap
+#: (at most 8 bytes per id, one pass); wider ones are sorted
+_BITMAP_SPAN = 64
+
+
 def memo_keys(users: Any, x: np.ndarray, k: int) -> np.ndarray:
     """``users * k + x`` as int64, after checking ``users``: one non-negative integer per value
     of ``x``, each user at most once (one report per user and round); ``k`` is the memo's
@@ -67,14 +73,31 @@ def memo_keys(users: Any, x: np.ndarray, k: int) -> np.ndarray:
             "(strings, hashes) to such integers first"
         )
     users = users.astype(np.int64, copy=False)
-    ordered = np.sort(users)
-    twice = np.flatnonzero(ordered[1:] == ordered[:-1])
-    if twice.size:
-        raise InvalidInputError(
-            f"users: user {ordered[twice[0]]} appears twice in one round; a round holds at most "
-            "one report per user"
-        )
+    low, span = int(users.min()), int(users.max()) - int(users.min())
+    if span >= _BITMAP_SPAN * users.size or _repeats(users, low, span):  # else all distinct
+        ordered = np.sort(users)
+        twice = np.flatnonzero(ordered[1:] == ordered[:-1])
+        if twice.size:
+            raise InvalidInputError(
+                f"users: user {ordered[twice[0]]} appears twice in one round; a round holds at "
+                "most one report per user"
+            )
     return users * k + x
+
+
+@njit(cache=True, nogil=True)
+def _repeats(users, low, span):  # pragma: no cover - compiled
+    """Whether some id occurs twice in ``users`` (all in ``low .. low + span``): one pass
+    marking each id in a bitmap of ``span + 1`` bits."""
+    seen = np.zeros((span >> 6) + 1, dtype=np.uint64)
+    one = np.uint64(1)
+    for user in users:
+        offset = user - low
+        bit = one << np.uint64(offset & 63)
+        if seen[offset >> 6] & bit:
+            return True
+        seen[offset >> 6] |= bit
+    return False
 
 
 def _describe(config: dict[str, Any]) -> str:
@@ -170,10 +193,10 @@ class Memo(Mapping):
     def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(found, pos)``: which ``keys`` are in the memo and where (``searchsorted``)."""
         pos = np.searchsorted(self.codes, keys)
-        found = np.zeros(keys.shape, dtype=bool)
-        inside = pos < self.codes.size
-        found[inside] = self.codes[pos[inside]] == keys[inside]
-        return found, pos
+        if not self.codes.size:
+            return np.zeros(keys.shape, dtype=bool), pos
+        # a key past the last code has pos = size, and the last code is below it
+        return self.codes[np.minimum(pos, self.codes.size - 1)] == keys, pos
 
     def lookup(self, keys: np.ndarray, layout: tuple[Any, tuple[int, ...]]
                ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
@@ -181,6 +204,8 @@ class Memo(Mapping):
         shape) holding the memo's entry of each key found, and the positions of the keys not
         found (their entries are for the caller to fill)."""
         found, pos = self.find(keys)
+        if found.all():  # a later round: one gather, no mask
+            return np.take(self.responses, pos, axis=0), np.empty(0, dtype=np.intp)
         dtype, shape = layout
         stored = np.empty((keys.size, *shape), dtype=dtype)
         stored[found] = self.responses[pos[found]]
@@ -196,11 +221,23 @@ class Memo(Mapping):
         return has, pos
 
     def insert(self, keys: np.ndarray, responses: np.ndarray) -> None:
-        """Add new entries (keys not yet in the memo, distinct), keeping the keys sorted."""
-        order = np.argsort(keys, kind="stable")
-        keys, responses = keys[order], responses[order]
-        at = np.searchsorted(self.codes, keys)
-        self._commit(np.insert(self.codes, at, keys), np.insert(self.responses, at, responses, 0))
+        """Add new entries (keys not yet in the memo, distinct), keeping the keys sorted: a
+        merge of the sorted new keys into the codes (new arrays; the old ones are untouched)."""
+        if keys.size > 1 and not np.all(keys[1:] > keys[:-1]):
+            order = np.argsort(keys, kind="stable")
+            keys, responses = keys[order], responses[order]
+        if not self.codes.size:
+            self._commit(keys.copy(), responses.copy())
+            return
+        total = self.codes.size + keys.size
+        at = np.searchsorted(self.codes, keys) + np.arange(keys.size)  # places in the merge
+        old = np.ones(total, dtype=bool)
+        old[at] = False
+        codes = np.empty(total, dtype=self.codes.dtype)
+        codes[at], codes[old] = keys, self.codes
+        merged = np.empty((total, *self.responses.shape[1:]), dtype=self.responses.dtype)
+        merged[at], merged[old] = responses, self.responses
+        self._commit(codes, merged)
 
     def _commit(self, keys: np.ndarray, responses: np.ndarray) -> None:
         self.codes, self.responses = keys, responses
