@@ -14,7 +14,9 @@ Samplers:
 
 * ``fit``: ``bayesldp.fit(tally, prior=...)`` with its default method (``auto``; the method it
   chose is in the table); sampling seconds = the backend's ``wall_time`` (warm-up included);
-  total = the whole call (checks, InferenceData, diagnostics).
+  total = the whole call (checks, InferenceData, diagnostics).  Where ``auto`` takes
+  ``laplace`` (NUTS on a quadratic surrogate of the likelihood, then PSIS weights), the ESS is
+  that of the surrogate's draws before the weights, which lower it (their Pareto k is shown).
 * ``nutpie``: ``nutpie.compile_pymc_model(build_model(tally, prior))`` (compile seconds apart),
   then ``nutpie.sample`` (sampling seconds).
 * ``numpyro``: numpyro's NUTS on the PyMC model's JAX log-density, one ``MCMC`` object run
@@ -111,7 +113,10 @@ def run_fit(tally, prior, seed: int) -> dict:
     total = time.perf_counter() - started
     info = json.loads(idata.posterior.attrs["backend_info"])
     stats = getattr(idata, "sample_stats", None)
-    return {"method": idata.posterior.attrs["method"], "total": total,
+    method = idata.posterior.attrs["method"]
+    if "pareto_k" in idata.posterior.attrs:  # laplace: ESS of its surrogate's draws, unweighted
+        method += f" (unweighted; PSIS k {idata.posterior.attrs['pareto_k']:.2f})"
+    return {"method": method, "total": total,
             "sampling": float(info.get("wall_time", total)), "compile": 0.0,
             "theta": idata.posterior["theta"].values,
             "divergences": int(stats["diverging"].sum()) if stats is not None and "diverging"
