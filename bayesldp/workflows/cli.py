@@ -30,7 +30,7 @@ def _progress(quiet: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``bayesldp run SPEC``: run a spec of any kind (study, survey, grid, accuracy, rounds,
-    attributes)."""
+    attributes, heavy_hitters)."""
     from bayesldp.workflows.spec import load_spec
 
     spec = load_spec(args.spec)
@@ -115,14 +115,22 @@ def _run_grouped(spec: dict, args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
+def _run_heavy_hitters(spec: dict, args: argparse.Namespace, out: Path) -> int:
+    from bayesldp.workflows.heavy_hitter_study import run_command
+
+    return run_command(spec, args, out, _progress(args.quiet))
+
+
 #: spec kind -> the table holding its ``name`` (the default output directory out/<name>)
-NAME_TABLE = dict.fromkeys(("study", "accuracy", "rounds", "attributes"), "study") | {
+_STUDY_NAMED = ("study", "accuracy", "rounds", "attributes", "heavy_hitters")
+NAME_TABLE = dict.fromkeys(_STUDY_NAMED, "study") | {
     "survey": "survey",
     "grid": "grid",
 }
 #: spec kind -> runner of ``bayesldp run``
 RUNNERS = {"study": _run_study, "survey": _run_survey, "grid": _run_grid, "accuracy": _run_accuracy,
-           "rounds": _run_grouped, "attributes": _run_grouped}  # fmt: skip
+           "rounds": _run_grouped, "attributes": _run_grouped,
+           "heavy_hitters": _run_heavy_hitters}  # fmt: skip
 
 
 def _mechanism_params(args: argparse.Namespace) -> dict:
@@ -457,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="run a models/*.toml spec of any kind: study, survey, grid, accuracy, rounds, "
-        "attributes",
+        "attributes, heavy_hitters",
     )
     run.add_argument("spec", help="path to the spec (TOML)")
     run.add_argument("--out", help="output directory (default out/<name>)")

@@ -87,6 +87,7 @@ SHIPPED = {
     "longitudinal.toml": "rounds",
     "attributes.toml": "attributes",
     "key_value.toml": "study",
+    "heavy_hitters.toml": "heavy_hitters",
 }
 
 

@@ -2,16 +2,17 @@
 
 A spec is a TOML file of one *kind*, each with one schema, declared in one module:
 
-========== ================================================= =====================================
-kind       what ``bayesldp run`` does with it                schema and validator
-========== ================================================= =====================================
-study      mechanisms x estimators on simulated populations  :mod:`~.spec.study`
-survey     one AdOBEst-LDP survey, adaptive vs non-adaptive  :mod:`~.spec.survey`
-grid       the AdOBEst-LDP experiment grid (seed 004)        :mod:`~.spec.grid`
-accuracy   the seeds' accuracy experiments (000, 001, 003)   :mod:`~.spec.accuracy`
-rounds     a population followed over rounds (longitudinal)  :mod:`~.spec.rounds`
-attributes records of several attributes (SPL, SMP, RS+FD)   :mod:`~.spec.attributes`
-========== ================================================= =====================================
+============= ================================================== ==============================
+kind          what ``bayesldp run`` does with it                 schema and validator
+============= ================================================== ==============================
+study         mechanisms x estimators on simulated populations   :mod:`~.spec.study`
+survey        one AdOBEst-LDP survey, adaptive vs non-adaptive   :mod:`~.spec.survey`
+grid          the AdOBEst-LDP experiment grid (seed 004)         :mod:`~.spec.grid`
+accuracy      the seeds' accuracy experiments (000, 001, 003)    :mod:`~.spec.accuracy`
+rounds        a population followed over rounds (longitudinal)   :mod:`~.spec.rounds`
+attributes    records of several attributes (SPL, SMP, RS+FD)    :mod:`~.spec.attributes`
+heavy_hitters discovery of frequent items (PEM, SFP, TreeHist)   :mod:`~.spec.heavy_hitters`
+============= ================================================== ==============================
 
 The kind is the top-level key ``kind = "..."`` (every shipped spec declares it); a file without
 it is recognised by its tables (``[grid]``, ``[drift]``, ``[[attributes]]``, ``[[mechanisms]]``,
@@ -31,6 +32,7 @@ from typing import Any
 from bayesldp.workflows.spec.accuracy import validate_accuracy
 from bayesldp.workflows.spec.attributes import validate_attributes
 from bayesldp.workflows.spec.grid import validate_grid
+from bayesldp.workflows.spec.heavy_hitters import validate_heavy_hitters
 from bayesldp.workflows.spec.rounds import validate_rounds
 from bayesldp.workflows.spec.schema import Field, SpecError, check_table
 from bayesldp.workflows.spec.study import validate_study
@@ -46,6 +48,7 @@ __all__ = [
     "validate_accuracy",
     "validate_attributes",
     "validate_grid",
+    "validate_heavy_hitters",
     "validate_rounds",
     "validate_study",
     "validate_survey",
@@ -59,6 +62,7 @@ KINDS: dict[str, Callable[[Mapping[str, Any], str], dict[str, Any]]] = {
     "accuracy": validate_accuracy,
     "rounds": validate_rounds,
     "attributes": validate_attributes,
+    "heavy_hitters": validate_heavy_hitters,
 }
 
 
