@@ -33,6 +33,11 @@ InferenceData and of the diagnostics, the rest of ``fit`` (checks, method choice
 share of the sampler (from a fit with 1 draw per chain), and a fresh process's
 ``import bayesldp``.
 
+The registered run leaves out the OUE model (one likelihood row per distinct report, about
+1e5 rows: the external samplers' gradients cost n K each, and a first run had not finished
+nutpie's fit of it after 15 minutes) and PyMC's own NUTS (108 s of sampling on GRR K = 20 in a
+scratch run, against nutpie's 6 s); ``--models oue50`` and ``--samplers pymc`` run them.
+
 Usage::
 
     python benchmarks/posterior_warm.py --out benchmarks/results/posterior_warm.md

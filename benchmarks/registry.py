@@ -289,7 +289,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "warm posterior sampling on issue 41's model set: min-ESS/s of fit's default against "
         "nutpie, numpyro and PyMC, and where a warm default fit's time goes",
         "nutpie, numpyro (on PyMC's JAX log-density) and PyMC's NUTS on build_model's model",
-        ("--out", "benchmarks/results/posterior_warm.md"),
+        ("--out", "benchmarks/results/posterior_warm.md", "--models", "grr20", "grr200",
+         "rrrr10", "adaptive30", "smooth64", "--samplers", "fit", "nutpie", "numpyro"),
         ("posterior_warm.md",), quick=("--models", "rrrr10", "--samplers", "fit", "nutpie"),
     ),
     Benchmark(
