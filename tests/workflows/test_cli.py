@@ -392,6 +392,16 @@ def test_version_is_the_installed_one(capsys):
     assert capsys.readouterr().out.strip() == f"bayesldp {version('bayesldp')}"
 
 
+def test_python_dash_m_runs_the_command_line():
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    out = subprocess.run([sys.executable, "-m", "bayesldp", "--version"], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert out.stdout.strip() == f"bayesldp {version('bayesldp')}"
+
+
 # ------------------------------------------------------------- every registered mechanism
 #: a value for every required mechanism parameter (a new required one must be added here)
 EXAMPLE_VALUES = {"subset": [0, 2]}
