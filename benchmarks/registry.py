@@ -464,6 +464,12 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         kind="investigation",
     ),
     Benchmark(
+        "adaptive_cost", "adaptive_cost.py",
+        "the adaptive prior's seconds over Dirichlet(1)'s as steps per draw x cost per step",
+        "none: an internal comparison (Dirichlet(1) on the same tally, seed and draws)",
+        (), ("adaptive_cost.md",), ("--quick",), kind="investigation",
+    ),
+    Benchmark(
         "survey_lookahead_choices", "survey_lookahead_choices.py",
         "every choice of the lookahead rule: horizon, size, simulated gain and its se",
         "none: an internal comparison (GRR on the same users)",
