@@ -89,6 +89,17 @@ def _bernoulli_into(gen: np.random.Generator, prob: float, out: np.ndarray) -> N
         last = int(positions[-1])
 
 
+def check_bit_reports_memory(mech: Any, n: int) -> None:
+    """Refuse a perturb whose ``(n, k)`` bool reports would not fit in memory, naming ``mech``
+    and the way out (smaller batches: tallies add up)."""
+    check_memory(
+        float(n) * mech.k,
+        f"{type(mech).__name__}(k={mech.k:,}).perturb of {n:,} users (an n x K array of bits, "
+        "one byte each)",
+        "perturb fewer users per call and tally each batch (tallies add up)",
+    )
+
+
 class UnaryEncoding(DirectSupportProtocol):
     """Unary encoding with bit probabilities ``p`` (true bit) and ``q`` (other bits).
 
@@ -182,12 +193,7 @@ class UnaryEncoding(DirectSupportProtocol):
         x = check_values(x, self.k)
         gen = as_generator(rng)
         n, k = x.shape[0], self.k
-        check_memory(
-            float(n) * k,
-            f"{type(self).__name__}(k={k:,}).perturb of {n:,} users (an n x K array of bits, "
-            "one byte each)",
-            "perturb fewer users per call and tally each batch (tallies add up)",
-        )
+        check_bit_reports_memory(self, n)
         out = np.empty((n, k), dtype=bool)
         rows = max(1, _BLOCK_BYTES // k)
         true_bits = np.empty(min(rows, n), dtype=bool)

@@ -47,7 +47,6 @@ from bayesldp._validation import (
     RNGLike,
     as_generator,
     check_epsilon,
-    check_memory,
     check_values,
 )
 from bayesldp.errors import InvalidInputError
@@ -55,7 +54,13 @@ from bayesldp.mechanisms.base import Mechanism, Parameter
 from bayesldp.mechanisms.grr import GRR
 from bayesldp.mechanisms.longitudinal._instant import first_round, instant_reports
 from bayesldp.mechanisms.longitudinal.memo import Memo, MemoStore, checked_memo, memo_keys
-from bayesldp.mechanisms.unary import _MIN_EXACT_PROBABILITY, OUE, SUE, UnaryEncoding
+from bayesldp.mechanisms.unary import (
+    _MIN_EXACT_PROBABILITY,
+    OUE,
+    SUE,
+    UnaryEncoding,
+    check_bit_reports_memory,
+)
 
 _PARAMETERS = """
     Parameters
@@ -310,12 +315,7 @@ class LongitudinalUnary(Longitudinal, UnaryEncoding):
         no ``(n, k)`` array of permanent bits (:func:`~bayesldp.mechanisms.longitudinal.
         _instant.first_round`); the reports are :meth:`instantaneous_stored` of the packed rows."""
         n, k = x.shape[0], self.k
-        check_memory(
-            float(n) * k,
-            f"{type(self).__name__}(k={k:,}).perturb of {n:,} users (an n x K array of bits, "
-            "one byte each)",
-            "perturb fewer users per call and tally each batch (tallies add up)",
-        )
+        check_bit_reports_memory(self, n)
         p2, q2 = self.instant_bits
         return first_round(x, k, self.permanent.p, self.permanent.q, p2, q2, rng)
 
