@@ -470,6 +470,12 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         (), ("adaptive_cost.md",), ("--quick",), kind="investigation",
     ),
     Benchmark(
+        "adaptive_oracle", "adaptive_oracle.py",
+        "an oracle bound: theta sampled under Dirichlet(a) with a known, and a Gibbs sampler",
+        "none: an internal comparison (Dirichlet(1) on the same tally, seed and draws)",
+        (), ("adaptive_oracle.md",), ("--quick",), kind="investigation",
+    ),
+    Benchmark(
         "survey_lookahead_choices", "survey_lookahead_choices.py",
         "every choice of the lookahead rule: horizon, size, simulated gain and its se",
         "none: an internal comparison (GRR on the same users)",
