@@ -33,10 +33,18 @@ InferenceData and of the diagnostics, the rest of ``fit`` (checks, method choice
 share of the sampler (from a fit with 1 draw per chain), and a fresh process's
 ``import bayesldp``.
 
+``fit_hmc``: ``fit(method="hmc")``, the package's NUTS, for a model where ``fit``'s default picks
+another method (OUE K = 50: the Laplace method, whose draws are a surrogate's); the ratio table
+gives a row for each of ``fit`` and ``fit_hmc``.  ``--draws`` and ``--tune`` shorten a run (the
+OUE model's entry); the warm-up call before a timed fit of ``fit``, ``fit_hmc`` and ``pymc`` runs
+50 draws after 50 warm-up iterations (compilation and caches only).
+
 The registered run leaves out the OUE model (one likelihood row per distinct report, about
 1e5 rows: the external samplers' gradients cost n K each, and a first run had not finished
 nutpie's fit of it after 15 minutes) and PyMC's own NUTS (108 s of sampling on GRR K = 20 in a
-scratch run, against nutpie's 6 s); ``--models oue50`` and ``--samplers pymc`` run them.
+scratch run, against nutpie's 6 s).  A second registered entry runs the OUE model alone (``fit``,
+``fit_hmc``, nutpie and numpyro, 500 draws after 500 warm-up iterations per chain;
+``posterior_warm_oue50.md``); ``--samplers pymc`` runs PyMC's.
 
 Usage::
 
@@ -66,6 +74,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 DRAWS, TUNE, CHAINS, SEED = 1000, 1000, 4, 20261127
+DEFAULT_RUN = (DRAWS, TUNE)  # the registered runs' draws and warm-up per chain
 MODELS = {
     "grr20": "GRR K = 20, n = 1e5, Dirichlet(1)",
     "grr200": "GRR K = 200, n = 1e5, Dirichlet(1)",
@@ -74,7 +83,7 @@ MODELS = {
     "adaptive30": "GRR K = 30 sparse (theta ~ Dirichlet(0.05)), n = 1e4, adaptive prior",
     "smooth64": "SW 64 bins, n = 5,000, smoothness prior",
 }
-SAMPLERS = ("fit", "nutpie", "numpyro", "pymc")
+SAMPLERS = ("fit", "fit_hmc", "nutpie", "numpyro", "pymc")
 GOAL = 10.0
 
 
@@ -109,12 +118,13 @@ def ess_min(theta: np.ndarray) -> tuple[float, float]:
             float(az.ess(ds, method="tail")["theta"].min()))  # fmt: skip
 
 
-def run_fit(tally, prior, seed: int) -> dict:
+def run_fit(tally, prior, seed: int, method: str = "auto") -> dict:
     import bayesldp
 
     started = time.perf_counter()
     idata = bayesldp.fit(tally, prior=prior, draws=DRAWS, tune=TUNE, chains=CHAINS,
-                         random_seed=seed, compute_convergence_checks=False)  # fmt: skip
+                         random_seed=seed, compute_convergence_checks=False,
+                         method=method)  # fmt: skip
     total = time.perf_counter() - started
     info = json.loads(idata.posterior.attrs["backend_info"])
     stats = getattr(idata, "sample_stats", None)
@@ -208,20 +218,29 @@ def _mean_steps(stats, name: str) -> float:
     return float(np.mean(np.asarray(stats[name])))
 
 
-WARM_UP_CALL = {"fit", "pymc"}  # nutpie and numpyro compile once inside their run and time apart
+WARM_UP_CALL = {"fit", "fit_hmc", "pymc"}  # nutpie and numpyro compile inside their run
+WARM_UP_DRAWS = 50  # the warm-up call's draws and tune: compilation and caches only
+
+
+def run_fit_hmc(tally, prior, seed: int) -> dict:
+    """``fit(method="hmc")``: the package's NUTS where ``fit``'s default picks another method."""
+    return run_fit(tally, prior, seed, method="hmc")
 
 
 def worker(sampler: str, models: list[str], out: str) -> None:
     """Inside the sampler's subprocess: warm up on each model, then the timed fit."""
-    run = {"fit": run_fit, "nutpie": run_nutpie, "numpyro": run_numpyro, "pymc": run_pymc}[sampler]
-    rows = []
+    run = {"fit": run_fit, "fit_hmc": run_fit_hmc, "nutpie": run_nutpie,
+           "numpyro": run_numpyro, "pymc": run_pymc}[sampler]  # fmt: skip
+    rows, full = [], (DRAWS, TUNE)
     for name in models:
         tally, prior = make(name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                if sampler in WARM_UP_CALL:
-                    run(tally, prior, 0)  # warm-up: compilation and caches
+                if sampler in WARM_UP_CALL:  # compilation and caches, on a short run
+                    _set_run(WARM_UP_DRAWS, WARM_UP_DRAWS)
+                    run(tally, prior, 0)
+                    _set_run(*full)
                 r = run(tally, prior, 1)
             except Exception as exc:  # a sampler that cannot fit a model: its row says why
                 rows.append({"model": name, "sampler": sampler, "error": repr(exc)[:200]})
@@ -241,8 +260,8 @@ def run_sampler(sampler: str, models: list[str]) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "rows.json")
         proc = subprocess.run([sys.executable, __file__, "--worker", sampler, "--models",
-                               *models, "--json", out], env=env, text=True,
-                              capture_output=True)  # fmt: skip
+                               *models, "--json", out, "--draws", str(DRAWS), "--tune",
+                               str(TUNE)], env=env, text=True, capture_output=True)  # fmt: skip
         sys.stdout.write(proc.stdout)
         if proc.returncode != 0:
             tail = proc.stderr.strip().splitlines()[-1:] or ["no message"]
@@ -308,10 +327,12 @@ def tables(rows: list[dict], models: list[str], samplers: list[str]) -> str:
         peers = [
             by[s]["ess_per_s"] for s in ("nutpie", "numpyro") if s in by and "error" not in by[s]
         ]
-        if "fit" in by and "error" not in by["fit"] and peers:
-            ratio = by["fit"]["ess_per_s"] / max(peers)
+        for s in ("fit", "fit_hmc"):
+            if s not in by or "error" in by[s] or not peers:
+                continue
+            ratio = by[s]["ess_per_s"] / max(peers)
             met = "yes" if ratio >= GOAL else "no"
-            ratios.append(f"| {MODELS[m]} | {by['fit']['ess_per_s']:,.0f} | "
+            ratios.append(f"| {MODELS[m]} ({s}: {by[s]['method']}) | {by[s]['ess_per_s']:,.0f} | "
                           f"{max(peers):,.0f} | {ratio:.1f}x | {GOAL:g}x | {met} |")  # fmt: skip
     return "\n".join(lines) + "\n\n" + "\n".join(ratios)
 
@@ -338,14 +359,22 @@ def profile_table(p: dict) -> str:
     )
 
 
+def _set_run(draws: int, tune: int) -> None:
+    global DRAWS, TUNE
+    DRAWS, TUNE = draws, tune
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
     parser.add_argument("--out", default="-", help="results file ('-': print only)")
+    parser.add_argument("--draws", type=int, default=DRAWS, help="kept draws per chain")
+    parser.add_argument("--tune", type=int, default=TUNE, help="warm-up iterations per chain")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    _set_run(args.draws, args.tune)
     if args.worker:
         worker(args.worker, args.models, args.json)
         return
@@ -368,6 +397,8 @@ def main(argv: list[str] | None = None) -> None:
         command += " --models " + " ".join(args.models)
     if args.samplers != list(SAMPLERS):
         command += " --samplers " + " ".join(args.samplers)
+    if (DRAWS, TUNE) != DEFAULT_RUN:
+        command += f" --draws {DRAWS} --tune {TUNE}"
     text = "\n".join([
         "# Warm posterior sampling: fit against nutpie, numpyro and PyMC", "",
         f"- Command: `{command}`",
