@@ -188,35 +188,50 @@ def tables(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="4 GRR + 1 RRRR tallies, writes nothing")
-    args = ap.parse_args()
+def tally_jobs(quick: bool) -> list[tuple[str, tuple]]:
+    """The tallies' keys: every GRR cell and the RRRR repeats, or a few of each (``--quick``)."""
     grr = [(p, e, n) for p in pa.POPULATIONS for e in pa.EPSILONS for n in pa.NS]
     rrrr = [(r,) for r in range(RRRR_REPEATS)]
-    if args.quick:
+    if quick:
         grr = [("zipf1.5", 1.0, 1000), ("dirichlet0.05", 0.5, 10_000),
                ("dirichlet10", 2.0, 1000), ("anes96_income", 4.0, 100_000)]  # fmt: skip
         rrrr = rrrr[:1]
-    jobs = [("GRR", k) for k in grr] + [("RRRR", k) for k in rrrr]
+    return [("GRR", k) for k in grr] + [("RRRR", k) for k in rrrr]
+
+
+def run_jobs(jobs: list, per_tally, init) -> tuple[pd.DataFrame, list[str]]:
+    """Each tally's rows from ``per_tally(group, key)`` on 2 worker processes (``init`` compiles
+    first); the rows and the results file's header lines after its title (command excluded)."""
     load = os.getloadavg()
     start = time.perf_counter()
-    with cf.ProcessPoolExecutor(2, initializer=_init_worker) as pool:
-        df = pd.DataFrame([row for rows in pool.map(one_tally, *zip(*jobs, strict=True))
+    with cf.ProcessPoolExecutor(2, initializer=init) as pool:
+        df = pd.DataFrame([row for rows in pool.map(per_tally, *zip(*jobs, strict=True))
                            for row in rows])  # fmt: skip
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
-    header = "\n".join([
-        "# The adaptive prior's cost over Dirichlet(1): steps per draw or cost per step", "",
-        f"- Command: `python benchmarks/adaptive_cost.py{' --quick' if args.quick else ''}`",
+    return df, [
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
         f"{time.perf_counter() - start:.0f} s; 2 worker processes; commit {commit}",
         f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
         f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; Python {platform.python_version()}, "
         f"numpy {np.__version__}, bayesldp {bayesldp.__version__}",
-        f"- {len(grr)} GRR tallies (prior_accuracy.py, repeat 0 of "
+    ]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="4 GRR + 1 RRRR tallies, writes nothing")
+    args = ap.parse_args()
+    jobs = tally_jobs(args.quick)
+    df, run_lines = run_jobs(jobs, one_tally, _init_worker)
+    n_grr = sum(group == "GRR" for group, _ in jobs)
+    header = "\n".join([
+        "# The adaptive prior's cost over Dirichlet(1): steps per draw or cost per step", "",
+        f"- Command: `python benchmarks/adaptive_cost.py{' --quick' if args.quick else ''}`",
+        *run_lines,
+        f"- {n_grr} GRR tallies (prior_accuracy.py, repeat 0 of "
         f"{'some cells' if args.quick else 'every population x eps x n'}) "
-        f"and {len(rrrr)} RRRR tallies (default_prior.py, n = 1e5); each fitted under "
+        f"and {len(jobs) - n_grr} RRRR tallies (default_prior.py, n = 1e5); each fitted under "
         f"Dirichlet(1), adaptive joint and adaptive marginal, {CHAINS} chains x {DRAWS} draws "
         f"after {TUNE} warm-up, cores=1, same seed; methods: "
         + ", ".join(sorted(set(df["method"]))), "",

@@ -29,19 +29,14 @@ RRRR tallies at n = 1e5).
 Usage::
 
     python benchmarks/adaptive_oracle.py            # writes benchmarks/results/adaptive_oracle.md
-    python benchmarks/adaptive_oracle.py --quick    # 3 GRR + 1 RRRR tallies, writes nothing
+    python benchmarks/adaptive_oracle.py --quick    # 4 GRR + 1 RRRR tallies, writes nothing
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
-import datetime as _dt
 import json
 import math
-import os
-import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -250,34 +245,20 @@ def tables(df: pd.DataFrame) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="3 GRR + 1 RRRR tallies, writes nothing")
+    ap.add_argument("--quick", action="store_true", help="4 GRR + 1 RRRR tallies, writes nothing")
     args = ap.parse_args()
-    grr = [(p, e, n) for p in pa.POPULATIONS for e in pa.EPSILONS for n in pa.NS]
-    rrrr = [(r,) for r in range(ac.RRRR_REPEATS)]
-    if args.quick:
-        grr = [("zipf1.5", 1.0, 1000), ("dirichlet0.05", 0.5, 10_000), ("dirichlet10", 2.0, 1000)]
-        rrrr = rrrr[:1]
-    jobs = [("GRR", k) for k in grr] + [("RRRR", k) for k in rrrr]
-    load = os.getloadavg()
-    start = time.perf_counter()
-    with cf.ProcessPoolExecutor(2, initializer=_init_worker) as pool:
-        df = pd.DataFrame([row for rows in pool.map(one_tally, *zip(*jobs, strict=True))
-                           for row in rows])  # fmt: skip
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
+    jobs = ac.tally_jobs(args.quick)
+    df, run_lines = ac.run_jobs(jobs, one_tally, _init_worker)
+    n_grr = sum(group == "GRR" for group, _ in jobs)
     header = "\n".join([
         "# An oracle bound for the adaptive prior's cost: theta with its concentration known", "",
         f"- Command: `python benchmarks/adaptive_oracle.py{' --quick' if args.quick else ''}`",
-        f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
-        f"{time.perf_counter() - start:.0f} s; 2 worker processes; commit {commit}",
-        f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
-        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; Python {platform.python_version()}, "
-        f"numpy {np.__version__}, bayesldp {bayesldp.__version__}",
-        f"- {len(grr)} GRR and {len(rrrr)} RRRR tallies (adaptive_cost.py's); each fitted under "
-        f"Dirichlet(1), the adaptive prior's joint scheme, the fixed Dirichlet(a_hat) (a_hat: "
-        f"the joint fit's posterior median of a) and the Gibbs instrument, {ac.CHAINS} chains x "
-        f"{ac.DRAWS} draws after {ac.TUNE} warm-up, cores=1, same seed (the script's docstring "
-        "says what each is)", "",
+        *run_lines,
+        f"- {n_grr} GRR and {len(jobs) - n_grr} RRRR tallies (adaptive_cost.py's); each fitted "
+        f"under Dirichlet(1), the adaptive prior's joint scheme, the fixed Dirichlet(a_hat) "
+        f"(a_hat: the joint fit's posterior median of a) and the Gibbs instrument, {ac.CHAINS} "
+        f"chains x {ac.DRAWS} draws after {ac.TUNE} warm-up, cores=1, same seed (the script's "
+        "docstring says what each is)", "",
     ])  # fmt: skip
     text = header + "\n" + tables(df) + "\n"
     print(text)
