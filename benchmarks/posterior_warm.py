@@ -43,7 +43,7 @@ The registered run leaves out the OUE model (one likelihood row per distinct rep
 1e5 rows: the external samplers' gradients cost n K each, and a first run had not finished
 nutpie's fit of it after 15 minutes) and PyMC's own NUTS (108 s of sampling on GRR K = 20 in a
 scratch run, against nutpie's 6 s).  A second registered entry runs the OUE model alone (``fit``,
-``fit_hmc``, nutpie and numpyro, 500 draws after 500 warm-up iterations per chain;
+``fit_hmc``, nutpie and numpyro, 300 draws after 300 warm-up iterations per chain;
 ``posterior_warm_oue50.md``); ``--samplers pymc`` runs PyMC's.
 
 Usage::

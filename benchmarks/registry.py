@@ -296,10 +296,10 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     Benchmark(
         "posterior_warm_oue50", "posterior_warm.py",
         "posterior_warm on OUE K = 50, n = 1e5 (per-report rows): fit's default (Laplace) and "
-        "fit(method='hmc') against nutpie and numpyro, 4 chains x 500 draws",
+        "fit(method='hmc') against nutpie and numpyro, 4 chains x 300 draws",
         "nutpie, numpyro (on PyMC's JAX log-density) on build_model's model",
         ("--out", "benchmarks/results/posterior_warm_oue50.md", "--models", "oue50",
-         "--samplers", "fit", "fit_hmc", "nutpie", "numpyro", "--draws", "500", "--tune", "500"),
+         "--samplers", "fit", "fit_hmc", "nutpie", "numpyro", "--draws", "300", "--tune", "300"),
         ("posterior_warm_oue50.md",), quick=None, quick_note="posterior_warm --quick",
     ),
     Benchmark(
