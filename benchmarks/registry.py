@@ -158,6 +158,13 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         quick_note="heavy_hitters --quick", needs=("pure-ldp", "xxhash", "wordfreq"),
     ),
     Benchmark(
+        "pem_layout", "pem_layout.py",
+        "PEM where heavy_hitters.md saw it lose (zipf20 eps 1, 2; zipf32 eps 1; k 10, 20, 50): "
+        "20 seeds, paired differences, four round layouts of ours",
+        "pure-ldp 1.2.0's PEM (its count-mean sketch), on the same drawn users",
+        (), ("pem_layout.md",), ("--quick",), kind="investigation", needs=("pure-ldp", "xxhash"),
+    ),
+    Benchmark(
         "em_speed", "em_speed.py",
         "EM on a GRR tally (K = 100, n = 1e5, eps = 1) at the same stopping rule",
         "multi-freq-ldpy's IBU", (), ("em_speed.md",), ("--quick",),

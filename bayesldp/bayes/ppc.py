@@ -78,8 +78,10 @@ def sample_posterior_predictive(
     tally : Tally, optional
         The tally that was fitted (its mechanism randomises the replicated users).  By default
         the tally is rebuilt from the fit and the mechanism from the posterior attrs
-        ``mechanism`` and ``mechanism_params``; a tally that mixes mechanisms (no
-        ``tally.mechanism``) has no predictive distribution: :class:`NotSupportedError`.
+        ``mechanism`` and ``mechanism_params`` (a registered mechanism, or the heavy hitters'
+        :class:`~bayesldp.heavy_hitters.CandidateOLH` of ``PEM.posterior``); a tally that
+        mixes mechanisms (no ``tally.mechanism``) has no predictive distribution:
+        :class:`NotSupportedError`.
         For the output of ``pm.sample`` on a model of
         :func:`~bayesldp.bayes.model.build_model` (which keeps no bayesldp attrs), the tally
         that model was built from: ``model=`` or, as PyMC does, the model of the enclosing
@@ -252,11 +254,23 @@ def _model_tally(model: Any) -> Tally | None:
     return None if model is None else model_tally(model)
 
 
+def _rebuild(name: str, params: dict[str, Any]) -> Any:
+    """A registered mechanism from its params, or the heavy hitters' ``CandidateOLH`` (not in
+    the registry: its categories are found codes) from its ``values``, ``epsilon``, ``g`` and
+    ``other`` (``k`` follows from them)."""
+    from bayesldp.mechanisms.registry import rebuild_mechanism
+
+    if name == "CandidateOLH":
+        from bayesldp.heavy_hitters.candidates import CandidateOLH
+
+        return CandidateOLH(params["values"], params["epsilon"], params["g"],
+                            other=params["other"])  # fmt: skip
+    return rebuild_mechanism(name, params)
+
+
 def _mechanism_of(idata: Any) -> Any:
     """The fit's mechanism, rebuilt from the posterior attrs ``mechanism`` and its params."""
     import json
-
-    from bayesldp.mechanisms.registry import rebuild_mechanism
 
     attrs = idata.posterior.attrs
     text = str(attrs.get("mechanism", "None"))
@@ -264,7 +278,7 @@ def _mechanism_of(idata: Any) -> Any:
         return None
     name = text.split("(", 1)[0]
     try:
-        return rebuild_mechanism(name, json.loads(attrs["mechanism_params"]))
+        return _rebuild(name, json.loads(attrs["mechanism_params"]))
     except (KeyError, ValueError, TypeError) as exc:
         raise NotSupportedError(
             f"idata: cannot rebuild the mechanism {text} from the fit's attrs ({exc}); pass "

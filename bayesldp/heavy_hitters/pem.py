@@ -20,6 +20,19 @@ Each round's estimate is the unbiased OLH oracle (Wang et al., USENIX Security 2
 candidates' frequencies among that group's users (:class:`CandidateOLH`); the group is a
 uniform random sample of the users, so these are estimates of the population's frequencies.
 
+The layout's cost.  Round ``i``'s estimates have standard deviation
+``sigma = sqrt(V / (n / G))`` (``V`` OLH's per-user variance, the same in every round), and a
+prefix is kept among ``C_i`` candidates only if its mass exceeds the largest noise of the
+others, about ``sigma sqrt(2 ln C_i)``: the search pays ``sqrt(G)`` for its rounds and only
+``sqrt(ln C_i)`` for its candidates per round.  Measured (``benchmarks/results/pem_layout.md``:
+Zipf(1) over 2^20 and 2^32 items, n = 1e5, eps 1 and 2, k = 10, 20, 50, 20 seeds, paired
+differences beyond 2 standard errors, 9 cells): an extra first round over the 16 prefixes of
+4 bits (pure-ldp's first round) lowered recall in 3 cells and raised the MSE in 8; ``eta = 5``
+(4 rounds, twice the candidates) raised recall in 1 and the MSE in 5; 20-bit codes (4 rounds,
+the same candidates) raised recall in 7 and lowered the MSE in all 9.  So the default keeps the
+paper's layout, and a narrower ``bits`` is the lever where the items are few: a code is shared
+with another of ``N`` distinct items with probability about ``N 2^-bits``.
+
 :meth:`PEM.posterior` then puts a posterior on the shares of the found items and of everything
 else, from the last group's reports, through :func:`bayesldp.fit`
 (:class:`CandidateOLH` with ``other=True`` gives the likelihood).

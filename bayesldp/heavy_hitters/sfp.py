@@ -104,6 +104,40 @@ class SFPReports:
         extra = 0 if self.holdout is None else len(self.holdout.y)
         return len(self.position) + len(self.word.y) + extra
 
+    def to_frame(self) -> Any:
+        """The reports as a pandas DataFrame, one row per user: the report file ``bayesldp
+        estimate --mechanism SFP`` reads.
+
+        Columns ``kind`` (``fragment``, ``word`` or ``holdout``), ``position``, ``row``,
+        ``bits`` (a fragment user's position, hash row and ``m`` sketch entries as a string of
+        ``0`` and ``1``, character ``u`` for entry ``u``, ``1`` for +1) and ``a``, ``b``, ``y``
+        (a word or holdout user's OLH report).  The cells a row's kind does not use hold ``0``
+        (``bits``: ``-``), which no report of that column can be (OLH's ``a`` is at least 1,
+        a sketch entry is -1 or +1)."""
+        import pandas as pd
+
+        bits = np.asarray(self.fragments.bits)
+        olh = [("word", self.word)] + ([("holdout", self.holdout)] if self.holdout else [])
+        n_frag = len(self.position)
+        n = n_frag + sum(len(rep.y) for _, rep in olh)
+        kind = np.empty(n, dtype=object)
+        kind[:n_frag] = "fragment"
+        position, row, a, b, y = (np.zeros(n, dtype=np.int64) for _ in range(5))
+        position[:n_frag], row[:n_frag] = self.position, self.fragments.row
+        text = np.full(n, "-", dtype=object)
+        if n_frag:
+            chars = np.where(bits > 0, ord("1"), ord("0")).astype(np.uint8)
+            rows = np.ascontiguousarray(chars).view(f"S{bits.shape[1]}").ravel()
+            text[:n_frag] = rows.astype(str)
+        start = n_frag
+        for name, rep in olh:
+            stop = start + len(rep.y)
+            kind[start:stop] = name
+            a[start:stop], b[start:stop], y[start:stop] = rep.a, rep.b, rep.y
+            start = stop
+        return pd.DataFrame({"kind": kind, "position": position, "row": row, "bits": text,
+                             "a": a, "b": b, "y": y})  # fmt: skip
+
     def at(self, position: int) -> CMSReports:
         """The CMS reports of the fragment users at ``position``."""
         mask = np.asarray(self.position) == position

@@ -135,7 +135,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from bayesldp.workflows.heavy_hitter_files import estimate_heavy_hitters, is_heavy_hitter
     from bayesldp.workflows.tables import print_table
 
-    if is_heavy_hitter(args.mechanism):  # PEM, TreeHist: found items, not K categories
+    if is_heavy_hitter(args.mechanism):  # PEM, TreeHist, SFP: found items, not K categories
         return estimate_heavy_hitters(args)
     args.method = "norm_sub" if args.method is None else args.method
     if args.method not in (*METHODS, *POSTERIORS):  # before any file is read
@@ -396,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from bayesldp.workflows.grouped_estimates import PROTOCOL_HELP, add_grouped_options
 
-    est.add_argument("--mechanism", help=mechanisms + f"; {PROTOCOL_HELP}; or PEM, TreeHist "
+    est.add_argument("--mechanism", help=mechanisms + f"; {PROTOCOL_HELP}; or PEM, TreeHist, SFP "
                      "(heavy hitters: --k items to find) (required unless REPORTS is a "
                      "store)")  # fmt: skip
     _add_mechanism_options(est, required=False, multi_k=True)
@@ -419,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
         "mechanisms, fit takes a Laplace approximation that may warn); or, for a file of "
         "rounds, 'rounds': every round's posterior under a random walk (bayesldp.fit_rounds). "
         "Default norm_sub (Norm-Sub, Wang et al. 2020): no sampler and no wait, but no "
-        "interval; mle gives a normal one. PEM, TreeHist: oracle (the default) or posterior",
+        "interval; mle gives a normal one. PEM, TreeHist, SFP: oracle (the default) or posterior",
     )
     est.add_argument("--fit-method", default="auto", help="posterior method: auto, exact, ...")
     est.add_argument(

@@ -1,4 +1,4 @@
-"""``bayesldp estimate --mechanism PEM`` (or TreeHist) on a file of heavy-hitter reports.
+"""``bayesldp estimate --mechanism PEM`` (or TreeHist, SFP) on a file of heavy-hitter reports.
 
 A report file of :class:`~bayesldp.heavy_hitters.PEM` or
 :class:`~bayesldp.heavy_hitters.TreeHist` has one row per user: ``group`` (the user's round,
@@ -15,8 +15,18 @@ The table: one row per found item, largest estimate first, with its code (hex), 
 ``--candidates`` names it (the code is a keyed hash: only a list of candidate items recovers
 it), and the unbiased OLH estimate of its share (``--method oracle``, the default) or its
 posterior mean, 90% credible interval and ``Pr(share > --threshold)`` (``--method posterior``,
-:meth:`PEM.posterior`, with an "other" row for everything else).  SFP is not read from files:
-its users send two kinds of report (sketch rows and OLH), which this layout does not hold.
+:meth:`PEM.posterior`, with an "other" row for everything else).
+
+An :class:`~bayesldp.heavy_hitters.SFP` file carries its users' two kinds of report, one row per
+user (``SFPReports.to_frame()`` writes one): ``kind`` (``fragment``, ``word`` or ``holdout``),
+``position``, ``row`` and ``bits`` (a fragment user's position, count-mean-sketch hash row and
+``m`` entries as a string of ``0``/``1``, ``1`` for +1) and ``a``, ``b``, ``y`` (a word or
+holdout user's OLH report of its code); the cells a row's kind does not use hold ``0``
+(``bits``: ``-``), and a row whose unused cells hold a report is refused as of the wrong kind.
+Its options: ``--k``, ``--max-length`` (default 10), ``--fragment-length``, ``--hash-bits``,
+``--alphabet``, ``--fragments``, ``--word-share``, ``--holdout``, ``--bits``, ``--key``,
+``--m``, ``--k-hash``, ``--hash-seed``, ``--g``.  SFP recovers the items themselves: no
+``--candidates`` is needed.
 """
 
 from __future__ import annotations
@@ -30,7 +40,9 @@ import numpy as np
 from bayesldp.errors import InvalidInputError
 
 #: the heavy-hitter protocols ``estimate`` reads (lower case -> class name)
-HEAVY_HITTERS = {"pem": "PEM", "treehist": "TreeHist"}
+HEAVY_HITTERS = {"pem": "PEM", "treehist": "TreeHist", "sfp": "SFP"}
+#: the kinds of row of an SFP report file
+SFP_KINDS = ("fragment", "word", "holdout")
 #: what ``--method`` may be for them
 METHODS = ("oracle", "posterior")
 
@@ -41,26 +53,38 @@ def is_heavy_hitter(name: str | None) -> bool:
 
 
 def add_heavy_hitter_options(parser: argparse.ArgumentParser) -> None:
-    """``estimate``'s options of PEM and TreeHist (defaults: the classes')."""
-    group = parser.add_argument_group("heavy hitters (--mechanism PEM or TreeHist)")
+    """``estimate``'s options of PEM, TreeHist and SFP (defaults: the classes')."""
+    group = parser.add_argument_group("heavy hitters (--mechanism PEM, TreeHist or SFP)")
     group.add_argument("--bits", type=int, default=24, help="code width (default 24)")
     group.add_argument("--eta", type=int, help="bits per round (default: PEM 4, TreeHist 1)")
     group.add_argument("--key", help="the survey's public hash key (default the package's)")
-    group.add_argument("--max-length", type=int, default=64,
-                       help="longest item in bytes (default 64)")  # fmt: skip
+    group.add_argument("--max-length", type=int,
+                       help="longest item in bytes (default PEM, TreeHist 64; SFP 10)")  # fmt: skip
     group.add_argument("--holdout", type=float, default=0.0,
-                       help="PEM: share of users in the estimation group (default 0)")  # fmt: skip
+                       help="PEM, SFP: share of users in the estimation group "
+                       "(default 0)")  # fmt: skip
     group.add_argument("--z", type=float, default=4.0,
                        help="TreeHist: threshold in standard errors (default 4)")  # fmt: skip
     group.add_argument("--max-survivors", type=int, default=64,
                        help="TreeHist: prefixes kept per level (default 64)")  # fmt: skip
     group.add_argument("--final-share", type=float, default=0.2,
                        help="TreeHist: share of users in the last group (default 0.2)")  # fmt: skip
+    group.add_argument("--fragment-length", type=int, default=1,
+                       help="SFP: bytes per fragment (default 1)")  # fmt: skip
+    group.add_argument("--hash-bits", type=int, default=8,
+                       help="SFP: bits of the tag joined to each fragment (default 8)")  # fmt: skip
+    group.add_argument("--alphabet", help="SFP: the characters items are made of (default: all "
+                       "256 bytes)")  # fmt: skip
+    group.add_argument("--fragments", type=int,
+                       help="SFP: values kept per position (default 2 k)")  # fmt: skip
+    group.add_argument("--word-share", type=float, default=0.2,
+                       help="SFP: share of users reporting the whole word "
+                       "(default 0.2)")  # fmt: skip
 
 
 def protocol(args: argparse.Namespace) -> Any:
-    """The PEM or TreeHist of the command line."""
-    from bayesldp.heavy_hitters import PEM, TreeHist
+    """The PEM, TreeHist or SFP of the command line."""
+    from bayesldp.heavy_hitters import PEM, SFP, TreeHist
     from bayesldp.heavy_hitters.encoding import DEFAULT_KEY
 
     name = HEAVY_HITTERS[args.mechanism.lower()]
@@ -69,10 +93,18 @@ def protocol(args: argparse.Namespace) -> Any:
     if isinstance(args.k, tuple):
         raise InvalidInputError(f"--k: one number with --mechanism {name}, got {args.k}")
     key = DEFAULT_KEY if args.key is None else args.key
-    common = {"bits": args.bits, "key": key, "max_length": args.max_length, "g": args.g}
+    if args.k is None and name != "TreeHist":
+        raise InvalidInputError(f"--k: required with --mechanism {name} (heavy hitters to find)")
+    if name == "SFP":
+        sketch = {"m": args.m, "k_hash": args.k_hash, "hash_seed": args.hash_seed}
+        return SFP(args.epsilon, args.k, max_length=10 if args.max_length is None
+                   else args.max_length, fragment_length=args.fragment_length,
+                   hash_bits=args.hash_bits, alphabet=args.alphabet, fragments=args.fragments,
+                   word_share=args.word_share, holdout=args.holdout, bits=args.bits, key=key,
+                   g=args.g, **{k: v for k, v in sketch.items() if v is not None})  # fmt: skip
+    max_length = 64 if args.max_length is None else args.max_length
+    common = {"bits": args.bits, "key": key, "max_length": max_length, "g": args.g}
     if name == "PEM":
-        if args.k is None:
-            raise InvalidInputError("--k: required with --mechanism PEM (heavy hitters to find)")
         eta = 4 if args.eta is None else args.eta
         return PEM(args.epsilon, args.k, eta=eta, holdout=args.holdout, **common)
     eta = 1 if args.eta is None else args.eta
@@ -81,18 +113,98 @@ def protocol(args: argparse.Namespace) -> Any:
 
 
 def read_reports(path: str | Path, pem: Any) -> Any:
-    """The :class:`~bayesldp.heavy_hitters.PEMReports` of a report file, stamped with ``pem``'s
-    public parameters and checked by it (errors name the file)."""
-    from bayesldp.heavy_hitters import PEMReports
+    """The :class:`~bayesldp.heavy_hitters.PEMReports` (or, for an SFP, the
+    :class:`~bayesldp.heavy_hitters.SFPReports`) of a report file, stamped with ``pem``'s public
+    parameters and checked by it (errors name the file)."""
+    from bayesldp.heavy_hitters import SFP, PEMReports
     from bayesldp.mechanisms.base import int_columns
     from bayesldp.workflows.report_files import read_table
 
+    if isinstance(pem, SFP):
+        return read_sfp_reports(path, pem)
     frame = read_table(path)
     group, a, b, y = int_columns(frame, ["group", "a", "b", "y"], path)
     reports = PEMReports(group, a, b, y, pem.encoder.fingerprint, pem.prefix_lengths,
                          pem.epsilon, pem.g, pem.holdout)  # fmt: skip
     try:
         return pem.check_reports(reports)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{path}: {exc}") from None
+
+
+def _line(rows: np.ndarray) -> str:
+    """The first of ``rows`` (0-based data rows) as a CSV line number (the header is line 1)."""
+    return f"line {int(rows[0]) + 2}"
+
+
+def read_sfp_reports(path: str | Path, sfp: Any) -> Any:
+    """The :class:`~bayesldp.heavy_hitters.SFPReports` of a report file (module docstring's
+    layout), stamped with ``sfp``'s public parameters and checked by it; a row of an unknown
+    kind, or whose unused cells hold a report (the wrong kind), is refused naming its line."""
+    from bayesldp.heavy_hitters import SFPReports
+    from bayesldp.mechanisms.base import int_columns
+    from bayesldp.mechanisms.hashing import HashReports
+    from bayesldp.mechanisms.sketch import CMSReports
+    from bayesldp.workflows.report_files import read_table
+
+    frame = read_table(path, text=("kind", "bits"))
+    absent = [c for c in ("kind", "bits") if c not in frame.columns]
+    if absent:
+        raise InvalidInputError(
+            f"reports: {path} lacks column(s) {', '.join(absent)} of an SFP file (kind, position, "
+            f"row, bits, a, b, y); it has {', '.join(map(str, frame.columns))}"
+        )
+    position, row, a, b, y = int_columns(frame, ["position", "row", "a", "b", "y"], path)
+    kind = frame["kind"].astype(str).str.strip().to_numpy()
+    bits = frame["bits"].astype(str).str.strip()
+    unknown = ~np.isin(kind, SFP_KINDS)
+    if unknown.any():
+        raise InvalidInputError(
+            f"{path}: {_line(np.flatnonzero(unknown))} has kind {kind[unknown][0]!r}; expected "
+            "fragment, word or holdout"
+        )
+    frag = kind == "fragment"
+    wrong = frag & ((a != 0) | (b != 0) | (y != 0))
+    wrong |= ~frag & ((position != 0) | (row != 0) | (bits != "-").to_numpy())
+    if wrong.any():
+        i = np.flatnonzero(wrong)
+        what = ("an OLH report (a, b, y not 0)" if frag[i[0]]
+                else "a sketch report (position, row not 0 or bits not '-')")  # fmt: skip
+        raise InvalidInputError(
+            f"{path}: {_line(i)} is of kind {kind[i[0]]} but holds {what}: the wrong kind?"
+        )
+    if sfp.holdout == 0 and np.any(kind == "holdout"):
+        raise InvalidInputError(
+            f"{path}: holds holdout rows ({_line(np.flatnonzero(kind == 'holdout'))}), but "
+            "--holdout is 0; give the share the reports were made with"
+        )
+    m = sfp.sketch_params["m"]
+    text = bits[frag]
+    short = (text.str.len() != m).to_numpy()
+    if short.any():
+        i = np.flatnonzero(frag)[short]
+        raise InvalidInputError(
+            f"{path}: {_line(i)} has bits of {len(text.iloc[int(np.flatnonzero(short)[0])])} "
+            f"character(s); a fragment row holds m = {m} (0 or 1 each)"
+        )
+    raw = np.frombuffer("".join(text).encode("ascii", "replace"), dtype=np.uint8)
+    raw = raw.reshape(-1, m)
+    bad = ~np.isin(raw, (48, 49)).all(axis=1)
+    if bad.any():
+        raise InvalidInputError(
+            f"{path}: {_line(np.flatnonzero(frag)[bad])} has bits other than 0 and 1"
+        )
+    signs = (raw.astype(np.int8) * 2 - 97).astype(np.int8)  # '1' -> +1, '0' -> -1
+
+    def olh(name: str) -> HashReports:
+        mask = kind == name
+        return HashReports(a[mask], b[mask], y[mask])
+
+    reports = SFPReports(position[frag], CMSReports(row[frag], signs), olh("word"),
+                         olh("holdout") if sfp.holdout else None, sfp.encoder.fingerprint,
+                         sfp.layout, sfp.epsilon, sfp.g)  # fmt: skip
+    try:
+        return sfp.check_reports(reports)
     except InvalidInputError as exc:
         raise InvalidInputError(f"{path}: {exc}") from None
 
@@ -115,7 +227,7 @@ def _posterior(args: argparse.Namespace, pem: Any, reports: Any, found: Any, lab
 
 
 def estimate_heavy_hitters(args: argparse.Namespace) -> int:
-    """``bayesldp estimate REPORTS --mechanism PEM|TreeHist``: the found items' table."""
+    """``bayesldp estimate REPORTS --mechanism PEM|TreeHist|SFP``: the found items' table."""
     from bayesldp.workflows.tables import Table, print_table
 
     method = "oracle" if args.method is None else args.method
@@ -134,12 +246,18 @@ def estimate_heavy_hitters(args: argparse.Namespace) -> int:
     codes = [int(c) for c in found.codes]
     width = (pem.encoder.bits + 3) // 4
     hexes = [f"0x{c:0{width}x}" for c in codes]
-    items = pem.encoder.decode(codes, args.candidates) if args.candidates else [None] * len(codes)
+    sfp = hasattr(found, "items")  # SFP recovers the items themselves
+    if sfp:
+        items = [x.decode("utf-8", "backslashreplace") for x in found.items]
+    elif args.candidates:
+        items = pem.encoder.decode(codes, args.candidates)
+    else:
+        items = [None] * len(codes)
     named = [hx if item is None else str(item) for hx, item in zip(hexes, items, strict=True)]
     n, name = len(reports), type(pem).__name__
     title = [f"{pem!r}: {n:,} reports; {len(codes)} item(s) found"]
     notes = []
-    if not args.candidates:
+    if not args.candidates and not sfp:
         notes.append("note: --candidates a b c names the codes (a keyed hash of each item)")
     columns = ["rank", "code", "item", "estimate"]
     found_rows = zip(hexes, items, found.frequencies, strict=True)

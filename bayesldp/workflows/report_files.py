@@ -117,6 +117,16 @@ HEAVY_HITTER_LAYOUT = (
     "--candidates names the found codes"
 )
 
+#: the layout of a file of SFP reports (:mod:`bayesldp.workflows.heavy_hitter_files`)
+SFP_LAYOUT = (
+    "heavy hitters, SFP's two kinds of report, one row per user: columns kind (fragment, word "
+    "or holdout), position, row, bits (a fragment user's position, sketch hash row and m "
+    "entries as a string of 0/1) and a, b, y (a word or holdout user's OLH report); the cells "
+    "a row's kind does not use hold 0 (bits: -), as SFPReports.to_frame() writes them; --k, "
+    "--max-length, --fragment-length, --hash-bits, --alphabet, --fragments, --word-share, "
+    "--holdout, --bits, --key, --m, --k-hash, --hash-seed as collected"
+)
+
 
 def layouts() -> str:
     """Every registered mechanism's report-file layout, one line each, then the files of
@@ -127,6 +137,6 @@ def layouts() -> str:
         textwrap.fill(f"{name}: {text}", 90, initial_indent="  ", subsequent_indent="    ")
         for name, text in [*((name, layout(name)) for name in names()),
                            ("Per round", ROUND_LAYOUT), ("SPL, SMP, RSFD", ATTRIBUTE_LAYOUT),
-                           ("PEM, TreeHist", HEAVY_HITTER_LAYOUT)]
+                           ("PEM, TreeHist", HEAVY_HITTER_LAYOUT), ("SFP", SFP_LAYOUT)]
     ]  # fmt: skip
     return "\n".join([*lines, "One row per report unless there is a count column."])

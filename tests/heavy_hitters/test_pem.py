@@ -217,3 +217,23 @@ def test_measured_recall_and_coverage():
           f"coverage {covered}/{total} = {covered / total:.3f}")  # fmt: skip
     assert np.mean(small) >= 0.85 and np.mean(large) >= 0.85
     assert 0.85 <= covered / total <= 0.95
+
+
+def test_posterior_predictive_rebuilds_candidate_olh_from_the_fit():
+    """The fit's attrs hold CandidateOLH's values, g and other: sample_posterior_predictive
+    needs no tally= and predicts exactly what it does with the fitted tally."""
+    from bayesldp import sample_posterior_predictive
+
+    items, w = zipf_population(2**10, 1.0)
+    rng = np.random.default_rng(11)
+    pem = PEM(4.0, 3, bits=16, eta=4)
+    reports = pem.perturb(items[rng.choice(items.size, 20_000, p=w)], rng)
+    found = pem.identify(reports)
+    idata = _posterior(pem, reports, found, 0).idata
+    rebuilt = sample_posterior_predictive(idata, random_seed=1, num_draws=10)
+    given = sample_posterior_predictive(idata, pem.final_tally(reports, found.codes),
+                                        random_seed=1, num_draws=10)  # fmt: skip
+    assert "CandidateOLH" in rebuilt.posterior_predictive.attrs["mechanism"]
+    np.testing.assert_array_equal(rebuilt.posterior_predictive["stat"],
+                                  given.posterior_predictive["stat"])  # fmt: skip
+    np.testing.assert_array_equal(rebuilt.observed_data["stat"], given.observed_data["stat"])

@@ -1,0 +1,220 @@
+"""PEM's round layout against pure-ldp's PEM where heavy_hitters.md saw ours lose (issue 40).
+
+``benchmarks/results/heavy_hitters.md`` (3 seeds a cell) has bayesldp's ``PEM(eps, k, bits=24,
+eta=4)`` behind pure-ldp 1.2.0's PEM in 6 of 27 cells: Zipf(1) over 2^20 items at eps 1 and 2
+(recall, NCR), and the MSE of Zipf over 2^32 at eps 1, k = 10.  This study re-runs those
+(population, eps) pairs, every k in {10, 20, 50}, with more seeds and paired differences (both
+packages on the same drawn users), and four layouts of ours, to tell noise from a real loss and,
+for a real one, its cause:
+
+* ``ours``: the default, ``PEM(eps, k, bits=24, eta=4)``: rounds of ``s_0 = ceil(log2 k) + 4``
+  bits (all ``2^{s_0}`` prefixes: 256 for k = 10), then 4 more bits a round up to 24 (5 rounds,
+  n/5 users each);
+* ``first4``: the default's rounds after an extra first round of the 16 prefixes of 4 bits
+  (pure-ldp's first round; 6 rounds, n/6 users each);
+* ``eta5``: ``PEM(eps, k, bits=24, eta=5)``: 5 bits a round, 4 rounds (n/4 users each), twice
+  the candidates per round (``k 2^5``);
+* ``bits20``: ``PEM(eps, k, bits=20, eta=4)``: codes as wide as zipf20's items (4 rounds); on
+  zipf32 the codes are narrower than the items (collisions add light items' mass to a code).
+
+pure-ldp: ``PEMClient/PEMServer`` over its count-mean sketch (m = 1024, 32 rows), 5 rounds of one
+hex character, first round the 16 one-character prefixes, n/5 users a round (as in
+``heavy_hitters.py``, whose populations, runs and metrics this imports).  Both return k items,
+so precision equals recall; the table gives recall, NCR and MSE (means over seeds ± standard
+error) and the paired difference ``method - pure-ldp`` and ``method - ours`` (mean ± standard
+error of the per-seed differences).
+
+Usage::
+
+    python benchmarks/pem_layout.py            # 20 seeds, writes results/pem_layout.md
+    python benchmarks/pem_layout.py --quick    # 2 seeds, n = 20,000, zipf20 eps 1; writes nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import math
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from heavy_hitters import SEED, Run, named, population, pure_runs
+from throughput import check_xxhash, machine_info
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "pem_layout.md"
+KS = (10, 20, 50)
+CELLS = ("zipf20:1", "zipf20:2", "zipf32:1")
+VARIANTS = ("ours", "first4", "eta5", "bits20")
+METRICS = (("recall", ".3f"), ("ncr", ".3f"), ("mse", ".2e"))
+
+
+def layout(variant: str, eps: float, k: int):
+    """The PEM of a variant (``first4``: the default with a 4-bit first round prepended)."""
+    from bayesldp.heavy_hitters import PEM
+
+    if variant == "first4":
+        pem = PEM(eps, k, bits=24, eta=4)
+        pem.prefix_lengths = (4, *pem.prefix_lengths)  # PEM has no layout argument
+        return pem
+    bits, eta = {"ours": (24, 4), "eta5": (24, 5), "bits20": (20, 4)}[variant]
+    return PEM(eps, k, bits=bits, eta=eta)
+
+
+def ours_run(variant: str, pop, eps: float, k: int, seed: int) -> dict[str, float]:
+    pem = layout(variant, eps, k)
+    reports = pem.perturb(pop.items, rng=np.random.default_rng([SEED, 1, seed]))
+    found = pem.identify(reports)
+    return Run(named(pem.encoder, found.codes, pop), list(found.frequencies), 1, 1, 1).scores(
+        pop, k
+    )
+
+
+def run(args: argparse.Namespace) -> dict:
+    """scores[(population, eps, k)][method] = list over seeds of score dicts."""
+    scores: dict = {}
+    t0 = time.perf_counter()
+    for cell in args.cells:
+        name, eps = cell.split(":")[0], float(cell.split(":")[1])
+        for seed in range(args.seeds):
+            pop = population(name, args.n, seed)
+            pure = pure_runs("PEM", pop, eps, list(KS), seed)
+            for k in KS:
+                per = scores.setdefault((name, eps, k), {})
+                per.setdefault("pure-ldp", []).append(pure[k].scores(pop, k))
+                for v in VARIANTS:
+                    per.setdefault(v, []).append(ours_run(v, pop, eps, k, seed))
+            print(f"{name} eps {eps:g} seed {seed}: {time.perf_counter() - t0:.0f} s",
+                  file=sys.stderr, flush=True)  # fmt: skip
+    return scores
+
+
+def _mse(x: np.ndarray) -> tuple[float, float]:
+    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else 0.0
+
+
+def _fmt(x: np.ndarray, f: str) -> str:
+    m, se = _mse(x)
+    return f"{m:{f}} ± {se:{f}}"
+
+
+def _diff(x: np.ndarray, f: str, higher: bool) -> str:
+    """Paired mean difference ± se, starred where it is 2 standard errors in one's favour
+    (``+``) or against (``-``)."""
+    m, se = _mse(x)
+    mark = ""
+    if se > 0 and abs(m) > 2 * se:
+        mark = " (+)" if (m > 0) == higher else " (-)"
+    return f"{m:+{f}} ± {se:{f}}{mark}"
+
+
+def table(scores: dict) -> tuple[str, list[str]]:
+    head = (
+        "| population | eps | k | method | recall | NCR | MSE | recall - pure-ldp "
+        "| NCR - pure-ldp | MSE - pure-ldp | recall - ours | NCR - ours | MSE - ours |"
+    )
+    lines = [head, "|" + "---|" * 13]
+    losses = []
+    for (name, eps, k), per in scores.items():
+        arr = {m: {key: np.array([r[key] for r in rs]) for key, _ in METRICS}
+               for m, rs in per.items()}  # fmt: skip
+        for method in ("pure-ldp", *VARIANTS):
+            cols = [_fmt(arr[method][key], f) for key, f in METRICS]
+            for ref in ("pure-ldp", "ours"):
+                for key, f in METRICS:
+                    same = method == ref or (ref == "ours" and method == "pure-ldp")
+                    cols.append("" if same else _diff(arr[method][key] - arr[ref][key], f,
+                                                      key != "mse"))  # fmt: skip
+            lines.append(f"| {name} | {eps:g} | {k} | {method} | " + " | ".join(cols) + " |")
+            if method == "ours":
+                for key, f in METRICS:
+                    d = arr["ours"][key] - arr["pure-ldp"][key]
+                    m, se = _mse(d)
+                    worse = m < -2 * se if key != "mse" else m > 2 * se
+                    if worse:
+                        shown = {"recall": "recall", "ncr": "NCR", "mse": "MSE"}[key]
+                        losses.append(f"{name} eps {eps:g} k {k} {shown}: {m:+{f}} ± {se:{f}}")
+    return "\n".join(lines), losses
+
+
+def markdown(scores: dict, args: argparse.Namespace, info: dict, command: str, seconds: float,
+             commit: str) -> str:  # fmt: skip
+    import importlib.metadata
+
+    body, losses = table(scores)
+    date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lost = "; ".join(losses) if losses else "none"
+    return f"""# PEM's layout against pure-ldp's PEM where heavy_hitters.md saw ours lose
+
+- Command: `{command}`
+- Date: {date}; {seconds:.0f} s; commit {commit}
+- Machine: {info["machine"]}, {info["cpu"]}, {info["cores"]} cores; load average at start
+  {info["load"]}
+- Python {info["python"]}, numpy {info["numpy"]}, bayesldp {info["bayesldp"]},
+  pure-ldp {info["pure-ldp"]}, xxhash {importlib.metadata.version("xxhash")}
+- n = {args.n:,} users, {args.seeds} seeds per cell (seed s: heavy_hitters.py's population and
+  runs of seed s); cells {", ".join(args.cells)} (population:eps), k in {{10, 20, 50}}
+
+Methods (see the script's docstring): `ours` `PEM(eps, k, bits=24, eta=4)` (5 rounds, the
+default), `first4` the same after an extra round of the 16 4-bit prefixes (6 rounds), `eta5`
+`PEM(eps, k, bits=24, eta=5)` (4 rounds), `bits20` `PEM(eps, k, bits=20, eta=4)` (4 rounds);
+pure-ldp 1.2.0's PEM over its count-mean sketch (m = 1024, 32 rows; 5 rounds of one hex
+character, the first over 16 prefixes).  Means ± standard error over seeds; the differences are
+paired (same users), mean ± standard error of the per-seed differences, "(+)" / "(-)" where
+they are more than 2 standard errors in the method's favour / against it.  Both packages return
+k items, so precision equals recall.
+
+Cells where `ours` is more than 2 standard errors behind pure-ldp: {lost}.
+
+{body}
+"""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="2 seeds, n = 20,000, zipf20 eps 1; writes nothing unless "
+                        "--out")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=None, metavar="PATH",
+                        help="markdown file (default results/pem_layout.md)")  # fmt: skip
+    parser.add_argument("--n", type=int, default=100_000, help="users per population")
+    parser.add_argument("--seeds", type=int, default=20, help="populations and runs per cell")
+    parser.add_argument("--cells", nargs="+", default=list(CELLS),
+                        help="population:eps pairs (default %(default)s)")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.n, args.seeds, args.cells = 20_000, 2, ["zipf20:1"]
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = "python " + " ".join(
+        shlex.quote(a) for a in [os.path.relpath(sys.argv[0]), *(argv or sys.argv[1:])]
+    )
+    check_xxhash()
+    info = machine_info()
+    t0 = time.perf_counter()
+    scores = run(args)
+    seconds = time.perf_counter() - t0
+    git = ["git", "rev-parse", "--short", "HEAD"]
+    head = subprocess.run(git, cwd=ROOT, text=True, capture_output=True, check=False)
+    text = markdown(scores, args, info, command, seconds, head.stdout.strip() or "unknown")
+    print(text)
+    out = args.out if args.out is not None else (None if args.quick else DEFAULT_OUT)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
