@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.heavy_hitters._blake2b import keyed_codes
 
 #: the widest code: OLH's hash needs inputs below 2^31 - 1
 MAX_BITS = 30
@@ -106,15 +107,13 @@ class ItemEncoder:
         tag = hashlib.blake2b(self.key + bytes([self.bits]), digest_size=4, person=b"pemkey")
         return tag.hexdigest()
 
-    def _code(self, data: bytes) -> int:
-        digest = hashlib.blake2b(data, key=self.key, digest_size=8).digest()
-        return int.from_bytes(digest, "big") >> (64 - self.bits)
-
     def encode(self, items: Iterable[Any]) -> np.ndarray:
         """The codes (int64, in ``0..2^bits - 1``) of ``items`` (str or bytes).
 
-        Hashes each distinct item once (pandas' factorize groups equal items first), so the
-        Python-level work grows with the number of distinct items, not of users.
+        Hashes each distinct item once (pandas' factorize groups equal items first), all of
+        them in one compiled BLAKE2b pass (:mod:`bayesldp.heavy_hitters._blake2b`, the same
+        digest as :mod:`hashlib`'s), so the Python-level work is one ``str.encode`` per
+        distinct item.
         """
         import pandas as pd
 
@@ -126,13 +125,25 @@ class ItemEncoder:
         if arr.size == 0:
             raise InvalidInputError("items: is empty; at least one item is needed")
         labels, uniques = pd.factorize(arr, use_na_sentinel=False)
-        first = np.full(len(uniques), arr.size, dtype=np.int64)
-        np.minimum.at(first, labels, np.arange(arr.size))
-        order = np.argsort(first, kind="stable")  # report the first offending user
-        codes = np.empty(len(uniques), dtype=np.int64)
-        for u in order:
-            codes[u] = self._code(_as_bytes(uniques[u], int(first[u]), self.max_length))
-        return codes[labels]
+        data = self._distinct_bytes(list(uniques), labels)
+        return keyed_codes(data, self.key, self.bits)[labels]
+
+    def _distinct_bytes(self, uniques: list[Any], labels: np.ndarray) -> list[bytes]:
+        """The bytes of each distinct item: all ``str`` within ``max_length`` in one list
+        comprehension; otherwise item by item in the order of their first user, so an error
+        names the first offending user."""
+        try:
+            data = [u.encode("utf-8") for u in uniques]  # bytes have no encode: the slow path
+            if max(map(len, data)) <= self.max_length:
+                return data
+        except (AttributeError, UnicodeEncodeError):
+            pass
+        first = np.full(len(uniques), labels.size, dtype=np.int64)
+        np.minimum.at(first, labels, np.arange(labels.size))
+        data = [b""] * len(uniques)
+        for u in np.argsort(first, kind="stable"):
+            data[u] = _as_bytes(uniques[u], int(first[u]), self.max_length)
+        return data
 
     def decode(self, codes: Any, candidates: Sequence[Any]) -> list[Any]:
         """The item among ``candidates`` behind each code (the first such), or None.
@@ -141,8 +152,9 @@ class ItemEncoder:
         """
         codes = np.asarray(codes, dtype=np.int64).ravel()
         cand = list(candidates)
-        table: dict[int, Any] = {}
-        if cand:
-            for item, code in zip(cand, self.encode(cand), strict=True):
-                table.setdefault(int(code), item)
-        return [table.get(int(c)) for c in codes]
+        if not cand:
+            return [None] * codes.size
+        known, first = np.unique(self.encode(cand), return_index=True)  # first holder of a code
+        at = np.minimum(np.searchsorted(known, codes), known.size - 1)
+        found = known[at] == codes
+        return [cand[first[j]] if hit else None for j, hit in zip(at, found, strict=True)]
