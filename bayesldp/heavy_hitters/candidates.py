@@ -40,7 +40,7 @@ import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.heavy_hitters._olh_kernels import support_counts, support_matrix
+from bayesldp.heavy_hitters._counting import bucket_counts, support_counts, support_matrix
 from bayesldp.mechanisms.base import realised_epsilon_of_channel
 from bayesldp.mechanisms.hashing import (
     MERSENNE_31,
@@ -162,7 +162,7 @@ class CandidateOLH(LocalHashing):
         for the candidates (and, with "other", ``n`` minus their sum), int64.
 
         One compiled pass per candidate over cache-sized blocks of users, no ``n x m`` array
-        (:mod:`bayesldp.heavy_hitters._olh_kernels`); the same hash values as :meth:`supports`.
+        (:mod:`bayesldp.heavy_hitters._counting`); the same hash values as :meth:`supports`.
         """
         a, b, y = self.check_reports(reports)
         stat = np.zeros(self.k, dtype=np.int64)
@@ -319,10 +319,16 @@ class CandidateCMS(CMS):
         """``s_j = #{i : v_i[h_{row_i}(values[j])] = +1}``, the tally's statistic, through the
         ``k_hash x m`` count of +1 entries (O(n m + K k_hash), no ``n x K`` support)."""
         rows, bits = self.check_reports(reports)
-        counts = np.zeros((self.k_hash, self.m), dtype=np.int64)
-        for j in range(self.k_hash):
-            counts[j] = np.count_nonzero(bits[rows == j] > 0, axis=0)
-        return counts[np.arange(self.k_hash)[:, None], self.hashes].sum(axis=0)
+        return self.grouped_counts(np.zeros(rows.size, dtype=np.int64), rows, bits, 1)[0]
+
+    def grouped_counts(
+        self, group: np.ndarray, rows: np.ndarray, bits: np.ndarray, n_groups: int
+    ) -> np.ndarray:
+        """:meth:`support_counts` of each group of users at once (``(n_groups, K)``), from
+        checked report arrays (``rows``, ``bits`` of :meth:`check_reports`; ``group`` in
+        ``0..n_groups-1``): one compiled pass over the ``n x m`` entries."""
+        counts = bucket_counts(group, rows, bits, n_groups, self.k_hash)
+        return counts[:, np.arange(self.k_hash)[:, None], self.hashes].sum(axis=1)
 
     def sketch_estimate(self, reports: CMSReports) -> np.ndarray:
         """Apple's sketch estimate (:meth:`~bayesldp.CMS.sketch_frequencies`) of every

@@ -115,6 +115,12 @@ class ItemEncoder:
         digest as :mod:`hashlib`'s), so the Python-level work is one ``str.encode`` per
         distinct item.
         """
+        labels, _, codes = self._encode_distinct(items)
+        return codes[labels]
+
+    def _encode_distinct(self, items: Iterable[Any]) -> tuple[np.ndarray, list[bytes], np.ndarray]:
+        """``(labels, data, codes)``: each user's distinct item ``labels[i]``, the distinct
+        items' bytes ``data`` and their codes (what :meth:`encode` and SFP's client share)."""
         import pandas as pd
 
         if isinstance(items, str | bytes):
@@ -126,7 +132,7 @@ class ItemEncoder:
             raise InvalidInputError("items: is empty; at least one item is needed")
         labels, uniques = pd.factorize(arr, use_na_sentinel=False)
         data = self._distinct_bytes(list(uniques), labels)
-        return keyed_codes(data, self.key, self.bits)[labels]
+        return labels, data, keyed_codes(data, self.key, self.bits)
 
     def _distinct_bytes(self, uniques: list[Any], labels: np.ndarray) -> list[bytes]:
         """The bytes of each distinct item: all ``str`` within ``max_length`` in one list

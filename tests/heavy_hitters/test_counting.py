@@ -6,7 +6,7 @@ import pytest
 from bayesldp import HashReports, Tally
 from bayesldp.errors import InvalidInputError
 from bayesldp.heavy_hitters import CandidateOLH
-from bayesldp.heavy_hitters._olh_kernels import reciprocal, support_counts, support_matrix
+from bayesldp.heavy_hitters._counting import reciprocal, support_counts, support_matrix
 from bayesldp.mechanisms.hashing import MERSENNE_31 as P
 
 
@@ -90,3 +90,34 @@ def test_bad_reports_are_refused_in_one_line():
         with pytest.raises(InvalidInputError, match=what) as err:
             mech.estimate(HashReports(a, good, y))
         assert "\n" not in str(err.value)
+
+
+def test_bucket_counts_equal_numpy():
+    from bayesldp.heavy_hitters._counting import bucket_counts
+
+    rng = np.random.default_rng(5)
+    n, m, k_hash, n_groups = 3000, 64, 8, 3
+    group, rows = rng.integers(0, n_groups, n), rng.integers(0, k_hash, n)
+    bits = np.where(rng.random((n, m)) < 0.3, 1, -1).astype(np.int8)
+    expected = np.zeros((n_groups, k_hash, m), dtype=np.int64)
+    np.add.at(expected, (group, rows), bits > 0)
+    np.testing.assert_array_equal(bucket_counts(group, rows, bits, n_groups, k_hash), expected)
+
+
+def test_candidate_cms_grouped_counts_equal_support_counts_per_group():
+    """SFP's one-pass count per position equals CandidateCMS.support_counts on each position's
+    reports, and Apple's estimate from it equals sketch_estimate."""
+    from bayesldp.heavy_hitters import CandidateCMS
+    from bayesldp.mechanisms.sketch import CMSReports
+
+    mech = CandidateCMS([5, 17, 2**24 + 3, 99], 2.0, m=64, k_hash=8)
+    rng = np.random.default_rng(9)
+    reports = mech.perturb_values(rng.choice([5, 17, 40, 2**24 + 3], 4000), rng=10)
+    group = rng.integers(0, 3, len(reports))
+    grouped = mech.grouped_counts(group, reports.row, reports.bits, 3)
+    for c in range(3):
+        mask = group == c
+        part = CMSReports(reports.row[mask], reports.bits[mask])
+        np.testing.assert_array_equal(grouped[c], mech.support_counts(part))
+        np.testing.assert_array_equal(mech._sketch_from_stat(grouped[c], int(mask.sum())),
+                                      mech.sketch_estimate(part))  # fmt: skip

@@ -1,4 +1,4 @@
-"""Compiled reading of OLH reports against a list of candidate values (internal).
+"""Compiled reading of OLH and count-mean-sketch reports against candidate values (internal).
 
 A report ``(a, b, y)`` supports the candidate ``v`` iff ``h_{a,b}(v) = ((a v + b) mod P) mod g
 = y`` (:class:`bayesldp.heavy_hitters.CandidateOLH`, ``P = 2^31 - 1``).  The numpy reading
@@ -11,7 +11,12 @@ give the same hash values exactly:
   ``2^31 = 1 mod P``) and one conditional subtraction;
 * ``x mod g`` for ``x < 2^31`` by the reciprocal ``M = ceil(2^(31+l) / g)``, ``l =
   ceil(log2 g)``: ``floor(x / g) = (x M) >> (31 + l)`` (Granlund and Montgomery, PLDI 1994,
-  theorem 4.2: ``M g - 2^(31+l) < g <= 2^l``), then one conditional correction;
+  theorem 4.2: ``M g - 2^(31+l) < g <= 2^l``), then one conditional correction.
+
+:func:`bucket_counts` is the count-mean sketch's side (SFP's fragments,
+:class:`~bayesldp.heavy_hitters.CandidateCMS`): the +1 entries of every (group, hash row,
+bucket) in one pass over the ``n x m`` report entries, from which each group's support counts
+are ``k_hash x K`` look-ups.
 
 Callers check the reports first (``1 <= a < P``, ``0 <= b < P``, ``0 <= y < g``, candidate
 values in ``0..P-1``, ``2 <= g <= P``): the loops do not.
@@ -109,3 +114,25 @@ def support_matrix(
     """Fill the ``(n, m)`` bools ``out[i, j] = (h_i(values[j]) = y_i)`` (C-contiguous) and
     return their column sums (int64)."""
     return _matrix(*_args(a, b, y, values, g), out)
+
+
+@njit(cache=True, nogil=True)
+def _buckets(group, rows, bits, n_groups, k_hash):  # pragma: no cover - compiled
+    n, m = bits.shape
+    out = np.zeros((n_groups, k_hash, m), np.int64)
+    for i in range(n):
+        acc = out[group[i], rows[i]]
+        for u in range(m):
+            acc[u] += bits[i, u] > 0
+    return out
+
+
+def bucket_counts(
+    group: np.ndarray, rows: np.ndarray, bits: np.ndarray, n_groups: int, k_hash: int
+) -> np.ndarray:
+    """Count-mean-sketch reports ``(rows[i], bits[i])`` of users in groups ``group[i]``:
+    ``out[c, j, u] = #{i : group_i = c, rows_i = j, bits[i, u] = +1}``, int64 of shape
+    ``(n_groups, k_hash, m)``, in one pass over the ``(n, m)`` entries."""
+    group = np.ascontiguousarray(group, dtype=np.int64)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    return _buckets(group, rows, np.ascontiguousarray(bits), int(n_groups), int(k_hash))
