@@ -137,15 +137,23 @@ def _codes(buf, offsets, key_block, key_length, bits):  # pragma: no cover - com
     return out
 
 
+def pack(data: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """The messages back to back (``uint8``) and their lengths (int64)."""
+    lengths = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
+    return np.frombuffer(b"".join(data), dtype=np.uint8), lengths
+
+
 def keyed_codes(data: list[bytes], key: bytes, bits: int) -> np.ndarray:
     """``int.from_bytes(blake2b(d, key=key, digest_size=8).digest(), "big") >> (64 - bits)``
     for each ``d`` in ``data`` (int64; ``key`` at most 64 bytes, ``1 <= bits <= 64``)."""
-    lengths = np.fromiter(map(len, data), dtype=np.int64, count=len(data))
-    offsets = np.zeros(len(data) + 1, dtype=np.int64)
+    return packed_codes(*pack(data), key, bits)
+
+
+def packed_codes(flat: np.ndarray, lengths: np.ndarray, key: bytes, bits: int) -> np.ndarray:
+    """:func:`keyed_codes` of the messages held back to back in ``flat`` (:func:`pack`)."""
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    buf = np.frombuffer(b"".join(data), dtype=np.uint8)
-    if buf.size == 0:
-        buf = np.zeros(1, dtype=np.uint8)
+    buf = flat if flat.size else np.zeros(1, dtype=np.uint8)
     key_block = np.zeros(_BLOCK, dtype=np.uint8)
     key_block[: len(key)] = np.frombuffer(key, dtype=np.uint8)
     return _codes(buf, offsets, key_block, len(key), int(bits))

@@ -299,12 +299,10 @@ class SFP:
         """The codes ``(n,)`` of ``items`` and the sketch input ``(n, P)`` of each user at each
         position, ``tag 2^{8f} + fragment``; refuses items too long, ending in NUL or (with an
         alphabet) holding another byte, naming the first such user."""
-        labels, data, distinct = self.encoder._encode_distinct(items)  # lengths checked
+        labels, flat, length, distinct = self.encoder._encode_distinct(items)  # lengths checked
         codes = distinct[labels]
         f, width = self.fragment_length, self.n_positions * self.fragment_length
-        n_distinct = len(data)
-        length = np.fromiter(map(len, data), dtype=np.int64, count=n_distinct)
-        flat = np.frombuffer(b"".join(data), dtype=np.uint8)
+        n_distinct = length.size
         owner = np.repeat(np.arange(n_distinct), length)  # byte t of the join: its item, column
         column = np.arange(flat.size) - np.repeat(np.cumsum(length) - length, length)
         padded = np.zeros((n_distinct, width), dtype=np.int64)

@@ -92,3 +92,13 @@ def test_decode_takes_the_first_candidate_of_a_shared_code():
     codes = enc.encode(cand)
     first = {int(c): w for w, c in reversed(list(zip(cand, codes, strict=True)))}
     assert enc.decode([0, 1, 1], cand) == [first.get(0), first.get(1), first.get(1)]
+
+
+def test_decode_refuses_bad_candidates_in_one_line():
+    enc = ItemEncoder(bits=16, max_length=4)
+    codes = enc.encode(["ab"])
+    with pytest.raises(InvalidTypeError, match=r"items\[1\]: expected str or bytes, got int$"):
+        enc.decode(codes, ["ab", 7])
+    with pytest.raises(InvalidInputError, match=r"items\[2\]: is 5 bytes long"):
+        enc.decode(codes, ["ab", b"cd", "abcde"])
+    assert enc.decode(codes, ["x", "ab", "ab", b"ab"]) == ["ab"]
