@@ -535,9 +535,11 @@ wall-clock time, "(CPU)" the same from process CPU time.
 
 Mean wall seconds, client + server, per run of n users (over eps, k and seeds; pure-ldp's client
 pass, shared by its three k, counts once per k). Ours' client hashes each distinct item once
-(`ItemEncoder.encode` groups equal items, a Python loop over the distinct items: 2^32 items give
-many more distinct ones than the word list); pure-ldp's client randomises a 1024-entry sketch row
-per user in Python and its server adds it to the sketch.
+(`ItemEncoder.encode` groups equal items and hashes them in one compiled BLAKE2b pass: 2^32 items
+give many more distinct ones than the word list), and SFP's writes a 1024-entry sketch row per
+fragment user; ours' servers count the reports supporting each candidate in compiled passes
+(PEM: n x candidates hash evaluations; SFP: one pass over the sketch rows); pure-ldp's client
+randomises a 1024-entry sketch row per user in Python and its server adds it to the sketch.
 
 {split_table(scores, args.populations)}
 

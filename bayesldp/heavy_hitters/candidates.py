@@ -40,6 +40,7 @@ import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.heavy_hitters._counting import bucket_counts, support_counts, support_matrix
 from bayesldp.mechanisms.base import realised_epsilon_of_channel
 from bayesldp.mechanisms.hashing import (
     MERSENNE_31,
@@ -156,34 +157,49 @@ class CandidateOLH(LocalHashing):
         return HashReports(a, b, np.where(keep, v, (v + shift) % self.g))
 
     # ------------------------------------------------------------------ aggregator
-    def _hits(self, a: np.ndarray, b: np.ndarray, y: np.ndarray, stat: np.ndarray) -> np.ndarray:
-        """``(m, n)`` bools ``h_i(values[j]) == y_i``, adding each candidate's hits to ``stat``."""
-        hits = np.empty((self.m, y.size), dtype=bool)
-        for j, v in enumerate(self.values):
-            np.equal((a * v + b) % self._prime % self.g, y, out=hits[j])
-        stat[: self.m] += np.count_nonzero(hits, axis=1)
-        return hits
+    def support_counts(self, reports: HashReports) -> np.ndarray:
+        """The tally's statistic without the tally: ``stat_j = #{i : h_i(values[j]) = y_i}``
+        for the candidates (and, with "other", ``n`` minus their sum), int64.
+
+        One compiled pass per candidate over cache-sized blocks of users, no ``n x m`` array
+        (:mod:`bayesldp.heavy_hitters._counting`); the same hash values as :meth:`supports`.
+        """
+        a, b, y = self.check_reports(reports)
+        stat = np.zeros(self.k, dtype=np.int64)
+        stat[: self.m] = support_counts(a, b, y, self.values, self.g)
+        if self.other:
+            stat[self.m] = y.size - stat[: self.m].sum()
+        return stat
+
+    def estimate(self, reports: HashReports) -> np.ndarray:
+        """:meth:`unbiased_frequencies` of the reports' tally, from :meth:`support_counts`
+        alone (no support matrix): what a discovery round needs."""
+        stat = self.support_counts(reports)
+        return self._oracle(stat.astype(float), len(reports))
 
     def tally(self, reports: HashReports) -> Tally:
         """Support form ``support[i, j] = (h_i(values[j]) == y_i)``, levels ``(q, p)``; with
         "other", dense rows whose last entry is ``q + (p - q) u_{y_i}`` (deduplicated)."""
         a, b, y = self.check_reports(reports)
-        if not self.other:
-            return self._block_tally(
-                y.size,
-                lambda start, stop, stat: self._hits(a[start:stop], b[start:stop],
-                                                     y[start:stop], stat),
-                "read the reports in batches and merge the tallies with +",
-            )  # fmt: skip
         n = y.size
+        if not self.other:
+
+            def fill(support: np.ndarray, stat: np.ndarray) -> None:
+                stat += support_matrix(a, b, y, self.values, self.g, support)
+
+            return self._support_tally(
+                n, fill, "read the reports in batches and merge the tallies with +"
+            )
         stat = np.zeros(self.k, dtype=np.int64)
         rows = np.empty((n, self.k), dtype=float)
         block = max(1024, _BLOCK // max(1, self.m))
         levels = self.q + (self.p - self.q) * self.other_levels()
         for start in range(0, n, block):
             stop = min(n, start + block)
-            hits = self._hits(a[start:stop], b[start:stop], y[start:stop], stat)
-            rows[start:stop, : self.m] = np.where(hits.T, self.p, self.q)
+            hits = np.empty((stop - start, self.m), dtype=bool)
+            stat[: self.m] += support_matrix(a[start:stop], b[start:stop], y[start:stop],
+                                             self.values, self.g, hits)  # fmt: skip
+            rows[start:stop, : self.m] = np.where(hits, self.p, self.q)
             rows[start:stop, self.m] = levels[y[start:stop]]
         stat[self.m] = n - stat[: self.m].sum()  # not an oracle statistic: see the oracle
         return Tally(np.ones(n, dtype=np.int64), rows=rows, stat=stat.astype(float), mechanism=self)
@@ -199,7 +215,10 @@ class CandidateOLH(LocalHashing):
         is pairwise independent), so ``q*`` serves for it too.
         """
         self.check_tally(tally)
-        f = (tally.stat[: self.m] / tally.n - self.q_star) / (self.p_star - self.q_star)
+        return self._oracle(tally.stat, tally.n)
+
+    def _oracle(self, stat: np.ndarray, n: int) -> np.ndarray:
+        f = (stat[: self.m] / n - self.q_star) / (self.p_star - self.q_star)
         return np.append(f, 1.0 - f.sum()) if self.other else f
 
     def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
@@ -300,10 +319,16 @@ class CandidateCMS(CMS):
         """``s_j = #{i : v_i[h_{row_i}(values[j])] = +1}``, the tally's statistic, through the
         ``k_hash x m`` count of +1 entries (O(n m + K k_hash), no ``n x K`` support)."""
         rows, bits = self.check_reports(reports)
-        counts = np.zeros((self.k_hash, self.m), dtype=np.int64)
-        for j in range(self.k_hash):
-            counts[j] = np.count_nonzero(bits[rows == j] > 0, axis=0)
-        return counts[np.arange(self.k_hash)[:, None], self.hashes].sum(axis=0)
+        return self.grouped_counts(np.zeros(rows.size, dtype=np.int64), rows, bits, 1)[0]
+
+    def grouped_counts(
+        self, group: np.ndarray, rows: np.ndarray, bits: np.ndarray, n_groups: int
+    ) -> np.ndarray:
+        """:meth:`support_counts` of each group of users at once (``(n_groups, K)``), from
+        checked report arrays (``rows``, ``bits`` of :meth:`check_reports`; ``group`` in
+        ``0..n_groups-1``): one compiled pass over the ``n x m`` entries."""
+        counts = bucket_counts(group, rows, bits, n_groups, self.k_hash)
+        return counts[:, np.arange(self.k_hash)[:, None], self.hashes].sum(axis=1)
 
     def sketch_estimate(self, reports: CMSReports) -> np.ndarray:
         """Apple's sketch estimate (:meth:`~bayesldp.CMS.sketch_frequencies`) of every
@@ -320,4 +345,4 @@ def candidate_estimates(values: Any, epsilon: float, g: int, reports: Any) -> np
     """
     values = np.asarray(values, dtype=np.int64)
     mech = CandidateOLH(values, epsilon, g, other=values.size == 1)
-    return mech.unbiased_frequencies(mech.tally(reports))[: values.size]
+    return mech.estimate(reports)[: values.size]

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.heavy_hitters._blake2b import pack, packed_codes
 
 #: the widest code: OLH's hash needs inputs below 2^31 - 1
 MAX_BITS = 30
@@ -106,16 +107,22 @@ class ItemEncoder:
         tag = hashlib.blake2b(self.key + bytes([self.bits]), digest_size=4, person=b"pemkey")
         return tag.hexdigest()
 
-    def _code(self, data: bytes) -> int:
-        digest = hashlib.blake2b(data, key=self.key, digest_size=8).digest()
-        return int.from_bytes(digest, "big") >> (64 - self.bits)
-
     def encode(self, items: Iterable[Any]) -> np.ndarray:
         """The codes (int64, in ``0..2^bits - 1``) of ``items`` (str or bytes).
 
-        Hashes each distinct item once (pandas' factorize groups equal items first), so the
-        Python-level work grows with the number of distinct items, not of users.
+        Hashes each distinct item once (pandas' factorize groups equal items first), all of
+        them in one compiled BLAKE2b pass (:mod:`bayesldp.heavy_hitters._blake2b`, the same
+        digest as :mod:`hashlib`'s) over their bytes laid back to back.
         """
+        labels, _, _, codes = self._encode_distinct(items)
+        return codes[labels]
+
+    def _encode_distinct(
+        self, items: Iterable[Any]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(labels, flat, lengths, codes)``: each user's distinct item ``labels[i]``, the
+        distinct items' bytes back to back and their lengths (:meth:`_pack`), and their codes
+        (what :meth:`encode` and SFP's client share)."""
         import pandas as pd
 
         if isinstance(items, str | bytes):
@@ -126,23 +133,47 @@ class ItemEncoder:
         if arr.size == 0:
             raise InvalidInputError("items: is empty; at least one item is needed")
         labels, uniques = pd.factorize(arr, use_na_sentinel=False)
-        first = np.full(len(uniques), arr.size, dtype=np.int64)
-        np.minimum.at(first, labels, np.arange(arr.size))
-        order = np.argsort(first, kind="stable")  # report the first offending user
-        codes = np.empty(len(uniques), dtype=np.int64)
-        for u in order:
-            codes[u] = self._code(_as_bytes(uniques[u], int(first[u]), self.max_length))
-        return codes[labels]
+        flat, lengths = self._pack(list(uniques), labels)
+        return labels, flat, lengths, packed_codes(flat, lengths, self.key, self.bits)
+
+    def _pack(self, uniques: list[Any], labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The bytes of the distinct items ``uniques`` back to back and their lengths.
+
+        All ``str``: one join (and, if ASCII, one encode; else one ``str.encode`` each).
+        Otherwise, or if an item is too long, item by item in the order of their first user
+        (``labels``: each user's distinct item), so an error names the first offending user.
+        """
+        try:
+            joined = "".join(uniques)  # TypeError if an item is not a str: the slow path
+            if joined.isascii():
+                flat = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+                lengths = np.fromiter(map(len, uniques), dtype=np.int64, count=len(uniques))
+            else:
+                flat, lengths = pack([u.encode("utf-8") for u in uniques])
+            if lengths.max() <= self.max_length:
+                return flat, lengths
+        except (TypeError, UnicodeEncodeError):
+            pass
+        first = np.full(len(uniques), labels.size, dtype=np.int64)
+        np.minimum.at(first, labels, np.arange(labels.size))
+        data = [b""] * len(uniques)
+        for u in np.argsort(first, kind="stable"):
+            data[u] = _as_bytes(uniques[u], int(first[u]), self.max_length)
+        return pack(data)
 
     def decode(self, codes: Any, candidates: Sequence[Any]) -> list[Any]:
         """The item among ``candidates`` behind each code (the first such), or None.
 
-        A code is recoverable only through a candidate list: the hash is one-way.
+        A code is recoverable only through a candidate list: the hash is one-way.  The
+        candidates are hashed as they come (no grouping: a repeated one costs a hash).
         """
         codes = np.asarray(codes, dtype=np.int64).ravel()
         cand = list(candidates)
-        table: dict[int, Any] = {}
-        if cand:
-            for item, code in zip(cand, self.encode(cand), strict=True):
-                table.setdefault(int(code), item)
-        return [table.get(int(c)) for c in codes]
+        if not cand:
+            return [None] * codes.size
+        flat, lengths = self._pack(cand, np.arange(len(cand)))
+        own = packed_codes(flat, lengths, self.key, self.bits)
+        known, first = np.unique(own, return_index=True)  # first holder of a code
+        at = np.minimum(np.searchsorted(known, codes), known.size - 1)
+        found = known[at] == codes
+        return [cand[first[j]] if hit else None for j, hit in zip(at, found, strict=True)]

@@ -382,7 +382,7 @@ class PEM:
             candidates = (survivors[:, None] << step | np.arange(2**step)[None, :]).ravel()
             mech = CandidateOLH(candidates, self.epsilon, self.g)
             round_reports = reports.round(i)
-            f = mech.unbiased_frequencies(mech.tally(round_reports))
+            f = mech.estimate(round_reports)
             rounds.append(PEMRound(s, candidates, f, len(round_reports)))
             top = np.argsort(-f, kind="stable")[: self.k]
             survivors, previous = candidates[top], s

@@ -50,7 +50,7 @@ import numpy as np
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_instance
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters.candidates import CandidateCMS, CandidateOLH, candidate_estimates
-from bayesldp.heavy_hitters.encoding import DEFAULT_KEY, ItemEncoder, _as_bytes
+from bayesldp.heavy_hitters.encoding import DEFAULT_KEY, ItemEncoder
 from bayesldp.heavy_hitters.pem import (
     HeavyHitters,
     SharePosterior,
@@ -333,19 +333,15 @@ class SFP:
         """The codes ``(n,)`` of ``items`` and the sketch input ``(n, P)`` of each user at each
         position, ``tag 2^{8f} + fragment``; refuses items too long, ending in NUL or (with an
         alphabet) holding another byte, naming the first such user."""
-        import pandas as pd
-
-        codes = self.encoder.encode(items)
-        arr = np.asarray(list(items) if not isinstance(items, np.ndarray) else items, dtype=object)
-        labels, uniques = pd.factorize(arr, use_na_sentinel=False)
+        labels, flat, length, distinct = self.encoder._encode_distinct(items)  # lengths checked
+        codes = distinct[labels]
         f, width = self.fragment_length, self.n_positions * self.fragment_length
-        padded = np.zeros((len(uniques), width), dtype=np.int64)
-        length = np.zeros(len(uniques), dtype=np.int64)
-        for u, item in enumerate(uniques):  # distinct items, already checked by encode
-            data = _as_bytes(item, u, self.encoder.max_length)
-            padded[u, : len(data)] = np.frombuffer(data, dtype=np.uint8)
-            length[u] = len(data)
-        ends_nul = (length > 0) & (padded[np.arange(len(uniques)), np.maximum(length - 1, 0)] == 0)
+        n_distinct = length.size
+        owner = np.repeat(np.arange(n_distinct), length)  # byte t of the join: its item, column
+        column = np.arange(flat.size) - np.repeat(np.cumsum(length) - length, length)
+        padded = np.zeros((n_distinct, width), dtype=np.int64)
+        padded[owner, column] = flat
+        ends_nul = (length > 0) & (padded[np.arange(n_distinct), np.maximum(length - 1, 0)] == 0)
         allowed = np.zeros(256, dtype=bool)
         allowed[self.symbols] = True
         foreign = ~allowed[padded].all(axis=1)
@@ -354,7 +350,7 @@ class SFP:
             if bad.any():
                 user = int(np.flatnonzero(bad[labels])[0])
                 raise InvalidInputError(f"items[{user}]: {why}")
-        frag = (padded.reshape(len(uniques), self.n_positions, f)
+        frag = (padded.reshape(n_distinct, self.n_positions, f)
                 << (8 * np.arange(f - 1, -1, -1))).sum(axis=2)  # fmt: skip
         tag = codes >> (self.encoder.bits - self.hash_bits)
         return codes, tag[:, None] << (8 * f) | frag[labels]
@@ -451,12 +447,15 @@ class SFP:
         that pass the tag check; the ``k`` largest OLH estimates among the word users."""
         self.check_reports(reports)
         mech = self.fragment_mechanism
+        position = np.asarray(reports.position, dtype=np.int64)
+        rows, bits = reports.fragments.row, reports.fragments.bits  # checked just above
+        stat = mech.grouped_counts(position, rows, bits, self.n_positions)
+        sizes = np.bincount(position, minlength=self.n_positions)
         rounds = []
-        for pos in range(self.n_positions):
-            at = reports.at(pos)
-            est = mech.sketch_estimate(at)
+        for pos in range(self.n_positions):  # Apple's sketch estimate per position
+            est = mech._sketch_from_stat(stat[pos], int(sizes[pos]))
             top = np.argsort(-est, kind="stable")[: self.fragments]
-            rounds.append(FragmentRound(pos, mech.values[top], est[top], len(at)))
+            rounds.append(FragmentRound(pos, mech.values[top], est[top], int(sizes[pos])))
         items, tags = self._assemble(rounds)
         fits = np.array([len(x) <= self.encoder.max_length for x in items], dtype=bool)
         items, tags = [x for x, ok in zip(items, fits, strict=True) if ok], tags[fits]

@@ -162,7 +162,7 @@ class TreeHist(PEM):
             mech = CandidateOLH(children, self.epsilon, self.g)
             level_reports = reports.round(i)
             n_i = len(level_reports)
-            f = mech.unbiased_frequencies(mech.tally(level_reports))
+            f = mech.estimate(level_reports)
             tau = self.z * math.sqrt(mech.oracle_variance(np.zeros(mech.k), n_i)[0])
             levels.append(TreeHistLevel(s, children, f, n_i, tau))
             order = np.argsort(-f, kind="stable")[: self.max_survivors]

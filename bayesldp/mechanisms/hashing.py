@@ -182,6 +182,21 @@ class HashedGRR(PureProtocol):
         ``start..stop-1`` and adds each category's hits to ``stat``; ``advice`` is what the memory
         check suggests when the support does not fit.
         """
+        block = max(4096, _TALLY_BLOCK // self.k)
+
+        def fill(support: np.ndarray, stat: np.ndarray) -> None:
+            for start in range(0, n, block):
+                stop = min(n, start + block)
+                support[start:stop] = add_hits(start, stop, stat).T
+
+        return self._support_tally(n, fill, advice)
+
+    def _support_tally(
+        self, n: int, fill: Callable[[np.ndarray, np.ndarray], None], advice: str
+    ) -> Tally:
+        """The support-form tally of ``n`` reports (levels ``(q, p)``): ``fill(support, stat)``
+        sets the ``(n, k)`` bools ``support[i, x] = (h_i(x) == y_i)`` and adds each category's
+        hits to ``stat``, after the memory check (``advice``: what it suggests)."""
         k = self.k
         check_memory(
             float(n) * k,
@@ -191,10 +206,7 @@ class HashedGRR(PureProtocol):
         )
         support = np.empty((n, k), dtype=bool)
         stat = np.zeros(k, dtype=np.int64)
-        block = max(4096, _TALLY_BLOCK // k)
-        for start in range(0, n, block):
-            stop = min(n, start + block)
-            support[start:stop] = add_hits(start, stop, stat).T
+        fill(support, stat)
         return Tally(
             np.ones(n, dtype=np.int64),
             support=support,

@@ -80,9 +80,22 @@ class HCMSReports:
         return int(np.shape(self.row)[0])
 
 
+@njit(cache=True, nogil=True)
+def _int8_non_signs(flat):  # pragma: no cover - compiled
+    """How many int8 entries are neither -1 nor +1 (``v^2 != 1`` in int32: one vectorised
+    pass, no temporaries)."""
+    bad = 0
+    for t in range(flat.size):
+        v = np.int32(flat[t])
+        bad += v * v != 1
+    return bad
+
+
 def _signs(arr: np.ndarray, name: str) -> np.ndarray:
     if arr.dtype.kind not in "iu":
         raise InvalidTypeError(f"reports.{name}: expected integers -1 or +1, got {arr.dtype}")
+    if arr.dtype == np.int8 and (arr.size == 0 or _int8_non_signs(arr.ravel()) == 0):
+        return arr  # the reports' own dtype: the compiled check, else numpy's below
     bad = (arr != 1) & (arr != -1)
     if bad.any():
         raise InvalidInputError(

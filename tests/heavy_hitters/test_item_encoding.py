@@ -54,3 +54,51 @@ def test_decode_recovers_candidates_only():
     codes = enc.encode(["cat", "dog", "unknown"])
     assert enc.decode(codes, ["dog", "cat", "emu"]) == ["cat", "dog", None]
     assert enc.decode(codes, []) == [None, None, None]
+
+
+@pytest.mark.parametrize("key", [b"", b"k", b"bayesldp-pem", bytes(range(64))])
+def test_compiled_blake2b_equals_hashlib(key):
+    """Every message length around the 128-byte block (0, 127, 128, 129, 256, ...) and keys of
+    0..64 bytes: the compiled codes are hashlib's digest prefix, for every code width."""
+    from bayesldp.heavy_hitters._blake2b import keyed_codes
+
+    rng = np.random.default_rng(len(key))
+    lengths = [0, 1, 63, 64, 127, 128, 129, 255, 256, 257, 1000, *rng.integers(0, 300, 40)]
+    data = [rng.bytes(int(n)) for n in lengths]
+    full = [int.from_bytes(hashlib.blake2b(d, key=key, digest_size=8).digest(), "big")
+            for d in data]  # fmt: skip
+    for bits in (1, 24, 30, 63):
+        assert keyed_codes(data, key, bits).tolist() == [h >> (64 - bits) for h in full]
+
+
+def test_encode_mixed_str_and_bytes_and_non_ascii():
+    """str (UTF-8, non-ASCII too) and bytes items, repeated: the keyed BLAKE2b of their bytes."""
+    enc = ItemEncoder(bits=30, key="mix", max_length=16)
+    items = ["caf\u00e9", b"caf\xc3\xa9", "\u65e5\u672c", b"\x00\xff", "", "a", "caf\u00e9"]
+
+    def code(item):
+        data = item.encode("utf-8") if isinstance(item, str) else item
+        return int.from_bytes(hashlib.blake2b(data, key=b"mix", digest_size=8).digest(), "big")
+
+    assert enc.encode(items).tolist() == [code(x) >> 34 for x in items]
+    assert enc.encode(np.array(items[::2], dtype=object)).tolist() == [
+        code(x) >> 34 for x in items[::2]
+    ]
+
+
+def test_decode_takes_the_first_candidate_of_a_shared_code():
+    enc = ItemEncoder(bits=1, key="s")  # two codes: candidates share them
+    cand = [f"w{i}" for i in range(20)]
+    codes = enc.encode(cand)
+    first = {int(c): w for w, c in reversed(list(zip(cand, codes, strict=True)))}
+    assert enc.decode([0, 1, 1], cand) == [first.get(0), first.get(1), first.get(1)]
+
+
+def test_decode_refuses_bad_candidates_in_one_line():
+    enc = ItemEncoder(bits=16, max_length=4)
+    codes = enc.encode(["ab"])
+    with pytest.raises(InvalidTypeError, match=r"items\[1\]: expected str or bytes, got int$"):
+        enc.decode(codes, ["ab", 7])
+    with pytest.raises(InvalidInputError, match=r"items\[2\]: is 5 bytes long"):
+        enc.decode(codes, ["ab", b"cd", "abcde"])
+    assert enc.decode(codes, ["x", "ab", "ab", b"ab"]) == ["ab"]

@@ -234,3 +234,16 @@ def test_support_patterns_follow_the_channel(cls, path):
     live = exact > 0
     assert observed[~live].sum() == 0
     assert chisquare(observed[live], exact[live] * n).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int64])
+def test_bad_sign_entries_are_refused_in_one_line(dtype):
+    """The compiled int8 check and numpy's for other dtypes: one bad entry anywhere."""
+    mech = CMS(5, 1.0, m=8, k_hash=2)
+    good = mech.perturb(np.arange(5).repeat(40), rng=2)
+    mech.tally(CMSReports(good.row, good.bits.astype(dtype)))  # +-1 in any dtype: accepted
+    for bad in (0, 2, -2, 127 if dtype == np.int8 else 257):
+        bits = good.bits.astype(dtype)
+        bits[-1, -1] = bad
+        with pytest.raises(InvalidInputError, match=rf"entries must be -1 or \+1, got {bad}$"):
+            mech.tally(CMSReports(good.row, bits))
