@@ -91,9 +91,10 @@ def parse_manifest(text: str) -> dict[str, Any]:
         raise ValueError("it lacks the fields mechanism, params and inputs")
     if "checksum" in manifest:  # stores written before checksums have none
         body = {key: value for key, value in manifest.items() if key != "checksum"}
-        if hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest() != manifest[
-            "checksum"
-        ]:
+        if (
+            hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+            != manifest["checksum"]
+        ):
             raise ValueError("its checksum does not match its content (altered on disk)")
     if not isinstance(manifest["inputs"], list) or not isinstance(manifest["params"], dict):
         raise ValueError("its fields have the wrong types")
