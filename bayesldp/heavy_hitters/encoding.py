@@ -132,9 +132,10 @@ class ItemEncoder:
     def encode(self, items: Iterable[Any]) -> np.ndarray:
         """The codes (int64, in ``0..2^bits - 1``) of ``items`` (str or bytes).
 
-        Hashes each distinct item once, all of them in one compiled BLAKE2b pass
-        (:mod:`bayesldp.heavy_hitters._blake2b`, the same digest as :mod:`hashlib`'s) over their
-        bytes laid back to back.  Equal items are grouped by :meth:`_encode_distinct`'s rule.
+        Hashes each distinct item once, all of them in one compiled BLAKE2b pass (the same
+        digest as :mod:`hashlib`'s) over their bytes laid back to back.  Equal items are found
+        first: when every item is an ASCII ``str``, by a compiled pass over all the users'
+        bytes packed at once; otherwise by pandas' ``factorize`` of the objects.
         """
         labels, _, _, codes = self._encode_distinct(items)
         return codes[labels]
