@@ -34,6 +34,7 @@ import numpy as np
 
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters._blake2b import pack, packed_codes
+from bayesldp.heavy_hitters._factorize import factorize_packed
 
 #: the widest code: OLH's hash needs inputs below 2^31 - 1
 MAX_BITS = 30
@@ -53,6 +54,27 @@ def _as_bytes(item: object, index: int, max_length: int) -> bytes:
             f"{max_length}"
         )
     return data
+
+
+_SEPARATOR = "\x80"  # not ASCII, one byte in Latin-1
+
+
+def _pack_ascii(items: list[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The bytes of ``items`` back to back and their lengths, if every item is an ASCII ``str``
+    (else None): one join with a non-ASCII separator, one Latin-1 encode, and the separators'
+    positions give the lengths (no Python call per item)."""
+    try:
+        joined = _SEPARATOR.join(items).encode("latin-1")
+    except (TypeError, UnicodeEncodeError):  # an item is not a str, or not Latin-1
+        return None
+    buf = np.frombuffer(joined, dtype=np.uint8)
+    high = np.flatnonzero(buf >= 0x80)
+    if high.size != len(items) - 1:
+        return None  # an item holds a character 0x80..0xff: not ASCII
+    ends = np.append(high, buf.size)
+    lengths = np.diff(ends, prepend=-1) - 1
+    flat = np.delete(buf, high) if high.size else buf
+    return flat, lengths
 
 
 class ItemEncoder:
@@ -110,9 +132,10 @@ class ItemEncoder:
     def encode(self, items: Iterable[Any]) -> np.ndarray:
         """The codes (int64, in ``0..2^bits - 1``) of ``items`` (str or bytes).
 
-        Hashes each distinct item once (pandas' factorize groups equal items first), all of
-        them in one compiled BLAKE2b pass (:mod:`bayesldp.heavy_hitters._blake2b`, the same
-        digest as :mod:`hashlib`'s) over their bytes laid back to back.
+        Hashes each distinct item once, all of them in one compiled BLAKE2b pass (the same
+        digest as :mod:`hashlib`'s) over their bytes laid back to back.  Equal items are found
+        first: when every item is an ASCII ``str``, by a compiled pass over all the users'
+        bytes packed at once; otherwise by pandas' ``factorize`` of the objects.
         """
         labels, _, _, codes = self._encode_distinct(items)
         return codes[labels]
@@ -120,9 +143,16 @@ class ItemEncoder:
     def _encode_distinct(
         self, items: Iterable[Any]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(labels, flat, lengths, codes)``: each user's distinct item ``labels[i]``, the
-        distinct items' bytes back to back and their lengths (:meth:`_pack`), and their codes
-        (what :meth:`encode` and SFP's client share)."""
+        """``(labels, flat, lengths, codes)``: each user's distinct item ``labels[i]`` (numbered
+        in the order of first occurrence), the distinct items' bytes back to back and their
+        lengths, and their codes (what :meth:`encode` and SFP's client share).
+
+        The rule: if every item is an ASCII ``str``, all users' bytes are packed at once
+        (:func:`_pack_ascii`) and equal items grouped by a compiled pass over those bytes
+        (:func:`~bayesldp.heavy_hitters._factorize.factorize_packed`), no Python object hashed;
+        otherwise (bytes, non-ASCII or other objects) pandas' ``factorize`` groups the objects
+        and only the distinct ones are converted (:meth:`_pack`).  Both give the same labels.
+        """
         import pandas as pd
 
         if isinstance(items, str | bytes):
@@ -132,33 +162,48 @@ class ItemEncoder:
             raise InvalidInputError(f"items: expected a 1-d sequence, got shape {arr.shape}")
         if arr.size == 0:
             raise InvalidInputError("items: is empty; at least one item is needed")
-        labels, uniques = pd.factorize(arr, use_na_sentinel=False)
-        flat, lengths = self._pack(list(uniques), labels)
+        packed = _pack_ascii(arr.tolist())
+        if packed is not None:
+            flat, lengths = packed
+            self._check_lengths(lengths)
+            labels, _, flat, lengths = factorize_packed(flat, lengths)
+        else:
+            labels, uniques = pd.factorize(arr, use_na_sentinel=False)
+            flat, lengths = self._pack(list(uniques), labels, arr)
         return labels, flat, lengths, packed_codes(flat, lengths, self.key, self.bits)
 
-    def _pack(self, uniques: list[Any], labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _check_lengths(self, lengths: np.ndarray) -> None:
+        """Refuse the first item longer than ``max_length`` bytes (``lengths``: each item's)."""
+        if lengths.size and int(lengths.max()) > self.max_length:
+            i = int(np.argmax(lengths > self.max_length))
+            raise InvalidInputError(
+                f"items[{i}]: is {int(lengths[i])} bytes long (UTF-8), more than max_length = "
+                f"{self.max_length}"
+            )
+
+    def _pack(
+        self, uniques: list[Any], labels: np.ndarray, items: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The bytes of the distinct items ``uniques`` back to back and their lengths.
 
-        All ``str``: one join (and, if ASCII, one encode; else one ``str.encode`` each).
+        All ASCII ``str``: :func:`_pack_ascii`; all ``str``: one ``str.encode`` each.
         Otherwise, or if an item is too long, item by item in the order of their first user
-        (``labels``: each user's distinct item), so an error names the first offending user.
+        (``labels``: each user's distinct item), so an error names the first offending user and
+        its own type (``items``: the users' items; pandas turns None into NaN in ``uniques``).
         """
+        packed = _pack_ascii(uniques)
         try:
-            joined = "".join(uniques)  # TypeError if an item is not a str: the slow path
-            if joined.isascii():
-                flat = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-                lengths = np.fromiter(map(len, uniques), dtype=np.int64, count=len(uniques))
-            else:
-                flat, lengths = pack([u.encode("utf-8") for u in uniques])
-            if lengths.max() <= self.max_length:
-                return flat, lengths
+            if packed is None:
+                packed = pack([str.encode(u, "utf-8") for u in uniques])  # TypeError: not str
+            if packed[1].max() <= self.max_length:
+                return packed
         except (TypeError, UnicodeEncodeError):
             pass
         first = np.full(len(uniques), labels.size, dtype=np.int64)
         np.minimum.at(first, labels, np.arange(labels.size))
         data = [b""] * len(uniques)
         for u in np.argsort(first, kind="stable"):
-            data[u] = _as_bytes(uniques[u], int(first[u]), self.max_length)
+            data[u] = _as_bytes(items[first[u]], int(first[u]), self.max_length)
         return pack(data)
 
     def decode(self, codes: Any, candidates: Sequence[Any]) -> list[Any]:
@@ -171,9 +216,15 @@ class ItemEncoder:
         cand = list(candidates)
         if not cand:
             return [None] * codes.size
-        flat, lengths = self._pack(cand, np.arange(len(cand)))
+        flat, lengths = self._pack(cand, np.arange(len(cand)), cand)
         own = packed_codes(flat, lengths, self.key, self.bits)
-        known, first = np.unique(own, return_index=True)  # first holder of a code
-        at = np.minimum(np.searchsorted(known, codes), known.size - 1)
-        found = known[at] == codes
-        return [cand[first[j]] if hit else None for j, hit in zip(at, found, strict=True)]
+        wanted = np.unique(codes)  # few: look each candidate up among them, no sort of all
+        if wanted.size == 0:
+            return []
+        at = np.minimum(np.searchsorted(wanted, own), wanted.size - 1)
+        holders = np.flatnonzero(wanted[at] == own)  # candidates holding a wanted code, in order
+        held, first = np.unique(at[holders], return_index=True)  # first holder of each
+        holder = np.full(wanted.size, -1, dtype=np.int64)
+        holder[held] = holders[first]
+        who = holder[np.searchsorted(wanted, codes)]
+        return [cand[j] if j >= 0 else None for j in who.tolist()]

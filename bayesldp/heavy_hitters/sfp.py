@@ -333,8 +333,14 @@ class SFP:
         """The codes ``(n,)`` of ``items`` and the sketch input ``(n, P)`` of each user at each
         position, ``tag 2^{8f} + fragment``; refuses items too long, ending in NUL or (with an
         alphabet) holding another byte, naming the first such user."""
+        codes, labels, table = self._fragment_table(items)
+        return codes, table[labels]
+
+    def _fragment_table(self, items: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(codes, labels, table)``: each user's code and distinct item, and the sketch input
+        ``(n_distinct, P)`` of each distinct item at each position (:meth:`fragment_values` is
+        ``table[labels]``; :meth:`perturb` reads only each fragment user's own entry)."""
         labels, flat, length, distinct = self.encoder._encode_distinct(items)  # lengths checked
-        codes = distinct[labels]
         f, width = self.fragment_length, self.n_positions * self.fragment_length
         n_distinct = length.size
         owner = np.repeat(np.arange(n_distinct), length)  # byte t of the join: its item, column
@@ -352,13 +358,13 @@ class SFP:
                 raise InvalidInputError(f"items[{user}]: {why}")
         frag = (padded.reshape(n_distinct, self.n_positions, f)
                 << (8 * np.arange(f - 1, -1, -1))).sum(axis=2)  # fmt: skip
-        tag = codes >> (self.encoder.bits - self.hash_bits)
-        return codes, tag[:, None] << (8 * f) | frag[labels]
+        tag = distinct >> (self.encoder.bits - self.hash_bits)
+        return distinct[labels], labels, tag[:, None] << (8 * f) | frag
 
     def perturb(self, items: Any, rng: RNGLike = None) -> SFPReports:
         """Split the users (module docstring) and report: fragment users through the sketch at
         their position, word users (and the estimation group) through OLH; vectorised."""
-        codes, values = self.fragment_values(items)
+        codes, labels, table = self._fragment_table(items)
         n = codes.size
         n_word, n_hold = round(self.word_share * n), round(self.holdout * n)
         n_frag = n - n_word - n_hold
@@ -372,7 +378,7 @@ class SFP:
         perm = gen.permutation(n)
         frag_users, word_users = perm[:n_frag], perm[n_frag : n_frag + n_word]
         position = np.arange(n_frag, dtype=np.int64) % self.n_positions
-        sketch = self.fragment_mechanism.perturb_values(values[frag_users, position], gen)
+        sketch = self.fragment_mechanism.perturb_values(table[labels[frag_users], position], gen)
         olh = self.word_mechanism()
         word = olh.perturb(codes[word_users], gen)
         hold = olh.perturb(codes[perm[n_frag + n_word :]], gen) if n_hold else None

@@ -102,3 +102,89 @@ def test_decode_refuses_bad_candidates_in_one_line():
     with pytest.raises(InvalidInputError, match=r"items\[2\]: is 5 bytes long"):
         enc.decode(codes, ["ab", b"cd", "abcde"])
     assert enc.decode(codes, ["x", "ab", "ab", b"ab"]) == ["ab"]
+
+
+# ------------------------------------------------------------------ grouping rule
+def _hashlib_code(item, key, bits):
+    data = item.encode("utf-8") if isinstance(item, str) else bytes(item)
+    return int.from_bytes(hashlib.blake2b(data, key=key, digest_size=8).digest(), "big") >> (
+        64 - bits
+    )
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        ["b", "a", "", "b", "ab", "a", "", "ba", "abc", "ab"],  # ASCII str: compiled grouping
+        ["", ""],
+        ["only"],
+        ["a\x80", "a", "\x80", "a\x80"],  # the packing's separator inside an item: not ASCII
+        ["caf\u00e9", "cafe", "caf\u00e9", "\u00ff"],  # Latin-1, not ASCII
+        ["\u65e5\u672c", "", "\u65e5\u672c", "x"],  # beyond Latin-1
+        [b"ab", "ab", b"", "", b"\x80\xff", "ab"],  # mixed str and bytes
+    ],
+)
+def test_both_grouping_branches_give_hashlib_codes_and_first_seen_labels(items):
+    """Each branch of the rule (all ASCII str: packed and grouped compiled; else pandas):
+    hashlib's codes per user, labels numbered by first occurrence of the item's bytes."""
+    import pandas as pd
+
+    enc = ItemEncoder(bits=30, key="rule", max_length=8)
+    labels, flat, lengths, codes = enc._encode_distinct(items)
+    assert enc.encode(items).tolist() == [_hashlib_code(x, b"rule", 30) for x in items]
+    assert codes[labels].tolist() == [_hashlib_code(x, b"rule", 30) for x in items]
+    if all(isinstance(x, str) for x in items) or all(isinstance(x, bytes) for x in items):
+        assert labels.tolist() == pd.factorize(np.array(items, dtype=object))[0].tolist()
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    distinct = [flat[offsets[u] : offsets[u + 1]].tobytes() for u in range(lengths.size)]
+    as_bytes = [x.encode("utf-8") if isinstance(x, str) else x for x in items]
+    assert [distinct[u] for u in labels] == as_bytes
+
+
+def test_pack_ascii_takes_only_ascii_str():
+    from bayesldp.heavy_hitters.encoding import _pack_ascii
+
+    flat, lengths = _pack_ascii(["ab", "", "c", ""])
+    assert flat.tobytes() == b"abc" and lengths.tolist() == [2, 0, 1, 0]
+    assert _pack_ascii([""])[1].tolist() == [0]
+    for items in (["a", "\x80"], ["\u00e9"], ["\u65e5"], ["a", b"b"], [b"a"], ["a", 3], []):
+        assert _pack_ascii(items) is None
+
+
+def test_factorize_packed_groups_equal_bytes_in_first_seen_order():
+    """Many short strings, prefixes of one another and empty ones, in a table that fills up:
+    the same labels as pandas, the first user of each distinct item, its bytes."""
+    import pandas as pd
+
+    from bayesldp.heavy_hitters._blake2b import pack
+    from bayesldp.heavy_hitters._factorize import factorize_packed
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(0, 5, 3000)
+    data = [bytes(rng.integers(0, 3, size=int(n)).astype(np.uint8)) for n in sizes]
+    labels, first, flat, lengths = factorize_packed(*pack(data))
+    expected, uniques = pd.factorize(np.array(data, dtype=object))
+    assert labels.tolist() == expected.tolist()
+    assert [data[i] for i in first] == list(uniques)
+    assert flat.tobytes() == b"".join(uniques) and lengths.tolist() == [len(u) for u in uniques]
+
+
+def test_fast_branch_errors_name_the_first_offending_user():
+    enc = ItemEncoder(bits=16, max_length=3)
+    with pytest.raises(InvalidInputError, match=r"^items\[3\]: is 4 bytes long \(UTF-8\), more "):
+        enc.encode(["", "abc", "ab", "abcd", "abcdef"])
+    with pytest.raises(InvalidInputError, match=r"^items\[1\]: is 4 bytes long"):
+        enc.encode(["a", "\u00e9\u00e9", "abcdef"])  # not ASCII: the pandas branch
+    with pytest.raises(InvalidTypeError, match=r"^items\[2\]: expected str or bytes, got float$"):
+        enc.encode(["a", "b", 1.5, "c"])
+    with pytest.raises(InvalidTypeError, match=r"^items\[1\]: expected str or bytes, got NoneType"):
+        enc.encode(["a", None])
+
+
+def test_decode_looks_up_repeated_unknown_and_no_codes():
+    enc = ItemEncoder(bits=24, key="s")
+    cand = ["cat", "dog", "emu", "dog", "caf\u00e9", b"\xff"]
+    codes = enc.encode(["dog", "zebra", "cat", "dog", "caf\u00e9", b"\xff"])
+    assert enc.decode(codes, cand) == ["dog", None, "cat", "dog", "caf\u00e9", b"\xff"]
+    assert enc.decode(np.zeros(0, dtype=np.int64), cand) == []
+    assert enc.decode(codes[:1], np.array(["x", "dog"], dtype=object)) == ["dog"]

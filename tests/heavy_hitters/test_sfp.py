@@ -61,6 +61,24 @@ def test_user_channel_built_in_full_has_epsilon():
     assert sfp.realised_epsilon() == pytest.approx(eps, abs=1e-12)
 
 
+def test_perturb_reports_each_fragment_users_value_from_fragment_values():
+    """perturb reads each fragment user's entry of the distinct items' table: the same sketch
+    input as fragment_values' ``(n, P)`` matrix, so the same reports for the same seed."""
+    items = ["ab", "", "ba", "ab", "a", "bb", "ab", "b"] * 30
+    sfp = SFP(2.0, 3, max_length=2, alphabet="ab", hash_bits=2, bits=8, m=16, k_hash=4)
+    codes, values = sfp.fragment_values(items)
+    reports = sfp.perturb(items, rng=11)
+    gen = np.random.default_rng(11)
+    perm = gen.permutation(len(items))
+    n_frag = len(items) - round(sfp.word_share * len(items)) - round(sfp.holdout * len(items))
+    position = np.arange(n_frag) % sfp.n_positions
+    expected = sfp.fragment_mechanism.perturb_values(values[perm[:n_frag], position], gen)
+    np.testing.assert_array_equal(reports.position, position)
+    np.testing.assert_array_equal(reports.fragments.row, expected.row)
+    np.testing.assert_array_equal(reports.fragments.bits, expected.bits)
+    np.testing.assert_array_equal(codes, sfp.encoder.encode(items))
+
+
 # ---------------------------------------------------------------------------- discovery
 def test_finds_the_five_heavy_hitters():
     """n = 40,000, eps = 4, max_length 6 (6 positions of about 5,300 fragment users), m = 256.
