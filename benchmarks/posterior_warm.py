@@ -36,15 +36,16 @@ share of the sampler (from a fit with 1 draw per chain), and a fresh process's
 ``fit_hmc``: ``fit(method="hmc")``, the package's NUTS, for a model where ``fit``'s default picks
 another method (OUE K = 50: the Laplace method, whose draws are a surrogate's); the ratio table
 gives a row for each of ``fit`` and ``fit_hmc``.  ``--draws`` and ``--tune`` shorten a run (the
-OUE model's entry); the warm-up call before a timed fit of ``fit``, ``fit_hmc`` and ``pymc`` runs
+OUE model's); the warm-up call before a timed fit of ``fit``, ``fit_hmc`` and ``pymc`` runs
 50 draws after 50 warm-up iterations (compilation and caches only).
 
 The registered run leaves out the OUE model (one likelihood row per distinct report, about
 1e5 rows: the external samplers' gradients cost n K each, and a first run had not finished
 nutpie's fit of it after 15 minutes) and PyMC's own NUTS (108 s of sampling on GRR K = 20 in a
-scratch run, against nutpie's 6 s).  A second registered entry runs the OUE model alone (``fit``,
-``fit_hmc``, nutpie and numpyro, 300 draws after 300 warm-up iterations per chain;
-``posterior_warm_oue50.md``); ``--samplers pymc`` runs PyMC's.
+scratch run, against nutpie's 6 s).  The OUE model alone: ``--models oue50 --samplers fit fit_hmc
+nutpie numpyro --draws 300 --tune 300`` (a run on a machine shared with other jobs had not
+finished nutpie's fit after 54 minutes: give it an idle machine and a few hours; numpyro runs
+twice, to time its compilation apart); ``--samplers pymc`` runs PyMC's.
 
 Usage::
 

@@ -301,15 +301,6 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("posterior_warm.md",), quick=("--models", "rrrr10", "--samplers", "fit", "nutpie"),
     ),
     Benchmark(
-        "posterior_warm_oue50", "posterior_warm.py",
-        "posterior_warm on OUE K = 50, n = 1e5 (per-report rows): fit's default (Laplace) and "
-        "fit(method='hmc') against nutpie and numpyro, 4 chains x 300 draws",
-        "nutpie, numpyro (on PyMC's JAX log-density) on build_model's model",
-        ("--out", "benchmarks/results/posterior_warm_oue50.md", "--models", "oue50",
-         "--samplers", "fit", "fit_hmc", "nutpie", "numpyro", "--draws", "300", "--tune", "300"),
-        ("posterior_warm_oue50.md",), quick=None, quick_note="posterior_warm --quick",
-    ),
-    Benchmark(
         "smooth_vertex_steps", "smooth_vertex_steps.py",
         "the smoothness prior at a K = 3 vertex posterior (issue 36's known fault): "
         "divergent share, steps and z-scores under smaller steps and a nonlinear slope map",
