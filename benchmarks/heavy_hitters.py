@@ -76,6 +76,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from heavy_hitters_tables import GOAL, Cell, pair_table, single_table, split_table, verdict_rule
 from throughput import check_xxhash, import_pure_ldp_oracles, machine_info
 
 SEED = 20261127
@@ -86,7 +87,6 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 WORD_LENGTH = 6
 PEM_ROUNDS = 5
 CMS_M, CMS_K = 1024, 32
-GOAL = 20.0
 POPULATIONS = ("zipf20", "zipf32", "words")
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "heavy_hitters.md"
@@ -366,9 +366,6 @@ def pure_runs(kind: str, pop: Population, eps: float, ks: list[int], seed: int) 
 
 
 # ---------------------------------------------------------------------- the grid
-Cell = tuple[str, float, int]  # population, eps, k
-
-
 def run_grid(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
     """scores[method][cell] = list (over seeds) of score dicts."""
     scores: dict[str, dict[Cell, list[dict[str, float]]]] = {}
@@ -378,7 +375,7 @@ def run_grid(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
         scores.setdefault(method, {}).setdefault(cell, []).append(s)
 
     for name in args.populations:
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             pop = population(name, args.n, seed)
             notes[name] = pop.note
             for eps in args.eps:
@@ -401,89 +398,20 @@ def run_grid(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
 
 
 # ---------------------------------------------------------------------- report
-def _ms(values: list[float], fmt: str) -> str:
-    v = np.asarray(values, dtype=float)
-    if np.all(np.isnan(v)):
-        return "-"
-    m, sd = np.nanmean(v), (np.nanstd(v, ddof=1) if np.sum(~np.isnan(v)) > 1 else 0.0)
-    return f"{m:{fmt}} ± {sd:{fmt}}"
-
-
-def _mean(runs: list[dict[str, float]], key: str) -> float:
-    v = np.array([r[key] for r in runs], dtype=float)
-    return float(np.nanmean(v)) if not np.all(np.isnan(v)) else math.nan
-
-
-def _fmt_rate(rate: float) -> str:
-    return f"{rate / 1e3:.3g} k" if rate < 1e6 else f"{rate / 1e6:.3g} M"
-
-
-METRICS = (("precision", ".2f", True), ("recall", ".2f", True), ("ncr", ".2f", True),
-           ("mse", ".1e", False))  # fmt: skip
-
-
-def pair_table(scores: dict, ours: str, theirs: str, cells: list[Cell]) -> tuple[str, int, int]:
-    head = ("| population | eps | k | precision ours / theirs | recall ours / theirs "
-            "| NCR ours / theirs | MSE ours / theirs | users/s ours / theirs | ratio (CPU) "
-            "| ours >= theirs? | 20x? |")  # fmt: skip
-    lines = [head, "|" + "---|" * 11]
-    n_acc = n_fast = 0
-    for cell in cells:
-        a, b = scores[ours][cell], scores[theirs][cell]
-        worse = []
-        for key, _, higher in METRICS:
-            ma, mb = _mean(a, key), _mean(b, key)
-            if math.isnan(ma) and math.isnan(mb):  # neither returned anything
-                continue
-            if math.isnan(ma) or (not math.isnan(mb) and (ma < mb if higher else ma > mb)):
-                worse.append("MSE" if key == "mse" else key.replace("ncr", "NCR"))
-        ratio = _mean(a, "rate") / _mean(b, "rate")
-        ratio_cpu = _mean(a, "rate_cpu") / _mean(b, "rate_cpu")
-        n_acc += not worse
-        n_fast += ratio >= GOAL
-        cols = [f"{_ms([r[key] for r in a], f)} / {_ms([r[key] for r in b], f)}"
-                for key, f, _ in METRICS]  # fmt: skip
-        lines.append(
-            f"| {cell[0]} | {cell[1]:g} | {cell[2]} | "
-            + " | ".join(cols)
-            + f" | {_fmt_rate(_mean(a, 'rate'))} / {_fmt_rate(_mean(b, 'rate'))} "
-            f"| {ratio:.0f}x ({ratio_cpu:.0f}x) | {'no: ' + ', '.join(worse) if worse else 'yes'} "
-            f"| {'yes' if ratio >= GOAL else 'no'} |"
-        )
-    return "\n".join(lines), n_acc, n_fast
-
-
-def single_table(scores: dict, method: str, cells: list[Cell]) -> str:
-    lines = ["| population | eps | k | precision | recall | NCR | MSE | users/s |",
-             "|" + "---|" * 8]  # fmt: skip
-    for cell in cells:
-        a = scores[method][cell]
-        cols = [_ms([r[key] for r in a], f) for key, f, _ in METRICS]
-        lines.append(f"| {cell[0]} | {cell[1]:g} | {cell[2]} | " + " | ".join(cols)
-                     + f" | {_fmt_rate(_mean(a, 'rate'))} |")  # fmt: skip
-    return "\n".join(lines)
-
-
-def split_table(scores: dict, populations: list[str]) -> str:
-    """Mean client and server seconds of each method on each population (over eps, k, seeds)."""
-    methods = ["ours PEM", "pure-ldp PEM", "ours SFP", "pure-ldp SFP", "ours TreeHist"]
-    lines = ["| population | " + " | ".join(methods) + " |", "|" + "---|" * (len(methods) + 1)]
-    for name in populations:
-        cols = []
-        for m in methods:
-            runs = [r for cell, rs in scores[m].items() if cell[0] == name for r in rs]
-            cols.append(f"{_mean(runs, 'client'):.2f} + {_mean(runs, 'server'):.2f}")
-        lines.append(f"| {name} | " + " | ".join(cols) + " |")
-    return "\n".join(lines)
-
-
 def markdown(scores: dict, notes: dict[str, str], info: dict[str, str], command: str,
              args: argparse.Namespace, commit: str) -> str:  # fmt: skip
     import importlib.metadata
 
     cells = [(p, e, k) for p in args.populations for e in args.eps for k in args.ks]
-    pem, pem_acc, pem_fast = pair_table(scores, "ours PEM", "pure-ldp PEM", cells)
-    sfp, sfp_acc, sfp_fast = pair_table(scores, "ours SFP", "pure-ldp SFP", cells)
+    pem, pem_acc, pem_fast, pem_behind = pair_table(scores, "ours PEM", "pure-ldp PEM", cells)
+    sfp, sfp_acc, sfp_fast, sfp_behind = pair_table(scores, "ours SFP", "pure-ldp SFP", cells)
+    behind = "\n".join(
+        f"- {kind} behind: " + ("; ".join(cells_) or "none")
+        for kind, cells_ in (("PEM", pem_behind), ("SFP", sfp_behind))
+    )
+    seeds = (f"seeds {args.first_seed}..{args.first_seed + args.seeds - 1}" if args.first_seed
+             else f"{args.seeds} seed(s)")  # fmt: skip
+    rule = verdict_rule(args.seeds)
     date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     pops = "\n".join(f"- `{p}`: {notes[p]}" for p in args.populations)
     eps_list = ", ".join(f"{e:g}" for e in args.eps)
@@ -492,12 +420,14 @@ def markdown(scores: dict, notes: dict[str, str], info: dict[str, str], command:
 
 Precision, recall, NCR (normalised cumulative rank) of the top-k and the MSE of the found items'
 frequencies, and client + server users/s; n = {args.n:,} users, eps in {{{eps_list}}},
-k in {{{k_list}}}, {args.seeds} seed(s) per cell (mean ± standard deviation).
+k in {{{k_list}}}, {seeds} per cell (mean ± standard deviation).
 Goals (issue 40): ours at least as good in every accuracy cell (precision, recall, NCR not lower,
-MSE not higher, on the means; "-": nothing returned, a tie when neither returns anything), and at
+MSE not higher; "-": nothing returned, a tie when neither returns anything), {rule}; and at
 least {GOAL:g}x pure-ldp's users/s.
 PEM: accuracy goal met in {pem_acc} of {len(cells)} cells, throughput in {pem_fast} of {len(cells)}.
 SFP: accuracy goal met in {sfp_acc} of {len(cells)} cells, throughput in {sfp_fast} of {len(cells)}.
+
+{behind}
 
 - Command: `{command}`
 - Date: {date}; commit {commit}
@@ -571,7 +501,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--n", type=int, default=100_000, help="users per population")
     parser.add_argument("--eps", type=float, nargs="+", default=[1.0, 2.0, 4.0])
     parser.add_argument("--ks", type=int, nargs="+", default=[10, 20, 50])
-    parser.add_argument("--seeds", type=int, default=3, help="populations and runs per cell")
+    parser.add_argument("--seeds", type=int, default=20, help="populations and runs per cell")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the first seed (fresh seeds check a flagged cell)")  # fmt: skip
     parser.add_argument("--populations", nargs="+", default=list(POPULATIONS),
                         choices=POPULATIONS)  # fmt: skip
     args = parser.parse_args(argv)

@@ -29,7 +29,7 @@ ROOT = BENCHMARKS.parent
 RESULTS = BENCHMARKS / "results"
 
 #: files of benchmarks/ that are not benchmarks
-HELPERS = ("__init__.py", "__main__.py", "registry.py")
+HELPERS = ("__init__.py", "__main__.py", "registry.py", "heavy_hitters_tables.py")
 
 #: placeholder -> (environment variable, the option that gives it on the command line, what)
 PLACEHOLDERS = {
