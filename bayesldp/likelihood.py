@@ -18,7 +18,7 @@ overflow, and *centred*: ``L[u] = a_u + C[u]`` with ``C[u] >= 0`` (``a_u = min_x
 dense rows, ``min(lo, hi)`` in support form).  On the simplex ``L_u . theta = a_u + C_u . theta``,
 so log-likelihood differences are computed as ``log1p(C_u . theta / a_u)`` without the cancellation
 that ruins them when ``epsilon`` is tiny (every row then nearly constant).  ``C`` is stored in one
-of four forms, chosen from the tally:
+of five forms, chosen from the tally:
 
 * ``"dense"``: the matrix ``C`` and its transpose (dense tallies, finite channels): O(U K) per
   product, each read from the copy whose inner loop is contiguous and independent;
@@ -29,6 +29,16 @@ of four forms, chosen from the tally:
 * ``"sparse"``: ``C = |hi - lo| M`` with the 0/1 matrix ``M`` (the support, or its complement when
   ``hi < lo``) stored as compressed rows of ``M`` or of ``1 - M``, whichever is sparser
   (``complement``): O(nnz + K) per product (unary encoding, local hashing, Hadamard response);
+* ``"packed"``: the same ``C = |hi - lo| M`` with ``M`` itself (never its complement) as bits,
+  ``B = ceil(K / 8)`` bytes a row, multiplied through per-product byte tables
+  (:mod:`bayesldp.likelihood_packed`): O(U B + 256 B) per product whatever the density.  Taken
+  instead of "sparse" when it costs less, ``READ U B + TABLE 256 B < nnz + ROW U`` with ``nnz``
+  the compressed rows' stored entries and the costs in units of one such entry per product
+  (``_packed_is_cheaper``): a byte read ``READ = 1.75``, a byte table entry ``TABLE = 0.45``,
+  the compressed rows' fixed cost per row (their varying lengths) ``ROW = 6.8``, fitted to the
+  gradient timings of ``benchmarks/likelihood_forms.py``.  Every mechanism tally measured
+  there takes packed rows (OUE, OLH at K = 50 and n = 1e5: ``nnz / U`` about 14 and 13 against
+  ``B = 7``); sparse rows with many bytes (K = 256 at density 0.03) stay compressed;
 * ``"onehot"``: support rows with exactly one True (GRR): one column index per row, O(U + K).
 """
 
@@ -55,6 +65,7 @@ from bayesldp.likelihood_kernels import (
 )
 from bayesldp.likelihood_kernels import evaluate_rows as evaluate_rows
 from bayesldp.likelihood_kernels import rmatvec_rows as rmatvec_rows
+from bayesldp.likelihood_packed import pack_rows
 
 __all__ = ["Likelihood"]
 
@@ -64,14 +75,42 @@ _CHUNK_ELEMENTS = 1 << 21  # float64 temporaries of at most 16 MB when densifyin
 _LEVEL_TOL = 1e-12
 
 
+# Packed rows against compressed rows (module docstring, "packed"), in units of one stored
+# entry of the compressed rows' product: a packed byte read per row and byte, a byte table
+# entry, and the compressed rows' fixed cost per row (benchmarks/results/likelihood_forms.md).
+_PACKED_READ = 1.75
+_PACKED_TABLE = 0.45
+_PACKED_ROW = 6.8
+
+
+def _packed_is_cheaper(n_rows: int, k: int, stored_nnz: float) -> bool:
+    """Whether packed rows beat the compressed rows that hold ``stored_nnz`` entries:
+    ``READ U B + TABLE 256 B < nnz + ROW U`` (module docstring)."""
+    n_bytes = -(-k // 8)
+    packed = _PACKED_READ * n_bytes * n_rows + _PACKED_TABLE * 256 * n_bytes
+    return packed < stored_nnz + _PACKED_ROW * n_rows
+
+
+def _compressed_rows(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(indptr, indices, complement)``: the compressed rows of the 0/1 matrix ``mask`` or, when
+    more than half its entries are 1 (``complement``), of ``1 - mask``."""
+    mask_nnz = mask.sum(axis=1)
+    complement = bool(mask_nnz.sum() > 0.5 * mask.size)
+    indptr = np.zeros(mask.shape[0] + 1, dtype=np.int64)
+    np.cumsum(mask.shape[1] - mask_nnz if complement else mask_nnz, out=indptr[1:])
+    return indptr, np.nonzero(~mask if complement else mask)[1].astype(np.int32), complement
+
+
 # ============================================================================ the operator
 class Likelihood:
     """The centred likelihood rows of a tally and every product the package needs.
 
     ``L[u, x] = offset[u] + C[u, x]`` with ``C >= 0``, stored as ``kind`` "dense", "band",
-    "sparse" or "onehot" (module docstring).  ``arrays`` is the tuple ``(dense, indptr, indices,
-    delta, complement, offset)`` the compiled kernels (:mod:`bayesldp.likelihood_kernels`) take
-    (``dense``: ``(C, C^T)`` for dense rows, the band tuple for band rows).
+    "sparse", "packed" or "onehot" (module docstring).  ``arrays`` is the tuple ``(dense,
+    indptr, indices, delta, complement, offset)`` the compiled kernels
+    (:mod:`bayesldp.likelihood_kernels`) take (``dense``: ``(C, C^T)`` for dense rows, the band
+    tuple for band rows, ``(packed, delta)`` for packed rows, whose ``indptr`` and ``indices``
+    are None: their compressed rows, built on first use, serve ``gram`` only).
 
     Parameters
     ----------
@@ -102,9 +141,13 @@ class Likelihood:
         self.delta = 0.0
         self.complement = False
         self._support: np.ndarray | None = None
-        rows_form = None  # the kernels' first slot: band rows, (C, C^T) or None
+        self.packed: np.ndarray | None = None  # packed rows: M as bits, ceil(K / 8) bytes a row
+        self._csr: tuple[np.ndarray, np.ndarray, bool] | None = None
+        rows_form = None  # the kernels' first slot: band rows, (C, C^T), packed rows or None
         if tally.is_support_form:
             self._init_support(tally)
+            if self.packed is not None:
+                rows_form = (self.packed, self.delta)
         else:
             what = f"the likelihood's rows ({self.n_rows:,} x {self.k:,})"
             check_memory(8.0 * self.n_rows * self.k, what, "use fewer bins or categories")
@@ -151,14 +194,23 @@ class Likelihood:
             self.indices = first
             self.complement = self._invert
             return
-        self.kind = "sparse"
         mask = ~support if self._invert else support
-        self.complement = bool(mask_nnz.sum() > 0.5 * support.size)
-        stored = ~mask if self.complement else mask
-        stored_nnz = self.k - mask_nnz if self.complement else mask_nnz
-        self.indptr = np.zeros(self.n_rows + 1, dtype=np.int64)
-        np.cumsum(stored_nnz, out=self.indptr[1:])
-        self.indices = np.nonzero(stored)[1].astype(np.int32)
+        mask_total = float(mask_nnz.sum())
+        if _packed_is_cheaper(self.n_rows, self.k, min(mask_total, support.size - mask_total)):
+            self.kind = "packed"
+            self.packed = pack_rows(mask)
+            return
+        self.kind = "sparse"
+        self.indptr, self.indices, self.complement = _compressed_rows(mask)
+
+    def _compressed(self) -> tuple[np.ndarray, np.ndarray, bool]:
+        """``(indptr, indices, complement)``: the compressed rows (module docstring, "sparse"),
+        built on first use for packed rows (:meth:`_sparse_gram` reads them)."""
+        if self.indices is not None:
+            return self.indptr, self.indices, self.complement
+        if self._csr is None:
+            self._csr = _compressed_rows(~self._support if self._invert else self._support)
+        return self._csr
 
     # ---------------------------------------------------------------- products
     def evaluate(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +253,7 @@ class Likelihood:
 
     def gram(self, w: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
         """``C[:, idx].T @ diag(w) @ C[:, idx]`` (all columns when idx is None), O(U |idx|^2)."""
-        if idx is None and self.kind == "sparse":  # O(nnz^2 / U) per row, not O(K^2)
+        if idx is None and self.kind in ("sparse", "packed"):  # O(nnz^2 / U) a row, not O(K^2)
             return self._sparse_gram(np.ascontiguousarray(w, dtype=float))
         idx = np.arange(self.k) if idx is None else idx
         m = idx.shape[0]
@@ -215,8 +267,9 @@ class Likelihood:
         """``C^T W C`` from the stored pattern: ``C = delta M`` or ``delta (1 - M)``
         (``complement``), ``(1 - M)^T W (1 - M) = W_tot 1 1^T - 1 m^T - m 1^T + M^T W M``
         with ``m = M^T w``."""
-        pattern = _pattern_gram(self.indptr, self.indices, w, self.k)
-        if self.complement:
+        indptr, indices, complement = self._compressed()
+        pattern = _pattern_gram(indptr, indices, w, self.k)
+        if complement:
             m = np.diag(pattern).copy()
             pattern = float(w.sum()) - m[:, None] - m[None, :] + pattern
         return self.delta**2 * pattern

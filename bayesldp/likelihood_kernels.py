@@ -7,8 +7,9 @@ gradient and the log-likelihood.
 The compiled kernels take the row form as separate arguments, ``dense``, ``indptr`` and ``indices``
 (one of them None selects the form: numba prunes a branch on ``x is None`` when ``x`` is None at
 compile time, so each form gets its own specialisation, compiled once and cached on disk); the
-``dense`` slot holds the pair ``(C, C^T)`` or the band tuple, told apart by type at compile
-time.
+``dense`` slot holds the pair ``(C, C^T)``, the band tuple (:mod:`bayesldp.likelihood_band`) or
+the packed rows ``(packed, delta)`` (:mod:`bayesldp.likelihood_packed`), told apart by type at
+compile time.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 from numba.extending import overload
 
 from bayesldp.likelihood_band import _band_matvec, _band_rmatvec
+from bayesldp.likelihood_packed import _packed_matvec, _packed_rmatvec
 
 
 @njit(cache=True)
@@ -47,30 +49,34 @@ def _dense_rmatvec(rows, w, out):
             out[x] += wu * c[u, x]
 
 
-def _by_row_form(dense_impl, band_impl):
-    """An overload that takes ``dense_impl`` for dense rows (the pair ``(C, C^T)``) and
-    ``band_impl`` for band rows (:func:`band_form`'s tuple), chosen when numba compiles the
-    caller."""
+def _by_row_form(dense_impl, band_impl, packed_impl):
+    """An overload that takes ``dense_impl`` for dense rows (the pair ``(C, C^T)``),
+    ``band_impl`` for band rows (:func:`band_form`'s tuple) and ``packed_impl`` for packed rows
+    (``(packed, delta)``, a ``uint8`` matrix first), chosen when numba compiles the caller."""
 
     def choose(rows, vec, out):
-        impl = dense_impl if len(rows.types) == 2 else band_impl
+        first = rows.types[0]
+        if isinstance(first, types.Array) and first.dtype == types.uint8:
+            impl = packed_impl
+        else:
+            impl = dense_impl if len(rows.types) == 2 else band_impl
         return lambda rows, vec, out: impl(rows, vec, out)
 
     return choose
 
 
 def _rows_matvec(rows, theta, out):  # pragma: no cover - replaced by the overload
-    """``out = C theta`` for dense or band rows."""
+    """``out = C theta`` for dense, band or packed rows."""
     raise NotImplementedError
 
 
 def _rows_rmatvec(rows, w, out):  # pragma: no cover - replaced by the overload
-    """``out = C^T w`` for dense or band rows."""
+    """``out = C^T w`` for dense, band or packed rows."""
     raise NotImplementedError
 
 
-overload(_rows_matvec)(_by_row_form(_dense_matvec, _band_matvec))
-overload(_rows_rmatvec)(_by_row_form(_dense_rmatvec, _band_rmatvec))
+overload(_rows_matvec)(_by_row_form(_dense_matvec, _band_matvec, _packed_matvec))
+overload(_rows_rmatvec)(_by_row_form(_dense_rmatvec, _band_rmatvec, _packed_rmatvec))
 
 
 # ============================================================================ compiled kernels
@@ -79,7 +85,7 @@ def matvec(dense, indptr, indices, delta, complement, theta, out):
     """``out = C @ theta`` (U,)."""
     n_rows = out.shape[0]
     k = theta.shape[0]
-    if dense is not None:  # dense or band rows
+    if dense is not None:  # dense, band or packed rows
         _rows_matvec(dense, theta, out)
     if indices is not None:
         total = 0.0
@@ -103,7 +109,7 @@ def rmatvec(dense, indptr, indices, delta, complement, w, out):
     """``out = C.T @ w`` (K,)."""
     n_rows = w.shape[0]
     k = out.shape[0]
-    if dense is not None:  # dense or band rows
+    if dense is not None:  # dense, band or packed rows
         _rows_rmatvec(dense, w, out)
     if indices is not None:
         for x in range(k):

@@ -9,6 +9,7 @@ import pytest
 from scipy.special import logsumexp
 
 import bayesldp
+import bayesldp.likelihood as likelihood
 from bayesldp import Tally
 from bayesldp.bayes import cost, diagnostics, fit, laplace
 from bayesldp.errors import ConvergenceWarning, InvalidInputError
@@ -33,14 +34,18 @@ def laplace_fit(oue_tally):
 
 # ------------------------------------------------------------------------- the Gram kernel
 @pytest.mark.parametrize("invert", [False, True])
-def test_sparse_gram_equals_the_dense_product(invert):
+@pytest.mark.parametrize("packed", [False, True])
+def test_sparse_gram_equals_the_dense_product(invert, packed, monkeypatch):
+    """The Gram product of support rows, compressed or packed (the rule replaced), whose
+    compressed rows are then built on first use."""
+    monkeypatch.setattr(likelihood, "_packed_is_cheaper", lambda *args: packed)
     gen = np.random.default_rng(0)
     support = gen.random((300, 9)) < (0.8 if invert else 0.3)  # 0.8: stored as complement
     levels = (0.7, 0.2) if invert else (0.2, 0.7)
     tally = Tally(np.ones(300, dtype=int), support=support, levels=levels,
                   stat=np.zeros(9), family="test", dedupe=False)  # fmt: skip
     lik = Likelihood(tally)
-    assert lik.kind == "sparse"
+    assert lik.kind == ("packed" if packed else "sparse")
     w = gen.random(300)
     rows = tally.rows / max(levels)
     dense = rows - rows.min(axis=1, keepdims=True)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import bayesldp
+import bayesldp.likelihood as likelihood
 from bayesldp import Tally
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.estimators.em import em, em_map, em_mr, ibu, run_em, tie_pools
@@ -303,7 +304,11 @@ def test_onehot_step_is_the_order_k_formula_and_equals_the_generic_step():
 
 @pytest.mark.parametrize("density", [0.3, 0.8])
 @pytest.mark.parametrize("levels", [(0.25, 0.75), (0.75, 0.25), (0.0, 1.0)])
-def test_sparse_step_equals_the_generic_step(density, levels):
+@pytest.mark.parametrize("packed", [False, True])
+def test_sparse_step_equals_the_generic_step(density, levels, packed, monkeypatch):
+    """The EM map from support rows, compressed (of M or of 1 - M) or packed (the rule
+    replaced: tests/test_likelihood_packed.py tests the rule), equals the dense rows' map."""
+    monkeypatch.setattr(likelihood, "_packed_is_cheaper", lambda *args: packed)
     rng = np.random.default_rng(22)
     k, n_rows = 12, 300
     support = rng.random((n_rows, k)) < density
@@ -313,8 +318,8 @@ def test_sparse_step_equals_the_generic_step(density, levels):
         rng.integers(1, 5, n_rows), support=support, levels=levels, stat=np.zeros(k), family="s"
     )
     rows = Likelihood(tally)
-    assert rows.kind == "sparse"
-    assert rows.complement == ((density > 0.5) != (levels[1] < levels[0]))
+    assert rows.kind == ("packed" if packed else "sparse")
+    assert packed or rows.complement == ((density > 0.5) != (levels[1] < levels[0]))
     counts = tally.counts.astype(float)
     for theta in (np.full(k, 1.0 / k), rng.dirichlet(np.ones(k))):
         expected = reference_step(tally.rows, counts, theta)
