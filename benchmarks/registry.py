@@ -513,6 +513,13 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "collision probability of the peers' xxhash family (BLHXX, OLHXX) over seeds",
         "exact value: 1/g", (), (), ("--k", "10", "--seeds", "4096"), kind="investigation",
     ),
+    Benchmark(
+        "likelihood_forms", "likelihood_forms.py",
+        "us per gradient of support-form rows, compressed against packed (OUE, OLH, SUE; random "
+        "masks: the crossover); fit(method='hmc') of posterior_warm's oue50 in each form",
+        "none: an internal comparison (the compressed rows on the same tallies)", (), (),
+        ("--quick",), kind="investigation", uncommitted=("likelihood_forms.md",),
+    ),
 )
 # fmt: on
 
