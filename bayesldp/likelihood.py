@@ -35,10 +35,11 @@ of five forms, chosen from the tally:
   instead of "sparse" when it costs less, ``READ U B + TABLE 256 B < nnz + ROW U`` with ``nnz``
   the compressed rows' stored entries and the costs in units of one such entry per product
   (``_packed_is_cheaper``): a byte read ``READ = 1.75``, a byte table entry ``TABLE = 0.45``,
-  the compressed rows' fixed cost per row (their varying lengths) ``ROW = 6.8``, fitted to the
-  gradient timings of ``benchmarks/likelihood_forms.py``.  Every mechanism tally measured
-  there takes packed rows (OUE, OLH at K = 50 and n = 1e5: ``nnz / U`` about 14 and 13 against
-  ``B = 7``); sparse rows with many bytes (K = 256 at density 0.03) stay compressed;
+  the compressed rows' fixed cost per row (their varying lengths) ``ROW = 6.8``: provisional,
+  fitted to the gradient timings of a quick run of ``benchmarks/likelihood_forms.py`` (n / 10,
+  9 grid cells, a loaded machine), where packed rows were 2.3x to 4.2x faster on every
+  mechanism tally (OUE K = 50: ``nnz / U`` 13.7 against ``B = 7``) and slower only on sparse
+  rows with many bytes (K = 64 and 256 at density 0.03), which stay compressed;
 * ``"onehot"``: support rows with exactly one True (GRR): one column index per row, O(U + K).
 """
 
@@ -77,7 +78,7 @@ _LEVEL_TOL = 1e-12
 
 # Packed rows against compressed rows (module docstring, "packed"), in units of one stored
 # entry of the compressed rows' product: a packed byte read per row and byte, a byte table
-# entry, and the compressed rows' fixed cost per row (benchmarks/results/likelihood_forms.md).
+# entry, and the compressed rows' fixed cost per row (provisional: module docstring).
 _PACKED_READ = 1.75
 _PACKED_TABLE = 0.45
 _PACKED_ROW = 6.8
