@@ -34,12 +34,13 @@ of five forms, chosen from the tally:
   (:mod:`bayesldp.likelihood_packed`): O(U B + 256 B) per product whatever the density.  Taken
   instead of "sparse" when it costs less, ``READ U B + TABLE 256 B < nnz + ROW U`` with ``nnz``
   the compressed rows' stored entries and the costs in units of one such entry per product
-  (``_packed_is_cheaper``): a byte read ``READ = 1.75``, a byte table entry ``TABLE = 0.45``,
-  the compressed rows' fixed cost per row (their varying lengths) ``ROW = 6.8``: provisional,
-  fitted to the gradient timings of a quick run of ``benchmarks/likelihood_forms.py`` (n / 10,
-  9 grid cells, a loaded machine), where packed rows were 2.3x to 4.2x faster on every
-  mechanism tally (OUE K = 50: ``nnz / U`` 13.7 against ``B = 7``) and slower only on sparse
-  rows with many bytes (K = 64 and 256 at density 0.03), which stay compressed;
+  (``_packed_is_cheaper``): a byte read ``READ = 1.66``, a byte table entry ``TABLE = 0.27``,
+  the compressed rows' fixed cost per row (their varying lengths) ``ROW = 14.4``: the least
+  squares fit to the gradient timings of ``benchmarks/likelihood_forms.py`` (30 random-mask
+  cells, U = 1e3 and 1e5, K = 16 to 256, density 0.03 to 0.5; its results file).  Packed rows
+  were 2.7x to 4.4x faster on every mechanism tally there (OUE K = 50: ``nnz / U`` 13.7
+  against ``B = 7``) and slower only on sparse rows with many bytes (K = 256 at density 0.15
+  or less), which stay compressed;
 * ``"onehot"``: support rows with exactly one True (GRR): one column index per row, O(U + K).
 """
 
@@ -78,10 +79,10 @@ _LEVEL_TOL = 1e-12
 
 # Packed rows against compressed rows (module docstring, "packed"), in units of one stored
 # entry of the compressed rows' product: a packed byte read per row and byte, a byte table
-# entry, and the compressed rows' fixed cost per row (provisional: module docstring).
-_PACKED_READ = 1.75
-_PACKED_TABLE = 0.45
-_PACKED_ROW = 6.8
+# entry, and the compressed rows' fixed cost per row (fitted: module docstring).
+_PACKED_READ = 1.66
+_PACKED_TABLE = 0.27
+_PACKED_ROW = 14.4
 
 
 def _packed_is_cheaper(n_rows: int, k: int, stored_nnz: float) -> bool:

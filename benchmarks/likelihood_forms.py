@@ -173,9 +173,8 @@ def grid_tables(cells: list[dict]) -> list[str]:
     lines += [
         "",
         f"Least squares (ns): compressed = {c1:.3f} nnz + {c0:.3f} U; packed = {p1:.3f} U B + "
-        f"{p2:.3f} (256 B) + {p0:.3f} U.  Per compressed entry: a packed byte read costs "
-        f"{p1 / c1:.2f}, a byte table entry {p2 / c1:.2f}, the rows' fixed parts differ by "
-        f"{(p0 - c0) / c1:+.2f} per row.",
+        f"{p2:.3f} (256 B) + {p0:.3f} U.  In the rule's units (one compressed entry): READ = "
+        f"{p1 / c1:.2f}, TABLE = {p2 / c1:.2f}, ROW = {(c0 - p0) / c1:.2f}.",
         f"The rule (`_packed_is_cheaper`: packed when {likelihood._PACKED_READ:g} U B + "
         f"{likelihood._PACKED_TABLE:g} (256 B) < nnz + {likelihood._PACKED_ROW:g} U) picks the "
         f"faster form in {right} of "

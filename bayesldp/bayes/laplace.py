@@ -82,15 +82,6 @@ _HMC_OPTIONS = ("tune", "target_accept", "max_treedepth", "metric", "adaptive_sc
 OPTIONS = (*_HMC_OPTIONS, "importance_rows")
 
 
-def _cost_per_loglik(lik: Likelihood) -> float:
-    """Row-element operations of one exact log-likelihood."""
-    if lik.dense is not None:
-        return float(lik.n_rows * lik.k)
-    if lik.packed is not None:  # a byte read per row and byte, plus the byte tables
-        return float((lik.n_rows + 256) * lik.packed.shape[1] + lik.k)
-    return float(lik.n_rows + (0 if lik.indices is None else lik.indices.size) + lik.k)
-
-
 def surrogate_tally(
     tally: Tally, theta_star: np.ndarray, lik: Likelihood | None = None
 ) -> tuple[Tally, dict[str, np.ndarray]]:
