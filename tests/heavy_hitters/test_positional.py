@@ -131,19 +131,22 @@ def zipf_hex(m: int, n: int, seed: int):
 def test_pem_with_positional_codes_names_the_heavy_items():
     """Zipf(1) over 4096 items of 5 hex digits, n = 20,000, eps = 4, k = 5: 4 rounds of 5,000.
 
-    Power: the top 3 have shares 0.113, 0.057, 0.038 against 0.028 and less for the rest; a
-    round's OLH standard deviation at 5,000 users is about 0.0039, so the third item leads the
-    fourth by 2.5 sd and anything outside the top 20 (share <= 0.0057) by 8 sd.  Three seeds,
-    each with the top 3 among the 5 found, named by ``decode`` alone.  A code read in the wrong
-    order (last character first) finds none of them."""
+    Power: the top 3 have shares 0.112, 0.056, 0.0375, the 6th 0.0187 and the 21st on 0.0054 or
+    less; a round's OLH standard deviation at 5,000 users is about 0.0039, so the third stays
+    among the 5 kept if it beats all but 4 others: it leads the 6th by 4.8 sd and everything
+    outside the top 20 by 8 sd.  Measured over seeds 0..99: the top 3 among the 5 found in 98.
+    Checked: at least 8 of the 9 (top 3 x seeds 0..2) found, named by ``decode`` alone (two
+    misses in three seeds: about 0.001)."""
     enc = PositionalEncoder(HEX, 5)
     pem = PEM(4.0, 5, encoder=enc)
+    hits = 0
     for seed in range(3):
         items, _, people, rng = zipf_hex(4096, 20_000, seed)
         found = pem.identify(pem.perturb(people, rng))
         names = enc.decode(found.codes)
-        assert set(items[:3]) <= set(names), (seed, names)
+        hits += len(set(items[:3]) & set(names))
         assert pem.labels(found.codes) == names  # the posterior's labels: the items themselves
+    assert hits >= 8, hits
 
 
 def test_each_user_spends_exactly_the_olh_epsilon_with_positional_codes():
@@ -170,7 +173,8 @@ def test_treehist_with_positional_codes_finds_the_five_heavy_items():
 
     Power (as ``test_treehist.test_finds_the_five_heavy_hitters``): the threshold is about
     0.0195, the smallest heavy item 8 sd above it at every level; the final group (sd 0.003)
-    ranks the five above every other survivor.  Three seeds, the five found first and named."""
+    ranks the five above every other survivor.  Measured over seeds 0..29: the five found first
+    every time.  Three seeds, the five found first and named by ``decode``."""
     heavy = np.array(["appl", "pear", "kiwi", "plum", "figs"], dtype=object)
     shares = np.array([0.2, 0.15, 0.1, 0.08, 0.06])
     tail = np.setdiff1d(random_items(LETTERS, 4, 6000, seed=3), heavy)[:5000]
