@@ -18,13 +18,18 @@ items (ties broken by the item string), the true frequency of an item its share 
 
 Methods (the layouts are stated in the results file):
 
-* bayesldp ``PEM(eps, k, bits=24, eta=4)``: 5 rounds for k = 10, 20, 50 (keyed-hash codes of 24
-  bits, OLH); its codes are named by looking them up among the population's distinct items
-  (``ItemEncoder.decode``, timed with the server; a code naming none is a false positive of its
-  own, true frequency 0).  ``SFP(eps, k, max_length=L,
+* bayesldp ``PEM(eps, k, eta=4)`` with its code chosen by the rule of ``PEM``'s docstring
+  (:func:`pem_code`): the positional code ``PositionalEncoder(alphabet, L)`` where the items have
+  one length ``L`` and ``ceil(L log2 |alphabet|) <= 24`` bits (zipf20: 5 hex digits, 20 bits, 4
+  rounds; its codes are the items, decoded with no dictionary), else the keyed hash of 24 bits
+  (zipf32: 32 bits do not fit OLH's 30; words: 1 to 6 letters; 5 rounds for k = 10, 20, 50),
+  whose codes are named by looking them up among the population's distinct items
+  (``ItemEncoder.decode``).  Naming is timed with the server; a code naming none is a false
+  positive of its own, true frequency 0.  ``SFP(eps, k, max_length=L,
   fragment_length=1, hash_bits=8, alphabet, m=1024, k_hash=32)``, defaults otherwise (``2 k``
-  fragments kept per position, 20 % word users).  ``TreeHist(eps)`` with its defaults (24
-  levels), shown alone: pure-ldp's TreeHist is not part of the comparison.
+  fragments kept per position, 20 % word users).  ``TreeHist(eps)`` with its defaults and
+  PEM's code (24 levels with the hash, 20 on zipf20), shown alone: pure-ldp's TreeHist is not
+  part of the comparison.
 * pure-ldp ``PEMClient/PEMServer`` and ``SFPClient/SFPServer`` with its count-mean sketch
   (``CMSClient/CMSServer``, m = 1024, k = 32: the oracle and sketch of pure-ldp's own
   heavy-hitter experiments, ``pure_ldp/simulations/paper_experiments.py``); its default OLH
@@ -100,6 +105,7 @@ class Population:
     alphabet: str
     length: int  # longest item, characters
     note: str
+    fixed: bool  # every item has ``length`` characters
     ranked: list[str] = field(repr=False)  # distinct items, most frequent first
     freq: dict[str, float] = field(repr=False)
 
@@ -147,7 +153,8 @@ def _finish(name: str, items: np.ndarray, alphabet: str, length: int, note: str)
     ranked = [str(uniq[i]) for i in order]
     n = items.size
     freq = {str(u): c / n for u, c in zip(uniq, counts, strict=True)}
-    return Population(name, items, alphabet, length, note, ranked, freq)
+    fixed = bool(np.all(np.char.str_len(uniq.astype(str)) == length))
+    return Population(name, items, alphabet, length, note, fixed, ranked, freq)
 
 
 def zipf_population(bits: int, n: int, seed: int) -> Population:
@@ -248,18 +255,43 @@ class Clock:
 
 
 # ---------------------------------------------------------------------- bayesldp
+def pem_code(pop: Population) -> dict[str, Any]:
+    """PEM's (and TreeHist's) code by the rule of ``PEM``'s docstring: the positional code when
+    every item has ``pop.length`` symbols of ``pop.alphabet`` and that takes at most the hash
+    code's 24 bits, else the 24-bit keyed hash (keyword arguments of ``PEM``)."""
+    from bayesldp.heavy_hitters import PositionalEncoder
+    from bayesldp.heavy_hitters.encoding import DEFAULT_BITS
+
+    if pop.fixed and (len(pop.alphabet) ** pop.length - 1).bit_length() <= DEFAULT_BITS:
+        return {"encoder": PositionalEncoder(pop.alphabet, pop.length)}
+    return {"bits": DEFAULT_BITS}
+
+
+def code_note(pop: Population) -> str:
+    """The rule's choice for ``pop``, in words (the results header)."""
+    code = pem_code(pop)
+    if "encoder" in code:
+        enc = code["encoder"]
+        return (f"the positional code `PositionalEncoder({pop.alphabet!r}, {pop.length})`, "
+                f"{enc.bits} bits ({pop.length} symbols of {len(pop.alphabet)})")  # fmt: skip
+    why = (f"{(len(pop.alphabet) ** pop.length - 1).bit_length()} bits positional, more than 24"
+           if pop.fixed else f"items of 1 to {pop.length} symbols")  # fmt: skip
+    return f"the 24-bit keyed hash ({why})"
+
+
 def named(encoder: Any, codes: np.ndarray, pop: Population) -> list[str]:
-    """The item behind each found code, looked up among the population's distinct items; a
-    code that names none stays ``code 0x...`` (a false positive of its own: no two merge)."""
-    items = encoder.decode(codes, pop.ranked)
+    """The item behind each found code: a positional code's own item (no dictionary), a hash
+    code's looked up among the population's distinct items; a code that names none stays
+    ``code 0x...`` (a false positive of its own: no two merge)."""
+    items = encoder.decode(codes) if encoder.names_items else encoder.decode(codes, pop.ranked)
     return [f"code {int(c):#x}" if x is None else x for c, x in zip(codes, items, strict=True)]
 
 
 def ours_pem(pop: Population, eps: float, k: int, seed: int) -> Run:
     from bayesldp.heavy_hitters import PEM
 
-    pem = PEM(eps, k, bits=24, eta=4)
-    assert pem.n_rounds == PEM_ROUNDS, pem
+    pem = PEM(eps, k, eta=4, **pem_code(pop))
+    assert pem.n_rounds == PEM_ROUNDS - pem.encoder.names_items, pem  # 4 rounds positional
     clock = Clock()
     reports = pem.perturb(pop.items, rng=np.random.default_rng([SEED, 1, seed]))
     client = clock.lap()
@@ -286,7 +318,7 @@ def ours_sfp(pop: Population, eps: float, k: int, seed: int) -> Run:
 def ours_treehist(pop: Population, eps: float, seed: int) -> Run:
     from bayesldp.heavy_hitters import TreeHist
 
-    tree = TreeHist(eps)
+    tree = TreeHist(eps, **pem_code(pop))
     clock = Clock()
     reports = tree.perturb(pop.items, rng=np.random.default_rng([SEED, 3, seed]))
     client = clock.lap()
@@ -378,6 +410,7 @@ def run_grid(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             pop = population(name, args.n, seed)
             notes[name] = pop.note
+            notes[f"{name}:code"] = code_note(pop)
             for eps in args.eps:
                 t0 = time.perf_counter()
                 pure = {kind: pure_runs(kind, pop, eps, args.ks, seed) for kind in ("PEM", "SFP")}
@@ -414,6 +447,7 @@ def markdown(scores: dict, notes: dict[str, str], info: dict[str, str], command:
     rule = verdict_rule(args.seeds)
     date = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     pops = "\n".join(f"- `{p}`: {notes[p]}" for p in args.populations)
+    codes = "\n".join(f"- `{p}`: {notes[f'{p}:code']}" for p in args.populations)
     eps_list = ", ".join(f"{e:g}" for e in args.eps)
     k_list = ", ".join(map(str, args.ks))
     return f"""# Heavy hitters: bayesldp's PEM and SFP against pure-ldp 1.2.0's
@@ -440,10 +474,17 @@ Populations (the drawn users are the truth; see the script's docstring):
 
 {pops}
 
-Layouts. Ours: `PEM(eps, k, bits=24, eta=4)` ({PEM_ROUNDS} rounds, OLH, keyed-hash codes named
-by looking them up among the population's distinct items); `SFP(eps, k, max_length=L,
-fragment_length=1, hash_bits=8, alphabet, m={CMS_M}, k_hash={CMS_K})` (2k fragments kept per
-position, 20 % of the users report the word through OLH, each user one report). pure-ldp:
+Layouts. Ours: `PEM(eps, k, eta=4)` over OLH, its code by the rule of `PEM`'s docstring: the
+positional code (the item read as a base-|alphabet| number, named by decoding it, no
+dictionary) where the items have one length and it takes at most 24 bits ({PEM_ROUNDS - 1}
+rounds on 20 bits), else the 24-bit keyed hash ({PEM_ROUNDS} rounds; codes named by looking
+them up among the population's distinct items).  Per population:
+
+{codes}
+
+Ours' SFP: `SFP(eps, k, max_length=L, fragment_length=1, hash_bits=8, alphabet, m={CMS_M},
+k_hash={CMS_K})` (2k fragments kept per position, 20 % of the users report the word through
+OLH, each user one report). pure-ldp:
 `PEMClient/PEMServer` ({PEM_ROUNDS} rounds of one character, `start_length = L - {PEM_ROUNDS}`)
 and `SFPClient/SFPServer` (`fragment_length=1`, top-k fragments per position, eps/2 + eps/2 per
 user), both over its count-mean sketch `CMSClient/CMSServer(m={CMS_M}, k={CMS_K})`, the setting of
@@ -475,8 +516,9 @@ randomises a 1024-entry sketch row per user in Python and its server adds it to 
 
 ## bayesldp's TreeHist (no pure-ldp counterpart in this table)
 
-`TreeHist(eps)` with its defaults (24 levels of 1 bit, z = 4, at most 64 survivors, 20 % final
-group); the top-k of the survivors, largest estimate first.
+`TreeHist(eps)` with its defaults (levels of 1 bit, z = 4, at most 64 survivors, 20 % final
+group) and PEM's code (24 levels with the hash, 20 with zipf20's positional code); the top-k
+of the survivors, largest estimate first.
 
 {single_table(scores, "ours TreeHist", cells)}
 """

@@ -44,8 +44,9 @@ The registered run leaves out the OUE model (one likelihood row per distinct rep
 nutpie's fit of it after 15 minutes) and PyMC's own NUTS (108 s of sampling on GRR K = 20 in a
 scratch run, against nutpie's 6 s).  The OUE model alone: ``--models oue50 --samplers fit fit_hmc
 nutpie numpyro --draws 300 --tune 300`` (a run on a machine shared with other jobs had not
-finished nutpie's fit after 54 minutes: give it an idle machine and a few hours; numpyro runs
-twice, to time its compilation apart); ``--samplers pymc`` runs PyMC's.
+finished nutpie's fit after 54 minutes, and one on an idle machine not after 100: numpyro runs
+twice, to time its compilation apart); ``--timeout SECONDS`` stops a sampler's process there and
+gives each model it had not finished a row saying so; ``--samplers pymc`` runs PyMC's.
 
 Usage::
 
@@ -254,20 +255,37 @@ def worker(sampler: str, models: list[str], out: str) -> None:
     Path(out).write_text(json.dumps(rows))
 
 
-def run_sampler(sampler: str, models: list[str]) -> list[dict]:
+def run_sampler(sampler: str, models: list[str], timeout: float | None = None) -> list[dict]:
+    """The sampler's rows, from its own process; with ``timeout`` (seconds) the process is
+    stopped there and each model it had not finished gets a row saying so."""
     env = dict(os.environ)
     if sampler == "numpyro":
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={os.cpu_count()}"
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "rows.json")
-        proc = subprocess.run([sys.executable, __file__, "--worker", sampler, "--models",
-                               *models, "--json", out, "--draws", str(DRAWS), "--tune",
-                               str(TUNE)], env=env, text=True, capture_output=True)  # fmt: skip
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--worker", sampler, "--models",
+                                   *models, "--json", out, "--draws", str(DRAWS), "--tune",
+                                   str(TUNE)], env=env, text=True, capture_output=True,
+                                  timeout=timeout)  # fmt: skip
+        except subprocess.TimeoutExpired as exc:
+            return _unfinished(exc.stdout, sampler, models, timeout)
         sys.stdout.write(proc.stdout)
         if proc.returncode != 0:
             tail = proc.stderr.strip().splitlines()[-1:] or ["no message"]
             return [{"model": m, "sampler": sampler, "error": tail[0][:200]} for m in models]
         return json.loads(Path(out).read_text())
+
+
+def _unfinished(stdout: str | bytes | None, sampler: str, models: list[str],
+                timeout: float) -> list[dict]:  # fmt: skip
+    """The rows a stopped worker had printed, and one per model it had not finished."""
+    text = stdout.decode() if isinstance(stdout, bytes) else (stdout or "")
+    sys.stdout.write(text)
+    done = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    left = [m for m in models if m not in {r["model"] for r in done}]
+    why = f"not finished in {timeout:,.0f} s (stopped)"
+    return done + [{"model": m, "sampler": sampler, "error": why} for m in left]
 
 
 def profile_fit() -> dict:
@@ -318,7 +336,9 @@ def tables(rows: list[dict], models: list[str], samplers: list[str]) -> str:
             if r is None:
                 continue
             if "error" in r:
-                lines.append(f"| {MODELS[m]} | {s} | failed: {r['error']} | | | | | | | | | |")
+                what = r["error"] if r["error"].startswith("not finished") else (
+                    f"failed: {r['error']}")  # fmt: skip
+                lines.append(f"| {MODELS[m]} | {s} | {what} | | | | | | | | | |")
                 continue
             lines.append(f"| {MODELS[m]} | {s} | {r['method']} | {r['compile']:.2f} | "
                          f"{r['sampling']:.2f} | {r['total']:.2f} | {r['ess_bulk']:.0f} | "
@@ -372,6 +392,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="-", help="results file ('-': print only)")
     parser.add_argument("--draws", type=int, default=DRAWS, help="kept draws per chain")
     parser.add_argument("--tune", type=int, default=TUNE, help="warm-up iterations per chain")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds a sampler's process may take (its unfinished models get "
+                        "a row saying so)")  # fmt: skip
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -380,7 +403,7 @@ def main(argv: list[str] | None = None) -> None:
         worker(args.worker, args.models, args.json)
         return
     started, load = time.perf_counter(), os.getloadavg()
-    rows = [r for s in args.samplers for r in run_sampler(s, args.models)]
+    rows = [r for s in args.samplers for r in run_sampler(s, args.models, args.timeout)]
     profile = profile_fit()
     end_load = os.getloadavg()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
@@ -400,6 +423,8 @@ def main(argv: list[str] | None = None) -> None:
         command += " --samplers " + " ".join(args.samplers)
     if (DRAWS, TUNE) != DEFAULT_RUN:
         command += f" --draws {DRAWS} --tune {TUNE}"
+    if args.timeout is not None:
+        command += f" --timeout {args.timeout:g}"
     text = "\n".join([
         "# Warm posterior sampling: fit against nutpie, numpyro and PyMC", "",
         f"- Command: `{command}`",

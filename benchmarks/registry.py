@@ -160,7 +160,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     Benchmark(
         "pem_layout", "pem_layout.py",
         "PEM where heavy_hitters.md saw it lose (zipf20 eps 1, 2; zipf32 eps 1; k 10, 20, 50): "
-        "20 seeds, paired differences, four round layouts of ours",
+        "20 seeds, paired differences, four round layouts of ours and the positional code (zipf20)",
         "pure-ldp 1.2.0's PEM (its count-mean sketch), on the same drawn users",
         (), ("pem_layout.md",), ("--quick",), kind="investigation", needs=("pure-ldp", "xxhash"),
     ),
@@ -299,6 +299,16 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("--out", "benchmarks/results/posterior_warm.md", "--models", "grr20", "grr200",
          "rrrr10", "adaptive30", "smooth64", "--samplers", "fit", "nutpie", "numpyro"),
         ("posterior_warm.md",), quick=("--models", "rrrr10", "--samplers", "fit", "nutpie"),
+    ),
+    Benchmark(
+        "posterior_warm_oue50", "posterior_warm.py",
+        "posterior_warm's OUE model (K = 50, n = 1e5, one likelihood row per distinct report): "
+        "fit's default and fit(method='hmc') against nutpie and numpyro, each stopped at 900 s",
+        "nutpie, numpyro (on PyMC's JAX log-density) on build_model's model",
+        ("--out", "benchmarks/results/posterior_warm_oue50.md", "--models", "oue50",
+         "--samplers", "fit", "fit_hmc", "nutpie", "numpyro", "--draws", "300", "--tune", "300",
+         "--timeout", "900"),
+        ("posterior_warm_oue50.md",), quick=None, quick_note="posterior_warm --quick",
     ),
     Benchmark(
         "smooth_vertex_steps", "smooth_vertex_steps.py",

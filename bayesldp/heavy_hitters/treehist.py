@@ -2,14 +2,15 @@
 
 Bassily, Nissim, Stemmer, Thakurta, "Practical Locally Private Heavy Hitters", NeurIPS 2017
 (arXiv 1707.04982), algorithm TreeHist.  Each item is a code of ``bits`` bits
-(:class:`~bayesldp.heavy_hitters.ItemEncoder`); the codes are the leaves of a tree whose level
-``i`` holds their prefixes of ``s_i = min((i + 1) eta, bits)`` bits (``eta = 1``: the paper's
-binary tree).  The users are split at random into ``L`` level groups and a final group (share
-``final_share``); a level group's users report the ``s_i``-bit prefix of their code through a
-frequency oracle, once (each user spends the oracle's epsilon exactly, the group being drawn
-independently of the item).  The collector walks down the tree: at level ``i`` it estimates the
-frequency of every child (``2^{s_i - s_{i-1}}`` of them) of each prefix that survived level
-``i - 1`` and keeps those whose estimate exceeds the threshold
+(:class:`~bayesldp.heavy_hitters.ItemEncoder`, or, for fixed-length items over a known alphabet,
+:class:`~bayesldp.heavy_hitters.PositionalEncoder`, by PEM's rule); the codes are the leaves of
+a tree whose level ``i`` holds their prefixes of ``s_i = min((i + 1) eta, bits)`` bits
+(``eta = 1``: the paper's binary tree).  The users are split at random into ``L`` level groups and a
+final group (share ``final_share``); a level group's users report the ``s_i``-bit prefix of
+their code through a frequency oracle, once (each user spends the oracle's epsilon exactly, the
+group being drawn independently of the item).  The collector walks down the tree: at level ``i``
+it estimates the frequency of every child (``2^{s_i - s_{i-1}}`` of them) of each prefix that
+survived level ``i - 1`` and keeps those whose estimate exceeds the threshold
 
 .. math:: \\tau_i = z\\,\\sqrt{\\operatorname{Var}_0 / n_i},
 
@@ -39,7 +40,7 @@ import numpy as np
 from bayesldp._validation import check_epsilon
 from bayesldp.errors import InvalidInputError
 from bayesldp.heavy_hitters.candidates import CandidateOLH, candidate_estimates
-from bayesldp.heavy_hitters.encoding import DEFAULT_KEY, ItemEncoder
+from bayesldp.heavy_hitters.encoding import ItemEncoder, PositionalEncoder, make_encoder
 from bayesldp.heavy_hitters.pem import (
     MAX_FIRST_ROUND,
     PEM,
@@ -67,7 +68,7 @@ class TreeHist(PEM):
     epsilon : float
         Each user's budget: one OLH report (:meth:`realised_epsilon`).
     bits : int
-        Code width, 1..30 (:class:`ItemEncoder`).
+        Code width, 1..30 (:class:`ItemEncoder`); default 24.
     eta : int
         Bits per level (1: the paper's binary tree, ``bits`` levels).
     z : float
@@ -79,8 +80,9 @@ class TreeHist(PEM):
     final_share : float
         Share of the users, in ``(0, 1)``, in the final group (the survivors' estimates and the
         posterior's likelihood).
-    key, max_length, g
-        As :class:`PEM`.
+    key, max_length, encoder, g
+        As :class:`PEM` (``encoder``: e.g. a :class:`PositionalEncoder`, in place of ``bits``,
+        ``key`` and ``max_length``).
 
     Examples
     --------
@@ -100,20 +102,21 @@ class TreeHist(PEM):
         self,
         epsilon: float,
         *,
-        bits: int = 24,
+        bits: int | None = None,
         eta: int = 1,
         z: float = 4.0,
         max_survivors: int = 64,
         final_share: float = 0.2,
-        key: bytes | str = DEFAULT_KEY,
-        max_length: int = 64,
+        key: bytes | str | None = None,
+        max_length: int | None = None,
+        encoder: ItemEncoder | PositionalEncoder | None = None,
         g: int | None = None,
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.eta = _check_positive_int(eta, "eta")
         self.max_survivors = _check_positive_int(max_survivors, "max_survivors")
         self.k = self.max_survivors
-        self.encoder = ItemEncoder(bits, key, max_length)
+        self.encoder = make_encoder(encoder, bits, key, max_length)
         self.g = optimal_g(self.epsilon) if g is None else _check_positive_int(g, "g", 2)
         if self.g > MERSENNE_31:
             raise InvalidInputError(f"g: must be <= {MERSENNE_31}, got {self.g}")
@@ -125,8 +128,8 @@ class TreeHist(PEM):
         if not 0.0 < final_share < 1.0:
             raise InvalidInputError(f"final_share: must lie in (0, 1), got {final_share}")
         self.holdout = final_share
-        bits = self.encoder.bits
-        self.prefix_lengths = (*range(min(self.eta, bits), bits, self.eta), bits)
+        width = self.encoder.bits
+        self.prefix_lengths = (*range(min(self.eta, width), width, self.eta), width)
         if 2 ** self.prefix_lengths[0] > MAX_FIRST_ROUND:
             raise InvalidInputError(
                 f"eta: the first level would read all 2^{self.prefix_lengths[0]} prefixes; at "
@@ -144,7 +147,7 @@ class TreeHist(PEM):
         return self.holdout
 
     def __repr__(self) -> str:
-        return (f"TreeHist(epsilon={self.epsilon:.12g}, bits={self.encoder.bits}, eta={self.eta}, "
+        return (f"TreeHist(epsilon={self.epsilon:.12g}, {self._code()}, eta={self.eta}, "
                 f"z={self.z:g}, max_survivors={self.max_survivors}, g={self.g}, "
                 f"final_share={self.holdout:g})")  # fmt: skip
 

@@ -6,16 +6,18 @@ A report file of :class:`~bayesldp.heavy_hitters.PEM` or
 ``a``, ``b``, ``y`` (the OLH report of the user's prefix); ``PEMReports.to_frame()`` writes one.
 The protocol's public parameters come from the command line (``--epsilon``, ``--k``, ``--bits``,
 ``--eta``, ``--key``, ``--max-length``, ``--holdout``, ``--g``; TreeHist: ``--z``,
-``--max-survivors``, ``--final-share``) and must be those the reports were made with.  The
+``--max-survivors``, ``--final-share``; for a positional code, ``--alphabet`` and ``--length`` in
+place of ``--bits``, ``--key``, ``--max-length``) and must be those the reports were made with.  The
 file does not hold them: only its groups can disagree with the round layout they imply (a group
 outside it, or an empty one, is refused in one line); a wrong ``--key`` goes unnoticed and finds
 codes that ``--candidates`` does not name.
 
 The table: one row per found item, largest estimate first, with its code (hex), the item when
 ``--candidates`` names it (the code is a keyed hash: only a list of candidate items recovers
-it), and the unbiased OLH estimate of its share (``--method oracle``, the default) or its
-posterior mean, 90% credible interval and ``Pr(share > --threshold)`` (``--method posterior``,
-:meth:`PEM.posterior`, with an "other" row for everything else).
+it; a positional code names its item itself), and the unbiased OLH estimate of its share
+(``--method oracle``, the default) or its posterior mean, 90% credible interval and
+``Pr(share > --threshold)`` (``--method posterior``, :meth:`PEM.posterior`, with an "other" row
+for everything else).
 
 An :class:`~bayesldp.heavy_hitters.SFP` file carries its users' two kinds of report, one row per
 user (``SFPReports.to_frame()`` writes one): ``kind`` (``fragment``, ``word`` or ``holdout``),
@@ -55,7 +57,7 @@ def is_heavy_hitter(name: str | None) -> bool:
 def add_heavy_hitter_options(parser: argparse.ArgumentParser) -> None:
     """``estimate``'s options of PEM, TreeHist and SFP (defaults: the classes')."""
     group = parser.add_argument_group("heavy hitters (--mechanism PEM, TreeHist or SFP)")
-    group.add_argument("--bits", type=int, default=24, help="code width (default 24)")
+    group.add_argument("--bits", type=int, help="hash code width (default 24)")
     group.add_argument("--eta", type=int, help="bits per round (default: PEM 4, TreeHist 1)")
     group.add_argument("--key", help="the survey's public hash key (default the package's)")
     group.add_argument("--max-length", type=int,
@@ -74,7 +76,12 @@ def add_heavy_hitter_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--hash-bits", type=int, default=8,
                        help="SFP: bits of the tag joined to each fragment (default 8)")  # fmt: skip
     group.add_argument("--alphabet", help="SFP: the characters items are made of (default: all "
-                       "256 bytes)")  # fmt: skip
+                       "256 bytes); PEM, TreeHist: with --length, the positional code's "
+                       "symbols, in order")  # fmt: skip
+    group.add_argument("--length", type=int,
+                       help="PEM, TreeHist: every item's number of characters; with --alphabet, "
+                       "the positional code (the item read as a base-|alphabet| number) in "
+                       "place of the keyed hash")  # fmt: skip
     group.add_argument("--fragments", type=int,
                        help="SFP: values kept per position (default 2 k)")  # fmt: skip
     group.add_argument("--word-share", type=float, default=0.2,
@@ -85,7 +92,7 @@ def add_heavy_hitter_options(parser: argparse.ArgumentParser) -> None:
 def protocol(args: argparse.Namespace) -> Any:
     """The PEM, TreeHist or SFP of the command line."""
     from bayesldp.heavy_hitters import PEM, SFP, TreeHist
-    from bayesldp.heavy_hitters.encoding import DEFAULT_KEY
+    from bayesldp.heavy_hitters.encoding import DEFAULT_BITS, DEFAULT_KEY
 
     name = HEAVY_HITTERS[args.mechanism.lower()]
     if args.epsilon is None:
@@ -100,16 +107,41 @@ def protocol(args: argparse.Namespace) -> Any:
         return SFP(args.epsilon, args.k, max_length=10 if args.max_length is None
                    else args.max_length, fragment_length=args.fragment_length,
                    hash_bits=args.hash_bits, alphabet=args.alphabet, fragments=args.fragments,
-                   word_share=args.word_share, holdout=args.holdout, bits=args.bits, key=key,
+                   word_share=args.word_share, holdout=args.holdout,
+                   bits=DEFAULT_BITS if args.bits is None else args.bits, key=key,
                    g=args.g, **{k: v for k, v in sketch.items() if v is not None})  # fmt: skip
-    max_length = 64 if args.max_length is None else args.max_length
-    common = {"bits": args.bits, "key": key, "max_length": max_length, "g": args.g}
+    common = {"encoder": positional_encoder(args), "g": args.g}
+    if common["encoder"] is None:
+        common.update(bits=args.bits, key=args.key, max_length=args.max_length)
     if name == "PEM":
         eta = 4 if args.eta is None else args.eta
         return PEM(args.epsilon, args.k, eta=eta, holdout=args.holdout, **common)
     eta = 1 if args.eta is None else args.eta
     return TreeHist(args.epsilon, eta=eta, z=args.z, max_survivors=args.max_survivors,
                     final_share=args.final_share, **common)  # fmt: skip
+
+
+def positional_encoder(args: argparse.Namespace) -> Any:
+    """PEM's or TreeHist's :class:`~bayesldp.heavy_hitters.PositionalEncoder` of ``--alphabet``
+    and ``--length``, or None (the keyed hash of ``--bits``, ``--key``, ``--max-length``)."""
+    from bayesldp.heavy_hitters import PositionalEncoder
+
+    if args.alphabet is None and args.length is None:
+        return None
+    if args.alphabet is None or args.length is None:
+        missing = "--length" if args.length is None else "--alphabet"
+        raise InvalidInputError(
+            f"{missing}: needed with {'--alphabet' if args.length is None else '--length'} for "
+            f"--mechanism {args.mechanism} (the positional code takes both)"
+        )
+    hashed = [o for o, v in (("--bits", args.bits), ("--key", args.key),
+                             ("--max-length", args.max_length)) if v is not None]  # fmt: skip
+    if hashed:
+        raise InvalidInputError(
+            f"{', '.join(hashed)}: the keyed hash's; --alphabet and --length give the positional "
+            "code instead: give one or the other"
+        )
+    return PositionalEncoder(args.alphabet, args.length)
 
 
 def read_reports(path: str | Path, pem: Any) -> Any:
@@ -251,13 +283,15 @@ def estimate_heavy_hitters(args: argparse.Namespace) -> int:
         items = [x.decode("utf-8", "backslashreplace") for x in found.items]
     elif args.candidates:
         items = pem.encoder.decode(codes, args.candidates)
+    elif pem.encoder.names_items:  # a positional code: the item itself
+        items = pem.encoder.decode(codes)
     else:
         items = [None] * len(codes)
     named = [hx if item is None else str(item) for hx, item in zip(hexes, items, strict=True)]
     n, name = len(reports), type(pem).__name__
     title = [f"{pem!r}: {n:,} reports; {len(codes)} item(s) found"]
     notes = []
-    if not args.candidates and not sfp:
+    if not args.candidates and not sfp and not pem.encoder.names_items:
         notes.append("note: --candidates a b c names the codes (a keyed hash of each item)")
     columns = ["rank", "code", "item", "estimate"]
     found_rows = zip(hexes, items, found.frequencies, strict=True)

@@ -113,8 +113,9 @@ HEAVY_HITTER_LAYOUT = (
     "heavy hitters of open-ended items, one row per user: columns group (the user's round; "
     "with --holdout or TreeHist's final group, the last group) and a, b, y (the OLH report of "
     "the user's prefix), as PEMReports.to_frame() writes them; --k, --bits, --eta, --key, "
-    "--max-length, --holdout (TreeHist: --z, --max-survivors, --final-share) as collected; "
-    "--candidates names the found codes"
+    "--max-length, --holdout (TreeHist: --z, --max-survivors, --final-share) as collected "
+    "(a positional code: --alphabet, --length in place of --bits, --key, --max-length); "
+    "--candidates names the found codes of a keyed hash"
 )
 
 #: the layout of a file of SFP reports (:mod:`bayesldp.workflows.heavy_hitter_files`)

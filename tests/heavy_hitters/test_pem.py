@@ -98,7 +98,7 @@ def test_bad_reports_are_refused_in_one_line():
     pem = PEM(2.0, 4, bits=12, eta=3, key="a")
     reports = pem.perturb([f"w{i % 7}" for i in range(400)], rng=0)
     cases = [
-        (PEM(2.0, 4, bits=12, eta=3, key="b"), "hash key/width fingerprint"),
+        (PEM(2.0, 4, bits=12, eta=3, key="b"), "code fingerprint"),
         (PEM(2.0, 4, bits=13, eta=3, key="a"), "fingerprint"),
         (PEM(2.0, 4, bits=12, eta=2, key="a"), r"lengths \(5, 8, 11, 12\), .* \(4, 6, 8, 10, 12\)"),
         (PEM(2.0, 8, bits=12, eta=3, key="a"), "prefix lengths"),

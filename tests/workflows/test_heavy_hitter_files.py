@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from bayesldp.heavy_hitters import PEM, SFP, TreeHist
+from bayesldp.heavy_hitters import PEM, SFP, PositionalEncoder, TreeHist
 from bayesldp.workflows.cli import main
 
 WORDS = np.array(["cat", "dog", "emu"] + [f"w{i}" for i in range(500)], dtype=object)
@@ -74,6 +74,39 @@ def test_mismatched_or_bad_input_is_refused_in_one_line(people, tmp_path, capsys
     assert main(["estimate", str(tmp_path / "bad.csv"), "--mechanism", "PEM", "--epsilon", "4",
                  "--k", "3"]) == 2  # fmt: skip
     assert "lacks column(s) y" in capsys.readouterr().err
+
+
+def test_pem_file_with_a_positional_code_names_the_items_itself(tmp_path, capsys):
+    """cat, dog, emu (shares 0.4, 0.25, 0.15) and 500 other 3-letter items (0.0004 each);
+    20,000 users, eps 4, 15-bit positional codes: 4 rounds of 5,000 users (OLH sd about 0.004),
+    so the three lead every other prefix by some 30 sd."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    rng = np.random.default_rng(6)
+    tail = rng.choice(26**3, 600, replace=False)
+    words = ["".join(letters[d] for d in (x // 676, x // 26 % 26, x % 26)) for x in tail.tolist()]
+    others = [w for w in words if w not in ("cat", "dog", "emu")][:500]
+    items = np.array(["cat", "dog", "emu", *others], dtype=object)
+    people = rng.choice(items, 20_000, p=SHARES / SHARES.sum())
+    pem = PEM(4.0, 3, encoder=PositionalEncoder(letters, 3))
+    reports = pem.perturb(people, rng=1)
+    path = write(reports, tmp_path / "pem.csv")
+    base = ["estimate", path, "--mechanism", "PEM", "--epsilon", "4", "--k", "3"]
+    assert main([*base, "--alphabet", letters, "--length", "3", "--output", "csv"]) == 0
+    out = capsys.readouterr().out
+    rows = list(csv.DictReader(io.StringIO(out)))
+    found = pem.identify(reports)
+    assert [r["item"] for r in rows] == pem.encoder.decode(found.codes)
+    assert sorted(r["item"] for r in rows) == ["cat", "dog", "emu"]
+    assert "--candidates" not in out
+    cases = [
+        (["--alphabet", letters], "--length: needed with --alphabet"),
+        (["--length", "3"], "--alphabet: needed with --length"),
+        (["--alphabet", letters, "--length", "3", "--key", "k"], "--key: the keyed hash's"),
+    ]
+    for extra, message in cases:
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], (extra, err)
 
 
 # SFP: 20,000 users, eps 4, m = 256.  Measured power of the search (cat, dog and emu all

@@ -119,8 +119,12 @@ class DBitFlipPM(Mechanism):
             )
         self.values = self.k if values is None else check_int(values, "values", self.k)
         half = self.epsilon / 2
-        #: Pr[bit = 1] for the bucket holding the value, and for any other sampled bucket
-        self.p, self.q = 1.0 / (1.0 + math.exp(-half)), 1.0 / (1.0 + math.exp(half))
+        #: Pr[bit = 1] for the bucket holding the value, and for any other sampled bucket.
+        #: ``p = 1 - q`` rounded down: a ``p`` rounded up makes ``1 - p`` smaller than ``q``, and
+        #: at large epsilon (``1 - p`` near 1e-13) the realised epsilon then exceeds epsilon
+        #: (60.001 at epsilon 60, found by tests/test_properties.py).
+        self.q = 1.0 / (1.0 + math.exp(half))
+        self.p = math.nextafter(1.0 - self.q, 0.0)
         if self.q < 2.0**-52:
             raise InvalidInputError(
                 f"epsilon: {self.epsilon} gives a bit probability below 2^-52, which 53-bit "
