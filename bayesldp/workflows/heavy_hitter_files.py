@@ -3,14 +3,20 @@
 A report file of :class:`~bayesldp.heavy_hitters.PEM` or
 :class:`~bayesldp.heavy_hitters.TreeHist` has one row per user: ``group`` (the user's round,
 ``0..G-1``, or ``G`` for the estimation group of ``--holdout`` / TreeHist's final group) and
-``a``, ``b``, ``y`` (the OLH report of the user's prefix); ``PEMReports.to_frame()`` writes one.
-The protocol's public parameters come from the command line (``--epsilon``, ``--k``, ``--bits``,
-``--eta``, ``--key``, ``--max-length``, ``--holdout``, ``--g``; TreeHist: ``--z``,
+``a``, ``b``, ``y`` (the OLH report of the user's prefix); ``PEMReports.to_file(path)`` writes
+one.  The protocol's public parameters come from the command line (``--epsilon``, ``--k``,
+``--bits``, ``--eta``, ``--key``, ``--max-length``, ``--holdout``, ``--g``; TreeHist: ``--z``,
 ``--max-survivors``, ``--final-share``; for a positional code, ``--alphabet`` and ``--length`` in
-place of ``--bits``, ``--key``, ``--max-length``) and must be those the reports were made with.  The
-file does not hold them: only its groups can disagree with the round layout they imply (a group
-outside it, or an empty one, is refused in one line); a wrong ``--key`` goes unnoticed and finds
-codes that ``--candidates`` does not name.
+place of ``--bits``, ``--key``, ``--max-length``) and must be those the reports were made with.
+A file that ``to_file`` wrote says which they were: its stamp (a CSV file's first line
+``# bayesldp PEMReports {json}``, a Parquet file's metadata; :mod:`bayesldp._report_stamp`)
+holds the code's fingerprint (hash key and width, or positional alphabet and length), the
+rounds' prefix lengths, epsilon, ``g`` and the holdout share, and a command line that differs
+is refused in one line naming the difference (another code, layout, budget or holdout), as is
+the stamp of an SFP file.  A file without a stamp (pandas' own ``to_frame().to_csv``) is read on
+trust: only its groups can disagree with the round layout the options imply (a group outside
+it, or an empty one, is refused in one line); a wrong ``--key`` goes unnoticed and finds codes
+that ``--candidates`` does not name.
 
 The table: one row per found item, largest estimate first, with its code (hex), the item when
 ``--candidates`` names it (the code is a keyed hash: only a list of candidate items recovers
@@ -20,7 +26,8 @@ it; a positional code names its item itself), and the unbiased OLH estimate of i
 for everything else).
 
 An :class:`~bayesldp.heavy_hitters.SFP` file carries its users' two kinds of report, one row per
-user (``SFPReports.to_frame()`` writes one): ``kind`` (``fragment``, ``word`` or ``holdout``),
+user (``SFPReports.to_file(path)`` writes one, stamped as above with the code's fingerprint,
+SFP's layout, epsilon and ``g``): ``kind`` (``fragment``, ``word`` or ``holdout``),
 ``position``, ``row`` and ``bits`` (a fragment user's position, count-mean-sketch hash row and
 ``m`` entries as a string of ``0``/``1``, ``1`` for +1) and ``a``, ``b``, ``y`` (a word or
 holdout user's OLH report of its code); the cells a row's kind does not use hold ``0``

@@ -142,10 +142,11 @@ ATTRIBUTE_LAYOUT = (
 HEAVY_HITTER_LAYOUT = (
     "heavy hitters of open-ended items, one row per user: columns group (the user's round; "
     "with --holdout or TreeHist's final group, the last group) and a, b, y (the OLH report of "
-    "the user's prefix), as PEMReports.to_frame() writes them; --k, --bits, --eta, --key, "
+    "the user's prefix), as PEMReports.to_file(path) writes them; --k, --bits, --eta, --key, "
     "--max-length, --holdout (TreeHist: --z, --max-survivors, --final-share) as collected "
-    "(a positional code: --alphabet, --length in place of --bits, --key, --max-length); "
-    "--candidates names the found codes of a keyed hash"
+    "(a positional code: --alphabet, --length in place of --bits, --key, --max-length; the "
+    "file's stamp, a first line '# bayesldp PEMReports {...}', refuses others); --candidates "
+    "names the found codes of a keyed hash"
 )
 
 #: the layout of a file of SFP reports (:mod:`bayesldp.workflows.heavy_hitter_files`)
@@ -153,9 +154,10 @@ SFP_LAYOUT = (
     "heavy hitters, SFP's two kinds of report, one row per user: columns kind (fragment, word "
     "or holdout), position, row, bits (a fragment user's position, sketch hash row and m "
     "entries as a string of 0/1) and a, b, y (a word or holdout user's OLH report); the cells "
-    "a row's kind does not use hold 0 (bits: -), as SFPReports.to_frame() writes them; --k, "
-    "--max-length, --fragment-length, --hash-bits, --alphabet, --fragments, --word-share, "
-    "--holdout, --bits, --key, --m, --k-hash, --hash-seed as collected"
+    "a row's kind does not use hold 0 (bits: -), as SFPReports.to_file(path) writes them; "
+    "--k, --max-length, --fragment-length, --hash-bits, --alphabet, --fragments, --word-share, "
+    "--holdout, --bits, --key, --m, --k-hash, --hash-seed as collected (the file's stamp "
+    "refuses others)"
 )
 
 
