@@ -47,10 +47,12 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bayesldp._report_stamp import STAMP_KEY, make_stamp, write_frame
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_instance
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters.candidates import CandidateOLH
@@ -102,10 +104,23 @@ class PEMReports:
 
     def to_frame(self) -> Any:
         """The reports as a pandas DataFrame of columns ``group, a, b, y``, one row per user:
-        the report file ``bayesldp estimate --mechanism PEM`` (or TreeHist) reads."""
+        the report file ``bayesldp estimate --mechanism PEM`` (or TreeHist) reads, with the
+        public parameters in ``attrs["bayesldp_protocol"]`` (:meth:`to_file` writes them)."""
         import pandas as pd
 
-        return pd.DataFrame({"group": self.group, "a": self.a, "b": self.b, "y": self.y})
+        frame = pd.DataFrame({"group": self.group, "a": self.a, "b": self.b, "y": self.y})
+        frame.attrs[STAMP_KEY] = make_stamp(
+            "PEMReports", fingerprint=self.fingerprint, prefix_lengths=self.prefix_lengths,
+            epsilon=self.epsilon, g=self.g, holdout=self.holdout,
+        )  # fmt: skip
+        return frame
+
+    def to_file(self, path: str | Path) -> Path:
+        """Write :meth:`to_frame` to ``path`` with the public parameters stamped on it, so that
+        ``bayesldp estimate`` refuses the file under other parameters instead of misreading it:
+        CSV, its first line ``# bayesldp PEMReports {json}``, unless the suffix is ``.parquet``
+        or ``.pq`` (Parquet, the parameters in its metadata).  Returns the path."""
+        return write_frame(self.to_frame(), path)
 
     def round(self, i: int) -> HashReports:
         """The OLH reports of group ``i``."""
@@ -247,6 +262,9 @@ class PEM:
     ['cat', 'dog', 'emu']
     """
 
+    #: what errors call ``holdout`` (TreeHist: its final share)
+    _holdout_name = "holdout"
+
     def __init__(
         self,
         epsilon: float,
@@ -364,31 +382,37 @@ class PEM:
                           self.epsilon, self.g, self.holdout)  # fmt: skip
 
     # ------------------------------------------------------------------ aggregator
+    def check_parameters(self, fingerprint: str, prefix_lengths: Any, epsilon: float, g: int,
+                         holdout: float) -> None:  # fmt: skip
+        """Refuse reports made with other public parameters (those :class:`PEMReports` and a
+        report file's stamp carry), in one line naming the first difference."""
+        name, share = type(self).__name__, self._holdout_name
+        if fingerprint != self.encoder.fingerprint:
+            raise InvalidInputError(
+                f"reports: made with code fingerprint {fingerprint}, this {name}'s is "
+                f"{self.encoder.fingerprint} ({self.encoder!r}); another code (hash key or bits, "
+                "or positional alphabet or length)"
+            )
+        if tuple(prefix_lengths) != self.prefix_lengths:
+            raise InvalidInputError(
+                f"reports: made with rounds of prefix lengths {tuple(prefix_lengths)}, this "
+                f"{name} uses {self.prefix_lengths} (another layout: k, eta or bits)"
+            )
+        if g != self.g or not math.isclose(epsilon, self.epsilon, rel_tol=1e-12):
+            raise InvalidInputError(
+                f"reports: made with OLH epsilon={epsilon:.12g}, g={g}; this {name} uses "
+                f"epsilon={self.epsilon:.12g}, g={self.g}"
+            )
+        if not math.isclose(holdout, self.holdout, abs_tol=1e-12):
+            raise InvalidInputError(
+                f"reports: made with {share}={holdout:g}, this {name} uses {share}={self.holdout:g}"
+            )
+
     def check_reports(self, reports: Any) -> PEMReports:
         """Refuse reports of another protocol (key, width, rounds, budget) or with empty groups."""
         check_instance(reports, PEMReports, "reports", "PEMReports from PEM.perturb")
-        if reports.fingerprint != self.encoder.fingerprint:
-            raise InvalidInputError(
-                f"reports: made with code fingerprint {reports.fingerprint}, this "
-                f"{type(self).__name__}'s is {self.encoder.fingerprint} ({self.encoder!r}); "
-                "another code (hash key or bits, or positional alphabet or length)"
-            )
-        if tuple(reports.prefix_lengths) != self.prefix_lengths:
-            raise InvalidInputError(
-                f"reports: made with rounds of prefix lengths {tuple(reports.prefix_lengths)}, "
-                f"this {type(self).__name__} uses {self.prefix_lengths} (another layout: k, eta or "
-                "bits)"
-            )
-        if reports.g != self.g or not math.isclose(reports.epsilon, self.epsilon, rel_tol=1e-12):
-            raise InvalidInputError(
-                f"reports: made with OLH epsilon={reports.epsilon:.12g}, g={reports.g}; this "
-                f"{type(self).__name__} uses epsilon={self.epsilon:.12g}, g={self.g}"
-            )
-        if not math.isclose(reports.holdout, self.holdout, abs_tol=1e-12):
-            raise InvalidInputError(
-                f"reports: made with holdout={reports.holdout:g}, this {type(self).__name__} "
-                f"uses holdout={self.holdout:g}"
-            )
+        self.check_parameters(reports.fingerprint, reports.prefix_lengths, reports.epsilon,
+                              reports.g, reports.holdout)  # fmt: skip
         group = check_report_field(reports, "group", 0, self.n_groups - 1)
         n = group.size
         for name, hi in (("a", MERSENNE_31 - 1), ("b", MERSENNE_31 - 1), ("y", self.g - 1)):

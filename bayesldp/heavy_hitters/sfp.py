@@ -43,10 +43,12 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bayesldp._report_stamp import STAMP_KEY, make_stamp, write_frame
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_instance
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters.candidates import CandidateCMS, CandidateOLH, candidate_estimates
@@ -113,7 +115,8 @@ class SFPReports:
         ``0`` and ``1``, character ``u`` for entry ``u``, ``1`` for +1) and ``a``, ``b``, ``y``
         (a word or holdout user's OLH report).  The cells a row's kind does not use hold ``0``
         (``bits``: ``-``), which no report of that column can be (OLH's ``a`` is at least 1,
-        a sketch entry is -1 or +1)."""
+        a sketch entry is -1 or +1).  The public parameters are in
+        ``attrs["bayesldp_protocol"]`` (:meth:`to_file` writes them)."""
         import pandas as pd
 
         bits = np.asarray(self.fragments.bits)
@@ -135,8 +138,20 @@ class SFPReports:
             kind[start:stop] = name
             a[start:stop], b[start:stop], y[start:stop] = rep.a, rep.b, rep.y
             start = stop
-        return pd.DataFrame({"kind": kind, "position": position, "row": row, "bits": text,
-                             "a": a, "b": b, "y": y})  # fmt: skip
+        frame = pd.DataFrame({"kind": kind, "position": position, "row": row, "bits": text,
+                              "a": a, "b": b, "y": y})  # fmt: skip
+        frame.attrs[STAMP_KEY] = make_stamp(
+            "SFPReports", fingerprint=self.fingerprint, layout=dict(self.layout),
+            epsilon=self.epsilon, g=self.g,
+        )  # fmt: skip
+        return frame
+
+    def to_file(self, path: str | Path) -> Path:
+        """Write :meth:`to_frame` to ``path`` with the public parameters stamped on it, so that
+        ``bayesldp estimate`` refuses the file under other parameters instead of misreading it:
+        CSV, its first line ``# bayesldp SFPReports {json}``, unless the suffix is ``.parquet``
+        or ``.pq`` (Parquet, the parameters in its metadata).  Returns the path."""
+        return write_frame(self.to_frame(), path)
 
     def at(self, position: int) -> CMSReports:
         """The CMS reports of the fragment users at ``position``."""
@@ -386,26 +401,31 @@ class SFP:
                           self.epsilon, self.g)  # fmt: skip
 
     # ------------------------------------------------------------------ aggregator
-    def check_reports(self, reports: Any) -> SFPReports:
-        """Refuse reports of another protocol (key, width, layout, sketch, budget) or with an
-        empty position or group, in one line naming the difference."""
-        check_instance(reports, SFPReports, "reports", "SFPReports from SFP.perturb")
-        if reports.fingerprint != self.encoder.fingerprint:
+    def check_parameters(self, fingerprint: str, layout: Any, epsilon: float, g: int) -> None:
+        """Refuse reports made with other public parameters (those :class:`SFPReports` and a
+        report file's stamp carry), in one line naming the first difference."""
+        if fingerprint != self.encoder.fingerprint:
             raise InvalidInputError(
-                f"reports: made with hash key/width fingerprint {reports.fingerprint}, this SFP's "
-                f"is {self.encoder.fingerprint} (another key or bits)"
+                f"reports: made with hash key/width fingerprint {fingerprint}, this SFP's is "
+                f"{self.encoder.fingerprint} (another key or bits)"
             )
-        theirs = dict(reports.layout)
+        theirs = dict(layout)
         for name, mine in self.layout:
             if theirs.get(name) != mine:
                 raise InvalidInputError(
                     f"reports: made with {name}={theirs.get(name)!r}, this SFP uses {name}={mine!r}"
                 )
-        if reports.g != self.g or not math.isclose(reports.epsilon, self.epsilon, rel_tol=1e-12):
+        if g != self.g or not math.isclose(epsilon, self.epsilon, rel_tol=1e-12):
             raise InvalidInputError(
-                f"reports: made with epsilon={reports.epsilon:.12g}, g={reports.g}; this SFP "
-                f"uses epsilon={self.epsilon:.12g}, g={self.g}"
+                f"reports: made with epsilon={epsilon:.12g}, g={g}; this SFP uses "
+                f"epsilon={self.epsilon:.12g}, g={self.g}"
             )
+
+    def check_reports(self, reports: Any) -> SFPReports:
+        """Refuse reports of another protocol (key, width, layout, sketch, budget) or with an
+        empty position or group, in one line naming the difference."""
+        check_instance(reports, SFPReports, "reports", "SFPReports from SFP.perturb")
+        self.check_parameters(reports.fingerprint, reports.layout, reports.epsilon, reports.g)
         position = check_report_field(reports, "position", 0, self.n_positions - 1)
         self.fragment_mechanism.check_reports(reports.fragments)
         if len(reports.fragments) != position.size:

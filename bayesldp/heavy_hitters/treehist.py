@@ -98,6 +98,8 @@ class TreeHist(PEM):
     ['cat', 'dog', 'emu']
     """
 
+    _holdout_name = "final_share"
+
     def __init__(
         self,
         epsilon: float,

@@ -3,14 +3,20 @@
 A report file of :class:`~bayesldp.heavy_hitters.PEM` or
 :class:`~bayesldp.heavy_hitters.TreeHist` has one row per user: ``group`` (the user's round,
 ``0..G-1``, or ``G`` for the estimation group of ``--holdout`` / TreeHist's final group) and
-``a``, ``b``, ``y`` (the OLH report of the user's prefix); ``PEMReports.to_frame()`` writes one.
-The protocol's public parameters come from the command line (``--epsilon``, ``--k``, ``--bits``,
-``--eta``, ``--key``, ``--max-length``, ``--holdout``, ``--g``; TreeHist: ``--z``,
+``a``, ``b``, ``y`` (the OLH report of the user's prefix); ``PEMReports.to_file(path)`` writes
+one.  The protocol's public parameters come from the command line (``--epsilon``, ``--k``,
+``--bits``, ``--eta``, ``--key``, ``--max-length``, ``--holdout``, ``--g``; TreeHist: ``--z``,
 ``--max-survivors``, ``--final-share``; for a positional code, ``--alphabet`` and ``--length`` in
-place of ``--bits``, ``--key``, ``--max-length``) and must be those the reports were made with.  The
-file does not hold them: only its groups can disagree with the round layout they imply (a group
-outside it, or an empty one, is refused in one line); a wrong ``--key`` goes unnoticed and finds
-codes that ``--candidates`` does not name.
+place of ``--bits``, ``--key``, ``--max-length``) and must be those the reports were made with.
+A file that ``to_file`` wrote says which they were: its stamp (a CSV file's first line
+``# bayesldp PEMReports {json}``, a Parquet file's metadata; :mod:`bayesldp._report_stamp`)
+holds the code's fingerprint (hash key and width, or positional alphabet and length), the
+rounds' prefix lengths, epsilon, ``g`` and the holdout share, and a command line that differs
+is refused in one line naming the difference (another code, layout, budget or holdout), as is
+the stamp of an SFP file.  A file without a stamp (pandas' own ``to_frame().to_csv``) is read on
+trust: only its groups can disagree with the round layout the options imply (a group outside
+it, or an empty one, is refused in one line); a wrong ``--key`` goes unnoticed and finds codes
+that ``--candidates`` does not name.
 
 The table: one row per found item, largest estimate first, with its code (hex), the item when
 ``--candidates`` names it (the code is a keyed hash: only a list of candidate items recovers
@@ -20,7 +26,8 @@ it; a positional code names its item itself), and the unbiased OLH estimate of i
 for everything else).
 
 An :class:`~bayesldp.heavy_hitters.SFP` file carries its users' two kinds of report, one row per
-user (``SFPReports.to_frame()`` writes one): ``kind`` (``fragment``, ``word`` or ``holdout``),
+user (``SFPReports.to_file(path)`` writes one, stamped as above with the code's fingerprint,
+SFP's layout, epsilon and ``g``): ``kind`` (``fragment``, ``word`` or ``holdout``),
 ``position``, ``row`` and ``bits`` (a fragment user's position, count-mean-sketch hash row and
 ``m`` entries as a string of ``0``/``1``, ``1`` for +1) and ``a``, ``b``, ``y`` (a word or
 holdout user's OLH report of its code); the cells a row's kind does not use hold ``0``
@@ -39,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._report_stamp import STAMP_KEY
 from bayesldp.errors import InvalidInputError
 
 #: the heavy-hitter protocols ``estimate`` reads (lower case -> class name)
@@ -144,29 +152,43 @@ def positional_encoder(args: argparse.Namespace) -> Any:
     return PositionalEncoder(args.alphabet, args.length)
 
 
+def _parameters(frame: Any, path: str | Path, protocol: Any, mine: dict[str, Any]) -> dict:
+    """The public parameters of the reports in ``frame``: its file's stamp if it has one,
+    checked against ``protocol``'s at once (a mismatch is named before any row is read), else
+    ``mine``, ``protocol``'s own (a file without a stamp: the command line's, on trust)."""
+    stamp = frame.attrs.get(STAMP_KEY)
+    if stamp is None:
+        return mine
+    theirs = {name: stamp[name] for name in mine}
+    try:
+        protocol.check_parameters(**theirs)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{path}: {exc}") from None
+    return theirs
+
+
 def read_reports(path: str | Path, pem: Any) -> Any:
     """The :class:`~bayesldp.heavy_hitters.PEMReports` (or, for an SFP, the
-    :class:`~bayesldp.heavy_hitters.SFPReports`) of a report file, stamped with ``pem``'s public
-    parameters and checked by it (errors name the file)."""
+    :class:`~bayesldp.heavy_hitters.SFPReports`) of a report file, with the public parameters
+    of its stamp (``PEMReports.to_file``; a file without one: ``pem``'s), checked by ``pem``
+    (errors name the file)."""
     from bayesldp.heavy_hitters import SFP, PEMReports
     from bayesldp.mechanisms.base import int_columns
     from bayesldp.workflows.report_files import read_table
 
     if isinstance(pem, SFP):
         return read_sfp_reports(path, pem)
-    frame = read_table(path)
+    frame = read_table(path, stamp="PEMReports")
+    mine = {"fingerprint": pem.encoder.fingerprint, "prefix_lengths": pem.prefix_lengths,
+            "epsilon": pem.epsilon, "g": pem.g, "holdout": pem.holdout}  # fmt: skip
+    params = _parameters(frame, path, pem, mine)
     group, a, b, y = int_columns(frame, ["group", "a", "b", "y"], path)
-    reports = PEMReports(group, a, b, y, pem.encoder.fingerprint, pem.prefix_lengths,
-                         pem.epsilon, pem.g, pem.holdout)  # fmt: skip
+    reports = PEMReports(group, a, b, y, params["fingerprint"], tuple(params["prefix_lengths"]),
+                         params["epsilon"], params["g"], params["holdout"])  # fmt: skip
     try:
         return pem.check_reports(reports)
     except InvalidInputError as exc:
         raise InvalidInputError(f"{path}: {exc}") from None
-
-
-def _line(rows: np.ndarray) -> str:
-    """The first of ``rows`` (0-based data rows) as a CSV line number (the header is line 1)."""
-    return f"line {int(rows[0]) + 2}"
 
 
 def read_sfp_reports(path: str | Path, sfp: Any) -> Any:
@@ -177,9 +199,18 @@ def read_sfp_reports(path: str | Path, sfp: Any) -> Any:
     from bayesldp.mechanisms.base import int_columns
     from bayesldp.mechanisms.hashing import HashReports
     from bayesldp.mechanisms.sketch import CMSReports
-    from bayesldp.workflows.report_files import read_table
+    from bayesldp.workflows.report_files import LINES_BEFORE_HEADER, read_table
 
-    frame = read_table(path, text=("kind", "bits"))
+    frame = read_table(path, text=("kind", "bits"), stamp="SFPReports")
+    mine = {"fingerprint": sfp.encoder.fingerprint, "layout": sfp.layout, "epsilon": sfp.epsilon,
+            "g": sfp.g}  # fmt: skip
+    params = _parameters(frame, path, sfp, mine)
+    header = 1 + frame.attrs.get(LINES_BEFORE_HEADER, 0)  # 2 after a stamp line
+
+    def line(rows: np.ndarray) -> str:
+        """The first of ``rows`` (0-based data rows) as a CSV line number."""
+        return f"line {int(rows[0]) + 1 + header}"
+
     absent = [c for c in ("kind", "bits") if c not in frame.columns]
     if absent:
         raise InvalidInputError(
@@ -192,7 +223,7 @@ def read_sfp_reports(path: str | Path, sfp: Any) -> Any:
     unknown = ~np.isin(kind, SFP_KINDS)
     if unknown.any():
         raise InvalidInputError(
-            f"{path}: {_line(np.flatnonzero(unknown))} has kind {kind[unknown][0]!r}; expected "
+            f"{path}: {line(np.flatnonzero(unknown))} has kind {kind[unknown][0]!r}; expected "
             "fragment, word or holdout"
         )
     frag = kind == "fragment"
@@ -203,11 +234,11 @@ def read_sfp_reports(path: str | Path, sfp: Any) -> Any:
         what = ("an OLH report (a, b, y not 0)" if frag[i[0]]
                 else "a sketch report (position, row not 0 or bits not '-')")  # fmt: skip
         raise InvalidInputError(
-            f"{path}: {_line(i)} is of kind {kind[i[0]]} but holds {what}: the wrong kind?"
+            f"{path}: {line(i)} is of kind {kind[i[0]]} but holds {what}: the wrong kind?"
         )
     if sfp.holdout == 0 and np.any(kind == "holdout"):
         raise InvalidInputError(
-            f"{path}: holds holdout rows ({_line(np.flatnonzero(kind == 'holdout'))}), but "
+            f"{path}: holds holdout rows ({line(np.flatnonzero(kind == 'holdout'))}), but "
             "--holdout is 0; give the share the reports were made with"
         )
     m = sfp.sketch_params["m"]
@@ -216,7 +247,7 @@ def read_sfp_reports(path: str | Path, sfp: Any) -> Any:
     if short.any():
         i = np.flatnonzero(frag)[short]
         raise InvalidInputError(
-            f"{path}: {_line(i)} has bits of {len(text.iloc[int(np.flatnonzero(short)[0])])} "
+            f"{path}: {line(i)} has bits of {len(text.iloc[int(np.flatnonzero(short)[0])])} "
             f"character(s); a fragment row holds m = {m} (0 or 1 each)"
         )
     raw = np.frombuffer("".join(text).encode("ascii", "replace"), dtype=np.uint8)
@@ -224,7 +255,7 @@ def read_sfp_reports(path: str | Path, sfp: Any) -> Any:
     bad = ~np.isin(raw, (48, 49)).all(axis=1)
     if bad.any():
         raise InvalidInputError(
-            f"{path}: {_line(np.flatnonzero(frag)[bad])} has bits other than 0 and 1"
+            f"{path}: {line(np.flatnonzero(frag)[bad])} has bits other than 0 and 1"
         )
     signs = (raw.astype(np.int8) * 2 - 97).astype(np.int8)  # '1' -> +1, '0' -> -1
 
@@ -233,8 +264,9 @@ def read_sfp_reports(path: str | Path, sfp: Any) -> Any:
         return HashReports(a[mask], b[mask], y[mask])
 
     reports = SFPReports(position[frag], CMSReports(row[frag], signs), olh("word"),
-                         olh("holdout") if sfp.holdout else None, sfp.encoder.fingerprint,
-                         sfp.layout, sfp.epsilon, sfp.g)  # fmt: skip
+                         olh("holdout") if sfp.holdout else None, params["fingerprint"],
+                         tuple(dict(params["layout"]).items()), params["epsilon"],
+                         params["g"])  # fmt: skip
     try:
         return sfp.check_reports(reports)
     except InvalidInputError as exc:

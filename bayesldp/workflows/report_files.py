@@ -14,16 +14,30 @@ from typing import Any
 import numpy as np
 
 from bayesldp._optional import require
+from bayesldp._report_stamp import PARQUET_SUFFIXES, STAMP_KEY, check_stamp, csv_stamp
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms import make_mechanism, mechanism_class, names
 
+#: which ``--mechanism`` reads a stamped file of each kind (:mod:`bayesldp._report_stamp`)
+STAMPED_READERS = {"PEMReports": "--mechanism PEM or TreeHist", "SFPReports": "--mechanism SFP"}
+#: ``attrs`` key of the number of lines before a CSV file's header (1: a stamp line), if any
+LINES_BEFORE_HEADER = "bayesldp_lines_before_header"
 
-def read_table(path: str | Path, threads: bool = True, text: tuple[str, ...] = ()):
+
+def read_table(
+    path: str | Path, threads: bool = True, text: tuple[str, ...] = (), stamp: str | None = None
+):
     """Read a CSV or Parquet file into a pandas DataFrame with clear errors.
 
     ``threads=False`` decodes Parquet on the calling thread only (for Dask workers that each
     own one core, as :mod:`bayesldp.workflows.dask_tally` starts them); the CSV columns named in
-    ``text`` are read as text (bit strings such as ``0110`` keep their leading zeros)."""
+    ``text`` are read as text (bit strings such as ``0110`` keep their leading zeros).
+
+    A file stamped with its protocol's public parameters (:mod:`bayesldp._report_stamp`: a CSV
+    file's first line ``# bayesldp KIND {json}``, a Parquet file's metadata) is read only when
+    ``stamp`` names its kind, the stamp in ``frame.attrs["bayesldp_protocol"]``; any other
+    reader refuses it in one line naming the ``--mechanism`` that reads it, rather than
+    tallying heavy-hitter reports as another mechanism's."""
     import pandas as pd
 
     path = Path(path)
@@ -31,7 +45,8 @@ def read_table(path: str | Path, threads: bool = True, text: tuple[str, ...] = (
         raise InvalidInputError(f"reports: no such file {path}")
     if path.stat().st_size == 0:
         raise InvalidInputError(f"reports: {path} is empty")
-    if path.suffix.lower() in (".parquet", ".pq"):
+    found, before = None, 0
+    if path.suffix.lower() in PARQUET_SUFFIXES:
         require("pyarrow", f"reading the Parquet file {path}")
         try:
             frame = pd.read_parquet(path, use_threads=threads)
@@ -39,18 +54,33 @@ def read_table(path: str | Path, threads: bool = True, text: tuple[str, ...] = (
             raise InvalidInputError(
                 f"reports: cannot read {path} as Parquet (truncated, or not Parquet?): {exc}"
             ) from None
+        found = frame.attrs.get(STAMP_KEY)
     else:
+        found = csv_stamp(path)
+        before = int(found is not None)
         try:
             dtype = dict.fromkeys(text, str) if text else None
-            frame = pd.read_csv(path, skip_blank_lines=False, dtype=dtype)
+            frame = pd.read_csv(path, skip_blank_lines=False, dtype=dtype, skiprows=before)
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"reports: cannot read {path} as CSV: {exc}") from None
+    if found is not None:
+        kind = check_stamp(found, path)["kind"]
+        if kind != stamp:
+            wanted = f", not the {stamp} that {STAMPED_READERS[stamp]} reads" if stamp else ""
+            raise InvalidInputError(
+                f"reports: {path} holds {kind} (its bayesldp stamp){wanted}; read it with "
+                f"{STAMPED_READERS[kind]}"
+            )
+        frame.attrs[STAMP_KEY] = found
     if frame.shape[0] == 0:
         raise InvalidInputError(f"reports: {path} has a header but no reports")
+    if before:
+        frame.attrs[LINES_BEFORE_HEADER] = before
     missing = frame.isna().any(axis=1).to_numpy()
     if missing.any():  # blank lines and empty cells alike: nothing is dropped silently
         rows = np.flatnonzero(missing)
-        shown = ", ".join(str(r + 2) for r in rows[:5]) + (", ..." if rows.size > 5 else "")
+        shown = ", ".join(str(r + 2 + before) for r in rows[:5])
+        shown += ", ..." if rows.size > 5 else ""
         raise InvalidInputError(
             f"reports: {path} has {rows.size} row(s) with a missing value (blank line or empty "
             f"cell; CSV line {shown})"
@@ -112,10 +142,11 @@ ATTRIBUTE_LAYOUT = (
 HEAVY_HITTER_LAYOUT = (
     "heavy hitters of open-ended items, one row per user: columns group (the user's round; "
     "with --holdout or TreeHist's final group, the last group) and a, b, y (the OLH report of "
-    "the user's prefix), as PEMReports.to_frame() writes them; --k, --bits, --eta, --key, "
+    "the user's prefix), as PEMReports.to_file(path) writes them; --k, --bits, --eta, --key, "
     "--max-length, --holdout (TreeHist: --z, --max-survivors, --final-share) as collected "
-    "(a positional code: --alphabet, --length in place of --bits, --key, --max-length); "
-    "--candidates names the found codes of a keyed hash"
+    "(a positional code: --alphabet, --length in place of --bits, --key, --max-length; the "
+    "file's stamp, a first line '# bayesldp PEMReports {...}', refuses others); --candidates "
+    "names the found codes of a keyed hash"
 )
 
 #: the layout of a file of SFP reports (:mod:`bayesldp.workflows.heavy_hitter_files`)
@@ -123,9 +154,10 @@ SFP_LAYOUT = (
     "heavy hitters, SFP's two kinds of report, one row per user: columns kind (fragment, word "
     "or holdout), position, row, bits (a fragment user's position, sketch hash row and m "
     "entries as a string of 0/1) and a, b, y (a word or holdout user's OLH report); the cells "
-    "a row's kind does not use hold 0 (bits: -), as SFPReports.to_frame() writes them; --k, "
-    "--max-length, --fragment-length, --hash-bits, --alphabet, --fragments, --word-share, "
-    "--holdout, --bits, --key, --m, --k-hash, --hash-seed as collected"
+    "a row's kind does not use hold 0 (bits: -), as SFPReports.to_file(path) writes them; "
+    "--k, --max-length, --fragment-length, --hash-bits, --alphabet, --fragments, --word-share, "
+    "--holdout, --bits, --key, --m, --k-hash, --hash-seed as collected (the file's stamp "
+    "refuses others)"
 )
 
 
