@@ -68,12 +68,33 @@ def _item_array(items: Iterable[Any]) -> np.ndarray:
     """``items`` as a non-empty 1-d object array (one str or bytes is refused: not a sequence)."""
     if isinstance(items, str | bytes):
         raise InvalidTypeError("items: expected a sequence of str or bytes, got one item")
-    arr = np.asarray(list(items) if not isinstance(items, np.ndarray) else items, dtype=object)
+    if isinstance(items, np.ndarray):
+        arr = items.astype(object, copy=False)
+    else:  # fromiter keeps a bytearray or memoryview item whole (asarray would unpack it)
+        seq = list(items)
+        arr = np.fromiter(seq, dtype=object, count=len(seq))
     if arr.ndim != 1:
         raise InvalidInputError(f"items: expected a 1-d sequence, got shape {arr.shape}")
     if arr.size == 0:
         raise InvalidInputError("items: is empty; at least one item is needed")
     return arr
+
+
+def _factorize_items(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """pandas' ``factorize`` of the items: each user's distinct-item label and the distinct
+    items.  A ``bytearray`` or ``memoryview`` item (not hashable) is read as its ``bytes``; any
+    other unhashable item is refused, naming the first."""
+    import pandas as pd
+
+    try:
+        return pd.factorize(arr, use_na_sentinel=False)
+    except TypeError:
+        pass
+    for i, item in enumerate(arr.tolist()):
+        if not isinstance(item, str | bytes | bytearray | memoryview):
+            raise InvalidTypeError(f"items[{i}]: expected str or bytes, got {type(item).__name__}")
+    fixed = [bytes(x) if isinstance(x, bytearray | memoryview) else x for x in arr.tolist()]
+    return pd.factorize(np.fromiter(fixed, dtype=object, count=len(fixed)), use_na_sentinel=False)
 
 
 _SEPARATOR = "\x80"  # not ASCII, one byte in Latin-1
@@ -176,8 +197,6 @@ class ItemEncoder:
         otherwise (bytes, non-ASCII or other objects) pandas' ``factorize`` groups the objects
         and only the distinct ones are converted (:meth:`_pack`).  Both give the same labels.
         """
-        import pandas as pd
-
         arr = _item_array(items)
         packed = _pack_ascii(arr.tolist())
         if packed is not None:
@@ -185,7 +204,7 @@ class ItemEncoder:
             self._check_lengths(lengths)
             labels, _, flat, lengths = factorize_packed(flat, lengths)
         else:
-            labels, uniques = pd.factorize(arr, use_na_sentinel=False)
+            labels, uniques = _factorize_items(arr)
             flat, lengths = self._pack(list(uniques), labels, arr)
         return labels, flat, lengths, packed_codes(flat, lengths, self.key, self.bits)
 
@@ -382,9 +401,7 @@ class PositionalEncoder:
     def _encode_objects(self, arr: np.ndarray) -> np.ndarray:
         """:meth:`encode` item by distinct item, in the order of their first user (so an error
         names the first offending user)."""
-        import pandas as pd
-
-        labels, uniques = pd.factorize(arr, use_na_sentinel=False)
+        labels, uniques = _factorize_items(arr)
         first = np.full(len(uniques), labels.size, dtype=np.int64)
         np.minimum.at(first, labels, np.arange(labels.size))
         digits = np.empty((len(uniques), self.length), dtype=np.int64)

@@ -86,6 +86,16 @@ def test_encode_mixed_str_and_bytes_and_non_ascii():
     ]
 
 
+def test_bytearray_and_memoryview_items_are_their_bytes_and_unhashable_others_refused():
+    """A bytearray or memoryview item is read whole as its bytes (numpy would unpack it into a
+    row and pandas cannot hash it); a list item is refused naming its index."""
+    enc = ItemEncoder(bits=24, key="mix")
+    want = enc.encode([b"abc", b"de", b"abc"])
+    np.testing.assert_array_equal(enc.encode([bytearray(b"abc"), memoryview(b"de"), b"abc"]), want)
+    with pytest.raises(InvalidTypeError, match=r"items\[1\]: expected str or bytes, got list"):
+        enc.encode([b"abc", [1, 2]])
+
+
 def test_decode_takes_the_first_candidate_of_a_shared_code():
     enc = ItemEncoder(bits=1, key="s")  # two codes: candidates share them
     cand = [f"w{i}" for i in range(20)]

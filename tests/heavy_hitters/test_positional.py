@@ -68,6 +68,7 @@ def test_non_ascii_alphabet_and_bytes_items_take_the_object_path():
     assert codes.tolist() == [6, 63, 0, 6] and enc.decode(codes) == items
     hexes = PositionalEncoder(HEX, 2)
     np.testing.assert_array_equal(hexes.encode([b"0f", "0f", b"a0"]), [15, 15, 160])
+    np.testing.assert_array_equal(hexes.encode([bytearray(b"0f"), memoryview(b"a0")]), [15, 160])
 
 
 def test_decode_without_and_with_candidates():
