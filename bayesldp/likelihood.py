@@ -34,13 +34,14 @@ of five forms, chosen from the tally:
   (:mod:`bayesldp.likelihood_packed`): O(U B + 256 B) per product whatever the density.  Taken
   instead of "sparse" when it costs less, ``READ U B + TABLE 256 B < nnz + ROW U`` with ``nnz``
   the compressed rows' stored entries and the costs in units of one such entry per product
-  (``_packed_is_cheaper``): a byte read ``READ = 1.66``, a byte table entry ``TABLE = 0.27``,
-  the compressed rows' fixed cost per row (their varying lengths) ``ROW = 14.4``: the least
-  squares fit to the gradient timings of ``benchmarks/likelihood_forms.py`` (30 random-mask
-  cells, U = 1e3 and 1e5, K = 16 to 256, density 0.03 to 0.5; its results file).  Packed rows
-  were 2.7x to 4.4x faster on every mechanism tally there (OUE K = 50: ``nnz / U`` 13.7
-  against ``B = 7``) and slower only on sparse rows with many bytes (K = 256 at density 0.15
-  or less), which stay compressed;
+  (``_packed_is_cheaper``): a byte read ``READ = 0.40``, a byte table entry ``TABLE = 0.79``,
+  the compressed rows' fixed cost per row beyond the packed rows' ``ROW = 7.6``: the least
+  squares fit to the gradient timings of ``benchmarks/likelihood_forms.py`` at commit 2705a10
+  (30 random-mask cells, U = 1e3 and 1e5, K = 16 to 256, density 0.03 to 0.5; its results
+  file), where it picks the faster form in 29 of the 30 cells (the miss: 4% slower).  Packed
+  rows were 2.5x to 4.6x faster on every mechanism tally there (OUE K = 50: ``nnz / U`` 13.7
+  against ``B = 7``) and slower only on few, sparse rows (U = 1,000 at density 0.03: 1.5x at
+  K = 256, which stays compressed; 4% at K = 64, the rule's miss);
 * ``"onehot"``: support rows with exactly one True (GRR): one column index per row, O(U + K).
 """
 
@@ -80,17 +81,23 @@ _LEVEL_TOL = 1e-12
 # Packed rows against compressed rows (module docstring, "packed"), in units of one stored
 # entry of the compressed rows' product: a packed byte read per row and byte, a byte table
 # entry, and the compressed rows' fixed cost per row (fitted: module docstring).
-_PACKED_READ = 1.66
-_PACKED_TABLE = 0.27
-_PACKED_ROW = 14.4
+_PACKED_READ = 0.40
+_PACKED_TABLE = 0.79
+_PACKED_ROW = 7.6
+
+
+def packed_saving(n_rows: int, k: int, stored_nnz: float) -> float:
+    """What packed rows save per product against the compressed rows holding ``stored_nnz``
+    entries, in units of one stored entry: ``nnz + ROW U - (READ U B + TABLE 256 B)`` (module
+    docstring, "packed"); positive when packed rows are cheaper."""
+    n_bytes = -(-k // 8)
+    packed = _PACKED_READ * n_bytes * n_rows + _PACKED_TABLE * 256 * n_bytes
+    return stored_nnz + _PACKED_ROW * n_rows - packed
 
 
 def _packed_is_cheaper(n_rows: int, k: int, stored_nnz: float) -> bool:
-    """Whether packed rows beat the compressed rows that hold ``stored_nnz`` entries:
-    ``READ U B + TABLE 256 B < nnz + ROW U`` (module docstring)."""
-    n_bytes = -(-k // 8)
-    packed = _PACKED_READ * n_bytes * n_rows + _PACKED_TABLE * 256 * n_bytes
-    return packed < stored_nnz + _PACKED_ROW * n_rows
+    """Whether packed rows beat the compressed rows that hold ``stored_nnz`` entries."""
+    return packed_saving(n_rows, k, stored_nnz) > 0.0
 
 
 def _compressed_rows(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:

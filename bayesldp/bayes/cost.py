@@ -9,11 +9,13 @@ count each row's ones):
   the adaptive prior plus ``SEC_PER_NODE_COMPONENT`` per component and grid node (the evidence
   and the moments of every node);
 * ``"hmc"``: a gradient of ``sum_u c_u log(L_u . theta)`` reads every stored entry of the rows
-  (``U K`` dense, ``nnz + U`` in support form, ``U`` for GRR) and takes ``U`` logarithms; a
-  leapfrog step adds the metric's ``2 d^2``, ``d = K - 1`` (``2 d`` for the diagonal metric of
-  log-gamma coordinates, a fixed prior's default from K = 200 on); NUTS makes about
-  ``STEPS_PER_DRAW`` leapfrog steps per iteration, ``chains * (tune + draws)`` iterations, after
-  a Newton search for the mode (``NEWTON_STEPS`` gradients and Gram matrices);
+  (``U K`` dense, ``nnz + U`` in support form, less what packed rows save where the likelihood
+  takes them, :func:`bayesldp.likelihood.packed_saving`; ``U`` for GRR) and takes ``U``
+  logarithms; a leapfrog step adds the metric's ``2 d^2``, ``d = K - 1`` (``2 d`` for the
+  diagonal metric of log-gamma coordinates, a fixed prior's default from K = 200 on); NUTS
+  makes about ``STEPS_PER_DRAW`` leapfrog steps per iteration, ``chains * (tune + draws)``
+  iterations, after a Newton search for the mode (``NEWTON_STEPS`` gradients and Gram
+  matrices);
 * ``"laplace"``: ``EXPANSIONS`` gradients and Gram matrices of the tally (the Gram matrix costs
   ``sum_u nnz_u^2 / 2`` in support form, ``U K^2`` dense by BLAS), then the HMC's cost on the
   ``2 (K - 1)`` dense pseudo-rows, then ``chains * draws * min(U, IMPORTANCE_ROWS) * K`` for the
@@ -34,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp import likelihood
 from bayesldp.tally import Tally
 
 __all__ = ["choose_method", "predict_seconds"]
@@ -73,6 +76,7 @@ class _Shape:
         self.k = tally.k
         self.n = tally.n
         self.rows = tally.n_rows
+        self.packed_saving = 0.0  # seconds a gradient saves in packed rows (0: not packed)
         if tally.is_support_form:
             per_row = tally.support.sum(axis=1, dtype=np.int64)
             lo, hi = tally.levels
@@ -85,12 +89,17 @@ class _Shape:
                 stored = np.minimum(per_row, self.k - per_row).astype(float)
                 self.elements = float(stored.sum() + self.rows)
                 self.gram = float(0.5 * (stored @ stored)) * SEC_PER_ELEMENT
+                if likelihood._packed_is_cheaper(self.rows, self.k, float(stored.sum())):
+                    saving = likelihood.packed_saving(self.rows, self.k, float(stored.sum()))
+                    self.packed_saving = saving * SEC_PER_ELEMENT
         else:
             self.elements = float(self.rows * self.k)
             self.gram = float(self.rows * self.k * self.k) * SEC_PER_FLOP_BLAS
 
     def gradient_seconds(self) -> float:
-        return self.elements * SEC_PER_ELEMENT + self.rows * SEC_PER_ROW
+        """The compressed rows' gradient, less what packed rows save where
+        :class:`~bayesldp.likelihood.Likelihood` takes them."""
+        return self.elements * SEC_PER_ELEMENT + self.rows * SEC_PER_ROW - self.packed_saving
 
 
 def _iterations(draws: int, chains: int, options: dict[str, Any]) -> int:
