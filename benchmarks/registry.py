@@ -524,6 +524,14 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "exact value: 1/g", (), (), ("--k", "10", "--seeds", "4096"), kind="investigation",
     ),
     Benchmark(
+        "sfp_client_memory", "sfp_client_memory.py",
+        "ours' SFP at n = 1e6 (zipf32, eps 4, k 10) repeated in one process, beside the first "
+        "touch of an array of its sketch reports' shape: what sets heavy_hitters_1e6's spread",
+        "none: the same call repeated", ("--out", "benchmarks/results/sfp_client_memory.md"),
+        ("sfp_client_memory.md",), ("--n", "20000", "--repeats", "1"), kind="investigation",
+        needs=("xxhash",),
+    ),
+    Benchmark(
         "likelihood_forms", "likelihood_forms.py",
         "us per gradient of support-form rows, compressed against packed (OUE, OLH, SUE; random "
         "masks: the crossover); fit(method='hmc') of posterior_warm's oue50 in each form",
