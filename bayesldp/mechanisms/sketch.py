@@ -45,6 +45,14 @@ from bayesldp._validation import (
     check_values,
 )
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
+from bayesldp.mechanisms._sketch_packed import (
+    check_packed,
+    cms_packed,
+    cms_support_packed,
+    pack_signs,
+    packed_width,
+    unpack_signs,
+)
 from bayesldp.mechanisms._splitmix import GOLDEN, bernoulli_threshold, mix64
 from bayesldp.mechanisms._splitmix import stream_seed as _stream_seed
 from bayesldp.mechanisms.base import check_report_field, int_columns
@@ -55,16 +63,92 @@ from bayesldp.mechanisms.unary import support_tally
 from bayesldp.tally import Tally
 
 
-@dataclass(frozen=True, eq=False)
 class CMSReports:
-    """Count-mean-sketch reports: the hash row ``row[i]`` and the ``m`` noisy entries
-    ``bits[i]`` (int8, -1 or +1) of each user."""
+    """Count-mean-sketch reports: the hash row ``row[i]`` and the ``m`` noisy entries of each
+    user, held as int8 or packed one bit per entry.
 
-    row: np.ndarray
-    bits: np.ndarray
+    ``CMSReports(row, bits)``: ``bits`` int8 of shape ``(n, m)``, each entry -1 or +1.
+    ``CMSReports(row, packed=packed, m=m)``: ``packed`` uint8 of shape ``(n, ceil(m/8))``,
+    entry ``u`` the bit ``u & 7`` (least significant first) of byte ``u >> 3``, 1 for +1 and
+    0 for -1, the padding bits past entry ``m - 1`` 0: ``np.packbits(bits > 0, axis=1,
+    bitorder="little")``.  The same reports take ``m`` bytes a user as int8 and ``ceil(m/8)``
+    packed (Apple's ``m = 1024``: 1 KB against 128 bytes), and :class:`CMS`,
+    :class:`~bayesldp.heavy_hitters.CandidateCMS` and SFP read either form to the same
+    counts; packed ones are read bit by bit, never unpacked.
+
+    Attributes
+    ----------
+    row : ndarray of int
+        Each user's hash row ``0..k_hash-1``.
+    bits : ndarray of int8
+        The ``(n, m)`` entries, -1 or +1; of packed reports unpacked on every access (a new
+        ``n x m`` array), so read :attr:`packed` where bits will do.
+    packed : ndarray of uint8
+        The ``(n, ceil(m/8))`` packed entries; of int8 reports packed on every access.
+    m : int
+        Entries per report.
+    is_packed : bool
+        Whether the entries are held packed.
+    """
+
+    __slots__ = ("_bits", "_m", "_packed", "_row")
+
+    def __init__(self, row: Any, bits: Any = None, *, packed: Any = None, m: Any = None) -> None:
+        if (bits is None) == (packed is None):
+            raise InvalidTypeError(
+                "CMSReports: give the entries once, as bits (int8, -1 or +1) or as packed= "
+                "(uint8, 1 bit an entry) with m="
+            )
+        bad_m = isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1
+        if packed is not None and bad_m:
+            raise InvalidInputError(f"m: packed reports need their entry count m >= 1, got {m!r}")
+        if bits is not None and m is not None:
+            raise InvalidInputError("m: only with packed=; int8 bits carry m as their width")
+        self._row, self._bits, self._packed = row, bits, packed
+        self._m = None if m is None else int(m)
+
+    @property
+    def row(self) -> Any:
+        return self._row
+
+    @property
+    def is_packed(self) -> bool:
+        return self._packed is not None
+
+    @property
+    def m(self) -> int:
+        return self._m if self._m is not None else int(np.shape(self._bits)[-1])
+
+    @property
+    def bits(self) -> Any:
+        if self._packed is None:
+            return self._bits
+        return unpack_signs(self._packed, self.m)
+
+    @property
+    def packed(self) -> Any:
+        if self._packed is not None:
+            return self._packed
+        return pack_signs(self._bits)
+
+    def pack(self) -> CMSReports:
+        """The same reports packed (themselves if they are)."""
+        return self if self.is_packed else CMSReports(self._row, packed=self.packed, m=self.m)
+
+    def subset(self, index: Any) -> CMSReports:
+        """The reports of the users ``index`` (a boolean mask or integer indices), in the same
+        form."""
+        row = np.asarray(self._row)[index]
+        if self.is_packed:
+            return CMSReports(row, packed=np.asarray(self._packed)[index], m=self.m)
+        return CMSReports(row, np.asarray(self._bits)[index])
 
     def __len__(self) -> int:
-        return int(np.shape(self.row)[0])
+        return int(np.shape(self._row)[0])
+
+    def __repr__(self) -> str:
+        form = f"packed, m={self._m}" if self.is_packed else f"bits of shape {np.shape(self._bits)}"
+        return f"CMSReports({len(self)} reports, {form})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,10 +268,12 @@ class CMS(_CountMeanSketch):
     hash_seed : int, optional
         Seed of the hash family (default 0).
 
-    Reports are :class:`CMSReports` ``(row, bits)``.  The likelihood row of ``(j, v)`` is
-    ``e^{eps/2}`` times a common factor where ``v[h_j(x)] = +1`` and ``e^{-eps/2}`` times it
-    elsewhere.  Exact epsilon: inputs with ``h_j(x) = a != b = h_j(x')`` give the ratio
-    ``(keep/flip)^2 = e^eps`` at ``v_a = +1, v_b = -1``.
+    Reports are :class:`CMSReports` ``(row, bits)``, int8 or (``perturb(..., packed=True)``)
+    packed one bit per entry; every reader takes either form to the same result.  The
+    likelihood row of ``(j, v)`` is ``e^{eps/2}`` times a common factor where
+    ``v[h_j(x)] = +1`` and ``e^{-eps/2}`` times it elsewhere.  Exact epsilon: inputs with
+    ``h_j(x) = a != b = h_j(x')`` give the ratio ``(keep/flip)^2 = e^eps`` at
+    ``v_a = +1, v_b = -1``.
     """
 
     name = "CMS"
@@ -221,20 +307,32 @@ class CMS(_CountMeanSketch):
         return 0.5
 
     # ------------------------------------------------------------------ client
-    def perturb(self, x: Any, rng: RNGLike = None) -> CMSReports:
+    def perturb(self, x: Any, rng: RNGLike = None, *, packed: bool = False) -> CMSReports:
         """Each user's ``(j, v)``: ``j`` from ``rng``; the ``m`` flips from a SplitMix64 stream
-        seeded by one draw of ``rng``, in a compiled loop (same seed, same bits)."""
+        seeded by one draw of ``rng``, in a compiled loop (same seed, same bits).
+
+        ``packed=True`` writes the entries one bit each (:class:`CMSReports`, ``ceil(m/8)``
+        bytes a user instead of ``m``) from the same stream: the same seed gives the same
+        reports in either form.  int8 is the default, the form ``reports.bits`` has always
+        held; pack where memory counts (SFP's fragment users are packed)."""
         x = check_values(x, self.k)
         gen = as_generator(rng)
-        check_memory(float(x.size) * (self.m + 16), f"CMS.perturb of {x.size:,} users",
+        width = packed_width(self.m) if packed else self.m
+        check_memory(float(x.size) * (width + 16), f"CMS.perturb of {x.size:,} users",
                      "perturb fewer users at a time")  # fmt: skip
-        return self._perturb_with(x, self.hashes, gen)
+        return self._perturb_with(x, self.hashes, gen, packed=bool(packed))
 
-    def _perturb_with(self, x: np.ndarray, hashes: np.ndarray, gen: Any) -> CMSReports:
+    def _perturb_with(
+        self, x: np.ndarray, hashes: np.ndarray, gen: Any, *, packed: bool = False
+    ) -> CMSReports:
         """CMS reports of users ``x`` (column indices of the hash table ``hashes``)."""
         rows = gen.integers(0, self.k_hash, x.size)
+        seed, threshold = _stream_seed(gen), bernoulli_threshold(self.flip)
+        if packed:
+            return CMSReports(rows, packed=cms_packed(x, rows, hashes, self.m, seed, threshold),
+                              m=self.m)  # fmt: skip
         bits = np.empty((x.size, self.m), dtype=np.int8)
-        _cms_bits(x, rows, hashes, _stream_seed(gen), bernoulli_threshold(self.flip), bits)
+        _cms_bits(x, rows, hashes, seed, threshold, bits)
         return CMSReports(rows, bits)
 
     def simulate_tally(self, true_counts: Any, rng: RNGLike = None) -> Tally:
@@ -259,26 +357,41 @@ class CMS(_CountMeanSketch):
         return support_tally(out, self)
 
     def check_reports(self, reports: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Validate :class:`CMSReports`: rows in ``0..k_hash-1``, ``(n, m)`` entries of +-1."""
+        """Validate :class:`CMSReports`: rows in ``0..k_hash-1``, ``(n, m)`` entries of +-1 (or,
+        packed, ``(n, ceil(m/8))`` uint8 with the padding bits 0); returns the rows and the
+        int8 entries (packed reports unpacked: the readers of this class use
+        :meth:`_checked_entries`, which does not)."""
+        rows, entries, packed = self._checked_entries(reports)
+        return rows, (unpack_signs(entries, self.m) if packed else entries)
+
+    def _checked_entries(self, reports: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+        """``(rows, entries, packed)``: the checked rows and entries in the reports' own form,
+        int8 ``(n, m)`` or packed uint8 ``(n, ceil(m/8))`` (``packed`` says which)."""
         if not isinstance(reports, CMSReports):
             raise InvalidTypeError(
                 f"reports: expected CMSReports(row, bits), got {type(reports).__name__}"
             )
         rows = check_report_field(reports, "row", 0, self.k_hash - 1)
+        if reports.is_packed:
+            packed = check_packed(reports.packed, rows.size, self.m, reports.m)
+            return rows, np.ascontiguousarray(packed), True
         bits = np.asarray(reports.bits)
         if bits.ndim != 2 or bits.shape != (rows.size, self.m):
             raise InvalidInputError(
                 f"reports.bits: expected shape ({rows.size}, {self.m}) (m = {self.m} entries per "
                 f"report), got {bits.shape}"
             )
-        return rows, _signs(bits, "bits")
+        return rows, _signs(bits, "bits"), False
 
     def membership(self, reports: Any) -> np.ndarray:
-        rows, bits = self.check_reports(reports)
+        rows, entries, packed = self._checked_entries(reports)
         check_memory(float(rows.size) * self.k, f"a CMS tally of {rows.size:,} reports",
                      "tally fewer reports at a time and add the tallies")  # fmt: skip
         out = np.empty((rows.size, self.k), dtype=np.bool_)
-        _cms_support(rows, bits.astype(np.int8, copy=False), self.hashes, out)
+        if packed:
+            cms_support_packed(rows, entries, self.hashes, out)
+        else:
+            _cms_support(rows, entries.astype(np.int8, copy=False), self.hashes, out)
         return out
 
     # ------------------------------------------------------------------ report tables
