@@ -16,7 +16,8 @@ give the same hash values exactly:
 :func:`bucket_counts` is the count-mean sketch's side (SFP's fragments,
 :class:`~bayesldp.heavy_hitters.CandidateCMS`): the +1 entries of every (group, hash row,
 bucket) in one pass over the ``n x m`` report entries, from which each group's support counts
-are ``k_hash x K`` look-ups.
+are ``k_hash x K`` look-ups; :func:`packed_bucket_counts` the same from reports packed one bit
+per entry.
 
 Callers check the reports first (``1 <= a < P``, ``0 <= b < P``, ``0 <= y < g``, candidate
 values in ``0..P-1``, ``2 <= g <= P``): the loops do not.
@@ -136,3 +137,36 @@ def bucket_counts(
     group = np.ascontiguousarray(group, dtype=np.int64)
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     return _buckets(group, rows, np.ascontiguousarray(bits), int(n_groups), int(k_hash))
+
+
+@njit(cache=True, nogil=True)
+def _packed_buckets(group, rows, packed, n_groups, k_hash):  # pragma: no cover - compiled
+    """Each user's bytes unpacked into an ``8 ceil(m/8)``-byte buffer (in cache), then added to
+    its (group, row) counts in one vectorised loop, as :func:`_buckets` adds int8 entries."""
+    n, width = packed.shape
+    out = np.zeros((n_groups, k_hash, 8 * width), np.int64)
+    buf = np.empty(8 * width, np.uint8)
+    for i in range(n):
+        acc = out[group[i], rows[i]]
+        for c in range(width):
+            byte = packed[i, c]
+            for t in range(8):
+                buf[8 * c + t] = (byte >> t) & 1
+        for u in range(8 * width):
+            acc[u] += buf[u]
+    return out
+
+
+def packed_bucket_counts(
+    group: np.ndarray, rows: np.ndarray, packed: np.ndarray, m: int, n_groups: int, k_hash: int
+) -> np.ndarray:
+    """:func:`bucket_counts` of packed reports (``packed[i]``: ``ceil(m/8)`` uint8, entry ``u``
+    the bit ``u & 7`` of byte ``u >> 3``, padding bits 0, as
+    :class:`~bayesldp.mechanisms.sketch.CMSReports` holds them): the same counts, read one bit
+    at a time from the ``n ceil(m/8)`` bytes (an eighth of the int8 entries' memory), never
+    unpacked."""
+    group = np.ascontiguousarray(group, dtype=np.int64)
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    out = _packed_buckets(group, rows, np.ascontiguousarray(packed, dtype=np.uint8),
+                          int(n_groups), int(k_hash))  # fmt: skip
+    return out[:, :, : int(m)]

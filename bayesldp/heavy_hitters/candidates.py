@@ -40,7 +40,12 @@ import numpy as np
 
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.heavy_hitters._counting import bucket_counts, support_counts, support_matrix
+from bayesldp.heavy_hitters._counting import (
+    bucket_counts,
+    packed_bucket_counts,
+    support_counts,
+    support_matrix,
+)
 from bayesldp.mechanisms.base import realised_epsilon_of_channel
 from bayesldp.mechanisms.hashing import (
     MERSENNE_31,
@@ -301,9 +306,15 @@ class CandidateCMS(CMS):
     def _check_separates(self) -> None:
         return None
 
-    def perturb_values(self, values: Any, rng: RNGLike = None) -> CMSReports:
+    def perturb_values(
+        self, values: Any, rng: RNGLike = None, *, packed: bool = True
+    ) -> CMSReports:
         """CMS reports of users holding the values ``values`` (candidates or not, in
-        ``0..2^31 - 2``): CMS's client on the hash table of the distinct values."""
+        ``0..2^31 - 2``): CMS's client on the hash table of the distinct values.
+
+        Packed one bit per entry by default (:class:`~bayesldp.CMSReports`, ``ceil(m/8)``
+        bytes a user: SFP's fragment users at ``m = 1024`` write 128 bytes each, not 1 KB);
+        ``packed=False`` gives the int8 entries of the same stream (the same reports)."""
         arr = np.asarray(values)
         if arr.ndim != 1 or arr.dtype.kind not in "iu" or arr.size == 0:
             raise InvalidInputError(
@@ -313,21 +324,35 @@ class CandidateCMS(CMS):
         unique, index = np.unique(arr.astype(np.int64), return_inverse=True)
         unique = _check_values(unique)
         table = sketch_hashes(0, self.m, self.k_hash, self.hash_seed, unique)
-        return self._perturb_with(index.astype(np.int64), table, as_generator(rng))
+        return self._perturb_with(index.astype(np.int64), table, as_generator(rng),
+                                  packed=bool(packed))  # fmt: skip
 
     def support_counts(self, reports: CMSReports) -> np.ndarray:
         """``s_j = #{i : v_i[h_{row_i}(values[j])] = +1}``, the tally's statistic, through the
-        ``k_hash x m`` count of +1 entries (O(n m + K k_hash), no ``n x K`` support)."""
-        rows, bits = self.check_reports(reports)
-        return self.grouped_counts(np.zeros(rows.size, dtype=np.int64), rows, bits, 1)[0]
+        ``k_hash x m`` count of +1 entries (O(n m + K k_hash), no ``n x K`` support); int8 or
+        packed reports alike."""
+        rows, entries, packed = self._checked_entries(reports)
+        zero = np.zeros(rows.size, dtype=np.int64)
+        return self.grouped_counts(zero, rows, entries, 1, packed=packed)[0]
 
     def grouped_counts(
-        self, group: np.ndarray, rows: np.ndarray, bits: np.ndarray, n_groups: int
+        self,
+        group: np.ndarray,
+        rows: np.ndarray,
+        bits: np.ndarray,
+        n_groups: int,
+        *,
+        packed: bool = False,
     ) -> np.ndarray:
         """:meth:`support_counts` of each group of users at once (``(n_groups, K)``), from
-        checked report arrays (``rows``, ``bits`` of :meth:`check_reports`; ``group`` in
-        ``0..n_groups-1``): one compiled pass over the ``n x m`` entries."""
-        counts = bucket_counts(group, rows, bits, n_groups, self.k_hash)
+        checked report arrays (``rows`` and the int8 ``bits`` of :meth:`check_reports`, or with
+        ``packed=True`` the checked packed entries, ``CMSReports.packed``; ``group`` in
+        ``0..n_groups-1``): one compiled pass over the ``n x m`` entries (packed: over their
+        ``n ceil(m/8)`` bytes, bit by bit)."""
+        if packed:
+            counts = packed_bucket_counts(group, rows, bits, self.m, n_groups, self.k_hash)
+        else:
+            counts = bucket_counts(group, rows, bits, n_groups, self.k_hash)
         return counts[:, np.arange(self.k_hash)[:, None], self.hashes].sum(axis=1)
 
     def sketch_estimate(self, reports: CMSReports) -> np.ndarray:

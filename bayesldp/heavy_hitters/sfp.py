@@ -79,7 +79,9 @@ class SFPReports:
     position : ndarray of int64
         Each fragment user's position ``0..P-1``.
     fragments : CMSReports
-        Their count-mean-sketch reports ``(row, bits)``.
+        Their count-mean-sketch reports ``(row, bits)``, packed one bit per entry by
+        :meth:`SFP.perturb` (``fragments.packed``, ``ceil(m/8)`` bytes a user;
+        ``fragments.bits`` unpacks them); int8 ones are read the same.
     word : HashReports
         The word users' OLH reports of their codes.
     holdout : HashReports or None
@@ -119,7 +121,6 @@ class SFPReports:
         ``attrs["bayesldp_protocol"]`` (:meth:`to_file` writes them)."""
         import pandas as pd
 
-        bits = np.asarray(self.fragments.bits)
         olh = [("word", self.word)] + ([("holdout", self.holdout)] if self.holdout else [])
         n_frag = len(self.position)
         n = n_frag + sum(len(rep.y) for _, rep in olh)
@@ -129,8 +130,14 @@ class SFPReports:
         position[:n_frag], row[:n_frag] = self.position, self.fragments.row
         text = np.full(n, "-", dtype=object)
         if n_frag:
-            chars = np.where(bits > 0, ord("1"), ord("0")).astype(np.uint8)
-            rows = np.ascontiguousarray(chars).view(f"S{bits.shape[1]}").ravel()
+            frag = self.fragments
+            if frag.is_packed:  # '0' + bit, no int8 entries in between
+                chars = np.unpackbits(np.asarray(frag.packed), axis=1, count=frag.m,
+                                      bitorder="little")  # fmt: skip
+                chars += ord("0")
+            else:
+                chars = np.where(np.asarray(frag.bits) > 0, ord("1"), ord("0")).astype(np.uint8)
+            rows = np.ascontiguousarray(chars).view(f"S{chars.shape[1]}").ravel()
             text[:n_frag] = rows.astype(str)
         start = n_frag
         for name, rep in olh:
@@ -154,9 +161,8 @@ class SFPReports:
         return write_frame(self.to_frame(), path)
 
     def at(self, position: int) -> CMSReports:
-        """The CMS reports of the fragment users at ``position``."""
-        mask = np.asarray(self.position) == position
-        return CMSReports(self.fragments.row[mask], self.fragments.bits[mask])
+        """The CMS reports of the fragment users at ``position`` (in the fragments' form)."""
+        return self.fragments.subset(np.asarray(self.position) == position)
 
 
 @dataclass(frozen=True)
@@ -378,7 +384,9 @@ class SFP:
 
     def perturb(self, items: Any, rng: RNGLike = None) -> SFPReports:
         """Split the users (module docstring) and report: fragment users through the sketch at
-        their position, word users (and the estimation group) through OLH; vectorised."""
+        their position, word users (and the estimation group) through OLH; vectorised.  The
+        sketch entries are packed one bit each (``ceil(m/8)`` bytes a fragment user, 128 at
+        ``m = 1024``, where int8 took ``m``), written so by the compiled client."""
         codes, labels, table = self._fragment_table(items)
         n = codes.size
         n_word, n_hold = round(self.word_share * n), round(self.holdout * n)
@@ -427,7 +435,7 @@ class SFP:
         check_instance(reports, SFPReports, "reports", "SFPReports from SFP.perturb")
         self.check_parameters(reports.fingerprint, reports.layout, reports.epsilon, reports.g)
         position = check_report_field(reports, "position", 0, self.n_positions - 1)
-        self.fragment_mechanism.check_reports(reports.fragments)
+        self.fragment_mechanism._checked_entries(reports.fragments)  # int8 or packed
         if len(reports.fragments) != position.size:
             raise InvalidInputError(
                 f"reports.fragments: has {len(reports.fragments)} reports for {position.size} "
@@ -474,8 +482,10 @@ class SFP:
         self.check_reports(reports)
         mech = self.fragment_mechanism
         position = np.asarray(reports.position, dtype=np.int64)
-        rows, bits = reports.fragments.row, reports.fragments.bits  # checked just above
-        stat = mech.grouped_counts(position, rows, bits, self.n_positions)
+        frag = reports.fragments  # checked just above; packed entries are read packed
+        entries = frag.packed if frag.is_packed else frag.bits
+        stat = mech.grouped_counts(position, frag.row, entries, self.n_positions,
+                                   packed=frag.is_packed)  # fmt: skip
         sizes = np.bincount(position, minlength=self.n_positions)
         rounds = []
         for pos in range(self.n_positions):  # Apple's sketch estimate per position

@@ -257,13 +257,13 @@ def read_sfp_reports(path: str | Path, sfp: Any) -> Any:
         raise InvalidInputError(
             f"{path}: {line(np.flatnonzero(frag)[bad])} has bits other than 0 and 1"
         )
-    signs = (raw.astype(np.int8) * 2 - 97).astype(np.int8)  # '1' -> +1, '0' -> -1
+    packed = np.packbits(raw == 49, axis=1, bitorder="little")  # '1' -> +1, 1 bit an entry
 
     def olh(name: str) -> HashReports:
         mask = kind == name
         return HashReports(a[mask], b[mask], y[mask])
 
-    reports = SFPReports(position[frag], CMSReports(row[frag], signs), olh("word"),
+    reports = SFPReports(position[frag], CMSReports(row[frag], packed=packed, m=m), olh("word"),
                          olh("holdout") if sfp.holdout else None, params["fingerprint"],
                          tuple(dict(params["layout"]).items()), params["epsilon"],
                          params["g"])  # fmt: skip
