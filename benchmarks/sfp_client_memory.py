@@ -1,19 +1,21 @@
 """What SFP's time at n = 1e6 is made of: the same call, repeated in one process (issue 40).
 
 ``benchmarks/results/heavy_hitters_1e6.md`` has ours' SFP near pure-ldp's 20x line only in the
-k = 10 cells, the first SFP run of ours after pure-ldp's.  Its client writes one count-mean
+k = 10 cells, the first SFP run of ours after pure-ldp's.  Its client wrote one count-mean
 sketch row of ``m = 1024`` signed bytes per fragment user (80 % of them): an 800 MB array at
-n = 10^6, which the operating system hands over page by page on first touch.  This repeats
+n = 10^6, which the operating system hands over page by page on first touch; since the packed
+``CMSReports`` it writes ``m / 8`` bytes a user (100 MB).  This repeats
 ``heavy_hitters.ours_sfp`` (Zipf(1) over 2^32 items, eps = 4, k = 10, the same users and seed
 each time) ``--repeats`` times in one process, and before each run times the first touch of an
-array of the sketch reports' shape (``np.ones`` of ``n_fragment x m`` int8); then, after
-allocating and freeing 200,000 small numpy arrays (the pattern of a per-user Python client
-such as pure-ldp's), the same twice more.  If the client's seconds move with the first-touch
-seconds, memory, not computation, sets the spread.
+array of the reports' size (``np.ones`` of ``n_fragment`` x the bytes of one report, int8 or
+packed as this SFP writes them); then, after allocating and freeing 200,000 small numpy arrays
+(the pattern of a per-user Python client such as pure-ldp's), the same twice more.  If the
+client's seconds move with the first-touch seconds, memory, not computation, sets the spread.
 
 Usage::
 
     python benchmarks/sfp_client_memory.py --out benchmarks/results/sfp_client_memory.md
+    python benchmarks/sfp_client_memory.py --out benchmarks/results/sfp_client_memory_packed.md
 """
 
 from __future__ import annotations
@@ -40,10 +42,22 @@ EPS, K, POPULATION = 4.0, 10, "zipf32"
 FRAGMENT_SHARE = 0.8
 
 
-def first_touch_seconds(n: int) -> float:
-    """Seconds to allocate and fill an int8 array of the fragment reports' shape."""
+def report_width(pop: hh.Population) -> int:
+    """Bytes of one fragment user's sketch report as this SFP writes it: ``m`` int8 entries, or
+    ``m / 8`` bytes where SFP packs them (``CMSReports.is_packed``)."""
+    from bayesldp.heavy_hitters import SFP
+
+    sfp = SFP(EPS, K, max_length=pop.length, fragment_length=1, hash_bits=8,
+              alphabet=pop.alphabet, m=hh.CMS_M, k_hash=hh.CMS_K)  # fmt: skip
+    fragments = sfp.perturb(pop.items, rng=0).fragments
+    return fragments.packed.shape[1] if getattr(fragments, "is_packed", False) else hh.CMS_M
+
+
+def first_touch_seconds(n: int, width: int) -> float:
+    """Seconds to allocate and fill an array of the fragment reports' size (``width`` bytes a
+    fragment user)."""
     start = time.perf_counter()
-    block = np.ones((int(FRAGMENT_SHARE * n), hh.CMS_M), dtype=np.int8)
+    block = np.ones((int(FRAGMENT_SHARE * n), width), dtype=np.uint8)
     seconds = time.perf_counter() - start
     del block
     return seconds
@@ -55,7 +69,7 @@ def churn() -> None:
     del junk
 
 
-def measure(n: int, repeats: int) -> list[tuple[str, float, float, float]]:
+def measure(n: int, repeats: int, width: int) -> list[tuple[str, float, float, float]]:
     """(label, first-touch s, client s, server s) per run."""
     pop = hh.population(POPULATION, n, 0)
     hh.ours_sfp(hh.population(POPULATION, hh.WARM_N, 0), EPS, K, 0)  # numba compiles
@@ -64,7 +78,7 @@ def measure(n: int, repeats: int) -> list[tuple[str, float, float, float]]:
     for i, label in enumerate(labels):
         if i == repeats:
             churn()
-        touch = first_touch_seconds(n)
+        touch = first_touch_seconds(n, width)
         run = hh.ours_sfp(pop, EPS, K, 0)
         rows.append((label, touch, run.client, run.server))
         print(f"{label}: first touch {touch:.2f} s, client {run.client:.2f} s, server "
@@ -79,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="-", help="results file ('-': print only)")
     args = parser.parse_args(argv)
     started, load = time.perf_counter(), os.getloadavg()
-    rows = measure(args.n, args.repeats)
+    width = report_width(hh.population(POPULATION, hh.WARM_N, 0))
+    rows = measure(args.n, args.repeats, width)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                             capture_output=True).stdout.strip()  # fmt: skip
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -99,7 +114,9 @@ def main(argv: list[str] | None = None) -> None:
         f"{platform.python_version()}, numpy {np.__version__}",
         f"- `SFP(eps={EPS:g}, k={K}, ...)` as in `heavy_hitters.py`, {POPULATION}, n = "
         f"{args.n:,}, the same users and seed each run; first touch: `np.ones` of "
-        f"{int(FRAGMENT_SHARE * args.n):,} x {hh.CMS_M} int8, timed just before each run",
+        f"{int(FRAGMENT_SHARE * args.n):,} x {width} bytes (this SFP's fragment reports: "
+        f"{'packed, 1 bit an entry' if width < hh.CMS_M else 'int8, 1 byte an entry'}), timed "
+        "just before each run",
         "",
         "| run | first touch s | client s | server s | users/s (client + server) |",
         "|---|---:|---:|---:|---:|",
