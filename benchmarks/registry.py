@@ -533,14 +533,6 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         needs=("xxhash",),
     ),
     Benchmark(
-        "sfp_client_memory_packed", "sfp_client_memory.py",
-        "sfp_client_memory after SFP's sketch reports were packed (1 bit an entry)",
-        "none: the same call repeated; sfp_client_memory.md, the int8 reports before",
-        ("--out", "benchmarks/results/sfp_client_memory_packed.md"),
-        ("sfp_client_memory_packed.md",), quick=None, quick_note="sfp_client_memory's quick run",
-        kind="investigation", needs=("xxhash",),
-    ),
-    Benchmark(
         "likelihood_forms", "likelihood_forms.py",
         "us per gradient of support-form rows, compressed against packed (OUE, OLH, SUE; random "
         "masks: the crossover); fit(method='hmc') of posterior_warm's oue50 in each form",
