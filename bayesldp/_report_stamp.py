@@ -117,3 +117,14 @@ def check_stamp(stamp: Any, path: str | Path) -> dict[str, Any]:
                 f"{stamp.get(name)!r}"
             )
     return stamp
+
+
+class StampedReports:
+    """Base of report classes whose ``to_frame()`` carries the stamp in ``attrs[STAMP_KEY]``."""
+
+    def to_file(self, path: str | Path) -> Path:
+        """Write ``to_frame()`` to ``path`` with the public parameters stamped on it, so that
+        ``bayesldp estimate`` refuses the file under other parameters instead of misreading it:
+        CSV, its first line ``# bayesldp KIND {json}``, unless the suffix is ``.parquet`` or
+        ``.pq`` (Parquet, the parameters in its metadata).  Returns the path."""
+        return write_frame(self.to_frame(), path)  # type: ignore[attr-defined]

@@ -47,12 +47,11 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bayesldp._report_stamp import STAMP_KEY, make_stamp, write_frame
+from bayesldp._report_stamp import STAMP_KEY, StampedReports, make_stamp
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_instance
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters.candidates import CandidateOLH
@@ -65,7 +64,7 @@ MAX_FIRST_ROUND = 1 << 16
 
 
 @dataclass(frozen=True, eq=False)
-class PEMReports:
+class PEMReports(StampedReports):
     """PEM reports of ``n`` users: each user's group and its OLH report ``(a, b, y)``.
 
     The protocol's public parameters ride along, so a collector configured otherwise (another
@@ -114,13 +113,6 @@ class PEMReports:
             epsilon=self.epsilon, g=self.g, holdout=self.holdout,
         )  # fmt: skip
         return frame
-
-    def to_file(self, path: str | Path) -> Path:
-        """Write :meth:`to_frame` to ``path`` with the public parameters stamped on it, so that
-        ``bayesldp estimate`` refuses the file under other parameters instead of misreading it:
-        CSV, its first line ``# bayesldp PEMReports {json}``, unless the suffix is ``.parquet``
-        or ``.pq`` (Parquet, the parameters in its metadata).  Returns the path."""
-        return write_frame(self.to_frame(), path)
 
     def round(self, i: int) -> HashReports:
         """The OLH reports of group ``i``."""

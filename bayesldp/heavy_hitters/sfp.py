@@ -43,12 +43,11 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bayesldp._report_stamp import STAMP_KEY, make_stamp, write_frame
+from bayesldp._report_stamp import STAMP_KEY, StampedReports, make_stamp
 from bayesldp._validation import RNGLike, as_generator, check_epsilon, check_instance
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters.candidates import CandidateCMS, CandidateOLH, candidate_estimates
@@ -70,7 +69,7 @@ MAX_ASSEMBLED = 1 << 16
 
 
 @dataclass(frozen=True, eq=False)
-class SFPReports:
+class SFPReports(StampedReports):
     """SFP reports: the fragment users' positions and CMS reports, the word users' (and the
     estimation group's) OLH reports, and the protocol's public parameters.
 
@@ -152,13 +151,6 @@ class SFPReports:
             epsilon=self.epsilon, g=self.g,
         )  # fmt: skip
         return frame
-
-    def to_file(self, path: str | Path) -> Path:
-        """Write :meth:`to_frame` to ``path`` with the public parameters stamped on it, so that
-        ``bayesldp estimate`` refuses the file under other parameters instead of misreading it:
-        CSV, its first line ``# bayesldp SFPReports {json}``, unless the suffix is ``.parquet``
-        or ``.pq`` (Parquet, the parameters in its metadata).  Returns the path."""
-        return write_frame(self.to_frame(), path)
 
     def at(self, position: int) -> CMSReports:
         """The CMS reports of the fragment users at ``position`` (in the fragments' form)."""
