@@ -6,7 +6,10 @@ precision, recall and NCR, lower MSE).  From :data:`MIN_PAIRED` seeds on, ours i
 metric when the mean difference is more than two standard errors against it
 (``mean(d) < -2 sd(d) / sqrt(S)``), *ahead* when more than two in its favour; the accuracy goal
 of a cell is met when ours is behind on none of its four metrics.  With fewer seeds the verdict
-is on the means, as a plain comparison (any shortfall counts).
+is on the means, as a plain comparison (any shortfall counts).  A seed where either method
+returned nothing has no MSE difference: a metric left with fewer than :data:`MIN_PAIRED`
+paired seeds in a cell of enough seeds is *not judged* (two standard errors of one or two
+differences say nothing), and the results file names it.
 
 Under equal methods a one-sided 2-standard-error flag fires with probability about 0.03 per
 metric at 20 seeds (Student's t, 19 degrees of freedom), so a 27-cell grid of four correlated
@@ -47,22 +50,27 @@ def _fmt_rate(rate: float) -> str:
 
 
 def paired(ours: list[dict[str, float]], theirs: list[dict[str, float]], key: str,
-           higher: bool) -> tuple[float, float]:  # fmt: skip
-    """Mean and standard error of the per-seed differences, positive in ours' favour; seeds
-    where either method returned nothing (MSE undefined) are left out; (nan, nan) if none."""
+           higher: bool) -> tuple[float, float, int]:  # fmt: skip
+    """Mean and standard error of the per-seed differences, positive in ours' favour, and
+    their number; seeds where either method returned nothing (MSE undefined) are left out;
+    (nan, nan, 0) if none."""
     a = np.array([r[key] for r in ours], dtype=float)
     b = np.array([r[key] for r in theirs], dtype=float)
     d = (a - b) if higher else (b - a)
     d = d[~np.isnan(d)]
     if d.size == 0:
-        return math.nan, math.nan
-    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
+        return math.nan, math.nan, 0
+    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
+    return float(d.mean()), se, int(d.size)
 
 
-def verdict(ours: list[dict[str, float]], theirs: list[dict[str, float]]) -> tuple[list, list]:
-    """(metrics where ours is behind, metrics where it is ahead), each as (name, mean, se);
-    paired from :data:`MIN_PAIRED` seeds, on the means below."""
-    behind, ahead = [], []
+def verdict(
+    ours: list[dict[str, float]], theirs: list[dict[str, float]]
+) -> tuple[list, list, list]:
+    """(metrics where ours is behind, where it is ahead, not judged), the first two as
+    (name, mean, se), the last as (name, paired seeds); paired from :data:`MIN_PAIRED` seeds,
+    on the means below."""
+    behind, ahead, unjudged = [], [], []
     for key, _, higher in METRICS:
         ma, mb = mean(ours, key), mean(theirs, key)
         if math.isnan(ma) and math.isnan(mb):  # neither returned anything: a tie
@@ -71,14 +79,16 @@ def verdict(ours: list[dict[str, float]], theirs: list[dict[str, float]]) -> tup
             if math.isnan(ma) or (not math.isnan(mb) and (ma < mb if higher else ma > mb)):
                 behind.append((SHOWN[key], math.nan, math.nan))
             continue
-        m, se = paired(ours, theirs, key, higher)
+        m, se, pairs = paired(ours, theirs, key, higher)
         if math.isnan(m):  # one method never returned anything
             (behind if math.isnan(ma) else ahead).append((SHOWN[key], math.nan, math.nan))
+        elif pairs < MIN_PAIRED:
+            unjudged.append((SHOWN[key], pairs))
         elif m < -2 * se or (se == 0 and m < 0):
             behind.append((SHOWN[key], m, se))
         elif m > 2 * se or (se == 0 and m > 0):
             ahead.append((SHOWN[key], m, se))
-    return behind, ahead
+    return behind, ahead, unjudged
 
 
 def verdict_rule(seeds: int) -> str:
@@ -90,7 +100,9 @@ def verdict_rule(seeds: int) -> str:
         "their mean is more than 2 standard errors against it (shown as mean ± standard error, "
         "positive in ours' favour), ahead when more than 2 in its favour; a one-sided "
         "2-standard-error flag fires with probability about 0.03 per metric when the methods "
-        "are equal, so a flagged cell is checked on fresh seeds (`--first-seed`)"
+        "are equal, so a flagged cell is checked on fresh seeds (`--first-seed`); a metric with "
+        f"fewer than {MIN_PAIRED} paired seeds (MSE is undefined on a seed where either method "
+        "returned nothing) is not judged, and named"
     )
 
 
@@ -99,21 +111,25 @@ def _said(flags: list, fmt: dict[str, str]) -> str:
                      for name, m, se in flags)  # fmt: skip
 
 
+def _unjudged(metrics: list) -> str:
+    return ", ".join(f"{name}: {n} paired seed{'s' * (n != 1)}" for name, n in metrics)
+
+
 def pair_table(
     scores: dict, ours: str, theirs: str, cells: list[Cell]
-) -> tuple[str, int, int, list[str]]:
-    """The comparison table, the cells meeting the accuracy and the throughput goals, and the
-    cells where ours is behind (for the file's summary)."""
+) -> tuple[str, int, int, list[str], list[str]]:
+    """The comparison table, the cells meeting the accuracy and the throughput goals, the
+    cells where ours is behind and those with a metric not judged (for the file's summary)."""
     fmt = {SHOWN[key]: f for key, f, _ in METRICS}
     head = ("| population | eps | k | precision ours / theirs | recall ours / theirs "
             "| NCR ours / theirs | MSE ours / theirs | users/s ours / theirs | ratio (CPU) "
             "| ours >= theirs? | 20x? |")  # fmt: skip
     lines = [head, "|" + "---|" * 11]
     n_acc = n_fast = 0
-    flagged = []
+    flagged, skipped = [], []
     for cell in cells:
         a, b = scores[ours][cell], scores[theirs][cell]
-        behind, ahead = verdict(a, b)
+        behind, ahead, unjudged = verdict(a, b)
         ratio = mean(a, "rate") / mean(b, "rate")
         ratio_cpu = mean(a, "rate_cpu") / mean(b, "rate_cpu")
         n_acc += not behind
@@ -121,8 +137,12 @@ def pair_table(
         said = f"no: {_said(behind, fmt)}" if behind else "yes"
         if ahead:
             said += f" (ahead: {_said(ahead, fmt)})"
+        name = f"{cell[0]} eps {cell[1]:g} k {cell[2]}"
+        if unjudged:
+            said += "; not judged: " + _unjudged(unjudged)
+            skipped.append(f"{name} ({_unjudged(unjudged)})")
         if behind:
-            flagged.append(f"{cell[0]} eps {cell[1]:g} k {cell[2]} ({_said(behind, fmt)})")
+            flagged.append(f"{name} ({_said(behind, fmt)})")
         cols = [f"{_ms([r[key] for r in a], f)} / {_ms([r[key] for r in b], f)}"
                 for key, f, _ in METRICS]  # fmt: skip
         lines.append(
@@ -131,7 +151,7 @@ def pair_table(
             + f" | {_fmt_rate(mean(a, 'rate'))} / {_fmt_rate(mean(b, 'rate'))} "
             f"| {ratio:.0f}x ({ratio_cpu:.0f}x) | {said} | {'yes' if ratio >= GOAL else 'no'} |"
         )
-    return "\n".join(lines), n_acc, n_fast, flagged
+    return "\n".join(lines), n_acc, n_fast, flagged, skipped
 
 
 def single_table(scores: dict, method: str, cells: list[Cell]) -> str:
