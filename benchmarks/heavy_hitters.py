@@ -417,11 +417,10 @@ def warm_up(args: argparse.Namespace) -> None:
     cost that is not throughput and would otherwise land on the grid's first cells alone."""
     for name in args.populations:
         pop = warm_up_population(name)
-        found = ours_sfp(pop, args.eps[0], args.ks[0], 0).items
+        found = ours_sfp(pop, WARM_EPS, args.ks[0], 0).items
         assert found, f"the warm-up of SFP on {name} found nothing: it misses kernels"
-        ours_pem(pop, args.eps[0], args.ks[0], 0)
-        ours_sfp(pop, args.eps[0], args.ks[0], 0)
-        ours_treehist(pop, args.eps[0], 0)
+        ours_pem(pop, WARM_EPS, args.ks[0], 0)
+        ours_treehist(pop, WARM_EPS, 0)
 
 
 def run_grid(args: argparse.Namespace) -> tuple[dict, dict[str, str]]:
