@@ -367,9 +367,11 @@ class PositionalEncoder:
         if packed is None:
             return self._encode_objects(arr)
         flat, lengths = packed
+        wrong = np.flatnonzero(lengths != self.length)
+        head = int(wrong[0]) if wrong.size else arr.size  # the items before the first bad length
+        digits = self._table[flat[: head * self.length]].reshape(head, self.length)
+        self._check_symbols(digits, flat, 0)  # so an error names the first offending user
         self._check_length(lengths, 0)
-        digits = self._table[flat].reshape(arr.size, self.length)
-        self._check_symbols(digits, flat, 0)
         return self._accumulate(digits)
 
     def _accumulate(self, digits: np.ndarray) -> np.ndarray:

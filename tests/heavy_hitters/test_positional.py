@@ -88,6 +88,9 @@ def test_bad_items_and_parameters_are_refused_in_one_line():
             r"^items\[1\]: has 3 characters.*length = 5",
         ),
         (["000ff", "0000g"], InvalidInputError, r"^items\[1\]: holds 'g' at position 4, not in"),
+        # the first offending user is named, whichever its fault (ASCII fast path)
+        (["0000g", "abc"], InvalidInputError, r"^items\[0\]: holds 'g' at position 4"),
+        (["abc", "0000g"], InvalidInputError, r"^items\[0\]: has 3 characters"),
         (["000ff", "000\u00e9f"], InvalidInputError, r"^items\[1\]: holds 'é' at position 3"),
         (["000ff", 7], InvalidTypeError, r"^items\[1\]: expected str or bytes, got int"),
         ([], InvalidInputError, "items: is empty"),
