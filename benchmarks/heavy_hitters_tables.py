@@ -9,7 +9,8 @@ of a cell is met when ours is behind on none of its four metrics.  With fewer se
 is on the means, as a plain comparison (any shortfall counts).  A seed where either method
 returned nothing has no MSE difference: a metric left with fewer than :data:`MIN_PAIRED`
 paired seeds in a cell of enough seeds is *not judged* (two standard errors of one or two
-differences say nothing), and the results file names it.
+differences say nothing; none at all when one method never returned anything, whose precision
+and recall already count it), and the results file names it.
 
 Under equal methods a one-sided 2-standard-error flag fires with probability about 0.03 per
 metric at 20 seeds (Student's t, 19 degrees of freedom), so a 27-cell grid of four correlated
@@ -80,9 +81,7 @@ def verdict(
                 behind.append((SHOWN[key], math.nan, math.nan))
             continue
         m, se, pairs = paired(ours, theirs, key, higher)
-        if math.isnan(m):  # one method never returned anything
-            (behind if math.isnan(ma) else ahead).append((SHOWN[key], math.nan, math.nan))
-        elif pairs < MIN_PAIRED:
+        if pairs < MIN_PAIRED:  # e.g. one method returned nothing on most seeds (MSE undefined)
             unjudged.append((SHOWN[key], pairs))
         elif m < -2 * se or (se == 0 and m < 0):
             behind.append((SHOWN[key], m, se))

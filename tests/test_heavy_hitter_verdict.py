@@ -46,10 +46,13 @@ def test_enough_paired_seeds_are_judged_even_with_some_missing():
     assert unjudged == [] and [name for name, *_ in behind] == ["MSE"]
 
 
-def test_nothing_returned_by_ours_alone_is_behind():
+def test_nothing_returned_by_one_method_leaves_its_mse_unjudged():
     nan = math.nan
     ours = _runs([0.0] * 5, [nan] * 5)
     theirs = _runs([0.5] * 5, [1e-5] * 5)
     behind, ahead, unjudged = verdict(ours, theirs)
-    assert [name for name, *_ in behind] == ["precision", "recall", "NCR", "MSE"]
-    assert ahead == [] and unjudged == []
+    assert [name for name, *_ in behind] == ["precision", "recall", "NCR"]
+    assert ahead == [] and unjudged == [("MSE", 0)]
+    _, ahead, unjudged = verdict(theirs, ours)  # no MSE to compare: not "ahead" on it
+    assert [name for name, *_ in ahead] == ["precision", "recall", "NCR"]
+    assert unjudged == [("MSE", 0)]
