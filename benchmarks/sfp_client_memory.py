@@ -2,7 +2,7 @@
 
 ``benchmarks/results/heavy_hitters_1e6.md`` (as committed at 4074867) had ours' SFP near
 pure-ldp's 20x line only in the k = 10 cells, each the first SFP run of ours after pure-ldp's
-(about 80 s of a per-user Python loop).  This repeats ``heavy_hitters.ours_sfp`` (Zipf(1) over
+(about 85 s of per-user Python loops).  This repeats ``heavy_hitters.ours_sfp`` (Zipf(1) over
 2^32 items, eps = 4, k = 10, the same users and seed each time) ``--repeats`` times back to
 back in one process, timing before each run the first touch of an array of the fragment
 reports' size (``np.ones`` of ``n_fragment`` x the bytes of one report, int8 or packed as this
