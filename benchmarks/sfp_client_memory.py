@@ -166,14 +166,15 @@ def main(argv: list[str] | None = None) -> None:
         lines.append(f"| {label} | {touch:.2f} | {client:.2f} | {server:.2f} | "
                      f"{args.n / (client + server):,.0f} |")  # fmt: skip
     total = [c + s for _, _, c, s in rows]
-    busy, idle = total[1 : args.repeats + 2], total[args.repeats + 2 :]
+    # rows: runs 1..R, two after churn, two after idle; "back to back" leaves out run 1
+    busy, rested = total[1 : args.repeats + 2], total[args.repeats + 2 :]
     lines += [
         "",
         f"Client seconds {min(clients):.2f} to {max(clients):.2f} "
         f"({max(clients) / min(clients):.1f}x apart) for the same work; correlation of the "
         f"client's seconds with the first touch's: {corr:.2f}. Client + server: "
         f"{min(busy):.2f} to {max(busy):.2f} s back to back (runs 2 on, and after churn), "
-        f"{min(idle):.2f} to {max(idle):.2f} s after {args.idle:g} s idle.",
+        f"{min(rested):.2f} to {max(rested):.2f} s after {args.idle:g} s idle.",
     ]
     text = "\n".join(lines) + "\n"
     print(text)
