@@ -22,10 +22,35 @@ if TYPE_CHECKING:
     import arviz
 
 _ENGINE = "h5netcdf"
+#: the first bytes of the files save_fit may replace: HDF5 (netCDF-4) and classic netCDF
+_NETCDF_MAGIC = (b"\x89HDF\r\n\x1a\n", b"CDF\x01", b"CDF\x02", b"CDF\x05")
+
+
+def check_replaceable(path: str | os.PathLike[str], what: str = "path") -> Path:
+    """``path`` as a file that a posterior may be written to: new, or a netCDF file (an older
+    posterior).  Anything else there (the reports being read, a tally store's ``CURRENT``, a
+    CSV) is refused in one line naming it: a posterior never replaces another kind of file."""
+    path = Path(path)
+    if path.is_dir():
+        raise InvalidInputError(f"{what}: {str(path)!r} is a directory, not a file name")
+    if not path.exists():
+        return path
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        raise InvalidInputError(f"{what}: cannot read {str(path)!r}: {exc.strerror}") from None
+    if not head.startswith(_NETCDF_MAGIC):
+        raise InvalidInputError(
+            f"{what}: {str(path)!r} exists and is not a netCDF file (reports? a tally store's "
+            "file?); a posterior replaces only an older posterior: give a new file name"
+        )
+    return path
 
 
 def save_fit(idata: arviz.InferenceData, path: str | os.PathLike[str]) -> Path:
-    """Write a fit returned by :func:`bayesldp.fit` to a netCDF file (overwriting it).
+    """Write a fit returned by :func:`bayesldp.fit` to a netCDF file (replacing a netCDF file
+    there; any other file is refused, :func:`check_replaceable`).
 
     Parameters
     ----------
@@ -49,8 +74,7 @@ def save_fit(idata: arviz.InferenceData, path: str | os.PathLike[str]) -> Path:
     path = _as_path(path)
     if not path.parent.is_dir():
         raise InvalidInputError(f"path: the directory {str(path.parent)!r} does not exist")
-    if path.is_dir():
-        raise InvalidInputError(f"path: {str(path)!r} is a directory, not a file name")
+    check_replaceable(path)
     # a temporary file of this writer's own, renamed over ``path``: the file is always one
     # complete posterior, and writers running at once never share an open HDF5 file
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")

@@ -168,7 +168,7 @@ class Mechanism(ABC):
 
     # ------------------------------------------------------------------ report tables
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> Any:
-        """K numeric columns, one per category in order.
+        """K numeric columns named 0 to K-1, one per category (in any order).
 
         The reports held in a table (pandas DataFrame), in the form :meth:`tally` reads.  The
         first line of this docstring states the layout (``bayesldp estimate --help`` prints it
@@ -525,15 +525,29 @@ def int_columns(frame: Any, names: list[str], source: Any, cast: bool = True) ->
 
 
 def k_columns(frame: Any, k: int, source: Any) -> np.ndarray:
-    """A table of exactly ``k`` numeric (or boolean) columns, one per category, as an array."""
+    """A table of exactly ``k`` numeric (or boolean) columns, one per category, as an array.
+
+    The columns are matched by their names, ``0`` to ``k - 1`` (as :meth:`Mechanism.
+    reports_to_frame` writes them), in whatever order the file has them: a file headed
+    ``4,3,2,1,0`` is read by category, not by position."""
     if frame.shape[1] != k:
         raise InvalidInputError(
             f"reports: {source} must have exactly k = {k} columns (one per category), "
             f"got {frame.shape[1]}"
         )
+    names = [str(c).strip("\ufeff ") for c in frame.columns]
+    order = [int(n) if n.isdigit() else None for n in names]
+    if sorted(order, key=lambda v: -1 if v is None else v) != list(range(k)):
+        shown = ",".join(names[:8]) + (",..." if k > 8 else "")
+        raise InvalidInputError(
+            f"reports: {source} must name its k = {k} columns 0 to {k - 1}, one per category "
+            f"(in any order), got {shown}"
+        )
     values = frame.to_numpy()
     if values.dtype.kind not in "biuf":
         raise InvalidInputError(f"reports: {source} must hold numbers only, got {values.dtype}")
+    if order != list(range(k)):
+        values = values[:, np.argsort(order)]
     return np.ascontiguousarray(values)  # row-major, as perturb returns: identical sums
 
 

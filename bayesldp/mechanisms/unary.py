@@ -167,7 +167,7 @@ class UnaryEncoding(DirectSupportProtocol):
 
     # ------------------------------------------------------------------ report tables
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
-        """K columns of bits (0/1 integers or booleans), one per category in order."""
+        """K columns of bits (0/1 integers or booleans) named 0 to K-1, one per category."""
         values = k_columns(frame, self.k, source)
         if values.dtype.kind == "f":
             raise InvalidInputError(

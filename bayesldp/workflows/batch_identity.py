@@ -17,21 +17,39 @@ digest*) is the identity of the batch those rows were: a file that grew since it
 (a log appended to) starts with the rows of the batch counted before, and the store counts only
 the rows after them.  Reports themselves carry no identity (two users may send the same report),
 so a batch is recognised as a whole or as a prefix, never row by row.
+
+Two batches under different names may hold the same rows by chance (five users who each sent
+the same single report).  :meth:`BatchContent.log_chance` measures how plausible that is: the
+log-probability that independent reports repeat the first ``m`` rows, under those rows' own
+frequencies (the model most generous to chance).  A tally store calls a repeat with a chance
+below :data:`IMPLAUSIBLE` a copy, not a coincidence.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BatchContent", "batch_content"]
+__all__ = ["IMPLAUSIBLE", "BatchContent", "batch_content", "ladder"]
 
 
 #: rows turned into bytes at a time (a batch is hashed in chunks: bounded memory)
 CHUNK_ROWS = 1 << 16
+#: a repeat of rows whose chance is below this is a copy, not a coincidence (one in a billion)
+IMPLAUSIBLE = 1e-9
+
+
+def ladder(rows: int) -> list[int]:
+    """The lengths at which a store keeps a batch's prefix digests: 1, 2, 4, ... up to
+    ``rows``, and ``rows`` itself.  Any common beginning of two batches is then found to within
+    a factor 2 of its length."""
+    lengths = [1 << j for j in range(max(int(rows), 1).bit_length()) if 1 << j <= rows]
+    return sorted({*lengths, int(rows)} - {0})
 
 
 @dataclass(frozen=True)
@@ -40,6 +58,8 @@ class BatchContent:
 
     header: bytes
     rows: int
+    #: the column names, in the sorted order of the rows' cells
+    names: tuple[str, ...]
     #: fixed-width form: one array per column (integers or booleans, hashed as int64; float64);
     #: None in text form
     columns: list[np.ndarray] | None
@@ -60,6 +80,46 @@ class BatchContent:
                 chunk = chunk.astype(np.int64, copy=False)
             table[:, j] = chunk.view(np.uint64)
         return table.tobytes()
+
+    def log_chance(self, m: int) -> float:
+        """The natural log of the chance that ``m`` independent reports repeat the first ``m``
+        rows, under those rows' own frequencies (their maximum-likelihood law, so the chance
+        is never understated).
+
+        One row per report: ``sum_v n_v log(n_v / m)`` over the distinct rows ``v`` (``n_v``
+        times each).  Aggregated rows (a ``count`` column, one row per report value): the
+        multinomial probability of exactly those counts at their own proportions,
+        ``log N! - sum_i log c_i! + sum_i c_i log(c_i / N)``.  A single report is certain
+        (0.0): one-report batches always repeat plausibly.
+        """
+        m = min(int(m), self.rows)
+        if m <= 0:
+            return 0.0
+        if "count" in self.names:
+            counts = self._column(self.names.index("count"), m)
+            counts = counts[counts > 0].astype(np.float64)
+            total = counts.sum()
+            if total <= 1:
+                return 0.0
+            log_fact = math.lgamma(total + 1) - sum(math.lgamma(c + 1) for c in counts)
+            return float(log_fact + np.sum(counts * np.log(counts / total)))
+        if self.lines is not None:
+            tallies = np.fromiter(Counter(self.lines[:m]).values(), dtype=np.float64)
+        else:
+            table = np.frombuffer(self._bytes(0, m), dtype=np.uint8).reshape(m, -1)
+            _, tallies = np.unique(table, axis=0, return_counts=True)
+            tallies = tallies.astype(np.float64)
+        return float(np.sum(tallies * np.log(tallies / m)))
+
+    def _column(self, j: int, m: int) -> np.ndarray:
+        """Column ``j``'s first ``m`` values as numbers (text form: parsed)."""
+        if self.columns is not None:
+            return np.asarray(self.columns[j][:m], dtype=np.float64)
+        cells = [line.rstrip(b"\n").split(b"\x1f")[j] for line in self.lines[:m]]
+        try:
+            return np.array([float(c) for c in cells])
+        except ValueError:  # a count that is not a number: the reader refuses it later
+            return np.ones(m)
 
     @property
     def digest(self) -> str:
@@ -121,10 +181,10 @@ def batch_content(frame: Any) -> BatchContent:
     header = ("\x1f".join(f"{n}:{k}" for n, k in zip(names, kinds, strict=True)) + "\n").encode()
     n_rows = int(frame.shape[0])
     if all(k != "s" for k in kinds):
-        return BatchContent(header, n_rows, [np.asarray(v) for v in values], None)
+        return BatchContent(header, n_rows, tuple(names), [np.asarray(v) for v in values], None)
     cells = [
         [repr(float(v)) if k == "f" else str(v) for v in column]
         for column, k in zip(values, kinds, strict=True)
     ]
     lines = [("\x1f".join(row) + "\n").encode() for row in zip(*cells, strict=True)]
-    return BatchContent(header, n_rows, None, lines)
+    return BatchContent(header, n_rows, tuple(names), None, lines)

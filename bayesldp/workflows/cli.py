@@ -120,6 +120,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     """``bayesldp estimate REPORTS``: frequencies (and intervals where the method gives them)."""
+    from bayesldp.bayes.io import check_replaceable
     from bayesldp.estimators import METHODS
     from bayesldp.workflows.estimate_tables import (
         estimate_table,
@@ -135,16 +136,17 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from bayesldp.workflows.heavy_hitter_files import estimate_heavy_hitters, is_heavy_hitter
     from bayesldp.workflows.tables import print_table
 
+    if args.save_posterior:  # before any work: a posterior replaces only an older one
+        check_replaceable(writable_file(args.save_posterior, "--save-posterior"),
+                          "--save-posterior")  # fmt: skip
     if is_heavy_hitter(args.mechanism):  # PEM, TreeHist, SFP: found items, not K categories
         return estimate_heavy_hitters(args)
     args.method = "norm_sub" if args.method is None else args.method
     if args.method not in (*METHODS, *POSTERIORS):  # before any file is read
         valid = ", ".join([*METHODS, *POSTERIORS])
         raise InvalidInputError(f"--method: unknown method {args.method!r}; valid: {valid}")
-    if args.save_posterior:
-        if args.method not in POSTERIORS:
-            raise InvalidInputError("--save-posterior: only with --method posterior or rounds")
-        writable_file(args.save_posterior, "--save-posterior")
+    if args.save_posterior and args.method not in POSTERIORS:
+        raise InvalidInputError("--save-posterior: only with --method posterior or rounds")
     layout = grouped_layout(args)  # per round or per attribute: several tallies
     labels = None if layout == "attributes" else _labels(args)  # before any file is read
     if layout is not None:
@@ -199,12 +201,13 @@ def _read_tally(args: argparse.Namespace):
 
 
 def _check_store_options(args: argparse.Namespace, store) -> None:
-    """A tally store knows its mechanism: options given beside it must agree with it."""
-    from bayesldp.mechanisms import canonical_name
+    """A tally store knows its mechanism: every mechanism option given beside it (``--k``,
+    ``--epsilon``, ``--g``, ``--subset``, ...) must agree with it."""
+    from bayesldp.mechanisms import canonical_name, rebuild_mechanism
 
     mech = store.mechanism
-    given = {"mechanism": args.mechanism, "k": args.k, "epsilon": args.epsilon}
     stored = {"mechanism": type(mech).__name__, "k": mech.k, "epsilon": mech.epsilon}
+    given = {"mechanism": args.mechanism, "k": args.k, "epsilon": args.epsilon}
     if given["mechanism"] is not None:
         given["mechanism"] = canonical_name(given["mechanism"])
     for name, value in given.items():
@@ -212,6 +215,25 @@ def _check_store_options(args: argparse.Namespace, store) -> None:
             raise InvalidInputError(
                 f"--{name}: {value!r} disagrees with the tally store {store.path}, whose reports "
                 f"were collected with {name} = {stored[name]!r} (leave the option out)"
+            )
+    params = mech.params()
+    for name, value in _mechanism_params(args).items():
+        if value is None:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if name not in params:
+            raise InvalidInputError(
+                f"{flag}: the tally store {store.path} holds reports of {mech!r}, which takes no "
+                f"{flag} (leave the option out)"
+            )
+        try:
+            agrees = rebuild_mechanism(stored["mechanism"], {**params, name: value}) == mech
+        except BayesLDPError:
+            agrees = False
+        if not agrees:
+            raise InvalidInputError(
+                f"{flag}: {value!r} disagrees with the tally store {store.path}, whose reports "
+                f"were collected with {name} = {params[name]!r} (leave the option out)"
             )
     if args.scheduler is not None:
         raise InvalidInputError("--scheduler: a tally store is already tallied; leave it out")
@@ -223,10 +245,11 @@ def cmd_append(args: argparse.Namespace) -> int:
     from bayesldp.workflows.tables import Table, print_table
     from bayesldp.workflows.tally_store import TallyStore, is_tally_store
 
+    batch = {"batch_id": args.batch_id, "distinct": args.distinct}
     if is_tally_store(args.store):
         store = TallyStore(args.store)
         _check_store_options(args, store)
-        records = store.append(args.files)
+        records = store.append(args.files, **batch)
     else:  # created with its first files in one step, under the store's lock
         missing = [f"--{n}" for n in ("mechanism", "k", "epsilon") if getattr(args, n) is None]
         if missing:
@@ -234,7 +257,7 @@ def cmd_append(args: argparse.Namespace) -> int:
                 f"{', '.join(missing)}: required to create the new tally store {args.store}"
             )
         mech = make_mechanism(args.mechanism, args.k, args.epsilon, **_mechanism_params(args))
-        store, records = TallyStore.append_to(args.store, args.files, mech)
+        store, records = TallyStore.append_to(args.store, args.files, mech, **batch)
     columns = ["name", "reports", "status", "note"]
     table = Table(
         columns,
@@ -454,14 +477,29 @@ def build_parser() -> argparse.ArgumentParser:
         "append",
         help="count report files into a durable tally store (created on first use)",
         description="Tally report files into STORE, one atomic step (a new STORE appears with "
-        "its first files counted, or not at all; a crash leaves the previous tally intact). A "
-        "file is identified by its rows, not its bytes: the same reports saved differently "
-        "(CRLF, BOM, column order, Parquet) are skipped, a file that grew counts only its new "
-        "rows, and other content under a path counted before is refused. Two appends take "
-        "turns. `bayesldp estimate STORE` reads it.",
+        "its first files counted, or not at all; a crash leaves the previous tally intact). "
+        "Each file is a batch, named by --batch-id or by its path without the suffix: under a "
+        "name counted before, the same rows (however saved: CRLF, BOM, column order, Parquet) "
+        "count nothing, those rows followed by new ones count only the new ones, and other "
+        "content is refused. A new name is a new batch, unless its first rows repeat a "
+        "counted batch's with a chance below one in a billion: then it is refused as a copy, "
+        "naming the other batch (--distinct counts it anyway). Two appends take turns. "
+        "`bayesldp estimate STORE` reads it.",
     )
     app.add_argument("store", help="the tally store directory")
     app.add_argument("files", nargs="+", help="CSV or Parquet report files")
+    app.add_argument(
+        "--batch-id",
+        metavar="NAME",
+        help="the batch these files are (snapshots of one log, in order; default: each file's "
+        "path without its suffix)",
+    )
+    app.add_argument(
+        "--distinct",
+        action="store_true",
+        help="count the files as new batches even where their first rows repeat a counted "
+        "batch's (new reports that happen to match)",
+    )
     app.add_argument("--mechanism", help=mechanisms + " (only to create the store)")
     _add_mechanism_options(app, required=False)
     app.add_argument("--output", choices=OUTPUTS, default="table", help=OUTPUT_HELP)

@@ -33,7 +33,7 @@ from bayesldp._optional import require
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
-from bayesldp.workflows.report_files import tally_file
+from bayesldp.workflows.report_files import COMPRESSED, tally_file
 
 __all__ = ["report_files", "tally_reports"]
 
@@ -50,13 +50,19 @@ TASKS_PER_WORKER = 1
 def report_files(source: Any) -> list[Path]:
     """The report files of ``source``: a directory (its CSV and Parquet files, sorted), one path,
     a glob pattern, or a list of paths.  A path that exists is that file even when its name holds
-    glob characters (``survey[2024].csv``); only a path that does not exist is expanded."""
+    glob characters (``survey[2024].csv``); only a path that does not exist is expanded.
+
+    Nothing is skipped or counted twice without a word: a link to a missing file, a compressed
+    report file (``.csv.gz``) and two names of one file (a link beside its target) are errors
+    naming them."""
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         if path.is_dir():
-            files = sorted(  # a sub-directory named x.csv holds no reports of this one
-                p for p in path.iterdir() if p.suffix.lower() in SUFFIXES and p.is_file()
-            )
+            entries = sorted(path.iterdir())
+            _check_unreadable_entries(path, entries)
+            files = [  # a sub-directory named x.csv holds no reports of this one
+                p for p in entries if p.suffix.lower() in SUFFIXES and p.is_file()
+            ]
         elif path.exists() or not any(ch in str(source) for ch in "*?["):
             files = [path]  # a path that exists is that file, whatever characters it holds
         else:
@@ -79,8 +85,47 @@ def report_files(source: Any) -> list[Path]:
         raise InvalidInputError(f"source: {folders[0]} is a directory, not a report file")
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
-        raise InvalidInputError(f"source: no such file {missing[0]} ({len(missing)} missing)")
+        link = " (a link to a missing file)" if Path(missing[0]).is_symlink() else ""
+        raise InvalidInputError(
+            f"source: no such file {missing[0]}{link} ({len(missing)} missing)"
+        )
+    _check_distinct_files(files)
     return files
+
+
+def _check_unreadable_entries(folder: Path, entries: list[Path]) -> None:
+    """A directory's report files that would otherwise be left out without a word: links to
+    missing files and compressed report files."""
+    dangling = [p.name for p in entries if p.is_symlink() and not p.exists()
+                and p.suffix.lower() in SUFFIXES]  # fmt: skip
+    if dangling:
+        raise InvalidInputError(
+            f"source: {folder} holds links to missing files ({', '.join(dangling[:3])}"
+            f"{', ...' if len(dangling) > 3 else ''}): an unmounted volume? Their reports "
+            "cannot be counted; restore or remove the links"
+        )
+    packed = [p.name for p in entries if p.suffix.lower() in COMPRESSED
+              and Path(p.stem).suffix.lower() in SUFFIXES]  # fmt: skip
+    if packed:
+        raise InvalidInputError(
+            f"source: {folder} holds compressed report files ({', '.join(packed[:3])}"
+            f"{', ...' if len(packed) > 3 else ''}), which are not read; decompress them "
+            "(e.g. gunzip) or move them out"
+        )
+
+
+def _check_distinct_files(files: list[Path]) -> None:
+    """No file given twice under two names (a link beside its target): its reports would be
+    counted twice."""
+    seen: dict[str, Path] = {}
+    for path in files:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise InvalidInputError(
+                f"source: {seen[real]} and {path} are the same file ({real}); its reports would "
+                "be counted twice: remove the link, or name the file once"
+            )
+        seen[real] = path
 
 
 def _tally_file(path: Path, mechanism: Mechanism) -> Tally:

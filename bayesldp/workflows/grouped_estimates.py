@@ -190,9 +190,13 @@ def _posteriors(args: argparse.Namespace, layout: str, keys, tallies, labels) ->
     the round's position, as :func:`~bayesldp.mechanisms.multidimensional.fit_marginals`
     gives each attribute's (which it fits)."""
     from bayesldp.bayes import save_fit
+    from bayesldp.bayes.io import check_replaceable
     from bayesldp.mechanisms.multidimensional import fit_marginals
     from bayesldp.workflows.estimate_tables import posterior_options, posterior_summary
 
+    if args.save_posterior:  # every file it will write, before the fits
+        for key in keys:
+            check_replaceable(_numbered(args.save_posterior, layout[:-1], key), "--save-posterior")
     if layout == "rounds":
         from bayesldp.workflows.estimate_tables import posterior_fit
 

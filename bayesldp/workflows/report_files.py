@@ -20,6 +20,8 @@ from bayesldp.mechanisms import make_mechanism, mechanism_class, names
 
 #: which ``--mechanism`` reads a stamped file of each kind (:mod:`bayesldp._report_stamp`)
 STAMPED_READERS = {"PEMReports": "--mechanism PEM or TreeHist", "SFPReports": "--mechanism SFP"}
+#: suffixes of compressed files: a compressed report file is refused, never read as text
+COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip")
 #: ``attrs`` key of the number of lines before a CSV file's header (1: a stamp line), if any
 LINES_BEFORE_HEADER = "bayesldp_lines_before_header"
 
@@ -45,7 +47,11 @@ def read_table(
         raise InvalidInputError(f"reports: no such file {path}")
     if path.stat().st_size == 0:
         raise InvalidInputError(f"reports: {path} is empty")
-    found, before = None, 0
+    if path.suffix.lower() in COMPRESSED:
+        raise InvalidInputError(
+            f"reports: {path} is compressed ({path.suffix}); decompress it first (e.g. gunzip)"
+        )
+    found, before = None, None
     if path.suffix.lower() in PARQUET_SUFFIXES:
         require("pyarrow", f"reading the Parquet file {path}")
         try:
@@ -57,7 +63,7 @@ def read_table(
         found = frame.attrs.get(STAMP_KEY)
     else:
         found = csv_stamp(path)
-        before = int(found is not None)
+        before = int(found is not None)  # lines before the header
         try:
             dtype = dict.fromkeys(text, str) if text else None
             frame = pd.read_csv(path, skip_blank_lines=False, dtype=dtype, skiprows=before)
@@ -72,6 +78,8 @@ def read_table(
                 f"{STAMPED_READERS[kind]}"
             )
         frame.attrs[STAMP_KEY] = found
+    _check_unique_columns(list(frame.columns) if before is None else _csv_header(path, before),
+                          path)  # fmt: skip
     if frame.shape[0] == 0:
         raise InvalidInputError(f"reports: {path} has a header but no reports")
     if before:
@@ -79,13 +87,66 @@ def read_table(
     missing = frame.isna().any(axis=1).to_numpy()
     if missing.any():  # blank lines and empty cells alike: nothing is dropped silently
         rows = np.flatnonzero(missing)
-        shown = ", ".join(str(r + 2 + before) for r in rows[:5])
+        shown = ", ".join(str(r + 2 + (before or 0)) for r in rows[:5])
         shown += ", ..." if rows.size > 5 else ""
         raise InvalidInputError(
             f"reports: {path} has {rows.size} row(s) with a missing value (blank line or empty "
             f"cell; CSV line {shown})"
         )
     return frame
+
+
+def _csv_header(path: Path, skip: int) -> list[str]:
+    """The names on a CSV file's header line (after ``skip`` lines), as written: pandas renames
+    a repeated name (``report``, ``report.1``), so duplicates are found here."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        for _ in range(skip):
+            fh.readline()
+        return next(csv.reader([fh.readline()]), [])
+
+
+def _check_unique_columns(names: list[Any], path: Path) -> None:
+    seen: dict[str, int] = {}
+    for name in names:
+        key = str(name).strip("\ufeff ")
+        seen[key] = seen.get(key, 0) + 1
+    repeated = [name for name, times in seen.items() if times > 1]
+    if repeated:
+        raise InvalidInputError(
+            f"reports: {path} names the column(s) {', '.join(map(repr, repeated))} more than "
+            "once; each column needs its own name (which one holds the reports?)"
+        )
+
+
+#: columns that make a file several tallies (one per round or attribute), never one
+GROUPING_COLUMNS = {"round": "rounds", "attribute": "attributes"}
+
+
+def check_one_tally(frame: Any, path: Any) -> None:
+    """A table read as one tally (a file, a directory's files, a tally store's input) must not
+    be a file of rounds or attributes, nor hold several reports of one user: pooling them
+    would count a user's reports as other users'."""
+    columns = {str(c).strip("\ufeff ").lower(): c for c in frame.columns}
+    for key, what in GROUPING_COLUMNS.items():
+        if key in columns:
+            raise InvalidInputError(
+                f"reports: {path} has a {columns[key]!r} column, so it is a file of {what} "
+                "(one tally each), not one tally; estimate it alone with `bayesldp estimate "
+                f"{path} --mechanism ...` (a column named exactly {key!r}), not in a directory, "
+                "glob or tally store"
+            )
+    if "user" in columns:
+        users = frame[columns["user"]]
+        again = users.duplicated(keep=False).to_numpy()
+        if again.any():
+            raise InvalidInputError(
+                f"reports: {path} holds {int(again.sum()):,} reports of users who report more "
+                f"than once (user {users[again].iloc[0]!r}, ...); "
+                "one tally counts each report as another user's: give rounds a 'round' column "
+                "and estimate the file alone"
+            )
 
 
 def read_reports(path: str | Path, mechanism: str, *, k: int, epsilon: float, **params: Any):
@@ -98,7 +159,9 @@ def tally_file(mechanism: Any, path: str | Path, threads: bool = True):
     """The tally of one report file in ``mechanism``'s layout; an error about its reports
     names the file (a report outside the mechanism's range says which file holds it)."""
     try:
-        return mechanism.tally_frame(read_table(path, threads=threads), path)
+        frame = read_table(path, threads=threads)
+        check_one_tally(frame, path)
+        return mechanism.tally_frame(frame, path)
     except InvalidInputError as exc:
         if str(path) in str(exc):
             raise

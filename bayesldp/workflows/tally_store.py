@@ -5,23 +5,24 @@ twice: each batch of report files (CSV or Parquet, the mechanism's own layout) i
 added to the stored tally.  The store is a directory:
 
 * ``manifest-G.json``: the mechanism (name and parameters), every input counted so far (its
-  name, path, SHA-256 of its bytes, the identity of its rows, its row and report counts, its time
-  of appending), the SHA-256 of ``state-G.npz`` and a checksum of the manifest itself;
+  name, path, batch name, SHA-256 of its bytes, the identity of its rows and of their prefixes,
+  its row and report counts, its time of appending), the SHA-256 of ``state-G.npz`` and a
+  checksum of the manifest itself;
 * ``state-G.npz``: the tally of those inputs (counts, rows or support and levels, statistic);
 * ``CURRENT``: the generation ``G`` in force.
 
-**Identity of a batch.**  A report has no identity of its own (two users may send the same one),
-so the store recognises *batches*: a file's identity is the digest of its normalised rows
-(:mod:`bayesldp.workflows.batch_identity`), the same whatever its line ends, byte-order mark,
-quoting, column order or format (CSV or Parquet).  When a file is appended:
+**Identity of a batch.**  A batch is named by the user: ``batch_id`` (``--batch-id``), else the
+file's path without its ``.csv`` or ``.parquet`` suffix; under a name counted before, the same
+rows count nothing, those rows followed by new ones count only the new ones, and other content
+is refused.  A new name is a new batch, except that where its first rows repeat a counted
+batch's with a chance below one in a billion (``IMPLAUSIBLE``, under those rows' own
+frequencies, so never for one-report files) the append is refused naming the other batch, and
+``distinct=True`` (``--distinct``) counts it anyway.
 
-* the same reports as an input counted before (in any encoding): skipped, ``"already counted"``;
-* those reports followed by new ones (a log that grew): only the rows after them are counted,
-  ``"new rows counted"``, and the note says how many rows were counted before and as which input;
-* other content under the path of an input counted before (edited, truncated or replaced): the
-  append is refused, since its reports may have been counted; a file of only new reports is
-  appended under a new name;
-* anything else is a new batch: ``"counted"``.
+The rows are compared normalised (:mod:`bayesldp.workflows.batch_identity`): the same whatever
+a file's line ends, byte-order mark, quoting, column order or format (CSV or Parquet).  For
+each input the manifest keeps the digests of its first 1, 2, 4, ... rows, so a repeat is found
+whether the new file is a copy, an older (shorter) snapshot or a grown copy of the other.
 
 **Atomicity.**  An append (and the creation of a store with its first files) tallies every file
 first, then writes generation ``G + 1`` next to ``G`` (each file to a temporary name, flushed,
@@ -52,6 +53,11 @@ Examples
 ['counted', 'already counted']
 >>> store.tally().n
 4
+>>> _ = (d / "b.csv").write_bytes((d / "a.csv").read_bytes())  # the same 4 reports again
+>>> [r["status"] for r in store.append([d / "b.csv"])]  # 4 rows repeat by chance plausibly
+['counted']
+>>> store.tally().n
+8
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import io
+import math
 import os
 import re
 import zipfile
@@ -68,13 +75,14 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._report_stamp import PARQUET_SUFFIXES
 from bayesldp.errors import BayesLDPError, InvalidInputError, StoreWriteError
 from bayesldp.mechanisms import rebuild_mechanism
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
 from bayesldp.workflows import store_files as sf
-from bayesldp.workflows.batch_identity import batch_content
-from bayesldp.workflows.report_files import read_table
+from bayesldp.workflows.batch_identity import IMPLAUSIBLE, batch_content, ladder
+from bayesldp.workflows.report_files import check_one_tally, read_table
 
 __all__ = ["TallyStore", "is_tally_store"]
 
@@ -173,6 +181,8 @@ class TallyStore:
         mechanism: Mechanism,
         *,
         wait: float = WAIT,
+        batch_id: str | None = None,
+        distinct: bool = False,
     ) -> tuple[TallyStore, list[dict[str, Any]]]:
         """Append ``files`` to the store at ``path``, creating it for ``mechanism`` first if it
         does not exist, as one atomic step: the store appears with its first files counted, or
@@ -180,13 +190,22 @@ class TallyStore:
         another process creates meanwhile) must have been made for ``mechanism``, else an
         :class:`~bayesldp.InvalidInputError` and nothing is appended.
 
-        Returns the store and :meth:`append`'s records.
+        Returns the store and :meth:`append`'s records (``batch_id`` and ``distinct`` as
+        there).
         """
-        return cls._open(Path(path), mechanism, _report_files(files), exist_ok=True, wait=wait)
+        options = {"batch_id": _check_batch_id(batch_id), "distinct": bool(distinct)}
+        return cls._open(Path(path), mechanism, _report_files(files), exist_ok=True, wait=wait,
+                         **options)  # fmt: skip
 
     @classmethod
     def _open(
-        cls, path: Path, mechanism: Mechanism, files: list[Path], exist_ok: bool, wait: float = WAIT
+        cls,
+        path: Path,
+        mechanism: Mechanism,
+        files: list[Path],
+        exist_ok: bool,
+        wait: float = WAIT,
+        **options: Any,
     ) -> tuple[TallyStore, list[dict[str, Any]]]:
         if not isinstance(mechanism, Mechanism):
             raise InvalidInputError(
@@ -208,7 +227,7 @@ class TallyStore:
                         f"store: {path} holds reports of {store.mechanism!r} (created by another "
                         f"process meanwhile?), not of {mechanism!r}; nothing appended"
                     )
-                return store, store._append_locked(files)
+                return store, store._append_locked(files, **options)
             _check_new_store_path(path)
             manifest = {"mechanism": type(mechanism).__name__, "params": mechanism.params(),
                         "inputs": []}  # fmt: skip
@@ -220,7 +239,7 @@ class TallyStore:
                 sf.write_atomic(path / sf.CURRENT, lambda fh: fh.write(b"0"))
                 sf.fsync_dir(path)
                 return store, []
-            records, total = _count(files, manifest, mechanism, None)
+            records, total = _count(files, manifest, mechanism, None, **options)
             store._commit(1, manifest, total)  # the first generation, whole, then CURRENT
             return store, records
 
@@ -317,23 +336,31 @@ class TallyStore:
         return tally
 
     # ------------------------------------------------------------------ appending
-    def append(self, files: Any) -> list[dict[str, Any]]:
+    def append(
+        self, files: Any, *, batch_id: str | None = None, distinct: bool = False
+    ) -> list[dict[str, Any]]:
         """Tally the report files and add them to the store, as one atomic step.
+
+        Each file is counted as a batch (the module docstring states the rule): ``batch_id``
+        names it (every file of the call, in order: snapshots of one log), else the file's
+        path without its suffix does.  ``distinct=True`` counts a new batch even where its
+        first rows repeat a counted batch's (reports that are new, however alike).
 
         Returns one record per file: ``name``, ``sha256``, ``reports`` (how many were counted
         now), ``status`` and ``note``.  ``status`` is ``"counted"``; ``"already counted"`` for
-        the same reports as an input counted before, in this call or an earlier one, in any
+        the same reports as its batch counted before, in this call or an earlier one, in any
         encoding (nothing counted); or ``"new rows counted"`` for a file that starts with the
-        rows of an input counted before (only the rows after them are counted).  A file that
-        cannot be read as this mechanism's reports, or that holds other content under the path
-        of an input counted before, raises an :class:`~bayesldp.InvalidInputError` naming it,
-        and nothing of the call is stored.
+        rows its batch counted before (only the rows after them are counted).  A file that
+        cannot be read as this mechanism's reports, that holds other content under the name of
+        a batch counted before, or that repeats another batch's rows beyond chance, raises an
+        :class:`~bayesldp.InvalidInputError` naming it, and nothing of the call is stored.
         """
         paths = _report_files(files)
+        options = {"batch_id": _check_batch_id(batch_id), "distinct": bool(distinct)}
         with sf.store_lock(self.path, self.wait):
-            return self._append_locked(paths)
+            return self._append_locked(paths, **options)
 
-    def _append_locked(self, paths: list[Path]) -> list[dict[str, Any]]:
+    def _append_locked(self, paths: list[Path], **options: Any) -> list[dict[str, Any]]:
         if not paths:
             return []
 
@@ -343,7 +370,7 @@ class TallyStore:
 
         generation, manifest, total = self._at_current(read)  # locked: nothing moves meanwhile
         mechanism = self._mechanism_of(manifest, generation)
-        records, total = _count(paths, manifest, mechanism, total)
+        records, total = _count(paths, manifest, mechanism, total, **options)
         if any(r["status"] != "already counted" for r in records):
             self._commit(generation + 1, manifest, total)
             self._drop(generation - 1)  # generation stays: the roll-back target
@@ -398,57 +425,162 @@ def _tally_rows(mechanism: Mechanism, frame: Any, path: Path) -> Tally:
         raise InvalidInputError(f"{path}: {exc}") from None
 
 
+def _check_batch_id(batch_id: Any) -> str | None:
+    """``batch_id``: None, or a non-empty string."""
+    if batch_id is None:
+        return None
+    if not isinstance(batch_id, str) or not batch_id.strip():
+        raise InvalidInputError(f"batch_id: expected a non-empty name, got {batch_id!r}")
+    return batch_id.strip()
+
+
+def default_batch_id(path: Path) -> str:
+    """A file's batch name when none is given: its absolute path without the report suffix
+    (``/data/day1.csv`` and ``/data/day1.parquet`` are one batch saved two ways)."""
+    resolved = path.resolve()
+    stem = resolved.name
+    for suffix in (".csv", *PARQUET_SUFFIXES):
+        if stem.lower().endswith(suffix) and len(stem) > len(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return str(resolved.with_name(stem))
+
+
+def _batch_of(entry: dict[str, Any]) -> str | None:
+    """The batch an input was counted as (inputs counted before batches had names: the name
+    their path gives)."""
+    if "batch" in entry:
+        return entry["batch"]
+    return default_batch_id(Path(entry["path"])) if "path" in entry else None
+
+
+def _digests(entry: dict[str, Any]) -> dict[int, str]:
+    """The prefix digests an input keeps, by length (its whole content's at least)."""
+    if "content" not in entry:
+        return {}
+    heads = {int(m): digest for m, digest in entry.get("heads", {}).items()}
+    return heads | {entry["rows"]: entry["content"]}
+
+
+def _longest_repeat(
+    prefixes: dict[int, str], entries: list[dict[str, Any]]
+) -> tuple[int, dict[str, Any] | None]:
+    """The longest known common beginning of a file (its ``prefixes``) and a counted input:
+    ``(rows, input)``, or ``(0, None)``."""
+    best, other = 0, None
+    for entry in entries:
+        for m, digest in _digests(entry).items():
+            if m > best and prefixes.get(m) == digest:
+                best, other = m, entry
+    return best, other
+
+
+def _same_batch(
+    path: Path, batch: str, last: dict[str, Any], content: Any, prefixes: dict[int, str]
+) -> int:
+    """How many of a file's rows its batch ``batch`` counted before (``last`` is the batch's
+    latest input): all of them, or the batch's rows followed by new ones; other content under
+    the batch's name is refused."""
+    if prefixes.get(content.rows) == last["content"]:
+        return content.rows
+    if last["rows"] < content.rows and prefixes.get(last["rows"]) == last["content"]:
+        return last["rows"]
+    raise InvalidInputError(
+        f"{path}: batch {batch!r} was counted with {last['rows']:,} rows (appended at "
+        f"{last['appended_at']}) and this file's {content.rows:,} rows are neither those rows nor "
+        "those rows followed by new ones (an older copy, or edited): refused, since some of its "
+        "reports may be counted already; if every report in it is new, append it under another "
+        "batch name (--batch-id); nothing of this call was stored"
+    )
+
+
+def _check_repeat(
+    path: Path, content: Any, prefixes: dict[int, str], inputs: list[dict[str, Any]]
+) -> None:
+    """A new batch whose first rows repeat a counted batch's at a size where chance is
+    implausible (:data:`~bayesldp.workflows.batch_identity.IMPLAUSIBLE`) is refused."""
+    rows, other = _longest_repeat(prefixes, inputs)
+    if not rows:
+        return
+    chance = math.exp(content.log_chance(rows))
+    if chance >= IMPLAUSIBLE:
+        return
+    raise InvalidInputError(
+        f"{path}: its first {rows:,} rows repeat those of batch {_batch_of(other)!r} (counted "
+        f"from {other['name']}), a repeat with a chance of {chance:.1e} between independent "
+        "batches: refused as a copy (nothing of this call was stored); if it is that batch "
+        "again or grown, append it with --batch-id "
+        f"{_batch_of(other)!r} (only new rows count); if its reports are new, append it with "
+        "--distinct"
+    )
+
+
+def _prefix_lengths(content: Any, inputs: list[dict[str, Any]]) -> set[int]:
+    """The lengths at which a file's prefix digests are compared with the counted inputs'."""
+    known = {m for entry in inputs for m in _digests(entry)}
+    return {*ladder(content.rows), *(m for m in known if m <= content.rows)}
+
+
 def _count(
-    paths: list[Path], manifest: dict[str, Any], mechanism: Mechanism, total: Tally | None
+    paths: list[Path],
+    manifest: dict[str, Any],
+    mechanism: Mechanism,
+    total: Tally | None,
+    batch_id: str | None = None,
+    distinct: bool = False,
 ) -> tuple[list[dict[str, Any]], Tally | None]:
     """Count ``paths`` into ``manifest`` (its inputs grow in place) and ``total``; returns the
-    records and the new total.  Raises before anything is written when a file is refused."""
+    records and the new total.  Raises before anything is written when a file is refused.
+
+    The rule (the module docstring): a file is its batch's (``batch_id``, else the name its
+    path gives); the same batch again counts nothing, grown counts its new rows, otherwise it
+    is refused; a new batch is counted unless its first rows repeat a counted batch's at a
+    chance below :data:`~bayesldp.workflows.batch_identity.IMPLAUSIBLE` (``distinct``: counted
+    all the same)."""
     inputs = manifest["inputs"]
-    by_sha = {e["sha256"]: e for e in inputs}
-    by_content = {e["content"]: e for e in inputs if "content" in e}
-    by_path = {e["path"]: e for e in inputs if "path" in e}
+    latest = {_batch_of(entry): entry for entry in inputs if "content" in entry}
+    legacy = {entry["sha256"]: entry for entry in inputs if "content" not in entry}  # bytes only
     records = []
     for path in paths:
         sha = sf.file_digest(path)
+        batch = batch_id if batch_id is not None else default_batch_id(path)
         record = {"name": str(path), "sha256": sha}
-        if sha in by_sha:
-            note = f"the same bytes as {by_sha[sha]['name']}, counted before; nothing counted"
+        last = latest.get(batch)
+        if last is not None and last["sha256"] == sha or sha in legacy:
+            known = last if sha not in legacy else legacy[sha]
+            note = f"the same bytes as {known['name']}, counted before; nothing counted"
             records.append({**record, "reports": 0, "status": "already counted", "note": note})
             continue
         frame = read_table(path)
+        check_one_tally(frame, path)
         content = batch_content(frame)
-        lengths = {e["rows"] for e in by_content.values() if e["rows"] < content.rows}
-        prefixes = content.prefix_digests({*lengths, content.rows})  # one pass over the rows
-        digest = prefixes.pop(content.rows)
-        if digest in by_content:
-            note = (f"the same reports as {by_content[digest]['name']} (saved differently), "
-                    "counted before; nothing counted")  # fmt: skip
+        prefixes = content.prefix_digests(_prefix_lengths(content, inputs))
+        if last is not None:
+            before = _same_batch(path, batch, last, content, prefixes)
+        else:
+            before = 0
+            if not distinct:
+                _check_repeat(path, content, prefixes, inputs)
+        if before == content.rows:
+            note = (f"the same reports as {last['name']} (batch {batch!r}), counted before; "
+                    "nothing counted")  # fmt: skip
             records.append({**record, "reports": 0, "status": "already counted", "note": note})
             continue
-        before = max((m for m, d in prefixes.items() if d in by_content), default=0)
-        absolute = str(path.resolve())
-        if not before and absolute in by_path:
-            old = by_path[absolute]
-            raise InvalidInputError(
-                f"{path}: a file at this path was counted before ({old.get('rows', '?')} rows, "
-                f"appended at {old['appended_at']}) and now holds other reports (neither the same "
-                "rows nor those rows followed by new ones): refused, since some of its reports "
-                "may be counted already; if every report in it is new, append it under another "
-                "name (nothing of this call was stored)"
-            )
         tally = _tally_rows(mechanism, frame.iloc[before:].reset_index(drop=True), path)
         total = tally if total is None else total + tally
-        entry = {**record, "path": absolute, "content": digest, "rows": content.rows,
-                 "reports": int(tally.n), "appended_at": _now()}  # fmt: skip
+        heads = {str(m): prefixes[m] for m in ladder(content.rows) if m < content.rows}
+        entry = {**record, "path": str(path.resolve()), "batch": batch, "rows": content.rows,
+                 "content": prefixes[content.rows], "heads": heads, "reports": int(tally.n),
+                 "appended_at": _now()}  # fmt: skip
         if before:
-            earlier = by_content[prefixes[before]]["name"]
-            entry |= {"continues": earlier, "rows_before": before}
-            note = (f"its first {before:,} rows were counted before (as {earlier}); only the "
-                    f"{content.rows - before:,} rows after them were counted")  # fmt: skip
+            entry |= {"continues": last["name"], "rows_before": before}
+            note = (f"its first {before:,} rows were counted before (as {last['name']}, batch "
+                    f"{batch!r}); only the {content.rows - before:,} rows after them were "
+                    "counted")  # fmt: skip
             status = "new rows counted"
         else:
             note, status = "", "counted"
         inputs.append(entry)
-        by_sha[sha] = by_content[digest] = by_path[absolute] = entry
+        latest[batch] = entry
         records.append({**record, "reports": int(tally.n), "status": status, "note": note})
     return records, total

@@ -7,9 +7,9 @@ type (exit code 2 from the CLI), or the right count.
 * a failed first append (a bad file) leaves no store, so the corrected retry (other settings
   included) succeeds;
 * a path that exists is that file, never a glob; progress never reaches stdout;
-* a batch appended again (any line ends, BOM, column order, CSV or Parquet, 1 or 1.0) counts
-  nothing; a file that grew counts only its new reports; other content under a counted path is
-  refused;
+* a batch appended again under its name (any line ends, BOM, column order, CSV or Parquet, 1
+  or 1.0) counts nothing; a file that grew counts only its new reports; other content under a
+  counted batch's name is refused; a copy under another name is refused beyond chance;
 * a damaged store (CURRENT empty, garbage, missing or naming a missing generation; a manifest
   truncated or altered; a state file truncated, altered or deleted) is a one-line
   DamagedStoreError naming the part and the intact generation to roll back to; the roll-back
@@ -21,6 +21,7 @@ type (exit code 2 from the CLI), or the right count.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -37,9 +38,11 @@ from hypothesis import strategies as st
 import bayesldp
 from bayesldp.errors import DamagedStoreError, InvalidInputError
 from bayesldp.workflows import store_files
+from bayesldp.workflows.batch_identity import IMPLAUSIBLE, batch_content
 from bayesldp.workflows.cli import main
 from bayesldp.workflows.dask_tally import report_files, tally_reports
-from bayesldp.workflows.tally_store import TallyStore
+from bayesldp.workflows.report_files import read_table
+from bayesldp.workflows.tally_store import TallyStore, default_batch_id
 
 GRR3 = ["--mechanism", "GRR", "--k", "3"]
 
@@ -250,8 +253,11 @@ def test_appending_a_batch_again_never_counts_a_report_twice(
     mech, size, grown, first, again, parquet, same_name, seed
 ):
     """A batch appended, then appended again re-encoded (line ends, BOM, 1 as 1.0, column
-    order, CSV or Parquet, under its name or another) after ``grown`` reports were added to its
-    end: n grows by exactly ``grown``; a third append of the same changes nothing."""
+    order, CSV or Parquet) after ``grown`` reports were added to its end.  Under its own batch
+    name (its path, the suffix aside): n grows by exactly ``grown``; a third append of the same
+    changes nothing.  Under another name it is a new batch: refused as a copy where its rows
+    repeat the first's beyond chance (then its batch name counts exactly ``grown``), else
+    counted whole, and only where the chance of the repeat is plausible."""
     first = {**first, "as_float": False}  # the readers refuse 1.0 for an integer report
     again = {**again, "as_float": again["as_float"] and not grown}  # same reports: recognised
     rng = np.random.default_rng(seed)
@@ -259,7 +265,8 @@ def test_appending_a_batch_again_never_counts_a_report_twice(
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         store = TallyStore.create(tmp / "store", mech)
-        store.append([encode_csv(tmp / "day.csv", frame.iloc[:size], **first)])
+        day = encode_csv(tmp / "day.csv", frame.iloc[:size], **first)
+        store.append([day])
         assert store.tally().n == size
         name = "day" if same_name else "copy"
         if parquet:
@@ -267,15 +274,30 @@ def test_appending_a_batch_again_never_counts_a_report_twice(
             frame.to_parquet(path)
         else:
             path = encode_csv(tmp / f"{name}.csv", frame, **again)
-        records = store.append([path])
+        batch = {}
+        if not same_name:
+            try:
+                records = store.append([path])
+            except InvalidInputError as exc:  # a copy; or, counted as new, 1.0 for a report
+                copy = "--batch-id" in str(exc) and "--distinct" in str(exc)
+                assert copy or again["as_float"] and "integers" in str(exc), str(exc)
+                assert store.tally().n == size
+                batch = {"batch_id": default_batch_id(day)}
+            else:
+                assert records[0]["status"] == "counted"
+                assert store.tally().n == 2 * size + grown
+                content = batch_content(read_table(path))
+                assert math.exp(content.log_chance(size)) >= IMPLAUSIBLE / 2  # a ladder length
+                return
+        records = store.append([path], **batch)
         assert store.tally().n == size + grown
         assert records[0]["reports"] == grown
         assert records[0]["status"] == ("new rows counted" if grown else "already counted")
-        assert store.append([path])[0]["status"] == "already counted"
+        assert store.append([path], **batch)[0]["status"] == "already counted"
         assert store.tally().n == size + grown
 
 
-def test_other_content_under_a_counted_path_is_refused(tmp_path, capsys):
+def test_other_content_under_a_counted_batch_is_refused(tmp_path, capsys):
     """day.csv counted with 5 reports, then rewritten with 3 others (not an extension): the
     append is refused naming the file, nothing stored; under another name it is counted."""
     day = write_reports(tmp_path / "day.csv", [0, 1, 2, 0, 1])
@@ -283,7 +305,7 @@ def test_other_content_under_a_counted_path_is_refused(tmp_path, capsys):
     assert run_cli(capsys, ["append", store, day, *GRR3, "--epsilon", "1"])[0] == 0
     write_reports(day, [2, 2, 2])
     code, _, err = run_cli(capsys, ["append", store, day])
-    one_line_error(code, err, "day.csv", "refused", "append it under another name")
+    one_line_error(code, err, "day.csv", "refused", "under another batch name")
     assert TallyStore(store).tally().n == 5
     other = tmp_path / "day2.csv"
     other.write_bytes(day.read_bytes())
@@ -292,9 +314,9 @@ def test_other_content_under_a_counted_path_is_refused(tmp_path, capsys):
 
 
 def test_a_grown_log_reports_what_it_counted(tmp_path, capsys):
-    """The issue's case: 400 lines appended, then the same file with 2 more lines: n = 402, and
-    the row says only the 2 new reports were counted; the same reports re-saved with CRLF line
-    ends count nothing."""
+    """400 lines appended, then the same file with 2 more lines: n = 402, and the row says only
+    the 2 new reports were counted; the same reports re-saved with CRLF line ends under another
+    name are refused as a copy, and under the log's batch name count nothing."""
     rng = np.random.default_rng(7)
     reports = rng.integers(0, 3, 402)
     log = write_reports(tmp_path / "log.csv", reports[:400])
@@ -307,7 +329,10 @@ def test_a_grown_log_reports_what_it_counted(tmp_path, capsys):
     assert row["status"] == "new rows counted" and row["reports"] == 2
     assert "first 400 rows were counted before" in row["note"]
     crlf = write_reports(tmp_path / "log_crlf.csv", reports, newline="\r\n")
-    code, out, _ = run_cli(capsys, ["append", store, crlf, "--output", "json"])
+    code, _, err = run_cli(capsys, ["append", store, crlf])
+    one_line_error(code, err, "first 402 rows repeat", "--batch-id")
+    code, out, _ = run_cli(capsys, ["append", store, crlf, "--batch-id", default_batch_id(log),
+                                    "--output", "json"])  # fmt: skip
     assert json.loads(out)["rows"][0]["status"] == "already counted"
     assert TallyStore(store).tally().n == 402
 

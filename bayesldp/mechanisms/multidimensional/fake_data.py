@@ -249,7 +249,7 @@ class FakeDataUnary(PureProtocol):
         return UnaryEncoding.check_reports(self, reports)  # reads only self.k
 
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
-        """K columns of bits (0/1 integers or booleans), one per category in order."""
+        """K columns of bits (0/1 integers or booleans) named 0 to K-1, one per category."""
         return self.check_reports(k_columns(frame, self.k, source))
 
     def report_size(self) -> str:
