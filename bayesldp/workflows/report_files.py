@@ -141,11 +141,13 @@ def check_one_tally(frame: Any, path: Any) -> None:
         users = frame[columns["user"]]
         again = users.duplicated(keep=False).to_numpy()
         if again.any():
+            first = int(np.flatnonzero(again)[0])
+            line = first + 2 + frame.attrs.get(LINES_BEFORE_HEADER, 0)
             raise InvalidInputError(
-                f"reports: {path} holds {int(again.sum()):,} reports of users who report more "
-                f"than once (user {users[again].iloc[0]!r}, ...); "
-                "one tally counts each report as another user's: give rounds a 'round' column "
-                "and estimate the file alone"
+                f"reports: {path}: user {users.iloc[first]} has more than one report (CSV line "
+                f"{line}); {int(again.sum()):,} reports come from users who report more than "
+                "once, and one tally counts each as another user's: give rounds a 'round' "
+                "column and estimate the file alone"
             )
 
 

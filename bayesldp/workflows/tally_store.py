@@ -546,7 +546,7 @@ def _count(
         batch = batch_id if batch_id is not None else default_batch_id(path)
         record = {"name": str(path), "sha256": sha}
         last = latest.get(batch)
-        if last is not None and last["sha256"] == sha or sha in legacy:
+        if (last is not None and last["sha256"] == sha) or sha in legacy:
             known = last if sha not in legacy else legacy[sha]
             note = f"the same bytes as {known['name']}, counted before; nothing counted"
             records.append({**record, "reports": 0, "status": "already counted", "note": note})

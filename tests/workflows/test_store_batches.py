@@ -300,7 +300,8 @@ def test_users_who_report_twice_are_never_pooled(tmp_path, capsys):
     path = tmp_path / "panel.csv"
     frame.to_csv(path, index=False)
     code, _, err = run_cli(capsys, ["append", tmp_path / "store", path, *GRR3])
-    one_line_error(code, err, "900 reports of users who report more than once")
+    one_line_error(code, err, "user 0 has more than one report (CSV line 2)",
+                   "900 reports come from users")  # fmt: skip
 
 
 # ------------------------------------------------------------------ 10. a repeated column name

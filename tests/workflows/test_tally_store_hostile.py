@@ -280,7 +280,7 @@ def test_appending_a_batch_again_never_counts_a_report_twice(
                 records = store.append([path])
             except InvalidInputError as exc:  # a copy; or, counted as new, 1.0 for a report
                 copy = "--batch-id" in str(exc) and "--distinct" in str(exc)
-                assert copy or again["as_float"] and "integers" in str(exc), str(exc)
+                assert copy or (again["as_float"] and "integers" in str(exc)), str(exc)
                 assert store.tally().n == size
                 batch = {"batch_id": default_batch_id(day)}
             else:
