@@ -43,6 +43,10 @@ def add_grouped_options(parser: argparse.ArgumentParser) -> None:
                         "default), SUE or OUE")  # fmt: skip
     parser.add_argument("--fake", help="RSFD with SUE or OUE: fake data 'zero' (default) or "
                         "'random'")  # fmt: skip
+    parser.add_argument("--budget", choices=("record", "paper"), help="RSFD: 'record' (the "
+                        "default: the whole record realises --epsilon) or 'paper' (Arcolezi et "
+                        "al.'s nominal --epsilon: the whole record realises ln(d (e^eps - 1) + "
+                        "1)); give the one the reports were perturbed with")  # fmt: skip
     parser.add_argument("--nodes", type=int, help="node sampling: the number of nodes, of "
                         "which the file holds the sampled ones' reports (each round's, in a "
                         "file of rounds); with --sampling")  # fmt: skip
@@ -114,8 +118,8 @@ def grouped_layout(args: argparse.Namespace) -> str | None:
                 f"--k: {','.join(map(str, args.k))} lists one domain size per attribute, for "
                 "SPL, SMP and RSFD; give one number"
             )
-        for name in ("base", "fake"):
-            if getattr(args, name) is not None:
+        for name in ("base", "fake", "budget"):
+            if getattr(args, name, None) is not None:
                 raise InvalidInputError(f"--{name}: only for SPL, SMP and RSFD")
     if layout is None:
         return None
@@ -166,8 +170,9 @@ def estimate_grouped(args: argparse.Namespace, layout: str, labels=None) -> int:
         given = sorted(name for name, value in params.items() if value is not None)
         if given:
             raise InvalidInputError(f"--{given[0].replace('_', '-')}: SPL, SMP and RSFD take "
-                                    "--base and --fake only")  # fmt: skip
-        owner = make_protocol(args.mechanism, args.k, args.epsilon, args.base, args.fake)
+                                    "--base, --fake and --budget only")  # fmt: skip
+        owner = make_protocol(args.mechanism, args.k, args.epsilon, args.base, args.fake,
+                              getattr(args, "budget", None))  # fmt: skip
         tallies = read_attributes(owner, args.reports)
         keys, mechs = list(range(owner.d)), list(owner.marginals)
     notes: list[str] = []
@@ -180,6 +185,8 @@ def estimate_grouped(args: argparse.Namespace, layout: str, labels=None) -> int:
 
         results = [frequentist_estimate(args.method, tally) for tally in tallies]
     table, headings = _combined(args, layout, owner, keys, mechs, tallies, results, labels)
+    if layout == "attributes":
+        notes.append(f"privacy: {owner.guarantee()}")
     table.notes = notes + table.notes
     print_grouped(table, layout[:-1], headings, args.output)
     return 0

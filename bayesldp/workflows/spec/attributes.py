@@ -4,7 +4,9 @@ and RS+FD.
 Tables: ``[study]`` (name, seed, ``n`` users, ``repeats``), ``[[attributes]]`` (one population
 table per attribute, as a study's ``[population]``: the attributes are drawn independently),
 ``[[protocols]]`` (``name`` SPL, SMP or RSFD, ``epsilon`` (one or a list), ``base`` GRR, SUE
-or OUE, RSFD's ``fake``), ``[estimators]`` (methods run on each attribute's tally) and
+or OUE, RSFD's ``fake`` and ``budget``: ``record``, the default, ``epsilon`` bounds the whole
+record; ``paper``, the paper's nominal epsilon, amplified for the whole record),
+``[estimators]`` (methods run on each attribute's tally) and
 ``[bayes]`` (each attribute's posterior, :func:`~bayesldp.mechanisms.multidimensional.
 fit_marginals`: ``method``, ``draws``, ``chains``).  ``bayesldp run`` runs it with
 :func:`bayesldp.workflows.grouped_study.run_attributes`.
@@ -34,6 +36,12 @@ PROTOCOL = {
     "epsilon": Field((int, float, list), required=True, items=(int, float)),
     "base": Field(str, default="GRR", choices=("GRR", "SUE", "OUE")),
     "fake": Field(str, choices=("zero", "random"), doc="RSFD with SUE or OUE (default zero)"),
+    "budget": Field(
+        str,
+        choices=("record", "paper"),
+        doc="RSFD: epsilon bounds the whole record (record, the default) or is the paper's "
+        "nominal budget (paper: the whole record realises more)",
+    ),
 }
 BAYES = {
     "method": Field(str, default="auto", choices=FIT_METHODS),
@@ -90,4 +98,10 @@ def make_protocol(protocol: dict[str, Any], ks: list[int], epsilon: float):
         if protocol["name"] != "RSFD":
             raise InvalidInputError(f"fake: only RSFD reports fake data, not {protocol['name']}")
         options["fake"] = protocol["fake"]
+    if protocol.get("budget") is not None:
+        if protocol["name"] != "RSFD":
+            raise InvalidInputError(f"budget: only RSFD has a choice of budget, not "
+                                    f"{protocol['name']} (it spends at most epsilon on the "
+                                    "whole record)")  # fmt: skip
+        options["budget"] = protocol["budget"]
     return PROTOCOLS[protocol["name"]](ks, epsilon, **options)
