@@ -161,7 +161,9 @@ def estimate_grouped(args: argparse.Namespace, layout: str, labels=None) -> int:
 
         owner = make_mechanism(args.mechanism, args.k, args.epsilon, **params)
         sampled = node_sampling(args, owner)
-        keys, tallies = read_rounds(owner, args.reports)
+        keys, tallies, users = read_rounds(owner, args.reports, users=True)
+        if args.method == "rounds":
+            _warn_panel(users)
         tallies = [sampled(tally) for tally in tallies]
         mechs = [tally.mechanism for tally in tallies]
     else:
@@ -216,6 +218,18 @@ def _posteriors(args: argparse.Namespace, layout: str, keys, tallies, labels) ->
     return [
         posterior_summary(args, idata, tally.k) for idata, tally in zip(fits, tallies, strict=True)
     ]
+
+
+def _warn_panel(users: list) -> None:
+    """One line on stderr when the rounds share users: fit_rounds' intervals under-cover."""
+    import sys
+
+    from bayesldp.bayes.dynamic import panel_message, repeated_users
+
+    repeated, total = repeated_users(users)
+    if repeated:
+        print(f"bayesldp: warning: --method rounds: {panel_message(repeated, total)}",
+              file=sys.stderr)  # fmt: skip
 
 
 def _random_walk(args: argparse.Namespace, keys, tallies, labels, notes: list[str]) -> list:

@@ -108,7 +108,14 @@ def test_rounds_random_walk(tmp_path, capsys):
         "--quiet",
     ]
     assert main([*args, "--save-posterior", str(nc)]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    # the file is a panel (the same 200 users every round): one warning line on stderr
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("bayesldp: warning: --method rounds: 200 of 200 users report in "
+                               "more than one round (a panel)")  # fmt: skip
+    assert "assumes independent users per round" in lines[0] and "0.765" in lines[0]
+    assert "--method posterior" in lines[0]
     assert "random walk across rounds (fit_rounds)" in out and "step size sigma" in out
     assert out.count("| category | estimate | 5% | 95% |") == 3
     from bayesldp.bayes import load_fit
@@ -118,6 +125,12 @@ def test_rounds_random_walk(tmp_path, capsys):
     assert list(posterior["round"].values) == [1, 2, 3]
     assert main([*args, "--prior", "1"]) == 2
     assert "--prior: --method rounds has its own prior" in capsys.readouterr().err
+    # new users each round: no warning
+    fresh = pd.read_csv(path)
+    fresh["user"] = fresh["user"] + 10_000 * fresh["round"]
+    fresh.to_csv(path, index=False)
+    assert main(args) == 0
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize(
