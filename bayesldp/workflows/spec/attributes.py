@@ -21,7 +21,14 @@ from bayesldp._validation import check_int
 from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.rounds import check_population
-from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
+from bayesldp.workflows.spec.schema import (
+    Field,
+    SpecError,
+    check_distinct_entries,
+    check_table,
+    check_tables,
+    check_value,
+)
 from bayesldp.workflows.spec.study import ESTIMATORS, POPULATION
 
 STUDY = {
@@ -33,7 +40,7 @@ STUDY = {
 }
 PROTOCOL = {
     "name": Field(str, required=True, choices=("SPL", "SMP", "RSFD")),
-    "epsilon": Field((int, float, list), required=True, items=(int, float)),
+    "epsilon": Field((int, float, list), required=True, items=(int, float), unique=True),
     "base": Field(str, default="GRR", choices=("GRR", "SUE", "OUE")),
     "fake": Field(str, choices=("zero", "random"), doc="RSFD with SUE or OUE (default zero)"),
     "budget": Field(
@@ -85,6 +92,7 @@ def validate_attributes(raw: Mapping[str, Any], source: str = "spec") -> dict[st
         except (InvalidInputError, InvalidTypeError) as exc:
             raise SpecError(f"{where}: {exc}") from None
         spec["protocols"].append(protocol)
+    check_distinct_entries(spec["protocols"], f"{source}: [[protocols]]")
     spec["bayes_requested"] = "bayes" in raw
     return spec
 
