@@ -41,7 +41,13 @@ def file_lock(lock: Path, shown: Any, wait: float = 0.0, what: str = "") -> Iter
     """
     deadline = time.monotonic() + wait
     while True:
-        fh = open(lock, "a+")
+        try:
+            fh = open(lock, "a+")
+        except IsADirectoryError:
+            raise InvalidInputError(
+                f"{what}the lock file {str(lock)!r} of {shown} is a directory; remove it (a "
+                "writer's lock is a file it creates and removes)"
+            ) from None
         try:
             _acquire(fh, shown, wait, deadline, what)
             if _same_file(fh, lock):

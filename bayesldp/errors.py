@@ -40,6 +40,11 @@ class StoppingWarning(UserWarning):
     """A survey's stopping target was not met within the users it was given."""
 
 
+class PanelWarning(UserWarning):
+    """Rounds that share users (a panel) were given to a model that assumes independent users
+    per round (:func:`bayesldp.fit_rounds`): its intervals under-cover."""
+
+
 class DamagedStoreError(InvalidInputError):
     """A durable store on disk (a tally store) is damaged: a file is missing, truncated or
     altered.  The message names the part, says whether an earlier generation is intact and how

@@ -7,7 +7,8 @@ Eleven protocols, each run by both packages on the same population:
   multi-freq-ldpy ``L_*_Client`` per user, ``L_*_Aggregator_MI``);
 * multidimensional, d = 3 attributes with domains (100, 10, 5), record budget ``eps``: SPL, SMP
   and RS+FD with GRR and with OUE (RS+FD's OUE with "zero" fake data, the paper's OUE-z)
-  (bayesldp ``SPL/SMP/RSFD(ks, eps, base)``; multi-freq-ldpy ``SPL_*``, ``SMP_*``,
+  (bayesldp ``SPL/SMP/RSFD(ks, eps, base)``, RS+FD with ``budget="paper"``, the nominal ``eps``
+  multi-freq-ldpy takes; multi-freq-ldpy ``SPL_*``, ``SMP_*``,
   ``RSpFD_GRR`` / ``RSpFD_UE_zero`` clients per user and their ``*_Aggregator_MI``).
 
 Like with like.  The four unary longitudinal protocols have the same closed-form parameters
@@ -192,6 +193,8 @@ def multidimensional_case(name: str, eps: float) -> Case:
     ks, d = list(KS), len(KS)
     protocol, base = name.split("-")[0], name.split("-")[1]
     fake = {"fake": "zero"} if name == "RSFD-OUE-z" else {}
+    if protocol == "RSFD":  # multi-freq-ldpy's eps is the paper's nominal one
+        fake["budget"] = "paper"
     ours = {"SPL": SPL, "SMP": SMP, "RSFD": RSFD}[protocol](KS, eps, base=base, **fake)
 
     def columns(r: list) -> RecordReports:

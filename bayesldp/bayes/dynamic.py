@@ -56,7 +56,7 @@ import numpy as np
 from bayesldp._validation import as_list, check_bool, check_instance, check_int, check_positive
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes.prior import _SerialisedPrior
-from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
+from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, PanelWarning
 from bayesldp.tally import Tally
 
 if TYPE_CHECKING:
@@ -125,6 +125,31 @@ class RandomWalkPrior(_SerialisedPrior):
 # ---------------------------------------------------------------------------------------------
 # input checks
 # ---------------------------------------------------------------------------------------------
+#: coverage of fit_rounds' 90% intervals on benchmarks/results/longitudinal_drift.md's panel
+#: (the same users every round, memoised) and with new users each round
+PANEL_COVERAGE, NEW_USERS_COVERAGE = 0.765, 0.948
+
+
+def repeated_users(users: Sequence[Any]) -> tuple[int, int]:
+    """``(users in two or more rounds, distinct users)`` of each round's user ids."""
+    ids = [np.unique(np.asarray(round_users)) for round_users in users]
+    if not ids:
+        return 0, 0
+    every, times = np.unique(np.concatenate(ids), return_counts=True)
+    return int(np.count_nonzero(times > 1)), int(every.size)
+
+
+def panel_message(repeated: int, users: int) -> str:
+    """One line: what :func:`fit_rounds` on a panel gives, and what to do instead."""
+    return (
+        f"{repeated:,} of {users:,} users report in more than one round (a panel): fit_rounds' "
+        "random walk assumes independent users per round, and on a panel its 90% intervals "
+        f"under-cover ({PANEL_COVERAGE} measured on a panel, {NEW_USERS_COVERAGE} with new "
+        "users each round); take intervals from each round's own fit (bayesldp.fit per round; "
+        "bayesldp estimate --method posterior)"
+    )
+
+
 def check_rounds(tallies: object) -> list[Tally]:
     """The rounds as a list of tallies of one mechanism and K, each with reports; else a
     one-line :class:`~bayesldp.InvalidInputError` (``ValueError``) naming the round."""
@@ -286,6 +311,7 @@ def fit_rounds(
     cores: int | None = None,
     target_accept: float = 0.9,
     compute_convergence_checks: bool = True,
+    users: Sequence[Any] | None = None,
     **sample_kwargs: Any,
 ) -> arviz.InferenceData:
     """Per-round posteriors of ``theta_t`` under a random walk that borrows strength over time.
@@ -300,7 +326,8 @@ def fit_rounds(
     A panel reporting every round through a memoised longitudinal mechanism (``LGRR``, ...)
     repeats each user's permanent response, which the walk pools as if it were information:
     on benchmarks/results/longitudinal_drift.md's panel the 90 % intervals covered 0.765
-    (0.948 with new users each round); fit each round alone there.
+    (0.948 with new users each round); fit each round alone there.  Given each round's user
+    ids (``users``), a panel is a :class:`~bayesldp.errors.PanelWarning`.
 
     Parameters
     ----------
@@ -327,6 +354,12 @@ def fit_rounds(
         Warn (:class:`~bayesldp.errors.ConvergenceWarning`) when r_hat > 1.01, the bulk ESS is
         below 100 per chain or a transition diverged (over ``theta`` and ``sigma``); the numbers
         are in the posterior attrs either way.
+    users : sequence of array-like, optional
+        Each round's user ids, in the order of ``tallies`` (as
+        :func:`~bayesldp.workflows.longitudinal_files.read_rounds` gives them with
+        ``users=True``).  When a user reports in two or more rounds (a panel), a
+        :class:`~bayesldp.errors.PanelWarning` says that the intervals under-cover and what to
+        do instead.
     **sample_kwargs
         Passed to :func:`pymc.sample` (e.g. ``nuts_sampler="nutpie"``).
 
@@ -362,6 +395,16 @@ def fit_rounds(
 
     start = time.perf_counter()
     rounds = check_rounds(tallies)
+    if users is not None:
+        if not isinstance(users, Sequence) or len(users) != len(rounds):
+            raise InvalidInputError(
+                f"users: expected one array of user ids per round ({len(rounds)}), got "
+                f"{len(users) if isinstance(users, Sequence) else type(users).__name__}"
+            )
+        repeated, total = repeated_users(users)
+        if repeated:
+            warnings.warn(f"fit_rounds: {panel_message(repeated, total)}", PanelWarning,
+                          stacklevel=2)  # fmt: skip
     prior = _as_prior(prior)
     draws = check_int(draws, "draws")
     tune = check_int(tune, "tune", 0)

@@ -43,6 +43,10 @@ def add_grouped_options(parser: argparse.ArgumentParser) -> None:
                         "default), SUE or OUE")  # fmt: skip
     parser.add_argument("--fake", help="RSFD with SUE or OUE: fake data 'zero' (default) or "
                         "'random'")  # fmt: skip
+    parser.add_argument("--budget", choices=("record", "paper"), help="RSFD: 'record' (the "
+                        "default: the whole record realises --epsilon) or 'paper' (Arcolezi et "
+                        "al.'s nominal --epsilon: the whole record realises ln(d (e^eps - 1) + "
+                        "1)); give the one the reports were perturbed with")  # fmt: skip
     parser.add_argument("--nodes", type=int, help="node sampling: the number of nodes, of "
                         "which the file holds the sampled ones' reports (each round's, in a "
                         "file of rounds); with --sampling")  # fmt: skip
@@ -114,8 +118,8 @@ def grouped_layout(args: argparse.Namespace) -> str | None:
                 f"--k: {','.join(map(str, args.k))} lists one domain size per attribute, for "
                 "SPL, SMP and RSFD; give one number"
             )
-        for name in ("base", "fake"):
-            if getattr(args, name) is not None:
+        for name in ("base", "fake", "budget"):
+            if getattr(args, name, None) is not None:
                 raise InvalidInputError(f"--{name}: only for SPL, SMP and RSFD")
     if layout is None:
         return None
@@ -157,7 +161,9 @@ def estimate_grouped(args: argparse.Namespace, layout: str, labels=None) -> int:
 
         owner = make_mechanism(args.mechanism, args.k, args.epsilon, **params)
         sampled = node_sampling(args, owner)
-        keys, tallies = read_rounds(owner, args.reports)
+        keys, tallies, users = read_rounds(owner, args.reports, users=True)
+        if args.method == "rounds":
+            _warn_panel(users)
         tallies = [sampled(tally) for tally in tallies]
         mechs = [tally.mechanism for tally in tallies]
     else:
@@ -166,8 +172,9 @@ def estimate_grouped(args: argparse.Namespace, layout: str, labels=None) -> int:
         given = sorted(name for name, value in params.items() if value is not None)
         if given:
             raise InvalidInputError(f"--{given[0].replace('_', '-')}: SPL, SMP and RSFD take "
-                                    "--base and --fake only")  # fmt: skip
-        owner = make_protocol(args.mechanism, args.k, args.epsilon, args.base, args.fake)
+                                    "--base, --fake and --budget only")  # fmt: skip
+        owner = make_protocol(args.mechanism, args.k, args.epsilon, args.base, args.fake,
+                              getattr(args, "budget", None))  # fmt: skip
         tallies = read_attributes(owner, args.reports)
         keys, mechs = list(range(owner.d)), list(owner.marginals)
     notes: list[str] = []
@@ -180,6 +187,8 @@ def estimate_grouped(args: argparse.Namespace, layout: str, labels=None) -> int:
 
         results = [frequentist_estimate(args.method, tally) for tally in tallies]
     table, headings = _combined(args, layout, owner, keys, mechs, tallies, results, labels)
+    if layout == "attributes":
+        notes.append(f"privacy: {owner.guarantee()}")
     table.notes = notes + table.notes
     print_grouped(table, layout[:-1], headings, args.output)
     return 0
@@ -213,6 +222,18 @@ def _posteriors(args: argparse.Namespace, layout: str, keys, tallies, labels) ->
     return [
         posterior_summary(args, idata, tally.k) for idata, tally in zip(fits, tallies, strict=True)
     ]
+
+
+def _warn_panel(users: list) -> None:
+    """One line on stderr when the rounds share users: fit_rounds' intervals under-cover."""
+    import sys
+
+    from bayesldp.bayes.dynamic import panel_message, repeated_users
+
+    repeated, total = repeated_users(users)
+    if repeated:
+        print(f"bayesldp: warning: --method rounds: {panel_message(repeated, total)}",
+              file=sys.stderr)  # fmt: skip
 
 
 def _random_walk(args: argparse.Namespace, keys, tallies, labels, notes: list[str]) -> list:

@@ -167,6 +167,8 @@ def run_attributes(spec, *, seed=None, quick=False, progress: Progress) -> Group
             progress(f"repeat {rep + 1}/{repeats}  {protocol!r}  n={n}")
             tallies = protocol.tallies(protocol.perturb(records, np.random.default_rng(seq)))
             name = f"{protocol.name}[{protocol.base}]"
+            if getattr(protocol, "budget", "record") != "record":
+                name += f" (budget {protocol.budget})"
             for method in spec["estimators"]["methods"]:
                 for j, (tally, truth) in enumerate(zip(tallies, truths, strict=True)):
                     _score(result, rep, name, eps, method, j, truth, *_point(tally, method))

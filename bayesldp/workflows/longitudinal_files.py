@@ -7,7 +7,9 @@ one-round layout (:meth:`~bayesldp.mechanisms.base.Mechanism.reports_from_frame`
 L-GRR, ``0..K-1`` bit columns for the unary ones).  :func:`read_rounds` checks it and tallies
 each round; a user reported twice in one round, a round with no reports or a report outside the
 mechanism's range is a one-line :class:`~bayesldp.errors.InvalidInputError` naming the file,
-the round and the row.
+the round and the row.  With ``users=True`` it also returns each round's user ids, which tell a
+panel (the same users in several rounds) from new users each round:
+:func:`bayesldp.fit_rounds` (``users=``) warns on a panel, whose intervals it under-covers.
 """
 
 from __future__ import annotations
@@ -18,23 +20,24 @@ from typing import Any
 import numpy as np
 
 from bayesldp.errors import InvalidInputError
-from bayesldp.tally import Tally
 from bayesldp.workflows.report_files import read_table
 
 #: the columns that make a report file longitudinal (beside the mechanism's report columns)
 ROUND_COLUMNS = ("user", "round")
 
 
-def read_rounds(mechanism: Any, path: str | Path) -> tuple[list[int], list[Tally]]:
+def read_rounds(mechanism: Any, path: str | Path, *, users: bool = False) -> tuple:
     """The rounds of a longitudinal report file and one tally of ``mechanism`` per round.
 
-    Returns ``(rounds, tallies)``, rounds ascending (consecutive integers).
+    Returns ``(rounds, tallies)``, rounds ascending (consecutive integers); with ``users``,
+    ``(rounds, tallies, user_ids)``, ``user_ids[i]`` the ids of round ``rounds[i]``'s users
+    (for :func:`bayesldp.fit_rounds`' ``users``).
     """
     frame = read_table(path)
-    return rounds_from_frame(mechanism, frame, path)
+    return rounds_from_frame(mechanism, frame, path, users=users)
 
 
-def rounds_from_frame(mechanism: Any, frame: Any, source: Any) -> tuple[list[int], list[Tally]]:
+def rounds_from_frame(mechanism: Any, frame: Any, source: Any, *, users: bool = False) -> tuple:
     """:func:`read_rounds` of a table already read (``source`` names it in errors)."""
     missing = [c for c in ROUND_COLUMNS if c not in frame.columns]
     if missing:
@@ -77,8 +80,10 @@ def rounds_from_frame(mechanism: Any, frame: Any, source: Any) -> tuple[list[int
     order = np.argsort(rounds, kind="stable")
     bounds = np.searchsorted(rounds[order], present, side="left")
     ends = np.r_[bounds[1:], rounds.size]
-    tallies = []
+    tallies, ids = [], []
+    every_user = frame["user"].to_numpy()
     for when, lo, hi in zip(present, bounds, ends, strict=True):
+        ids.append(every_user[order[lo:hi]])
         part = reports.iloc[order[lo:hi]].reset_index(drop=True)
         where = f"{source} (round {when})"
         try:
@@ -87,4 +92,6 @@ def rounds_from_frame(mechanism: Any, frame: Any, source: Any) -> tuple[list[int
             if where in str(exc):
                 raise
             raise InvalidInputError(f"{where}: {exc}") from None
+    if users:
+        return [int(r) for r in present], tallies, ids
     return [int(r) for r in present], tallies

@@ -5,8 +5,10 @@ and ``report``: the attribute's GRR report (an integer in ``0..k_j - 1``) or, wi
 (SUE, OUE), its ``k_j`` bits as a string of 0s and 1s, bit 0 first (``0110``: categories 1 and
 2).  SPL and RS+FD users report every attribute (``d`` rows each), SMP users one.  Domain sizes
 come from the command line (``--k 3,4,2``), the protocol from ``--mechanism SPL|SMP|RSFD`` with
-``--base`` and ``--fake``.  :func:`read_attributes` checks the file and tallies each attribute
-with its exact channel (:attr:`~bayesldp.mechanisms.multidimensional.Multidimensional.marginals`).
+``--base``, ``--fake`` and RS+FD's ``--budget`` (``record``, the default: ``--epsilon`` bounds the
+whole record; ``paper``: the paper's nominal epsilon, for reports perturbed that way).
+:func:`read_attributes` checks the file and tallies each attribute with its exact channel
+(:attr:`~bayesldp.mechanisms.multidimensional.Multidimensional.marginals`).
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ def protocol_names() -> dict[str, str]:
     return names | {"rs+fd": "RSFD"}
 
 
-def make_protocol(name: str, ks: Any, epsilon: float, base: str | None, fake: str | None):
-    """The protocol ``name`` (SPL, SMP, RSFD) over domain sizes ``ks``."""
+def make_protocol(name: str, ks: Any, epsilon: float, base: str | None, fake: str | None,
+                  budget: str | None = None):  # fmt: skip
+    """The protocol ``name`` (SPL, SMP, RSFD) over domain sizes ``ks``; ``budget`` RS+FD's
+    (:class:`~bayesldp.mechanisms.multidimensional.RSFD`, default "record")."""
     from bayesldp.mechanisms.multidimensional.protocols import PROTOCOLS
 
     cls = PROTOCOLS[protocol_names()[name.lower()]]
@@ -42,6 +46,11 @@ def make_protocol(name: str, ks: Any, epsilon: float, base: str | None, fake: st
         if cls.__name__ != "RSFD":
             raise InvalidInputError(f"--fake: only RSFD reports fake data, not {cls.__name__}")
         options["fake"] = fake
+    if budget is not None:
+        if cls.__name__ != "RSFD":
+            raise InvalidInputError(f"--budget: only RSFD has a choice of budget ({cls.__name__} "
+                                    "spends at most --epsilon on the whole record)")  # fmt: skip
+        options["budget"] = budget
     return cls(ks, epsilon, **options)
 
 

@@ -157,12 +157,12 @@ def _computed(parts: list[tuple[float, str]]) -> str:
 
 
 def protocols(ks: Any, epsilon: float) -> list[tuple[str, Any]]:
-    """The rows' protocols, each built to realise ``epsilon`` for the whole record: SPL and SMP
-    with every base, RS+FD with every base and fake data at ``record_budget_epsilon``.  A
-    protocol that cannot be built (e.g. OUE at a huge epsilon) is ``(label, error)``."""
-    from bayesldp.mechanisms.multidimensional import RSFD, SMP, SPL, record_budget_epsilon
+    """The rows' protocols, each built to realise ``epsilon`` for the whole record (every
+    protocol's default): SPL and SMP with every base, RS+FD with every base and fake data
+    (``budget="record"``: the paper's nominal ``record_budget_epsilon``).  A protocol that
+    cannot be built (e.g. OUE at a huge epsilon) is ``(label, error)``."""
+    from bayesldp.mechanisms.multidimensional import RSFD, SMP, SPL
 
-    d = len(ks)
     variants = [("SPL", base, None) for base in BASES] + [("SMP", base, None) for base in BASES]
     variants.append(("RSFD", "GRR", None))
     variants += [("RSFD", base, fake) for base in BASES[1:] for fake in ("zero", "random")]
@@ -171,7 +171,7 @@ def protocols(ks: Any, epsilon: float) -> list[tuple[str, Any]]:
         label = f"{kind}[{base}{'' if fake is None else '-' + fake[0]}]"
         try:
             if kind == "RSFD":
-                protocol = RSFD(ks, record_budget_epsilon(epsilon, d), base, fake)
+                protocol = RSFD(ks, epsilon, base, fake, budget="record")
             else:
                 protocol = (SPL if kind == "SPL" else SMP)(ks, epsilon, base)
         except InvalidInputError as exc:
@@ -211,9 +211,11 @@ def recommend_record(
         The budget of the whole record: every row's protocol realises it
         (``realised_epsilon()``, shown in the table).  SPL reports each attribute at
         ``epsilon / d`` (composition), SMP one attribute at ``epsilon``, RS+FD one attribute at
-        ``epsilon`` plus fake data for the others: its nominal epsilon is
+        ``epsilon`` plus fake data for the others (``RSFD``'s default ``budget="record"``): its
+        nominal epsilon in the paper's terms is
         ``record_budget_epsilon(epsilon, d) = ln(1 + (e^epsilon - 1) / d)``, because RS+FD at a
-        nominal ``e`` realises the amplified ``ln(d (e^e - 1) + 1)`` for the whole record.
+        nominal ``e`` (``budget="paper"``) realises the amplified ``ln(d (e^e - 1) + 1)`` for
+        the whole record.
     n : int
         Number of users.
     method : {"mle", "posterior", "oracle"}
@@ -264,7 +266,8 @@ def recommend_record(
             continue
         kind = label.split("[")[0]
         report_eps = epsilon / d if kind == "SPL" else epsilon
-        rows.append([label, SPLITS[kind], protocol.epsilon, report_eps,
+        nominal = getattr(protocol, "nominal_epsilon", protocol.epsilon)
+        rows.append([label, SPLITS[kind], nominal, report_eps,
                      protocol.realised_epsilon(), error, (error / total_k) ** 0.5, n * error,
                      source])  # fmt: skip
     if not rows:
@@ -287,8 +290,9 @@ def recommend_record(
     nominal = record_budget_epsilon(epsilon, d)
     notes.append(
         f"RSFD rows: nominal epsilon ln(1 + (e^{epsilon:g} - 1)/{d}) = {nominal:.4g}, so that "
-        f"the whole record realises {epsilon:g}; at the paper's nominal {epsilon:g} it would "
-        f"realise ln({d}(e^{epsilon:g} - 1) + 1) = {amplified_epsilon(epsilon, d):.4g}"
+        f"the whole record realises {epsilon:g} (RSFD's default budget='record'); at the "
+        f"paper's nominal {epsilon:g} (budget='paper') it would realise "
+        f"ln({d}(e^{epsilon:g} - 1) + 1) = {amplified_epsilon(epsilon, d):.4g}"
     )
     notes += [f"not ranked: {reason}" for reason in unavailable]
     columns = ["protocol", "split", "nominal_epsilon", "report_epsilon", "record_epsilon",

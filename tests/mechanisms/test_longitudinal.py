@@ -355,3 +355,94 @@ def test_memo_merges_new_entries_in_any_order():
             first = seen.setdefault(key, memo[key])
             np.testing.assert_array_equal(memo[key], first)
     assert set(memo) == set(seen) and np.all(np.diff(memo.codes) > 0)
+
+
+def test_memo_through_a_symlink_is_its_target(tmp_path):
+    """A memo opened through a symbolic link and through its real path is one memo: one lock
+    (the second writer is refused), every entry kept whichever name wrote it, and the link
+    still a link afterwards (the writes go to the target)."""
+    import os
+
+    real = tmp_path / "real" / "memo.npz"
+    real.parent.mkdir()
+    link = tmp_path / "link.npz"
+    link.symlink_to(real)
+    mech = LGRR(4, 1.0, eps_perm=2.0)
+    with mech.memo_store(real) as store:
+        with pytest.raises(InvalidInputError, match=r"memo: .*real/memo\.npz is in use by process"):
+            mech.memo_store(link)
+        mech.perturb([0, 1], rng=0, users=[1, 2], memo=store)
+    with mech.memo_store(link) as store:  # the target's entries, and new ones written there
+        assert len(store) == 2
+        mech.perturb([2, 3], rng=1, users=[3, 4], memo=store)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    with mech.memo_store(real) as store:
+        assert sorted(store) == [(1, 0), (2, 1), (3, 2), (4, 3)]
+        mech.perturb([0], rng=2, users=[5], memo=store)
+    with mech.memo_store(link) as store:
+        assert len(store) == 5
+    assert link.is_symlink() and not list(tmp_path.glob("**/*.lock"))
+    # a link to the directory holding the memo: the same file, the same lock
+    folder = tmp_path / "folder"
+    folder.symlink_to(real.parent, target_is_directory=True)
+    with mech.memo_store(folder / "memo.npz") as store:
+        assert len(store) == 5
+        with pytest.raises(InvalidInputError, match="in use by process"):
+            mech.memo_store(real)
+
+
+def test_memo_writers_in_two_processes_through_a_link_lose_nothing(tmp_path):
+    """Two processes, one opening the memo by its link and one by its real path, each adding
+    its own users (waiting for the other's lock): every user's entry is in the file."""
+    import subprocess
+    import sys
+
+    real = tmp_path / "memo.npz"
+    LGRR(4, 1.0, eps_perm=2.0).memo_store(real).close()  # created empty: the link's target
+    link = tmp_path / "link.npz"
+    link.symlink_to(real)
+    code = (
+        "import sys, time; from bayesldp.mechanisms.longitudinal import LGRR\n"
+        "mech = LGRR(4, 1.0, eps_perm=2.0)\n"
+        "first = int(sys.argv[2])\n"
+        "for user in range(first, first + 5):\n"
+        "    with mech.memo_store(sys.argv[1], wait=60) as store:\n"
+        "        mech.perturb([user % 4], rng=user, users=[user], memo=store)\n"
+        "        time.sleep(0.05)\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path), str(first)])
+             for path, first in ((real, 0), (link, 100))]  # fmt: skip
+    assert [proc.wait(timeout=300) for proc in procs] == [0, 0]
+    with LGRR(4, 1.0, eps_perm=2.0).memo_store(real) as store:
+        assert sorted(user for user, _ in store) == [*range(5), *range(100, 105)]
+    assert link.is_symlink()
+
+
+def test_memo_behind_a_dangling_link_is_refused(tmp_path):
+    """A memo path that is a link to a missing target (an unmounted volume) would start an
+    empty memo and let users redraw their permanent responses: refused, naming both, and
+    nothing is created at the target."""
+    target = tmp_path / "volume" / "memo.npz"
+    link = tmp_path / "memo.npz"
+    link.symlink_to(target)
+    mech = LGRR(4, 1.0, eps_perm=2.0)
+    with pytest.raises(MemoError, match=r"^memo: '.*memo\.npz' is a symbolic link to "
+                       r"'.*volume/memo\.npz', which does not exist"):  # fmt: skip
+        mech.memo_store(link)
+    target.parent.mkdir()  # the volume is there, the memo file is not: also a missing target
+    with pytest.raises(MemoError, match="which does not exist"):
+        mech.memo_store(link)
+    assert not target.exists() and link.is_symlink()
+    mount = tmp_path / "mnt"
+    mount.symlink_to(tmp_path / "unmounted")  # a dangling directory link
+    with pytest.raises(MemoError, match=r"'.*mnt' is a symbolic link to '.*unmounted'"):
+        mech.memo_store(mount / "memo.npz")
+
+
+def test_memo_lock_that_is_a_directory_is_one_line(tmp_path):
+    path = tmp_path / "memo.npz"
+    (tmp_path / "memo.npz.lock").mkdir()
+    with pytest.raises(MemoError, match=r"^memo: the lock file '.*memo\.npz\.lock' is a "
+                       r"directory; remove it"):  # fmt: skip
+        LGRR(4, 1.0).memo_store(path)
+    assert not path.exists()

@@ -79,7 +79,7 @@ def test_rsfd_amplification_formula(base, fake, epsilon, ks):
     data; the "random" fake data of three or more values realise more (its fake reports can be
     less likely than any real one, so the amplification's premise fails)."""
     d = len(ks)
-    mech = RSFD(ks, epsilon, base, fake=fake)
+    mech = RSFD(ks, epsilon, base, fake=fake, budget="paper")
     amplified = math.log(d * (math.exp(epsilon) - 1) + 1)
     assert mech.amplified_epsilon == pytest.approx(amplified, rel=1e-12)
     assert mech.marginals[0].sampled.realised_epsilon() == pytest.approx(amplified, rel=1e-9)
@@ -89,7 +89,7 @@ def test_rsfd_amplification_formula(base, fake, epsilon, ks):
         assert _attribute_brute_force(mech) == pytest.approx(epsilon, rel=1e-9)
     assert realised_epsilon_of_channel(record_channel(mech)) == pytest.approx(amplified, rel=1e-9)
     # a whole-record budget: the nominal epsilon that amplifies to it
-    whole = RSFD(ks, record_budget_epsilon(epsilon, d), base, fake=fake)
+    whole = RSFD(ks, record_budget_epsilon(epsilon, d), base, fake=fake, budget="paper")
     assert whole.realised_epsilon() == pytest.approx(epsilon, rel=1e-9)
     assert amplified_epsilon(record_budget_epsilon(epsilon, d), d) == pytest.approx(epsilon)
 
@@ -97,10 +97,89 @@ def test_rsfd_amplification_formula(base, fake, epsilon, ks):
 def test_rsfd_unequal_domains_exceed_the_nominal_budget_per_attribute():
     """With unequal domain sizes the uniform fake values of a small attribute weigh more than
     a large one's: records differing in the large attribute realise more than ``eps``."""
-    mech = RSFD((2, 5), 1.0, "GRR")
+    mech = RSFD((2, 5), 1.0, "GRR", budget="paper")
     assert _attribute_brute_force(mech) == pytest.approx(mech.realised_attribute_epsilon())
     assert mech.realised_attribute_epsilon() > 1.1
-    assert RSFD((2, 5), 1.0, "OUE").realised_attribute_epsilon() == pytest.approx(1.0)
+    oue = RSFD((2, 5), 1.0, "OUE", budget="paper")
+    assert oue.realised_attribute_epsilon() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("protocol", "base", "fake"), VARIANTS, ids=IDS)
+@pytest.mark.parametrize("ks", [(12, 7, 30), (2, 2), (3, 5, 2, 9), (2, 100), (4, 4, 4, 4, 4)])
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 2.0, 4.0])
+def test_default_spends_at_most_epsilon_on_the_record(protocol, base, fake, ks, epsilon):
+    """Asked for ``epsilon``, every protocol's default realises at most ``epsilon`` for the
+    whole record (exactly, rounding aside), and nothing below it: no budget is left unspent.
+    RS+FD at ``ks = (12, 7, 30)``, ``epsilon = 2`` used to realise 3.00."""
+    mech = _make(protocol, ks, epsilon, base, fake)
+    realised = mech.realised_epsilon()
+    assert realised <= epsilon + 1e-12
+    assert realised == pytest.approx(epsilon, abs=1e-9)
+    assert mech.realised_attribute_epsilon() <= epsilon + 1e-12
+
+
+@pytest.mark.parametrize(("protocol", "base", "fake"), VARIANTS, ids=IDS)
+@pytest.mark.parametrize("ks", [(2, 3), (3, 2, 2), (2, 5)])
+@pytest.mark.parametrize("epsilon", [0.5, 2.0, 5.0])
+def test_default_record_channel_brute_force_within_epsilon(protocol, base, fake, ks, epsilon):
+    """The record's channel written out from its definition (record.py) agrees: the largest
+    log-ratio over every pair of records and every report is at most ``epsilon``."""
+    mech = _make(protocol, ks, epsilon, base, fake)
+    brute = realised_epsilon_of_channel(record_channel(mech))
+    assert brute <= epsilon + 1e-9
+    assert brute == pytest.approx(epsilon, abs=1e-9)
+
+
+@pytest.mark.parametrize(("base", "fake"), RSFD_VARIANTS)
+@pytest.mark.parametrize("ks", [(12, 7, 30), (2, 3), (3, 3, 3)])
+def test_rsfd_papers_budget_realises_what_it_says(base, fake, ks):
+    """``budget="paper"``: the whole record realises the amplified ``ln(d (e^eps - 1) + 1)``
+    (3.00 at ``ks = (12, 7, 30)``, ``eps = 2``), and :meth:`guarantee` and the repr say so; the
+    default is the paper's protocol at the nominal ``record_budget_epsilon(eps, d)``."""
+    d, eps = len(ks), 2.0
+    paper = RSFD(ks, eps, base, fake=fake, budget="paper")
+    assert paper.realised_epsilon() == pytest.approx(amplified_epsilon(eps, d), rel=1e-9)
+    assert paper.realised_epsilon() > eps
+    text = paper.guarantee()
+    assert "budget='paper'" in text and "more than 2" in text
+    assert f"realises the amplified {paper.realised_epsilon():.4g}" in text
+    assert "budget='paper'" in repr(paper)
+    default = RSFD(ks, eps, base, fake=fake)
+    assert default.budget == "record" and "budget='record'" in repr(default)
+    assert "for the whole record: it realises 2 " in default.guarantee()
+    assert default.nominal_epsilon == pytest.approx(record_budget_epsilon(eps, d), rel=1e-15)
+    same = RSFD(ks, record_budget_epsilon(eps, d), base, fake=fake, budget="paper")
+    for a, b in zip(default.marginals, same.marginals, strict=True):
+        assert a.params() == b.params()
+
+
+def test_rsfd_example_of_the_overspend():
+    """The reliability case: ``RSFD((12, 7, 30), 2)`` realised 3.00 for the record and 2.33 for
+    one attribute; now 2 and less; the paper's calibration keeps the old numbers."""
+    mech = RSFD((12, 7, 30), 2.0)
+    assert mech.realised_epsilon() == pytest.approx(2.0, abs=1e-12)
+    assert mech.realised_attribute_epsilon() < 2.0
+    paper = RSFD((12, 7, 30), 2.0, budget="paper")
+    assert paper.realised_epsilon() == pytest.approx(3.004, abs=1e-3)
+    assert paper.realised_attribute_epsilon() == pytest.approx(2.328, abs=1e-3)
+
+
+@pytest.mark.parametrize(("protocol", "base", "fake"), VARIANTS, ids=IDS)
+@pytest.mark.parametrize("budget", ["record", "paper"])
+def test_params_round_trip(protocol, base, fake, budget):
+    if protocol is RSFD:
+        mech = RSFD((3, 4, 2), 1.5, base, fake=fake, budget=budget)
+    else:
+        mech = _make(protocol, (3, 4, 2), 1.5, base, fake)
+    again = type(mech)(**mech.params())
+    assert again == mech and repr(again) == repr(mech)
+    assert again.realised_epsilon() == mech.realised_epsilon()
+
+
+def test_rsfd_bad_budget_is_refused_with_one_line():
+    with pytest.raises(InvalidInputError, match=r"^budget: expected 'record' .* or 'paper' .*, "
+                       r"got 'attribute'$"):  # fmt: skip
+        RSFD((3, 4), 1.0, budget="attribute")
 
 
 def _fake_law(mech):
@@ -202,12 +281,16 @@ def test_fit_covers_the_truth_on_each_attribute():
     """RS+FD[OUE-z], 3 attributes (12 categories), 20,000 records, eps = 2, seeded: the 90%
     posterior intervals cover at least 9 of the 12 true frequencies (below 9 has probability
     about 0.03 for calibrated intervals) and the 99.9% intervals all 12 (a wrong likelihood,
-    such as the amplified channel without the fake data, misses by many standard errors)."""
+    such as the amplified channel without the fake data, misses by many standard errors).
+    At the paper's nominal eps = 2 (``budget="paper"``), the channel this test was written for;
+    the default budget's channels are the same family at another nominal eps
+    (test_rsfd_papers_budget_realises_what_it_says) and its oracle is checked unbiased
+    (test_rsfd_oracle_is_unbiased_and_is_the_papers)."""
     ks, n = (4, 3, 5), 20_000
     gen = np.random.default_rng(21)
     thetas = [gen.dirichlet(np.ones(k)) for k in ks]
     records = np.column_stack([gen.choice(k, size=n, p=t) for k, t in zip(ks, thetas, strict=True)])
-    mech = RSFD(ks, 2.0, "OUE")
+    mech = RSFD(ks, 2.0, "OUE", budget="paper")
     tallies = mech.tallies(mech.perturb(records, rng=gen))
     posteriors = fit_marginals(tallies, labels=["a", "b", "c"], draws=500, chains=2,
                                random_seed=4, progressbar=False)  # fmt: skip
@@ -226,16 +309,25 @@ def test_fit_covers_the_truth_on_each_attribute():
                          [(SPL, "GRR", None), (SMP, "OUE", None), (RSFD, "GRR", None),
                           (RSFD, "OUE", "zero"), (RSFD, "SUE", "random")])  # fmt: skip
 def test_audit_of_the_record_finds_no_violation(protocol, base, fake):
-    """Records (0, 0) and (1, 2), 100,000 trials each: no evidence above the exact record
-    epsilon; for RS+FD the bound exceeds the nominal ``eps = 1`` (the whole record realises
-    the amplified eps' = 1.49)."""
+    """Records (0, 0) and (1, 2), 100,000 trials each: no evidence above the asked
+    ``epsilon = 1`` (every protocol's default spends at most it on the whole record)."""
     mech = _make(protocol, (2, 3), 1.0, base, fake)
-    record = RecordMechanism(mech)
+    record = RecordMechanism(mech, epsilon=1.0)
     result = audit(record, x0=0, x1=5, trials=100_000, rng=9)
     assert result.passed, result
     assert result.epsilon_lower_bound > 0.5 * record.epsilon
-    if protocol is RSFD:
-        assert result.epsilon_lower_bound > 1.0  # above the nominal budget
+
+
+@pytest.mark.parametrize(("base", "fake"), [("GRR", None), ("OUE", "zero")])
+def test_audit_of_the_papers_budget_finds_the_amplified_epsilon(base, fake):
+    """``budget="paper"`` at ``eps = 1``: the audit's lower bound exceeds 1 (the whole record
+    realises the amplified eps' = 1.49), and finds no violation of eps'."""
+    mech = RSFD((2, 3), 1.0, base, fake=fake, budget="paper")
+    record = RecordMechanism(mech)
+    assert record.epsilon == pytest.approx(amplified_epsilon(1.0, 2))
+    result = audit(record, x0=0, x1=5, trials=100_000, rng=9)
+    assert result.passed, result
+    assert result.epsilon_lower_bound > 1.0  # above the nominal budget
 
 
 def test_smp_reports_and_tallies():

@@ -108,7 +108,14 @@ def test_rounds_random_walk(tmp_path, capsys):
         "--quiet",
     ]
     assert main([*args, "--save-posterior", str(nc)]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    # the file is a panel (the same 200 users every round): one warning line on stderr
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("bayesldp: warning: --method rounds: 200 of 200 users report in "
+                               "more than one round (a panel)")  # fmt: skip
+    assert "assumes independent users per round" in lines[0] and "0.765" in lines[0]
+    assert "--method posterior" in lines[0]
     assert "random walk across rounds (fit_rounds)" in out and "step size sigma" in out
     assert out.count("| category | estimate | 5% | 95% |") == 3
     from bayesldp.bayes import load_fit
@@ -118,6 +125,12 @@ def test_rounds_random_walk(tmp_path, capsys):
     assert list(posterior["round"].values) == [1, 2, 3]
     assert main([*args, "--prior", "1"]) == 2
     assert "--prior: --method rounds has its own prior" in capsys.readouterr().err
+    # new users each round: no warning
+    fresh = pd.read_csv(path)
+    fresh["user"] = fresh["user"] + 10_000 * fresh["round"]
+    fresh.to_csv(path, index=False)
+    assert main(args) == 0
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize(
@@ -186,8 +199,9 @@ def _attributes_file(tmp_path, protocol, n=600, seed=0, name="attributes.csv"):
         (RSFD([3, 4, 2], 2.0), []),
         (SPL([3, 5], 2.0, base="OUE"), ["--base", "OUE"]),
         (RSFD([3, 5], 2.0, base="SUE", fake="random"), ["--base", "sue", "--fake", "random"]),
+        (RSFD([3, 4, 2], 2.0, budget="paper"), ["--budget", "paper"]),
     ],
-    ids=["SPL", "SMP", "RSFD", "SPL-OUE", "RSFD-SUE-r"],
+    ids=["SPL", "SMP", "RSFD", "SPL-OUE", "RSFD-SUE-r", "RSFD-paper"],
 )
 def test_attributes_round_trip(tmp_path, capsys, protocol, options):
     path, tallies = _attributes_file(tmp_path, protocol)
@@ -205,6 +219,31 @@ def test_attributes_round_trip(tmp_path, capsys, protocol, options):
     out = capsys.readouterr().out
     assert out.count("| category | estimate |") == protocol.d
     assert f"attribute {protocol.d - 1} (k = {protocol.ks[-1]}; " in out
+    assert f"privacy: {protocol.guarantee()}" in out
+
+
+def test_rsfd_budget_on_the_command_line(tmp_path, capsys):
+    """RSFD's default spends --epsilon on the whole record, and says so; --budget paper is the
+    paper's nominal epsilon, whose whole record realises more, and says that; --budget is
+    refused for SPL and for a file of one mechanism."""
+    protocol = RSFD([12, 7, 30], 2.0)
+    path, _ = _attributes_file(tmp_path, protocol, n=200)
+    args = ["estimate", str(path), "--mechanism", "RSFD", "--k", "12,7,30", "--epsilon", "2",
+            "--method", "oracle"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "budget='record'" in out
+    assert "privacy: RSFD[GRR] at epsilon = 2 for the whole record: it realises 2 " in out
+    assert main([*args, "--budget", "paper"]) == 0
+    out = capsys.readouterr().out
+    assert "budget='paper'" in out and "the whole record realises the amplified 3.004" in out
+    for extra, message in [
+        (["--mechanism", "SPL", "--k", "3,4", "--budget", "paper"], "--budget: only RSFD"),
+        (["--mechanism", "GRR", "--k", "3", "--budget", "record"], "--budget: only for SPL"),
+    ]:
+        assert main(["estimate", str(path), "--epsilon", "1", *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], (extra, err)
 
 
 def test_attributes_posterior_through_fit_marginals(tmp_path, capsys):
@@ -272,7 +311,7 @@ def test_attributes_bits_and_bad_options(tmp_path, capsys):
     for extra, message in [
         (["--k", "3,4", "--base", "OUE"], "report '0120' on CSV line 3 is not 4 bits"),
         (["--k", "3,4", "--fake", "zero"], "--fake: only RSFD reports fake data, not SPL"),
-        (["--k", "3,4", "--g", "2"], "--g: SPL, SMP and RSFD take --base and --fake only"),
+        (["--k", "3,4", "--g", "2"], "--g: SPL, SMP and RSFD take --base, --fake and --budget"),
         (["--k", "3,4", "--labels", "a,b,c"], "--labels: names one set of categories"),
         (["--k", "3,4", "--method", "rounds"], "rounds fits a file of rounds, not of attr"),
         (["--k", "3"], "--k: SPL needs one domain size per attribute"),

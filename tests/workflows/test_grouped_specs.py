@@ -2,6 +2,7 @@
 same seed giving the same files, and one-line errors naming the key."""
 
 import csv
+import tomllib
 
 import numpy as np
 import pytest
@@ -110,6 +111,26 @@ def test_attributes_spec_runs(tmp_path, capsys):
     assert {r["attribute"] for r in metrics} == {"0", "1"}
 
 
+def test_attributes_spec_rsfd_budget(tmp_path, capsys):
+    """A spec's RSFD spends its epsilon on the whole record unless it says budget = "paper",
+    which the report names."""
+    from bayesldp.workflows.spec.attributes import make_protocol, validate_attributes
+
+    text = ATTRIBUTES.replace('fake = "random"', 'fake = "random"\nbudget = "paper"')
+    for source, budget in ((ATTRIBUTES, "record"), (text, "paper")):
+        raw = tomllib.loads(source)
+        raw.pop("kind")
+        spec = validate_attributes(raw)
+        rsfd = make_protocol(spec["protocols"][1], [3, 4], 2.0)
+        assert rsfd.budget == budget
+        realised = rsfd.realised_epsilon()
+        assert realised <= 2.0 + 1e-12 if budget == "record" else realised > 2.5
+    path = tmp_path / "a.toml"
+    path.write_text(text.replace("repeats = 2", "repeats = 1"))
+    assert main(["run", str(path), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert "| RSFD[SUE] (budget paper) | 2 | mle |" in capsys.readouterr().out
+
+
 def test_attributes_spec_posteriors(tmp_path):
     spec = tmp_path / "a.toml"
     spec.write_text(ATTRIBUTES.replace("repeats = 2", "repeats = 1")
@@ -134,6 +155,8 @@ def test_attributes_spec_posteriors(tmp_path):
         ("a", 'kind = "zipf"\nk = 4', 'kind = "zipf"', "[[attributes]][1].k: missing"),
         ("a", '[[attributes]]\nkind = "uniform"\nk = 3\n', "", "at least 2 [[attributes]]"),
         ("a", "epsilon = 1.0", "epsilon = 0", "[[protocols]][0].epsilon: values must be > 0"),
+        ("a", 'name = "SPL"', 'name = "SPL"\nbudget = "paper"', "budget: only RSFD has a choice"),
+        ("a", 'fake = "random"', 'fake = "random"\nbudget = "x"', "'x' is not one of record"),
     ],
 )
 def test_grouped_spec_errors_one_line(tmp_path, capsys, text, old, new, message):

@@ -182,3 +182,168 @@ def test_population_labels():
             validate_study(GOOD | {"population": {"kind": "uniform", "k": 3, "labels": labels}})
     with pytest.raises(SpecError, match=r"labels: expected 5 labels"):
         validate_study(GOOD | {"population": dataset | {"labels": ["x"]}})
+
+
+def _kind(name: str) -> dict:
+    """A shipped spec of ``name``'s kind, parsed (without ``kind``)."""
+    import tomllib
+
+    raw = tomllib.loads((MODELS / name).read_text())
+    raw.pop("kind", None)
+    return raw
+
+
+def _validate(kind: str, raw: dict) -> dict:
+    from bayesldp.workflows import spec as specs
+
+    return getattr(specs, f"validate_{kind}")(raw)
+
+
+@pytest.mark.parametrize(
+    "name, kind, path, value, message",
+    [
+        (
+            "quickstart.toml",
+            "study",
+            ("mechanisms", 0, "epsilon"),
+            [1.0, 1.0],
+            r"\[\[mechanisms\]\]\[0\]\.epsilon: 1\.0 is listed twice \(items 0 and 1\); "
+            r"each value is one run: list it once$",
+        ),
+        (
+            "quickstart.toml",
+            "study",
+            ("estimators", "methods"),
+            ["mle", "mle"],
+            r"\[estimators\]\.methods: 'mle' is listed twice \(items 0 and 1\)",
+        ),
+        (
+            "quickstart.toml",
+            "study",
+            ("mechanisms", 0, "epsilon"),
+            [1, 2.0, 1.0],
+            r"\.epsilon: 1\.0 is listed twice \(items 0 and 2\)",
+        ),
+        (
+            "longitudinal.toml",
+            "rounds",
+            ("mechanisms", 0, "epsilon"),
+            [2.0, 2.0],
+            r"\[\[mechanisms\]\]\[0\]\.epsilon: 2\.0 is listed twice",
+        ),
+        (
+            "longitudinal.toml",
+            "rounds",
+            ("estimators", "methods"),
+            ["mle", "mle"],
+            r"\[estimators\]\.methods: 'mle' is listed twice",
+        ),
+        (
+            "attributes.toml",
+            "attributes",
+            ("protocols", 0, "epsilon"),
+            [1.0, 1.0],
+            r"\[\[protocols\]\]\[0\]\.epsilon: 1\.0 is listed twice",
+        ),
+        (
+            "attributes.toml",
+            "attributes",
+            ("estimators", "methods"),
+            ["mle", "mle"],
+            r"\[estimators\]\.methods: 'mle' is listed twice",
+        ),
+        (
+            "heavy_hitters.toml",
+            "heavy_hitters",
+            ("methods", 0, "epsilon"),
+            [1.0, 1.0],
+            r"\[\[methods\]\]\[0\]\.epsilon: 1\.0 is listed twice",
+        ),
+        ("adobest_grid.toml", "grid", ("grid", "k"), [10, 10], r"\[grid\]\.k: 10 is listed twice"),
+        (
+            "adobest_grid.toml",
+            "grid",
+            ("grid", "epsilon"),
+            [0.5, 0.5],
+            r"\[grid\]\.epsilon: 0\.5 is listed twice",
+        ),
+        (
+            "adobest_grid.toml",
+            "grid",
+            ("grid", "rho"),
+            [1.0, 1.0],
+            r"\[grid\]\.rho: 1\.0 is listed twice",
+        ),
+        (
+            "accuracy.toml",
+            "accuracy",
+            ("mle", "epsilon"),
+            [1.0, 1.0],
+            r"\[mle\]\.epsilon: 1\.0 is listed twice",
+        ),
+        (
+            "accuracy.toml",
+            "accuracy",
+            ("mle", "estimators"),
+            ["mle", "mle"],
+            r"\[mle\]\.estimators: 'mle' is listed twice",
+        ),
+        (
+            "accuracy.toml",
+            "accuracy",
+            ("em_mr", "mechanisms"),
+            ["GRR", "krr"],
+            r"\[em_mr\]\.mechanisms: 'krr' is listed twice",
+        ),
+        (
+            "accuracy.toml",
+            "accuracy",
+            ("sampling", "pi"),
+            [0.5, 0.5],
+            r"\[sampling\]\.pi: 0\.5 is listed twice",
+        ),
+    ],
+)
+def test_a_value_listed_twice_is_refused(name, kind, path, value, message):
+    """A grid's list that repeats a value would report the same run twice: one line naming
+    the field and the value."""
+    raw = _kind(name)
+    table = raw
+    for key in path[:-1]:
+        table = table[key]
+    table[path[-1]] = value
+    with pytest.raises(SpecError, match=message) as caught:
+        _validate(kind, raw)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "name, kind, array, message",
+    [
+        (
+            "quickstart.toml",
+            "study",
+            "mechanisms",
+            r"\[\[mechanisms\]\]\[\d+\]: repeats \[\[mechanisms\]\]\[0\] \(\w+ at epsilon "
+            r"[\d.]+\); each entry and epsilon is one run: list it once$",
+        ),
+        ("longitudinal.toml", "rounds", "mechanisms", r"repeats \[\[mechanisms\]\]\[0\]"),
+        (
+            "attributes.toml",
+            "attributes",
+            "protocols",
+            r"repeats \[\[protocols\]\]\[0\] \(SPL at epsilon 1\)",
+        ),
+        ("heavy_hitters.toml", "heavy_hitters", "methods", r"repeats \[\[methods\]\]\[0\]"),
+    ],
+)
+def test_an_entry_listed_twice_is_refused(name, kind, array, message):
+    raw = _kind(name)
+    raw[array] = [*raw[array], dict(raw[array][0])]
+    with pytest.raises(SpecError, match=message):
+        _validate(kind, raw)
+    # the same name at other epsilons, or with other parameters, is another run
+    other = dict(raw[array][0])
+    other["epsilon"] = 0.123
+    raw[array][-1] = other
+    _validate(kind, raw)

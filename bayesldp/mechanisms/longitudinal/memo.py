@@ -12,7 +12,10 @@ permanent response (an int for L-GRR, a bool bit vector for the unary ones).
 lock for its whole life (a second writer is refused, naming the process that holds it), loads the
 file (refusing a corrupt one or one written for another mechanism, ``k`` or epsilon) and rewrites
 it atomically (temporary file, fsync, rename; :mod:`bayesldp._durable`) *before* a round's
-reports are returned, so a report never goes out on a permanent response the file lacks.
+reports are returned, so a report never goes out on a permanent response the file lacks.  The
+path is resolved first (symbolic links followed): a link and its target share one lock and one
+file, and the link stays a link; a link whose target is missing is refused rather than started
+empty (users would redraw their permanent responses).
 """
 
 from __future__ import annotations
@@ -243,14 +246,40 @@ class Memo(Mapping):
         self.codes, self.responses = keys, responses
 
 
+def resolved_memo_path(path: str | os.PathLike[str]) -> Path:
+    """The memo file ``path`` names, symbolic links followed (absolute); a one-line
+    :class:`MemoError` for a link whose target is missing, a missing directory or a directory.
+    """
+    given = Path(path)
+    for link in (given, *given.parents):
+        if link.is_symlink() and not link.exists():  # dangling, through any chain of links
+            raise MemoError(
+                f"memo: {str(link)!r} is a symbolic link to {os.readlink(link)!r}, which does "
+                f"not exist (an unmounted volume?); a new memo there would let every user "
+                "redraw their permanent responses: restore the target, or remove the link to "
+                "start a new memo"
+            )
+    resolved = given.resolve()
+    if not resolved.parent.is_dir():
+        raise MemoError(f"memo: the directory of {str(given)!r} does not exist")
+    if resolved.is_dir():
+        raise MemoError(f"memo: {str(given)!r} is a directory; give a file name")
+    return resolved
+
+
 class MemoStore(Memo):
     """A :class:`Memo` kept in a file, one writer at a time.
 
-    Opening takes the writer lock (the file ``PATH.lock``; a second writer, in this process or
-    another, is refused with "memo: PATH is in use by process N" after ``wait`` seconds) and
-    loads ``path`` if it exists (else creates it, empty).  Every round that draws new permanent
-    responses rewrites the file atomically before its reports are returned.  Close it (or use
-    it as a context manager) to release the lock.
+    ``path`` is resolved first (symbolic links followed, :func:`resolved_memo_path`): the lock
+    and the writes are the target's, so a link and its target are one memo and the link is
+    kept; a link to a missing target (an unmounted volume, say) is a :class:`MemoError`, as a
+    new, empty memo there would let every user redraw their permanent responses.
+
+    Opening takes the writer lock (the file ``PATH.lock`` next to the target; a second writer,
+    in this process or another, is refused with "memo: PATH is in use by process N" after
+    ``wait`` seconds) and loads ``path`` if it exists (else creates it, empty).  Every round
+    that draws new permanent responses rewrites the file atomically before its reports are
+    returned.  Close it (or use it as a context manager) to release the lock.
 
     Parameters
     ----------
@@ -266,13 +295,15 @@ class MemoStore(Memo):
 
     def __init__(self, path: str | os.PathLike[str], mechanism: Longitudinal, *, wait: float = 0.0):
         super().__init__(mechanism)
-        self.path = Path(path)
-        if not self.path.parent.is_dir():
-            raise MemoError(f"memo: the directory of {str(self.path)!r} does not exist")
-        if self.path.is_dir():
-            raise MemoError(f"memo: {str(self.path)!r} is a directory; give a file name")
-        self._stack = contextlib.ExitStack()
+        self._stack = None
+        self.path = resolved_memo_path(path)
         lock = self.path.with_name(self.path.name + ".lock")
+        if lock.is_dir():
+            raise MemoError(
+                f"memo: the lock file {str(lock)!r} is a directory; remove it (the memo's writer "
+                "lock is a file created and removed by each writer)"
+            )
+        self._stack = contextlib.ExitStack()
         self._stack.enter_context(file_lock(lock, self.path, wait, "memo: "))
         try:
             if self.path.exists():
@@ -311,14 +342,14 @@ class MemoStore(Memo):
         self.codes, self.responses = keys, responses
 
     def _commit(self, keys: np.ndarray, responses: np.ndarray) -> None:
-        if self._stack is None:
+        if getattr(self, "_stack", None) is None:
             raise MemoError(f"memo: {str(self.path)!r} is closed; open it again to write")
         write_state(FORMAT, self.path, self._config(), {"keys": keys, "responses": responses})
         super()._commit(keys, responses)
 
     def close(self) -> None:
         """Release the writer lock (the file stays; it was written after every round)."""
-        if self._stack is not None:
+        if getattr(self, "_stack", None) is not None:
             self._stack.close()
             self._stack = None
 

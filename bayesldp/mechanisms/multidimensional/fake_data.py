@@ -3,7 +3,9 @@
 Arcolezi, Couchot, Al Bouna, Xiao, "Random Sampling Plus Fake Data: Multidimensional Frequency
 Estimates With Local Differential Privacy", CIKM 2021.  Each user samples one of ``d`` attributes
 uniformly, reports it with a frequency oracle at the amplified budget
-``eps' = ln(d (e^eps - 1) + 1)`` and reports fake data for every other attribute.  Seen one
+``eps' = ln(d (e^eps - 1) + 1)`` of the paper's nominal ``eps`` and reports fake data for every
+other attribute (the classes here take the nominal ``eps``; :class:`~bayesldp.mechanisms.
+multidimensional.protocols.RSFD` picks it so that the whole record realises its budget).  Seen one
 attribute at a time, a report is the real one with probability ``1/d`` and fake with
 probability ``1 - 1/d``, independently of the value, so its law given the value ``x`` is the
 mixture channel
@@ -67,8 +69,10 @@ def amplified_epsilon(epsilon: float, d: int) -> float:
 def record_budget_epsilon(epsilon: float, d: int) -> float:
     """The nominal RS+FD epsilon whose amplified budget is ``epsilon``: ``ln(1 + (e^eps-1)/d)``.
 
-    RS+FD built with this value reports the sampled attribute at ``epsilon``, so the whole
-    record's report is ``epsilon``-LDP (see :meth:`RSFD.realised_epsilon`).
+    RS+FD at this nominal value reports the sampled attribute at ``epsilon``, so the whole
+    record's report is ``epsilon``-LDP, exactly (see :meth:`RSFD.realised_epsilon`): what
+    ``RSFD(ks, epsilon)`` (``budget="record"``, the default) builds its channels with, the
+    same protocol as ``RSFD(ks, record_budget_epsilon(epsilon, d), budget="paper")``.
     """
     return math.log1p(math.expm1(epsilon) / d)
 

@@ -8,18 +8,22 @@ Couchot, Al Bouna, Xiao, CIKM 2021, section 2):
 * :class:`SMP` samples: each user reports one uniformly chosen attribute at ``epsilon``, with its
   index;
 * :class:`RSFD` samples and hides the choice: the sampled attribute is reported at
-  ``ln(d (e^eps - 1) + 1)`` and every other attribute with fake data
-  (:mod:`~bayesldp.mechanisms.multidimensional.fake_data`).
+  ``epsilon`` and every other attribute with fake data
+  (:mod:`~bayesldp.mechanisms.multidimensional.fake_data`), so that the whole record realises
+  ``epsilon``; ``budget="paper"`` is the paper's calibration instead (the sampled attribute at
+  the amplified ``ln(d (e^eps - 1) + 1)``, which the whole record then realises).
 
 Each attribute's reports form an ordinary tally with an exact channel (:meth:`tallies`): SPL's
 is the base mechanism at ``epsilon / d``, SMP's the base mechanism at ``epsilon`` over the users
 who sampled the attribute (the index is independent of the values), RS+FD's the mixture channel.
 Every estimator and posterior reads them (:func:`fit_marginals` fits them all).
 
-Privacy is computed for the whole record, exactly (:meth:`Multidimensional.realised_epsilon`),
+Asked for ``epsilon``, every protocol spends at most ``epsilon`` on the whole record.  Privacy
+is computed for the whole record, exactly (:meth:`Multidimensional.realised_epsilon`),
 and for two records that differ in one attribute only
-(:meth:`Multidimensional.realised_attribute_epsilon`); the brute force over the record-level
-channel (:mod:`~bayesldp.mechanisms.multidimensional.record`) checks both on small domains.
+(:meth:`Multidimensional.realised_attribute_epsilon`), and stated in words by
+:meth:`Multidimensional.guarantee`; the brute force over the record-level channel
+(:mod:`~bayesldp.mechanisms.multidimensional.record`) checks both on small domains.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from bayesldp.mechanisms.multidimensional.fake_data import (
     UNARY,
     amplified_epsilon,
     fake_data_mechanism,
+    record_budget_epsilon,
 )
 from bayesldp.tally import Tally
 
@@ -167,6 +172,13 @@ class Multidimensional(ABC):
     def realised_attribute_epsilon(self) -> float:
         """Exact epsilon between two records that differ in one attribute only."""
 
+    def guarantee(self) -> str:
+        """One sentence: the epsilon asked for and what the whole record and one attribute
+        realise (exactly, :meth:`realised_epsilon` and :meth:`realised_attribute_epsilon`)."""
+        return (f"{self.name}[{self.base}] at epsilon = {self.epsilon:g}: the whole record "
+                f"realises {self.realised_epsilon():.4g}, records that differ in one attribute "
+                f"{self.realised_attribute_epsilon():.4g}")  # fmt: skip
+
 
 class SPL(Multidimensional):
     """Split the budget: every attribute reported with the base mechanism at ``epsilon / d``.
@@ -235,8 +247,9 @@ class SMP(Multidimensional):
 
 
 class RSFD(Multidimensional):
-    """Random sampling plus fake data (Arcolezi et al., CIKM 2021): one attribute sampled and
-    reported at ``eps' = ln(d (e^eps - 1) + 1)``, fake data for the others.
+    """Random sampling plus fake data (Arcolezi, Couchot, Al Bouna, Xiao, "Random Sampling Plus
+    Fake Data: Multidimensional Frequency Estimates With Local Differential Privacy", CIKM
+    2021): one attribute sampled and reported with the base mechanism, fake data for the others.
 
     Reports: ``parts[j]`` attribute ``j``'s reports of every user (real or fake: the server
     does not learn which).  ``base`` "GRR" gives RS+FD[GRR] (uniform fake values); "OUE" /
@@ -246,42 +259,92 @@ class RSFD(Multidimensional):
     a record's report has probability
     ``Pr[y | x] = prod_i F_i(y_i) (1/d) sum_j rho_j(x_j, y_j)``.  Between any two records the
     ratio is ``sum_j rho_j(x_j, y_j) / sum_j rho_j(x'_j, y_j)``, largest with every attribute
-    at its extreme: ``e^eps'`` for every base here (each ``max rho / min rho = e^eps'``), so
-    :meth:`realised_epsilon` is the **amplified** ``eps'``, not ``epsilon``.  The paper's
-    ``epsilon`` holds between records that differ in one attribute (the amplification by
-    sampling, :meth:`realised_attribute_epsilon`), and exactly only for the "zero" fake data
-    (any domain sizes) and for uniform fake values of equal domain sizes; unequal domain sizes
-    (GRR, "random") or "random" fake data of 3 or more values realise more, because a fake
-    report can then be less likely than any real one.  For a whole-record guarantee
-    ``epsilon``, build RS+FD with
-    ``record_budget_epsilon(epsilon, d)``.
+    at its extreme: ``e^a`` for every base here (each ``max rho / min rho = e^a``, ``a`` the
+    sampled report's budget), so :meth:`realised_epsilon` is ``a``.  Hence the two budgets:
+
+    * ``budget="record"`` (default): the sampled attribute is reported at ``a = epsilon``, so
+      the whole record realises ``epsilon`` (exactly, up to rounding); in the paper's terms the
+      nominal budget is ``record_budget_epsilon(epsilon, d) = ln(1 + (e^eps - 1)/d)``
+      (:attr:`nominal_epsilon`).
+    * ``budget="paper"``: the paper's calibration, ``epsilon`` the nominal budget and the
+      sampled attribute reported at the amplified ``a = ln(d (e^eps - 1) + 1)``.  The whole
+      record then realises ``a``, **more than** ``epsilon`` (3.00 for ``ks = (12, 7, 30)``,
+      ``epsilon = 2``).  The paper's ``epsilon`` holds between records that differ in one
+      attribute (the amplification by sampling, :meth:`realised_attribute_epsilon`), and
+      exactly only for the "zero" fake data (any domain sizes) and for uniform fake values of
+      equal domain sizes; unequal domain sizes (GRR, "random") or "random" fake data of 3 or
+      more values realise more (2.33 for the example above), because a fake report can then
+      be less likely than any real one.
+
+    :meth:`guarantee` says in one sentence what an instance realises; the tallies' channels
+    follow the budget, so estimates are right under either (reports perturbed under one budget
+    must be tallied by a protocol of the same budget).
 
     Parameters
     ----------
-    ks, epsilon, base
-        As :class:`Multidimensional`; ``epsilon`` is the paper's nominal budget.
+    ks, base
+        As :class:`Multidimensional`.
+    epsilon : float
+        The whole record's budget (``budget="record"``), or the paper's nominal budget
+        (``budget="paper"``).
     fake : {"zero", "random"}, optional
         Unary encodings' fake data (default "zero", the paper's recommended OUE-z).
+    budget : {"record", "paper"}, optional
+        What ``epsilon`` bounds: the whole record (default), or the paper's nominal budget
+        (the whole record realises ``ln(d (e^eps - 1) + 1)``).
     """
 
     name = "RSFD"
+    #: the meanings of ``epsilon`` (``budget``): the whole record's, or the paper's nominal one
+    BUDGETS = ("record", "paper")
 
-    def __init__(self, ks: Any, epsilon: float, base: str = "GRR", fake: str | None = None):
-        self.fake = fake
+    def __init__(self, ks: Any, epsilon: float, base: str = "GRR", fake: str | None = None,
+                 *, budget: str = "record") -> None:  # fmt: skip
+        budget = budget.lower() if isinstance(budget, str) else budget
+        if budget not in self.BUDGETS:
+            raise InvalidInputError(
+                f"budget: expected 'record' (epsilon bounds the whole record) or 'paper' (the "
+                f"paper's nominal epsilon, amplified for the whole record), got {budget!r}"
+            )
+        self.fake, self.budget = fake, budget
         super().__init__(ks, epsilon, base)
         if self.base != "GRR":
             self.fake = self.marginals[0].fake
 
     def params(self) -> dict[str, Any]:
-        return {**super().params(), "fake": self.fake}
+        return {**super().params(), "fake": self.fake, "budget": self.budget}
+
+    @property
+    def nominal_epsilon(self) -> float:
+        """The paper's nominal budget the attributes' channels are built with: ``epsilon``
+        under ``budget="paper"``, ``ln(1 + (e^eps - 1)/d)`` under ``budget="record"``."""
+        if self.budget == "paper":
+            return self.epsilon
+        return record_budget_epsilon(self.epsilon, len(self.ks))
 
     @property
     def amplified_epsilon(self) -> float:
-        """``eps' = ln(d (e^eps - 1) + 1)``: the sampled attribute's budget."""
-        return amplified_epsilon(self.epsilon, self.d)
+        """``ln(d (e^e - 1) + 1)`` of the nominal ``e``: the sampled attribute's budget (the
+        whole record's realised epsilon; ``epsilon`` itself under ``budget="record"``)."""
+        return amplified_epsilon(self.nominal_epsilon, self.d)
 
     def _marginal(self, k: int) -> Mechanism:
-        return fake_data_mechanism(k, self.epsilon, len(self.ks), self.base, self.fake)
+        return fake_data_mechanism(k, self.nominal_epsilon, len(self.ks), self.base, self.fake)
+
+    def guarantee(self) -> str:
+        """As :meth:`Multidimensional.guarantee`, naming the budget and, under
+        ``budget="paper"``, that the whole record realises more than ``epsilon``."""
+        label = f"{self.base}" + ("" if self.fake is None else f"-{self.fake}")
+        record, attribute = self.realised_epsilon(), self.realised_attribute_epsilon()
+        if self.budget == "record":
+            return (f"RSFD[{label}] at epsilon = {self.epsilon:g} for the whole record: it "
+                    f"realises {record:.4g} (the paper's nominal epsilon "
+                    f"{self.nominal_epsilon:.4g}), records that differ in one attribute "
+                    f"{attribute:.4g}")  # fmt: skip
+        return (f"RSFD[{label}] at the paper's nominal epsilon = {self.epsilon:g} "
+                f"(budget='paper'): the whole record realises the amplified {record:.4g}, more "
+                f"than {self.epsilon:g}; records that differ in one attribute {attribute:.4g}; "
+                f"budget='record' spends at most {self.epsilon:g} on the whole record")  # fmt: skip
 
     def perturb(self, records: Any, rng: RNGLike = None) -> RecordReports:
         records = self.check_records(records)

@@ -42,36 +42,43 @@ STUDY = {
 }
 MLE = {
     "repeats": Field(int, default=30, doc="Jeffreys draws of theta (one data set each)"),
-    "epsilon": Field(list, required=True, items=(int, float)),
+    "epsilon": Field(list, required=True, items=(int, float), unique=True),
     "prior_alpha": Field((int, float), default=0.5, doc="theta ~ Dirichlet(prior_alpha)"),
     "estimators": Field(
-        list, default=["oracle", "norm_sub", "mle"], items=str, choices=tuple(METHODS)
+        list, default=["oracle", "norm_sub", "mle"], items=str, choices=tuple(METHODS), unique=True
     ),
-    "grr_k": Field(list, default=[], items=int),
-    "grr_n": Field(list, default=[], items=int),
+    "grr_k": Field(list, default=[], items=int, unique=True),
+    "grr_n": Field(list, default=[], items=int, unique=True),
     "ue_mechanisms": Field(
-        list, default=["OUE"], items=str, choices=("SUE", "OUE"), convert=canonical_name
+        list,
+        default=["OUE"],
+        items=str,
+        choices=("SUE", "OUE"),
+        convert=canonical_name,
+        unique=True,
     ),
-    "ue_k": Field(list, default=[10], items=int),
-    "ue_n": Field(list, default=[], items=int),
+    "ue_k": Field(list, default=[10], items=int, unique=True),
+    "ue_n": Field(list, default=[], items=int, unique=True),
     "full": Field(dict, default={}),
 }
 EM_MR = {
     "repeats": Field(int, default=20),
     "mechanisms": Field(
-        list, default=["GRR", "OLH"], items=str, choices=("GRR", "OLH"), convert=canonical_name
+        list,
+        default=["GRR", "OLH"],
+        items=str,
+        choices=("GRR", "OLH"),
+        convert=canonical_name,
+        unique=True,
     ),
     "k": Field(int, required=True),
-    "n": Field(list, required=True, items=int),
-    "epsilon": Field(list, required=True, items=(int, float)),
-    "populations": Field(list, default=["zipf"], items=str, choices=EM_MR_POPULATIONS),
+    "n": Field(list, required=True, items=int, unique=True),
+    "epsilon": Field(list, required=True, items=(int, float), unique=True),
+    "populations": Field(list, default=["zipf"], items=str, choices=EM_MR_POPULATIONS, unique=True),
     "zipf_s": Field((int, float), default=1.1),
     "dirichlet_alpha": Field((int, float), default=0.5),
     "estimators": Field(
-        list,
-        default=["norm_sub", "em", "ibu", "em_mr"],
-        items=str,
-        choices=METHODS,
+        list, default=["norm_sub", "em", "ibu", "em_mr"], items=str, choices=METHODS, unique=True
     ),
     "cr_hashes": Field(int, default=2000),
     "full": Field(dict, default={}),
@@ -80,12 +87,12 @@ SAMPLING = {
     "repeats": Field(int, default=100),
     "n": Field(int, required=True),
     "k": Field(int, required=True),
-    "epsilon": Field(list, required=True, items=(int, float)),
-    "pi": Field(list, required=True, items=(int, float)),
+    "epsilon": Field(list, required=True, items=(int, float), unique=True),
+    "pi": Field(list, required=True, items=(int, float), unique=True),
     "estimators": Field(
-        list, default=list(SAMPLING_ESTIMATORS), items=str, choices=SAMPLING_ESTIMATORS
+        list, default=list(SAMPLING_ESTIMATORS), items=str, choices=SAMPLING_ESTIMATORS, unique=True
     ),
-    "populations": Field(list, required=True, items=dict),
+    "populations": Field(list, required=True, items=dict, unique=True),
     "full": Field(dict, default={}),
 }
 POPULATION = {
@@ -102,7 +109,7 @@ NOT_IN_FULL = ("full", "populations")
 def _full_schema(schema: Schema) -> dict[str, Field]:
     """The ``.full`` overlay: the section's keys (all optional, no defaults)."""
     return {
-        key: Field(f.types, items=f.items, choices=f.choices, convert=f.convert)
+        key: Field(f.types, items=f.items, choices=f.choices, convert=f.convert, unique=f.unique)
         for key, f in schema.items()
         if key not in NOT_IN_FULL
     }

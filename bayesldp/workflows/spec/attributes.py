@@ -4,7 +4,9 @@ and RS+FD.
 Tables: ``[study]`` (name, seed, ``n`` users, ``repeats``), ``[[attributes]]`` (one population
 table per attribute, as a study's ``[population]``: the attributes are drawn independently),
 ``[[protocols]]`` (``name`` SPL, SMP or RSFD, ``epsilon`` (one or a list), ``base`` GRR, SUE
-or OUE, RSFD's ``fake``), ``[estimators]`` (methods run on each attribute's tally) and
+or OUE, RSFD's ``fake`` and ``budget``: ``record``, the default, ``epsilon`` bounds the whole
+record; ``paper``, the paper's nominal epsilon, amplified for the whole record),
+``[estimators]`` (methods run on each attribute's tally) and
 ``[bayes]`` (each attribute's posterior, :func:`~bayesldp.mechanisms.multidimensional.
 fit_marginals`: ``method``, ``draws``, ``chains``).  ``bayesldp run`` runs it with
 :func:`bayesldp.workflows.grouped_study.run_attributes`.
@@ -19,7 +21,14 @@ from bayesldp._validation import check_int
 from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.rounds import check_population
-from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
+from bayesldp.workflows.spec.schema import (
+    Field,
+    SpecError,
+    check_distinct_entries,
+    check_table,
+    check_tables,
+    check_value,
+)
 from bayesldp.workflows.spec.study import ESTIMATORS, POPULATION
 
 STUDY = {
@@ -31,9 +40,15 @@ STUDY = {
 }
 PROTOCOL = {
     "name": Field(str, required=True, choices=("SPL", "SMP", "RSFD")),
-    "epsilon": Field((int, float, list), required=True, items=(int, float)),
+    "epsilon": Field((int, float, list), required=True, items=(int, float), unique=True),
     "base": Field(str, default="GRR", choices=("GRR", "SUE", "OUE")),
     "fake": Field(str, choices=("zero", "random"), doc="RSFD with SUE or OUE (default zero)"),
+    "budget": Field(
+        str,
+        choices=("record", "paper"),
+        doc="RSFD: epsilon bounds the whole record (record, the default) or is the paper's "
+        "nominal budget (paper: the whole record realises more)",
+    ),
 }
 BAYES = {
     "method": Field(str, default="auto", choices=FIT_METHODS),
@@ -77,6 +92,7 @@ def validate_attributes(raw: Mapping[str, Any], source: str = "spec") -> dict[st
         except (InvalidInputError, InvalidTypeError) as exc:
             raise SpecError(f"{where}: {exc}") from None
         spec["protocols"].append(protocol)
+    check_distinct_entries(spec["protocols"], f"{source}: [[protocols]]")
     spec["bayes_requested"] = "bayes" in raw
     return spec
 
@@ -90,4 +106,10 @@ def make_protocol(protocol: dict[str, Any], ks: list[int], epsilon: float):
         if protocol["name"] != "RSFD":
             raise InvalidInputError(f"fake: only RSFD reports fake data, not {protocol['name']}")
         options["fake"] = protocol["fake"]
+    if protocol.get("budget") is not None:
+        if protocol["name"] != "RSFD":
+            raise InvalidInputError(f"budget: only RSFD has a choice of budget, not "
+                                    f"{protocol['name']} (it spends at most epsilon on the "
+                                    "whole record)")  # fmt: skip
+        options["budget"] = protocol["budget"]
     return PROTOCOLS[protocol["name"]](ks, epsilon, **options)

@@ -39,12 +39,18 @@ GRID = {
     "n": Field(int, doc="users per survey, the same for every K (or n_per_category)"),
     "n_per_category": Field(int, doc="users per survey = n_per_category * K (or n)"),
     "repeats": Field(int, default=3, doc="independent populations per setting"),
-    "k": Field(list, required=True, items=int, doc="domain sizes"),
-    "epsilon": Field(list, required=True, items=(int, float), doc="privacy levels"),
-    "rho": Field(list, required=True, items=(int, float), doc="Dirichlet concentrations"),
-    "eps1_fraction": Field(list, default=[0.8, 0.9], items=(int, float)),
-    "utilities": Field(list, default=list(UTILITIES), items=str, choices=tuple(UTILITIES)),
-    "semi_adaptive_alpha": Field(list, default=[0.95, 0.9, 0.8, 0.6, 0.2], items=(int, float)),
+    "k": Field(list, required=True, items=int, doc="domain sizes", unique=True),
+    "epsilon": Field(list, required=True, items=(int, float), doc="privacy levels", unique=True),
+    "rho": Field(
+        list, required=True, items=(int, float), doc="Dirichlet concentrations", unique=True
+    ),
+    "eps1_fraction": Field(list, default=[0.8, 0.9], items=(int, float), unique=True),
+    "utilities": Field(
+        list, default=list(UTILITIES), items=str, choices=tuple(UTILITIES), unique=True
+    ),
+    "semi_adaptive_alpha": Field(
+        list, default=[0.95, 0.9, 0.8, 0.6, 0.2], items=(int, float), unique=True
+    ),
     "non_adaptive": Field(bool, default=True),
 }
 SURVEY = {

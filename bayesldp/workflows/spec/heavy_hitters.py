@@ -20,7 +20,14 @@ from bayesldp._validation import check_int
 from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.rounds import check_population
-from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
+from bayesldp.workflows.spec.schema import (
+    Field,
+    SpecError,
+    check_distinct_entries,
+    check_table,
+    check_tables,
+    check_value,
+)
 from bayesldp.workflows.spec.study import POPULATION
 
 #: the discovery protocols a ``[[methods]]`` entry may name
@@ -37,7 +44,7 @@ STUDY = {
 }
 METHOD = {
     "name": Field(str, required=True, choices=METHODS),
-    "epsilon": Field((int, float, list), required=True, items=(int, float)),
+    "epsilon": Field((int, float, list), required=True, items=(int, float), unique=True),
     "options": Field(dict, doc="keyword arguments of the protocol (e.g. eta, holdout, m)"),
 }
 BAYES = {
@@ -89,6 +96,7 @@ def validate_heavy_hitters(raw: Mapping[str, Any], source: str = "spec") -> dict
         except TypeError as exc:  # an option the protocol does not take
             raise SpecError(f"{where}.options: {exc}") from None
         spec["methods"].append(method)
+    check_distinct_entries(spec["methods"], f"{source}: [[methods]]")
     return spec
 
 

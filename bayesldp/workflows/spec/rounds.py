@@ -20,6 +20,7 @@ from bayesldp._validation import check_int
 from bayesldp.workflows.spec.schema import (
     Field,
     SpecError,
+    check_distinct_entries,
     check_table,
     check_tables,
     check_value,
@@ -108,5 +109,6 @@ def validate_rounds(raw: Mapping[str, Any], source: str = "spec") -> dict[str, A
             raise SpecError(f"{where}.epsilon: values must be > 0")
         _check_mechanism(mech, spec["population"]["k"], eps[0], where)
         spec["mechanisms"].append(mech)
+    check_distinct_entries(spec["mechanisms"], f"{source}: [[mechanisms]]")
     spec["bayes_requested"] = "bayes" in raw
     return spec

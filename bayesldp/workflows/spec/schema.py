@@ -26,7 +26,8 @@ class Field:
     """One key of a table: its type(s), whether it is required, its default and allowed values.
 
     For a list, ``items`` is the type of its elements and ``choices`` the values each element
-    may take.
+    may take; ``unique`` refuses a value listed twice (a list whose values are each one run of a
+    grid: a repeated one would be reported as two runs).
     """
 
     types: type | tuple[type, ...]
@@ -39,6 +40,7 @@ class Field:
     #: :func:`bayesldp.mechanisms.canonical_name`, so "grr" and "HR" read as "GRR" and
     #: "HadamardResponse"; its package errors become a SpecError at the key
     convert: Callable[[Any], Any] | None = None
+    unique: bool = False
 
 
 Schema = Mapping[str, Field]
@@ -94,6 +96,11 @@ def _check_field(value: Any, field: Field, where: str) -> Any:
         out.append(_converted(item, field, f"{where}[{i}]"))
         if field.choices is not None:
             _check_choice(out[-1], field.choices, f"{where}[{i}]")
+        if field.unique and out[-1] in out[:-1]:
+            raise SpecError(
+                f"{where}: {item!r} is listed twice (items {out.index(out[-1])} and {i}); each "
+                "value is one run: list it once"
+            )
     return out
 
 
@@ -139,6 +146,29 @@ def check_tables(
         name: check_table(raw.get(name, {}), schema, f"{source}: [{name}]")
         for name, schema in schemas.items()
     }
+
+
+def check_distinct_entries(entries: list[dict[str, Any]], where: str) -> None:
+    """Refuse two entries of an array of tables (``[[mechanisms]]``, ...) that run the same
+    thing at the same epsilon: the same keys but ``epsilon``, and an epsilon in common.
+
+    ``where`` names the array (``"models/x.toml: [[mechanisms]]"``).
+    """
+    import json
+
+    seen: dict[tuple[str, float], int] = {}
+    for j, entry in enumerate(entries):
+        rest = json.dumps({k: v for k, v in entry.items() if k != "epsilon"}, sort_keys=True,
+                          default=str)  # fmt: skip
+        eps = entry["epsilon"] if isinstance(entry["epsilon"], list) else [entry["epsilon"]]
+        for e in eps:
+            i = seen.setdefault((rest, float(e)), j)
+            if i != j:
+                name = entry.get("name", "")
+                raise SpecError(
+                    f"{where}[{j}]: repeats {where.rsplit(': ', 1)[-1]}[{i}] ({name} at "
+                    f"epsilon {e:g}); each entry and epsilon is one run: list it once"
+                )
 
 
 def check_value(

@@ -17,7 +17,14 @@ from typing import Any
 from bayesldp._validation import check_int, check_labels, check_open_unit
 from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
+from bayesldp.workflows.spec.schema import (
+    Field,
+    SpecError,
+    check_distinct_entries,
+    check_table,
+    check_tables,
+    check_value,
+)
 
 POPULATION_KINDS = ("dirichlet", "zipf", "binomial", "uniform", "frequencies", "dataset")
 
@@ -49,7 +56,7 @@ def _mechanism_schema() -> dict[str, Field]:
 
     schema = {
         "name": Field(str, required=True, convert=canonical_name),
-        "epsilon": Field((int, float, list), required=True, items=(int, float)),
+        "epsilon": Field((int, float, list), required=True, items=(int, float), unique=True),
     }
     for param in all_parameters().values():
         types = (int, float) if param.kind is float else param.kind
@@ -61,7 +68,7 @@ def _mechanism_schema() -> dict[str, Field]:
 
 
 ESTIMATORS = {
-    "methods": Field(list, default=["oracle"], items=str),
+    "methods": Field(list, default=["oracle"], items=str, unique=True),
 }
 BAYES = {
     "method": Field(str, default="auto", choices=FIT_METHODS),
@@ -132,6 +139,7 @@ def validate_study(raw: Mapping[str, Any], source: str = "spec") -> dict[str, An
         check_table(entry, schema, f"{source}: [[mechanisms]][{i}]")
         for i, entry in enumerate(entries)
     ]
+    check_distinct_entries(spec["mechanisms"], f"{source}: [[mechanisms]]")
     _check_values(spec, source)
     spec["bayes_requested"] = "bayes" in raw
     return spec
