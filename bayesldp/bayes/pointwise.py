@@ -20,10 +20,13 @@ sum, which is all that sampling evaluates, is rewritten to the per-row form
 
 with a gradient ``c_u / (L_u . theta)`` per row: ``O(U K)`` per log-density and gradient, as
 before, never ``O(N)``.  Two pieces do this: a PyTensor graph rewrite (registered in the
-"canonicalize" database, so every compilation mode that PyMC's samplers use applies it:
-C, Numba for nutpie, JAX for numpyro) that turns ``sum(repeat(x, c))`` into ``sum(c * x)``, and
-the gradient of :class:`PerReport`, which for a broadcast scalar output gradient (what the
-gradient of a sum is) is ``g * c`` directly.
+"canonicalize" database, which the default C mode, FAST_COMPILE and Numba (nutpie) apply,
+checked, as does the JAX mode of numpyro, not checked here) that turns ``sum(repeat(x, c))``
+into ``sum(c * x)``, and the gradient of :class:`PerReport`, which for a broadcast scalar output
+gradient (what the gradient of a sum is) is ``g * c`` directly.  The element-wise values
+themselves run in Python (``numpy.repeat``; Numba runs them in object mode, with PyTensor's
+warning; there is no JAX implementation, so numpyro's own log-likelihood step cannot compute
+them: call :func:`pymc.compute_log_likelihood` on its output).
 
 The per-report values of ``S`` draws take ``S * N * 8`` bytes (3.2 GB for ``N = 1e5`` at
 PyMC's default 4 chains x 1000 draws, and ``arviz.loo`` / ``arviz.compare`` need several times
