@@ -28,8 +28,27 @@ class NotSupportedError(BayesLDPError, NotImplementedError):
     """The operation is well defined in general but not available for this mechanism."""
 
 
+class PointwiseSizeError(InvalidInputError):
+    """A per-report pointwise log-likelihood was refused as too large for memory; the message
+    names the exact route that needs none (:func:`bayesldp.loo`).
+
+    ``str()`` is the first line of the message only: an error raised inside a compiled PyTensor
+    function gets a dump of the graph node appended by PyTensor, kept in ``args`` for
+    debugging but not shown.
+    """
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return text.split("\n", 1)[0]
+
+
 class ConvergenceWarning(UserWarning):
     """A posterior's diagnostics are poor (r_hat, effective sample size, divergences)."""
+
+
+class LargeOutputWarning(UserWarning):
+    """A requested output is large (hundreds of MB or more) while a cheaper route gives the same
+    result, e.g. a per-report ``log_likelihood`` group where :func:`bayesldp.loo` needs none."""
 
 
 class ClippingWarning(UserWarning):

@@ -5,8 +5,9 @@ the ``N = sum_u c_u`` reports, not the rows.  :func:`loo` leaves out one *report
 the posterior draws and the tally alone, and its pointwise values are per report, so
 ``arviz.compare`` of two :func:`loo` results gives the same ``elpd_diff`` and ``dse`` as
 :func:`loo_compare`.  ``fit(..., idata_kwargs={"log_likelihood": True})`` stores one value per
-report too, so ``arviz.loo`` and ``arviz.waic`` on it agree with :func:`loo` (at the cost of
-``chains * draws * N`` floats).
+report too, and so does :func:`pymc.compute_log_likelihood` on a :func:`bayesldp.build_model`
+model (:mod:`bayesldp.bayes.pointwise`), so ``arviz.loo`` and ``arviz.waic`` on either agree
+with :func:`loo` (at the cost of ``chains * draws * N`` floats).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def loo(
     idata: arviz.InferenceData,
     tally: Tally | None = None,
     *,
+    model: Any = None,
     reff: float | None = None,
 ) -> Any:
     """Pareto-smoothed importance-sampling leave-one-report-out CV of a fit (PSIS-LOO).
@@ -73,8 +75,13 @@ def loo(
     idata : arviz.InferenceData
         A fit from :func:`bayesldp.fit` (its ``posterior.theta`` and ``observed_data``).
     tally : Tally, optional
-        The tally that was fitted; by default rebuilt from ``idata.observed_data``.  When given
-        it must have the fit's rows and counts.
+        The tally that was fitted; by default rebuilt from ``idata.observed_data``, or, for
+        ``pm.sample``'s output on a :func:`bayesldp.build_model` model, taken from ``model``.
+        When given it must have the fit's rows and counts.
+    model : pymc.Model, optional
+        The :func:`bayesldp.build_model` model that ``pm.sample`` drew ``idata`` from (default:
+        the model of an enclosing ``with model:`` block); its tally is used when ``tally`` is
+        not given and ``idata`` is not a :func:`bayesldp.fit` result.
     reff : float, optional
         Relative MCMC efficiency ``ESS / S`` of the draws; by default as ``arviz.loo``: 1 for one
         chain, else the mean of the "mean" ESS of the posterior variables over ``S``.
@@ -104,6 +111,10 @@ def loo(
     import xarray as xr
 
     check_posterior(idata)
+    if tally is None and (model is not None or "mechanism" not in idata.posterior.attrs):
+        from bayesldp.bayes.ppc import _model_tally
+
+        tally = _model_tally(model)
     tally = _fitted_tally(idata, tally)
     posterior = idata.posterior
     theta = np.asarray(posterior["theta"].values, dtype=float)
@@ -264,6 +275,20 @@ def check_posterior(idata: Any) -> None:
         raise InvalidInputError("idata: no posterior group with 'theta'; bayesldp.fit makes one")
 
 
+def _same_counts(counts: np.ndarray, tally: Tally) -> bool:
+    """``counts`` are the tally's: per row (a fit), or per distinct channel column as the
+    finite-channel form of :func:`bayesldp.build_model` observes them (``pm.sample``'s
+    ``observed_data``, with the unobserved reports' zeros)."""
+    if counts.shape == tally.counts.shape and np.array_equal(counts, tally.counts):
+        return True
+    if counts.ndim != 1 or counts.sum() != tally.n:
+        return False
+    from bayesldp.bayes.model import finite_channel_form
+
+    finite = finite_channel_form(tally)
+    return finite is not None and np.array_equal(counts, finite[1])
+
+
 def _fitted_tally(idata: Any, tally: Tally | None) -> Tally:
     """The tally a fit was made from: ``tally`` checked against ``observed_data``, or rebuilt."""
     observed = idata.observed_data if "observed_data" in idata.groups() else None
@@ -285,7 +310,7 @@ def _fitted_tally(idata: Any, tally: Tally | None) -> Tally:
             raise InvalidTypeError(f"tally: expected a bayesldp.Tally, got {type(tally).__name__}")
         if observed is not None and "counts" in observed:
             counts = np.asarray(observed["counts"].values)
-            if counts.shape != tally.counts.shape or not np.array_equal(counts, tally.counts):
+            if not _same_counts(counts, tally):
                 raise InvalidInputError(
                     "tally: its counts differ from the fit's observed_data: pass the tally "
                     "that was fitted (or none: it is rebuilt from observed_data)"

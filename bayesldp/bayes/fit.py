@@ -47,7 +47,12 @@ from bayesldp.bayes.inference_data import IDATA_DTYPES as IDATA_DTYPES
 from bayesldp.bayes.inference_data import IDATA_KWARGS as IDATA_KWARGS
 from bayesldp.bayes.inference_data import MAX_CHANNEL_SIZE as MAX_CHANNEL_SIZE
 from bayesldp.bayes.inference_data import VERSION_ATTR as VERSION_ATTR
-from bayesldp.bayes.inference_data import _resolve_idata_kwargs, build_inference_data, to_json
+from bayesldp.bayes.inference_data import (
+    _resolve_idata_kwargs,
+    build_inference_data,
+    check_log_likelihood_size,
+    to_json,
+)
 from bayesldp.bayes.prior import (
     SMOOTH_METHODS,
     AdaptiveDirichlet,
@@ -184,7 +189,9 @@ def fit(
         ``"log_likelihood"`` (bool, default False): add the ``log_likelihood`` group (one value
         per draw and report, ``chains * draws * N`` floats, as PyMC's one per observation, so
         ``arviz.loo``, ``waic`` and ``compare`` count the reports; :func:`bayesldp.loo` does not
-        need it); ``"dtype"`` (``"float64"``, the default, or ``"float32"``): the storage dtype of
+        need it; a group above 500 MB warns before sampling,
+        :class:`~bayesldp.errors.LargeOutputWarning`, and one beyond half the machine's memory is
+        refused); ``"dtype"`` (``"float64"``, the default, or ``"float32"``): the storage dtype of
         the floating posterior variables (``theta``, ``a``) and of the log_likelihood group
         (float32 halves the file :func:`bayesldp.save_fit` writes; draws are computed in float64
         either way).  Any other key is an :class:`~bayesldp.InvalidInputError`.
@@ -237,6 +244,8 @@ def fit(
                  "means and 90% intervals)")  # fmt: skip
     seed = _resolve_seed(random_seed)
     storage = _resolve_idata_kwargs(idata_kwargs)
+    if storage["log_likelihood"]:
+        check_log_likelihood_size(chains, draws, tally, storage["dtype"], stacklevel=2)
     coords = _category_coords(labels, tally.k)
     progressbar = _feedback.resolve_progressbar(progressbar)
     cores_given = cores is not None

@@ -8,6 +8,7 @@ through :func:`bayesldp.save_fit` / :func:`bayesldp.load_fit`.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from bayesldp.errors import (
     BayesLDPError,
     InvalidInputError,
     InvalidTypeError,
+    LargeOutputWarning,
 )
 from bayesldp.tally import Tally
 
@@ -35,6 +37,8 @@ MAX_CHANNEL_SIZE = 1_000_000
 IDATA_KWARGS: dict[str, Any] = {"log_likelihood": False, "dtype": "float64"}
 #: storage dtypes of the posterior's floating variables (and the log_likelihood group)
 IDATA_DTYPES = ("float64", "float32")
+#: a requested log_likelihood group larger than this (bytes) is warned about
+LOG_LIKELIHOOD_WARN_BYTES = 500_000_000
 
 
 def build_inference_data(
@@ -104,6 +108,33 @@ def build_inference_data(
     groups["constant_data"] = _constant_data(tally, prior, category)
     groups["constant_data"].attrs.update(standard)
     return az.InferenceData(**groups)
+
+
+def check_log_likelihood_size(
+    chains: int, draws: int, tally: Tally, dtype: Any, *, stacklevel: int = 2
+) -> None:
+    """Before sampling: refuse a per-report ``log_likelihood`` group beyond memory, and warn
+    (:class:`~bayesldp.errors.LargeOutputWarning`, one line) when it exceeds
+    ``LOG_LIKELIHOOD_WARN_BYTES``: ``chains * draws * N * itemsize`` bytes, where
+    :func:`bayesldp.loo` gives the same PSIS-LOO exactly without it."""
+    itemsize = np.dtype(dtype).itemsize
+    nbytes = float(chains) * draws * tally.n * itemsize
+    check_memory(
+        nbytes,
+        "idata_kwargs['log_likelihood']",
+        f"it holds one value per draw and report ({chains * draws:,} x {tally.n:,}); "
+        "bayesldp.loo and loo_compare need no log_likelihood group",
+    )
+    if nbytes > LOG_LIKELIHOOD_WARN_BYTES:
+        warnings.warn(
+            f"idata_kwargs['log_likelihood']: the group holds {chains} x {draws:,} draws x "
+            f"{tally.n:,} reports x {itemsize} bytes = {nbytes / 1e9:,.3g} GB (more than "
+            f"{LOG_LIKELIHOOD_WARN_BYTES / 1e6:,.0f} MB; arviz.loo and compare need several "
+            "times that); bayesldp.loo(idata) and loo_compare give the same PSIS-LOO exactly "
+            "without it",
+            LargeOutputWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _log_likelihood_group(theta: np.ndarray, tally: Tally, dtype: Any, chain_draw: dict) -> Any:

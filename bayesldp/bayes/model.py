@@ -7,26 +7,32 @@
 
 (up to a constant that does not depend on ``theta``).  The likelihood is an observed
 :class:`pymc.CustomDist` named ``"counts"`` whose value is the vector of counts and whose
-element-wise log-probability is ``c_u log(L_u . theta)``, so ``pm.sample(...,
+element-wise log-probability is one value per *report*, ``log(L_u . theta)`` repeated ``c_u``
+times for row ``u`` (:mod:`bayesldp.bayes.pointwise`), so ``pm.sample(...,
 idata_kwargs={"log_likelihood": True})`` (or :func:`pymc.compute_log_likelihood`) gives the
-per-row log-likelihood, and the model's joint log-density on the value scale is exactly
-``tally.loglik(theta) + log Dirichlet(theta | alpha)``.
+per-report log-likelihood (dim ``counts_dim_0``, ``N`` entries) and ``arviz.loo`` on it leaves
+out one report at a time, as :func:`bayesldp.loo` does; beyond
+:data:`~bayesldp.bayes.pointwise.POINTWISE_MAX_REPORTS` reports (500 MB at PyMC's default
+4 x 1000 draws) that group is refused with one line naming :func:`bayesldp.loo`, which is
+exact at any size.  Its sum, all that sampling evaluates, is compiled to the per-row
+``sum_u c_u log(L_u . theta)``: the model's joint log-density on the value scale is exactly
+``tally.loglik(theta) + log Dirichlet(theta | alpha)``, at a cost per gradient of ``O(U K)``.
 
 Two forms, chosen from the tally:
 
 * **finite channel** (the tally, dense or support form, came from one
   :class:`~bayesldp.mechanisms.base.FiniteChannelMechanism` with a channel of at most
   ``MAX_CHANNEL_SIZE`` entries, and every row is one of its channel columns): one entry per
-  distinct channel column ("report" dimension, all possible reports, unobserved ones with
-  count 0); ``L_u . theta`` is ``theta @ P`` for that column.  The counts
+  distinct channel column (the model's "report" coordinate, all possible reports, unobserved
+  ones with count 0); ``L_u . theta`` is ``theta @ P`` for that column.  The counts
   of the reports are ``Multinomial(n, theta P)`` (reports whose channel columns coincide are
   pooled), which is what :func:`pymc.sample_prior_predictive` and
   :func:`pymc.sample_posterior_predictive` draw.
 * **generic** (any tally, dense or support form): one entry per distinct likelihood row
-  ("row" dimension).  Rows are only *proportional* to report probabilities (unary encoding,
-  local hashing, merged adaptive tallies), so no predictive distribution of counts is defined:
-  prior / posterior predictive sampling of ``"counts"`` raises ``NotImplementedError`` (sample
-  ``var_names=["theta"]`` for the prior).
+  (the model's "row" coordinate).  Rows are only *proportional* to report probabilities (unary
+  encoding, local hashing, merged adaptive tallies), so no predictive distribution of counts is
+  defined: prior / posterior predictive sampling of ``"counts"`` raises
+  ``NotImplementedError`` (sample ``var_names=["theta"]`` for the prior).
 
 Cost per gradient: ``O(U K)``.  Dense rows are a float matrix ``(U, K)``; support-form rows use
 ``lo * sum(theta) + (hi - lo) * (S @ theta)`` with the 0/1 support ``S`` stored once as a float
@@ -131,10 +137,19 @@ def pointwise_loglik(tally: Tally, theta: Any) -> np.ndarray:
         return tally.counts * np.log(tally.row_dot(theta))
 
 
-def _row_logp(value: Any, mu: Any) -> Any:
-    import pytensor.tensor as pt
+def _report_logp(name: str) -> Any:
+    """The element-wise log-probability of the observed counts: ``log(L_u . theta)`` once per
+    report (``c_u`` times for row ``u``), whose sum PyTensor rewrites to ``sum_u c_u log(L_u .
+    theta)`` (:mod:`bayesldp.bayes.pointwise`)."""
 
-    return value * pt.log(mu)
+    def logp(value: Any, mu: Any) -> Any:
+        import pytensor.tensor as pt
+
+        from bayesldp.bayes.pointwise import per_report
+
+        return per_report(pt.log(mu), value, name=name)
+
+    return logp
 
 
 def _category_labels(labels: Sequence[Any] | None, k: int) -> list[Any]:
@@ -222,8 +237,10 @@ def build_model(
     Returns
     -------
     pymc.Model
-        Free variable ``theta`` (dims "category"); observed ``counts`` (dims "report" in the
-        finite-channel form, "row" otherwise; see the module docstring).  The joint log-density
+        Free variable ``theta`` (dims "category"); observed ``counts``, one entry per
+        coordinate "report" in the finite-channel form, "row" otherwise (see the module
+        docstring), with one element-wise log-likelihood value per report (no dims: its
+        log-likelihood has ``N`` entries, its value fewer).  The joint log-density
         at a value ``theta`` is ``tally.loglik(theta)`` plus the Dirichlet log-density (plus, on
         the transformed scale, PyMC's simplex Jacobian).
 
@@ -318,9 +335,10 @@ def tally_likelihood(tally: Tally, theta: Any, *, name: str = "counts") -> Any:
 
     The building block of custom models: one call per tally, each with its own ``theta``
     (regions, days, cohorts with partial pooling) or the same one (reports of one population
-    under several mechanisms).  The observed variable is ``name`` with dims ``"report"``
-    (finite channel; ``f"{name}_report"`` when ``name != "counts"``) or ``"row"`` (likewise);
-    see the module docstring for the two forms.
+    under several mechanisms).  The observed variable is ``name``, one entry per coordinate
+    ``"report"`` (finite channel; ``f"{name}_report"`` when ``name != "counts"``) or ``"row"``
+    (likewise), with one element-wise log-likelihood value per report; see the module
+    docstring for the two forms.
 
     Parameters
     ----------
@@ -356,8 +374,8 @@ def tally_likelihood(tally: Tally, theta: Any, *, name: str = "counts") -> Any:
             p = np.clip(mu * prob_scale, 0.0, None)
             return rng.multinomial(n, p / p.sum())
 
-        return pm.CustomDist(name, mu, logp=_row_logp, random=_random, observed=counts,
-                             dims=dim)  # fmt: skip
+        return pm.CustomDist(name, mu, logp=_report_logp(name), random=_random,
+                             observed=counts)  # fmt: skip
     dim = f"{suffix}row"
     model.add_coord(dim, np.arange(tally.n_rows))
     if tally.is_support_form:
@@ -366,4 +384,4 @@ def tally_likelihood(tally: Tally, theta: Any, *, name: str = "counts") -> Any:
         mu = lo * pt.sum(theta) + (hi - lo) * pt.dot(support, theta)
     else:
         mu = pt.dot(pytensor.shared(np.array(tally.rows, dtype=float), name=f"{suffix}rows"), theta)
-    return pm.CustomDist(name, mu, logp=_row_logp, observed=tally.counts, dims=dim)
+    return pm.CustomDist(name, mu, logp=_report_logp(name), observed=tally.counts)

@@ -80,7 +80,7 @@ def test_equals_arviz_loo_on_the_reports_one_by_one(grr_fit, grr_tally):
 def test_arviz_loo_waic_and_compare_count_reports():
     """fit's log_likelihood group holds one value per report, so arviz.loo and waic agree with
     bayesldp.loo (about K - 1 effective parameters, not one per report), and arviz.compare of
-    two bayesldp.loo results agrees with loo_compare to 1e-6 (issue 38)."""
+    two bayesldp.loo results agrees with loo_compare to 1e-6."""
     mech = bayesldp.GRR(7, 1.0)
     tally = mech.simulate_tally(np.array([400, 250, 150, 100, 50, 30, 20]), rng=3)
     kwargs = {"method": "hmc", "chains": 2, "compute_convergence_checks": False}
@@ -100,6 +100,34 @@ def test_arviz_loo_waic_and_compare_count_reports():
     sign = 1.0 if worse == "dir50" else -1.0
     assert table.loc[worse, "elpd_diff"] == pytest.approx(sign * paired["elpd_diff"], abs=1e-6)
     assert table.loc[worse, "dse"] == pytest.approx(paired["se"], abs=1e-6)
+
+
+def test_large_log_likelihood_group_warns_once_and_loo_needs_none(grr_tally, monkeypatch):
+    """A log_likelihood group above the stated size warns once, in one line, before sampling,
+    with its size and the route without it; bayesldp.loo of the same fit without the group
+    equals arviz.loo with it."""
+    from bayesldp.bayes import inference_data
+    from bayesldp.errors import LargeOutputWarning
+
+    kwargs = {"method": "exact", "draws": 400, "chains": 2, "random_seed": 7}
+    lean = fit(grr_tally, **kwargs)  # no group, no warning (warnings are errors in the tests)
+    nbytes = 2 * 400 * grr_tally.n * 8
+    assert nbytes == 128_000
+    monkeypatch.setattr(inference_data, "LOG_LIKELIHOOD_WARN_BYTES", nbytes - 1)
+    with pytest.warns(LargeOutputWarning) as record:
+        full = fit(grr_tally, idata_kwargs={"log_likelihood": True}, **kwargs)
+    assert len(record) == 1 and record[0].filename == __file__
+    message = str(record[0].message)
+    assert "\n" not in message
+    assert "2 x 400 draws x 20 reports x 8 bytes = 0.000128 GB" in message
+    assert "bayesldp.loo(idata)" in message
+    monkeypatch.setattr(inference_data, "LOG_LIKELIHOOD_WARN_BYTES", nbytes)
+    fit(grr_tally, idata_kwargs={"log_likelihood": True}, **kwargs)  # at the size: no warning
+    assert "log_likelihood" not in lean.groups()
+    theirs, ours = az.loo(full), loo(lean)
+    assert theirs.n_data_points == ours.n_data_points == grr_tally.n
+    for key in ("elpd_loo", "se", "p_loo"):
+        assert ours[key] == pytest.approx(theirs[key], rel=1e-6), key
 
 
 def test_rebuilt_tally_dense_rows_and_float32(grr_fit, grr_tally):
