@@ -20,14 +20,21 @@ from bayesldp._validation import check_int
 from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.rounds import check_population
-from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
+from bayesldp.workflows.spec.schema import (
+    NAME_FIELD,
+    Field,
+    SpecError,
+    check_table,
+    check_tables,
+    check_value,
+)
 from bayesldp.workflows.spec.study import POPULATION
 
 #: the discovery protocols a ``[[methods]]`` entry may name
 METHODS = ("PEM", "SFP", "TreeHist")
 
 STUDY = {
-    "name": Field(str, required=True, doc="name used in the report"),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0, doc="master seed"),
     "n": Field(int, required=True, doc="number of users, each holding one item"),
     "repeats": Field(int, default=1, doc="independent repetitions"),

@@ -18,6 +18,7 @@ from typing import Any
 
 from bayesldp._validation import check_int
 from bayesldp.workflows.spec.schema import (
+    NAME_FIELD,
     Field,
     SpecError,
     check_table,
@@ -27,7 +28,7 @@ from bayesldp.workflows.spec.schema import (
 from bayesldp.workflows.spec.study import ESTIMATORS, POPULATION, resolve_dataset
 
 STUDY = {
-    "name": Field(str, required=True, doc="name used in the report"),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0, doc="master seed"),
     "n": Field(int, required=True, doc="number of users, the same in every round"),
     "rounds": Field(int, required=True, doc="number of rounds (>= 2)"),

@@ -52,6 +52,35 @@ _TYPE_NAMES = {
 }
 
 
+def output_name(value: str) -> str:
+    """A spec's ``name``, checked: it is the default output directory ``out/<name>``, so it
+    must be one plain path component (not empty, not ``.`` or ``..``, no ``/`` or ``\\``, no
+    control character).  Such a name is refused, not rewritten, so outputs never leave the
+    directory the user named (or ``out/``)."""
+    if not value.strip():
+        raise InvalidInputError(
+            "must not be empty: it names the output directory out/<name> (refused, not "
+            "renamed); give a plain name such as 'my_study'"
+        )
+    bad = (
+        value.strip() in (".", "..")
+        or any(sep in value for sep in ("/", "\\"))
+        or any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
+    )
+    if bad:
+        raise InvalidInputError(
+            f"{value!r} is not a plain name: it names the output directory out/<name>, so it "
+            "may not be '.' or '..' or hold '/', '\\' or control characters (refused, not "
+            "renamed); give a plain name such as 'my_study', and --out to write elsewhere"
+        )
+    return value
+
+
+#: the ``name`` field of a spec's main table: the default output directory ``out/<name>``
+NAME_FIELD = Field(str, required=True, doc="name used in the report and as out/<name>",
+                   convert=output_name)  # fmt: skip
+
+
 def _type_name(types: type | tuple[type, ...]) -> str:
     types = types if isinstance(types, tuple) else (types,)
     return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)

@@ -17,13 +17,20 @@ from typing import Any
 from bayesldp._validation import check_int, check_labels, check_open_unit
 from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
-from bayesldp.workflows.spec.schema import Field, SpecError, check_table, check_tables, check_value
+from bayesldp.workflows.spec.schema import (
+    NAME_FIELD,
+    Field,
+    SpecError,
+    check_table,
+    check_tables,
+    check_value,
+)
 
 POPULATION_KINDS = ("dirichlet", "zipf", "binomial", "uniform", "frequencies", "dataset")
 
 
 STUDY = {
-    "name": Field(str, required=True, doc="name used in the report"),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0, doc="master seed; every repeat gets a child stream"),
     "repeats": Field(int, default=1, doc="independent repetitions"),
     "n": Field(int, required=True, doc="number of users"),

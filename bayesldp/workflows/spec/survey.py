@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from bayesldp._validation import check_int
-from bayesldp.workflows.spec.schema import Field, SpecError, check_tables, check_value
+from bayesldp.workflows.spec.schema import NAME_FIELD, Field, SpecError, check_tables, check_value
 from bayesldp.workflows.spec.study import POPULATION, resolve_dataset
 
 SURVEY = {
-    "name": Field(str, required=True),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0),
     "n": Field(int, required=True, doc="number of users"),
     "k": Field(int, doc="number of categories (from the data set when kind = 'dataset')"),
