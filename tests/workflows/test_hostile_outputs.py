@@ -16,15 +16,11 @@ from the CLI), or results that land together (all of a run's files, or none of t
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bayesldp.errors import InvalidInputError
 from bayesldp.workflows.cli import main
 from bayesldp.workflows.spec import SpecError, load_spec
 from tests.workflows.test_cli import SMALL_SPEC
@@ -81,3 +77,111 @@ def test_survey_name_escaping_out_is_refused(tmp_path, capsys, monkeypatch):
     code = main(["run", str(spec), "--quiet"])
     one_line_error(capsys, code, "[survey].name", "'../../..'")
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------ surveys: checked, stopped
+@pytest.mark.parametrize(
+    ("old", "new", "needles"),
+    [
+        ("seed = 3", "seed = -1", ["[survey].seed", "must be >= 0, got -1"]),
+        ("epsilon = 1.0", "epsilon = inf", ["[survey].epsilon", "finite"]),
+        ("batch_size = 50", "batch_size = 50\nstop_width = inf", ["[survey].stop_width", "inf"]),
+        ("batch_size = 50", "batch_size = 50\nstop_expected_tv = nan", ["stop_expected_tv"]),
+        ("batch_size = 50", "batch_size = 50\nalpha = inf", ["[survey].alpha", "inf"]),
+        ('utility = "fisher"', 'utility = "semi_adaptive"\nalpha = inf', ["[survey].alpha"]),
+        ('utility = "fisher"', 'utility = "nonsense"', ["[survey].utility", "nonsense"]),
+        ("k = 4", "k = 100000000", ["[survey].k: 100,000,000 categories", "GiB", "at most 10,000"]),
+        ("n = 200", "n = 1000000000000", ["[survey].n: 1,000,000,000,000 users", "at most 100,0"]),
+        ("n = 200", "n = 100000000000000000000", ["[survey].n", "GiB", "at most 100,000,000"]),
+    ],
+)
+def test_a_survey_spec_is_checked_whole_before_anything_is_written(
+    tmp_path, capsys, old, new, needles
+):
+    spec = survey_spec(tmp_path, compare=True, replace=[(old, new)])
+    if "k = 100000000" in new:  # the population's k must agree: a uniform one of that size
+        text = spec.read_text().replace('kind = "frequencies"\nfrequencies = [0.7, 0.2, 0.07, '
+                                        '0.03]', 'kind = "uniform"')  # fmt: skip
+        spec.write_text(text)
+    out = tmp_path / "out"
+    code = main(["survey", str(spec), "--out", str(out), "--quiet"])
+    one_line_error(capsys, code, "s.toml: ", *needles)
+    assert not out.exists() or not any(out.iterdir()), sorted(out.iterdir())
+
+
+def test_a_semi_adaptive_survey_beside_its_baseline_runs(tmp_path, capsys):
+    spec = survey_spec(tmp_path, compare=True,
+                       replace=[('utility = "fisher"', 'utility = "semi_adaptive"\nalpha = 0.2')])
+    out = tmp_path / "out"
+    assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
+    assert "| non-adaptive baseline" in (out / "report.md").read_text()
+
+
+STOPPING = [("batch_size = 50", "batch_size = 50\nstop_width = 0.9")]
+
+
+def test_a_resumed_survey_that_had_stopped_collects_no_one(tmp_path, capsys):
+    from bayesldp.adaptive import AdaptiveSurvey
+
+    spec = survey_spec(tmp_path, compare=True, replace=STOPPING)
+    out = tmp_path / "out"
+    assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
+    report = (out / "report.md").read_text()
+    stopped = int(re.search(r"adaptive RRRR: stopped at (\d+) users", report).group(1))
+    assert stopped < 200, report
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    capsys.readouterr()
+    for _ in range(2):
+        assert main(["survey", str(spec), "--resume", str(out), "--quiet"]) == 0
+        printed = capsys.readouterr().out
+        assert f"adaptive RRRR: had already stopped at {stopped} users" in printed, printed
+        assert "nothing more to collect" in printed and "(as it was)" in printed
+        assert AdaptiveSurvey.resume(out / "adaptive.ckpt").n_users == stopped
+        assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+
+
+def test_a_stopped_survey_resumed_in_python_surveys_no_one(tmp_path):
+    import numpy as np
+
+    from bayesldp.adaptive import AdaptiveSurvey
+
+    x = np.random.default_rng(1).choice(4, size=400, p=[0.7, 0.2, 0.07, 0.03])
+    path = tmp_path / "a.ckpt"
+    first = AdaptiveSurvey(4, 1.0, utility="fisher", batch_size=50, random_seed=3,
+                           checkpoint=path).simulate(x, stop={"width": 0.9})  # fmt: skip
+    assert first.stopped is not None and first.n_users < 400
+    again = AdaptiveSurvey.resume(path)
+    again.simulate(x[again.n_users :], stop={"width": 0.9})
+    assert again.n_users == first.n_users and again.stopped["users"] == first.n_users
+
+
+def test_an_unfinished_survey_is_reported_as_interrupted_not_as_missing_its_target():
+    from types import SimpleNamespace
+
+    from bayesldp.workflows.survey import _stop_line
+
+    cfg = {"n": 3000, "stop_width": 0.05, "stop_expected_tv": None}
+    line = _stop_line("adaptive RRRR", SimpleNamespace(stopped=None, n_users=1900), cfg)
+    assert "interrupted at 1,900 of 3,000 users" in line and "not met" not in line, line
+    done = _stop_line("adaptive RRRR", SimpleNamespace(stopped=None, n_users=3000), cfg)
+    assert "was not met in 3,000 users" in done
+
+
+def test_ctrl_c_while_writing_a_survey_report_leaves_none_of_its_results(
+    tmp_path, capsys, monkeypatch
+):
+    from bayesldp.workflows import survey
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(survey, "_plot_trajectories", interrupt)
+    out = tmp_path / "out"
+    code = main(["survey", str(survey_spec(tmp_path)), "--out", str(out), "--quiet"])
+    assert code == 130
+    assert sorted(p.name for p in out.iterdir()) == ["adaptive.ckpt", "survey.json"]
+    monkeypatch.undo()
+    assert main(["survey", str(survey_spec(tmp_path)), "--resume", str(out), "--quiet"]) == 0
+    assert {"report.md", "adaptive_history.nc", "trajectories.png"} <= {
+        p.name for p in out.iterdir()
+    }
