@@ -10,6 +10,7 @@ from pathlib import Path
 from bayesldp.errors import BayesLDPError, InvalidInputError
 from bayesldp.workflows.outputs import (
     directory_lock,
+    recover_staging,
     writable_directory,
     writable_file,
 )
@@ -286,6 +287,7 @@ def cmd_survey(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--resume: {args.resume} is not a directory; nothing to resume")
     out = writable_directory(args.resume or args.out or "out/survey")
     with directory_lock(out):
+        recover_staging(out)  # a killed run's results: finished moving, or removed
         return run_survey(spec, out, resume=args.resume is not None, quiet=args.quiet)
 
 

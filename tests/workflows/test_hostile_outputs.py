@@ -16,11 +16,15 @@ from the CLI), or results that land together (all of a run's files, or none of t
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from bayesldp.errors import InvalidInputError
 from bayesldp.workflows.cli import main
 from bayesldp.workflows.spec import SpecError, load_spec
 from tests.workflows.test_cli import SMALL_SPEC
@@ -185,3 +189,94 @@ def test_ctrl_c_while_writing_a_survey_report_leaves_none_of_its_results(
     assert {"report.md", "adaptive_history.nc", "trajectories.png"} <= {
         p.name for p in out.iterdir()
     }
+
+
+# ------------------------------------------------------------------ results land together
+QUICK_STUDY = SMALL_SPEC.replace("[bayes]\ndraws = 200\nchains = 2\n", "")  # no sampler
+STUDY_RESULTS = ["estimates.csv", "metrics.csv", "report.md"]
+
+
+def _cli(args: list[str], crash: str | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """``bayesldp ARGS`` in a subprocess of this tree, killed (SIGKILL) at ``crash``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    env.pop("BAYESLDP_TEST_CRASH", None)
+    if crash is not None:
+        env["BAYESLDP_TEST_CRASH"] = crash
+    return subprocess.run([sys.executable, "-m", "bayesldp", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, **kwargs)  # fmt: skip
+
+
+def test_a_run_killed_while_publishing_is_finished_by_the_next_run(tmp_path, capsys):
+    spec = tmp_path / "q.toml"
+    spec.write_text(QUICK_STUDY)
+    out = tmp_path / "out"
+    killed = _cli(["run", str(spec), "--out", str(out), "--quiet", "--no-figures"], "publish")
+    assert killed.returncode == -9, killed.stderr
+    moved = [p.name for p in out.iterdir() if not p.name.startswith(".")]
+    assert moved == ["estimates.csv"], moved  # the kill came after the first move
+    assert len(list(out.glob(".bayesldp-staging-*"))) == 1
+    assert main(["run", str(spec), "--out", str(out), "--quiet", "--no-figures"]) == 0
+    err = capsys.readouterr().err
+    assert "a run was killed while moving its results into place; moved the rest" in err, err
+    assert sorted(p.name for p in out.iterdir()) == STUDY_RESULTS  # no staging, no lock
+
+
+def test_a_staging_directory_of_a_run_killed_before_publishing_is_removed(tmp_path, capsys):
+    spec = tmp_path / "q.toml"
+    spec.write_text(QUICK_STUDY)
+    out = tmp_path / "out"
+    (out / ".bayesldp-staging-old").mkdir(parents=True)
+    (out / ".bayesldp-staging-old" / "report.md").write_text("half")
+    assert main(["run", str(spec), "--out", str(out), "--quiet", "--no-figures"]) == 0
+    assert "removed the unfinished results of a run that was killed" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == STUDY_RESULTS
+    assert (out / "report.md").read_text() != "half"
+
+
+def test_a_directory_in_the_way_of_a_result_fails_before_any_file_is_moved(tmp_path, capsys):
+    spec = tmp_path / "q.toml"
+    spec.write_text(QUICK_STUDY)
+    out = tmp_path / "out"
+    (out / "report.md").mkdir(parents=True)
+    code = main(["run", str(spec), "--out", str(out), "--quiet", "--no-figures"])
+    one_line_error(capsys, code, "report.md: is a directory", "no result was written")
+    assert sorted(p.name for p in out.iterdir()) == ["report.md"]  # nothing moved in
+
+
+def test_a_store_killed_between_its_manifest_and_current_is_made_afresh(tmp_path, capsys):
+    store = tmp_path / "store"
+    args = ["append", str(store), str(_reports(tmp_path)), "--mechanism", "GRR", "--k", "3",
+            "--epsilon", "1"]  # fmt: skip
+    from bayesldp.mechanisms import make_mechanism
+    from bayesldp.workflows.tally_store import TallyStore, is_tally_store
+
+    killed = subprocess.run(
+        [sys.executable, "-c", "import sys; from bayesldp.mechanisms import make_mechanism; "
+         "from bayesldp.workflows.tally_store import TallyStore; "
+         "TallyStore.create(sys.argv[1], make_mechanism('GRR', 3, 1.0))", str(store)],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "BAYESLDP_TEST_CRASH": "store-created"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    assert (store / "manifest-0.json").is_file() and not (store / "CURRENT").exists()
+    assert not is_tally_store(store)  # no store (made afresh), not a damaged one
+    assert main(args) == 0, capsys.readouterr().err
+    assert TallyStore(store).tally().n == 3
+    assert not (store / ".creating").exists()
+    with pytest.raises(InvalidInputError, match="already holds a tally store"):
+        TallyStore.create(store, make_mechanism("GRR", 3, 1.0))
+
+
+def _reports(tmp_path: Path, name: str = "r.csv", text: str = "report\n0\n1\n2\n") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_failed_store_creation_leaves_no_directory(tmp_path, capsys):
+    store = tmp_path / "a" / "b" / "store"
+    bad = _reports(tmp_path, "bad.csv", "report\n0\n7\n")
+    code = main(["append", str(store), str(bad), "--mechanism", "GRR", "--k", "3",
+                 "--epsilon", "1"])  # fmt: skip
+    one_line_error(capsys, code, "bad.csv")
+    assert not (tmp_path / "a").exists(), list((tmp_path / "a").rglob("*"))
