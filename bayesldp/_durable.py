@@ -41,7 +41,15 @@ def file_lock(lock: Path, shown: Any, wait: float = 0.0, what: str = "") -> Iter
     """
     deadline = time.monotonic() + wait
     while True:
-        fh = open(lock, "a+")
+        try:
+            fh = open(lock, "a+")
+        except OSError as exc:  # a read-only directory: one line, not a PermissionError
+            from bayesldp.errors import StoreWriteError
+
+            raise StoreWriteError(
+                f"{what}{shown}: cannot write its lock file {lock.name} "
+                f"({exc.strerror or exc}); nothing was written"
+            ) from None
         try:
             _acquire(fh, shown, wait, deadline, what)
             if _same_file(fh, lock):

@@ -94,7 +94,10 @@ def is_tally_store(path: Any) -> bool:
         return False
     if sf.creation_interrupted(Path(path)):  # a killed creation: no store (made afresh)
         return False
-    return (Path(path) / sf.CURRENT).is_file() or bool(sf.generations_on_disk(Path(path)))
+    try:
+        return (Path(path) / sf.CURRENT).is_file() or bool(sf.generations_on_disk(Path(path)))
+    except OSError:  # an unreadable directory: not a store it can tell (its reader says why)
+        return False
 
 
 def _report_files(files: Any) -> list[Path]:

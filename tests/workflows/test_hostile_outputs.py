@@ -280,3 +280,248 @@ def test_a_failed_store_creation_leaves_no_directory(tmp_path, capsys):
                  "--epsilon", "1"])  # fmt: skip
     one_line_error(capsys, code, "bad.csv")
     assert not (tmp_path / "a").exists(), list((tmp_path / "a").rglob("*"))
+
+
+# ------------------------------------------------------------------ unreadable and read-only
+def _denied_for(monkeypatch, cls_or_module, name: str, target: Path) -> None:
+    """Make ``cls_or_module.name`` raise PermissionError for ``target`` (root reads anything,
+    so a chmod would not do)."""
+    real = getattr(cls_or_module, name)
+
+    def denied(*args, **kwargs):
+        first = args[0] if args else None
+        if isinstance(first, str | os.PathLike) and Path(first) == target:
+            raise PermissionError(13, "Permission denied", str(target))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cls_or_module, name, denied)
+
+
+def test_an_unreadable_report_file_is_one_line(tmp_path, capsys, monkeypatch):
+    from bayesldp.workflows import report_files
+
+    reports = _reports(tmp_path)
+    _denied_for(monkeypatch, report_files, "csv_stamp", reports)
+    code = main(["estimate", str(reports), "--mechanism", "GRR", "--k", "3", "--epsilon", "1"])
+    one_line_error(capsys, code, f"reports: cannot read {reports}", "Permission denied")
+
+
+def test_an_unreadable_report_directory_is_one_line(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    _reports(folder)
+    _denied_for(monkeypatch, Path, "iterdir", folder)
+    code = main(["estimate", str(folder), "--mechanism", "GRR", "--k", "3", "--epsilon", "1"])
+    one_line_error(capsys, code, f"cannot list the directory {folder}", "Permission denied")
+
+
+def test_an_unreadable_labels_file_is_one_line(tmp_path, capsys, monkeypatch):
+    labels = tmp_path / "labels.txt"
+    labels.write_text("a\nb\nc\n")
+    _denied_for(monkeypatch, Path, "read_text", labels)
+    code = main(["estimate", str(_reports(tmp_path)), "--mechanism", "GRR", "--k", "3",
+                 "--epsilon", "1", "--labels-file", str(labels)])  # fmt: skip
+    one_line_error(capsys, code, f"--labels-file: cannot read {labels}", "Permission denied")
+
+
+def test_an_unreadable_spec_is_one_line(tmp_path, capsys, monkeypatch):
+    spec = tmp_path / "q.toml"
+    spec.write_text(QUICK_STUDY)
+    _denied_for(monkeypatch, Path, "read_text", spec)
+    code = main(["run", str(spec), "--out", str(tmp_path / "out"), "--quiet"])
+    one_line_error(capsys, code, f"{spec}: cannot read the spec", "Permission denied")
+
+
+def test_a_read_only_store_is_one_line(tmp_path, capsys, monkeypatch):
+    import builtins
+
+    store = tmp_path / "store"
+    args = ["append", str(store), str(_reports(tmp_path)), "--mechanism", "GRR", "--k", "3",
+            "--epsilon", "1"]  # fmt: skip
+    assert main(args) == 0
+    capsys.readouterr()
+    _denied_for(monkeypatch, builtins, "open", store / ".bayesldp.lock")
+    code = main(["append", str(store), str(_reports(tmp_path, "more.csv"))])
+    one_line_error(capsys, code, f"store: {store}: cannot write its lock file", "Permission")
+
+
+def test_os_errors_no_check_foresaw_are_one_line_naming_the_path(tmp_path, capsys, monkeypatch):
+    from bayesldp.workflows import cli
+
+    def unwritable(args):
+        raise PermissionError(13, "Permission denied", "/somewhere/file")
+
+    monkeypatch.setattr(cli, "cmd_recommend", unwritable)
+    code = main(["recommend", "--k", "3", "--epsilon", "1", "--n", "10"])
+    one_line_error(capsys, code, "/somewhere/file: Permission denied")
+
+
+# ------------------------------------------------------------------ sizes, checked first
+MEMORY = "more than half of this machine's"
+
+
+@pytest.mark.parametrize(
+    ("options", "needles"),
+    [
+        (["--mechanism", "GRR", "--k", "1e11"], ["k: 100,000,000,000 categories", "at most"]),
+        (["--mechanism", "GRR", "--k", "100000000000"], ["k: 100,000,000,000 categories"]),
+        (["--mechanism", "SPL", "--k", "3,4,1e10"], ["ks[2]: 10,000,000,000 categories"]),
+        (["--mechanism", "Laplace", "--k", "4", "--output-bins", "1e9"],
+         ["counts of 1,000,000,000 output bins", "output bins)"]),
+        (["--mechanism", "Laplace", "--k", "4", "--output-bins", "100000000"],
+         ["counts of 100,000,000 output bins", "at most"]),
+    ],
+)
+def test_huge_sizes_are_refused_before_any_allocation_saying_the_limit(
+    tmp_path, capsys, options, needles
+):
+    import time
+
+    reports = _reports(tmp_path, text="report\n0.1\n0.5\n" if "Laplace" in options
+                       else "user,attribute,report\n0,0,1\n0,1,2\n0,2,0\n" if "SPL" in options
+                       else "report\n0\n1\n2\n")  # fmt: skip
+    start = time.perf_counter()
+    code = main(["estimate", str(reports), *options, "--epsilon", "1"])
+    one_line_error(capsys, code, *needles, MEMORY)
+    assert time.perf_counter() - start < 10
+
+
+def test_a_fine_numerical_tally_needs_no_output_bins_squared(tmp_path, capsys):
+    reports = _reports(tmp_path, text="report\n0.1\n0.5\n0.9\n")
+    args = ["estimate", str(reports), "--mechanism", "Laplace", "--k", "4", "--epsilon", "1",
+            "--output-bins", "1e6", "--method", "oracle", "--output", "json"]  # fmt: skip
+    assert main(args) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--k", "1.5"], "expected a whole number of categories"),
+        (["--k", "1e3", "--output-bins", "2.5"], "expected a whole number (1000, 1e3)"),
+    ],
+)
+def test_sizes_written_as_floats_are_read_alike_or_refused_clearly(tmp_path, capsys, args, needle):
+    code = None
+    with pytest.raises(SystemExit) as info:
+        code = main(["estimate", str(_reports(tmp_path)), "--mechanism", "Laplace",
+                     "--epsilon", "1", *args])  # fmt: skip
+    assert code is None and info.value.code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_toml_floats_for_sizes_say_how_to_write_them(tmp_path):
+    spec = survey_spec(tmp_path, replace=[("k = 4", "k = 1e8")])
+    with pytest.raises(SpecError, match=r"\[survey\]\.k: expected an integer, got 100000000\.0 "
+                       r"\(TOML reads 1e\+08 as a number with a fraction: write 100_000_000\)"):
+        load_spec(spec)
+
+
+def _model(tmp_path: Path, name: str, *replace: tuple[str, str]) -> Path:
+    text = (ROOT / "models" / name).read_text(encoding="utf-8")
+    for old, new in replace:
+        assert re.search(old, text, flags=re.M), old
+        text = re.sub(old, new, text, count=1, flags=re.M)
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("model", "old", "new", "needles"),
+    [
+        ("heavy_hitters.toml", r"^k = 65536", "k = 1_000_000_000",
+         ["[population].k: 1,000,000,000 items", MEMORY, "items"]),
+        ("heavy_hitters.toml", r"^repeats = 3", "repeats = 1_000_000_000",
+         ["[study].repeats: 1,000,000,000 repeats", "at most"]),
+        ("heavy_hitters.toml", r"^n = 100000", "n = 10_000_000_000",
+         ["[study].n: 10,000,000,000 users", "at most"]),
+        ("longitudinal.toml", r"^rounds = 6", "rounds = 100_000_000",
+         ["[study].n x [study].rounds: 500,000,000,000 user-rounds", "at most"]),
+        ("longitudinal.toml", r"^rounds = 6", "rounds = 1_000_000_000_000", ["user-rounds"]),
+        ("longitudinal.toml", r"^rounds = 6", "rounds = 0", ["[study].rounds: must be >= 2"]),
+        ("longitudinal.toml", r"^step = 0.3", "step = nan", ["[drift].step", "finite", "nan"]),
+        ("longitudinal.toml", r"^alpha = 1.0", "alpha = inf", ["[population].alpha", "inf"]),
+        ("quickstart.toml", r"^alpha = 1.0", "alpha = inf", ["[population].alpha", "inf"]),
+    ],
+)
+def test_spec_sizes_and_values_are_refused_at_load(tmp_path, capsys, model, old, new, needles):
+    import time
+
+    spec = _model(tmp_path, model, (old, new))
+    out = tmp_path / "out"
+    start = time.perf_counter()
+    code = main(["run", str(spec), "--out", str(out), "--quiet"])
+    one_line_error(capsys, code, *needles)
+    assert time.perf_counter() - start < 10 and not out.exists()
+
+
+def test_a_heavy_hitter_study_spawns_each_repeat_as_it_starts():
+    """The repeats' streams are root.spawn's children, made one at a time (no list of 10^9)."""
+    import inspect
+
+    import numpy as np
+
+    from bayesldp.workflows import heavy_hitter_study
+
+    assert "root.spawn(repeats)" not in inspect.getsource(heavy_hitter_study)
+    root = np.random.SeedSequence(2026)
+    made = [np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, r),
+                                   pool_size=root.pool_size) for r in range(3)]  # fmt: skip
+    assert [s.generate_state(2).tolist() for s in made] == [
+        s.generate_state(2).tolist() for s in root.spawn(3)
+    ]
+
+
+# ------------------------------------------------------------------ schedulers and workers
+def test_a_nonsense_scheduler_is_one_line(tmp_path, capsys):
+    code = main(["estimate", str(_reports(tmp_path)), "--mechanism", "GRR", "--k", "3",
+                 "--epsilon", "1", "--scheduler", "nonsense"])  # fmt: skip
+    one_line_error(capsys, code, "scheduler: 'nonsense' is not local, threads, synchronous",
+                   "tcp://")  # fmt: skip
+
+
+def test_a_bad_file_is_returned_by_its_task_not_raised_in_the_worker(tmp_path, capsys):
+    """A worker logs "Compute Failed" and a traceback for a task that raises: a bad file's
+    expected refusal is returned by the task and raised again in the client instead."""
+    from bayesldp.errors import BayesLDPError
+    from bayesldp.mechanisms import make_mechanism
+    from bayesldp.workflows import dask_tally
+
+    bad = _reports(tmp_path, "bad.csv", "report\n0\n9\n")
+    refused = dask_tally._tally_batch([_reports(tmp_path), bad], make_mechanism("GRR", 3, 1.0))
+    assert isinstance(refused, dask_tally._Refused)
+    assert isinstance(refused.error, BayesLDPError) and "bad.csv" in str(refused.error)
+    code = main(["estimate", str(tmp_path), "--mechanism", "GRR", "--k", "3", "--epsilon", "1",
+                 "--scheduler", "synchronous"])  # fmt: skip
+    one_line_error(capsys, code, "bad.csv", "must lie in 0..2, got 9")
+
+
+@pytest.mark.slow
+def test_a_bad_file_under_the_local_cluster_prints_no_worker_traceback(tmp_path):
+    _reports(tmp_path, "a.csv")
+    _reports(tmp_path, "b.csv", "report\n0\n9\n")
+    done = _cli(["estimate", str(tmp_path), "--mechanism", "GRR", "--k", "3", "--epsilon", "1"])
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"bayesldp: error: {tmp_path / 'b.csv'}: reports: must lie in 0..2, got 9"
+    ], done.stderr
+
+
+# ------------------------------------------------------------------ heavy hitters in Python
+@pytest.mark.parametrize("item", ["\ud800", "ok\udfffok"])
+def test_a_lone_surrogate_in_an_item_names_the_item(item):
+    from bayesldp.heavy_hitters import PEM
+
+    with pytest.raises(InvalidInputError, match=r"items\[1\]: .*lone surrogate"):
+        PEM(k=3, epsilon=2.0).encoder.encode(["a", item])
+
+
+def test_reports_to_a_missing_directory_is_a_clear_error(tmp_path):
+    import numpy as np
+
+    from bayesldp.heavy_hitters import PEM
+
+    reports = PEM(k=3, epsilon=2.0).perturb(np.array(["a", "b"] * 5), np.random.default_rng(0))
+    with pytest.raises(InvalidInputError, match=r"the directory .*nowhere does not exist"):
+        reports.to_file(tmp_path / "nowhere" / "r.csv")
+    assert reports.to_file(tmp_path / "r.csv").is_file()

@@ -110,7 +110,10 @@ def _converted(value: Any, field: Field, where: str) -> Any:
 def _check_field(value: Any, field: Field, where: str) -> Any:
     """The value, checked against ``field`` and converted by ``field.convert``."""
     if not _is(value, field.types):
-        raise SpecError(f"{where}: expected {_type_name(field.types)}, got {value!r}")
+        hint = ""
+        if isinstance(value, float) and value.is_integer() and _is(1, field.types):
+            hint = f" (TOML reads {value:g} as a number with a fraction: write {int(value):_})"
+        raise SpecError(f"{where}: expected {_type_name(field.types)}, got {value!r}{hint}")
     if not isinstance(value, list):
         value = _converted(value, field, where)
         if field.choices is not None:
@@ -181,6 +184,29 @@ def check_value(
         return check(value, where, *args, **kwargs)
     except (InvalidInputError, InvalidTypeError) as exc:
         raise SpecError(str(exc)) from None
+
+
+def check_sizes(parts: Mapping[str, tuple[int, float, str, str]]) -> None:
+    """Refuse a spec whose run would need more than half of this machine's memory, before it
+    runs.  ``parts`` maps a key's path (``"spec: [population].k"``) to ``(value, bytes each,
+    unit, what each holds)``; the error names the key of the largest part, its value, what it
+    needs and the most this machine holds of it, the other parts as they are."""
+    from bayesldp._validation import machine_memory
+
+    total = machine_memory()
+    needs = {where: part[0] * part[1] for where, part in parts.items()}
+    if sum(needs.values()) <= 0.5 * total:
+        return
+    where = max(needs, key=needs.__getitem__)
+    value, per, unit, what = parts[where]
+    room = 0.5 * total - (sum(needs.values()) - needs[where])
+    if room < per:  # the other parts fill the memory already: the most on its own
+        room = 0.5 * total
+    raise SpecError(
+        f"{where}: {value:,} {unit} need about {needs[where] / 2**30:,.3g} GiB of memory "
+        f"({per:,.0f} bytes each: {what}), more than half of this machine's "
+        f"{total / 2**30:,.3g} GiB; at most {max(0, int(room / per)):,} {unit}"
+    )
 
 
 def check_nonempty(values: list[Any], where: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from bayesldp._validation import check_int, check_positive
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.schema import NAME_FIELD, Field, SpecError, check_tables, check_value
-from bayesldp.workflows.spec.study import POPULATION, resolve_dataset
+from bayesldp.workflows.spec.study import POPULATION, check_population_values, resolve_dataset
 
 SURVEY = {
     "name": NAME_FIELD,
@@ -52,6 +52,7 @@ def validate_survey(raw: Mapping[str, Any], source: str = "spec") -> dict[str, A
     if population["k"] != survey["k"]:
         raise SpecError(f"{source}: [population].k: {population['k']} != [survey].k {survey['k']}")
     check_value(check_int, survey["n"], f"{source}: [survey].n", 1)
+    check_population_values(population, f"{source}: [population]")
     check_value(check_int, survey["seed"], f"{source}: [survey].seed", 0)
     _check_sizes(survey, source)
     if survey["stop_width"] is not None and survey["stop_expected_tv"] is not None:
