@@ -13,19 +13,7 @@ import numpy as np
 from bayesldp.errors import StoreWriteError
 from bayesldp.simulate import population_from_spec, total_variation
 from bayesldp.workflows.spec import SpecError
-
-
-def survey_settings(cfg: dict[str, Any], utility: str) -> dict[str, Any]:
-    """The AdaptiveSurvey keyword arguments of a survey spec (one run of it); ``alpha`` only
-    for the semi-adaptive rule (the non-adaptive baseline beside it takes none)."""
-    return {
-        "utility": utility,
-        "alpha": cfg["alpha"] if utility == "semi_adaptive" else None,
-        "eps1_fraction": float(cfg["eps1_fraction"]),
-        "batch_size": cfg["batch_size"],
-        "n_expected": cfg["n"],
-        "random_seed": cfg["seed"],
-    }
+from bayesldp.workflows.spec.survey import survey_settings
 
 
 def _make_survey(cfg: dict[str, Any], utility: str, checkpoint: Path):

@@ -96,7 +96,7 @@ def validate_rounds(raw: Mapping[str, Any], source: str = "spec") -> dict[str, A
     check_value(check_int, study["rounds"], f"{source}: [study].rounds", 2)
     check_value(check_int, study["seed"], f"{source}: [study].seed", 0)
     if not (math.isfinite(drift["step"]) and drift["step"] >= 0):
-        raise SpecError(f"{source}: [drift].step: must be finite and >= 0, got {drift['step']}")
+        raise SpecError(f"{source}: [drift].step: must be >= 0 and finite, got {drift['step']}")
     if not 0 <= drift["redraw"] <= 1:
         raise SpecError(f"{source}: [drift].redraw: must lie in [0, 1], got {drift['redraw']}")
     for key, low in (("draws", 1), ("tune", 0), ("chains", 1)):

@@ -38,6 +38,19 @@ MAX_K = 10_000
 BYTES_PER_USER = 64
 
 
+def survey_settings(cfg: dict[str, Any], utility: str) -> dict[str, Any]:
+    """The AdaptiveSurvey keyword arguments of a survey spec (one run of it); ``alpha`` only
+    for the semi-adaptive rule (the non-adaptive baseline beside it takes none)."""
+    return {
+        "utility": utility,
+        "alpha": cfg["alpha"] if utility == "semi_adaptive" else None,
+        "eps1_fraction": float(cfg["eps1_fraction"]),
+        "batch_size": cfg["batch_size"],
+        "n_expected": cfg["n"],
+        "random_seed": cfg["seed"],
+    }
+
+
 def validate_survey(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
     """Check a parsed survey spec (tables ``[survey]`` and ``[population]``)."""
     spec = check_tables(raw, TABLES, source, required=())
@@ -90,7 +103,6 @@ def _check_settings(survey: dict[str, Any], source: str) -> None:
 
     from bayesldp.adaptive import AdaptiveSurvey
     from bayesldp.adaptive.config import SurveyConfig
-    from bayesldp.workflows.survey import survey_settings
 
     defaults = {name: p.default for name, p in inspect.signature(AdaptiveSurvey).parameters.items()
                 if p.kind is p.KEYWORD_ONLY and name != "checkpoint"}  # fmt: skip
