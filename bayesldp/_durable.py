@@ -48,6 +48,13 @@ def file_lock(lock: Path, shown: Any, wait: float = 0.0, what: str = "") -> Iter
                 f"{what}the lock file {str(lock)!r} of {shown} is a directory; remove it (a "
                 "writer's lock is a file it creates and removes)"
             ) from None
+        except OSError as exc:  # a read-only directory: one line, not a PermissionError
+            from bayesldp.errors import StoreWriteError
+
+            raise StoreWriteError(
+                f"{what}{shown}: cannot write its lock file {lock.name} "
+                f"({exc.strerror or exc}); nothing was written"
+            ) from None
         try:
             _acquire(fh, shown, wait, deadline, what)
             if _same_file(fh, lock):

@@ -60,15 +60,28 @@ def make_stamp(kind: str, **params: Any) -> dict[str, Any]:
 def write_frame(frame: Any, path: str | Path) -> Path:
     """Write a stamped frame (``frame.attrs[STAMP_KEY]``) to ``path``: Parquet when the suffix
     is ``.parquet`` or ``.pq`` (the stamp in its metadata), else CSV with the stamp line first."""
+    from bayesldp.errors import StoreWriteError
+
     path = Path(path)
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is not a directory" if folder.exists() else "does not exist"
+        raise InvalidInputError(f"path: {path}: the directory {folder} {what}; create it first "
+                                "or give a path in an existing directory")  # fmt: skip
+    if path.is_dir():
+        raise InvalidInputError(f"path: {path} is a directory; give a file name")
     stamp = frame.attrs[STAMP_KEY]
-    if path.suffix.lower() in PARQUET_SUFFIXES:
-        require("pyarrow", f"writing the Parquet file {path}")
-        frame.to_parquet(path, index=False)
-        return path
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.write(f"{CSV_PREFIX}{stamp['kind']} {json.dumps(stamp, separators=(',', ':'))}\n")
-        frame.to_csv(handle, index=False, lineterminator="\n")
+    try:
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            require("pyarrow", f"writing the Parquet file {path}")
+            frame.to_parquet(path, index=False)
+            return path
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            handle.write(f"{CSV_PREFIX}{stamp['kind']} "
+                         f"{json.dumps(stamp, separators=(',', ':'))}\n")  # fmt: skip
+            frame.to_csv(handle, index=False, lineterminator="\n")
+    except OSError as exc:
+        raise StoreWriteError(f"path: cannot write {path} ({exc.strerror or exc})") from None
     return path
 
 

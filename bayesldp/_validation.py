@@ -307,18 +307,52 @@ def check_alpha(alpha: object, k: int | None = None, name: str = "alpha") -> np.
     return arr
 
 
-def check_memory(nbytes: float, what: str, alternative: str) -> None:
+#: K-length arrays of 8 bytes any mechanism's use holds at least: the tally's counts, the
+#: estimates, their intervals and an estimator's work arrays
+ARRAYS_PER_CATEGORY = 8
+
+
+def check_domain_size(k: int, name: str = "k") -> int:
+    """Refuse a domain of ``k`` categories whose K-length arrays (:data:`ARRAYS_PER_CATEGORY`
+    of 8 bytes) would need more than half of this machine's memory, before any is made.
+
+    The message gives the estimate and the largest K this machine holds (about 197 million
+    categories on a 24 GB machine).
+    """
+    total = machine_memory()
+    per = 8.0 * ARRAYS_PER_CATEGORY
+    limit = int(0.5 * total / per)
+    if k > limit:
+        raise InvalidInputError(
+            f"{name}: {k:,} categories need about {k * per / 2**30:,.3g} GiB of memory "
+            f"({ARRAYS_PER_CATEGORY} arrays of K numbers at least: the counts, the estimates and "
+            f"their intervals), more than half of this machine's {total / 2**30:,.3g} GiB; at "
+            f"most {limit:,} categories"
+        )
+    return k
+
+
+def machine_memory() -> float:
+    """Bytes of physical memory of this machine (16 GiB where it cannot be read)."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 16.0 * 2**30
+
+
+def check_memory(
+    nbytes: float, what: str, alternative: str, limit: tuple[float, str] | None = None
+) -> None:
     """Refuse work whose arrays would need more than half of this machine's memory.
 
     The error gives the estimate and what to do instead, before anything is allocated (numpy
-    would otherwise fail with a raw MemoryError, or the machine would start swapping).
+    would otherwise fail with a raw MemoryError, or the machine would start swapping);
+    ``limit = (bytes_each, unit)`` adds the most ``unit`` this machine holds.
     """
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        total = 16 * 2**30
+    total = machine_memory()
     if nbytes > 0.5 * total:
+        most = "" if limit is None else f" (at most {int(0.5 * total / limit[0]):,} {limit[1]})"
         raise InvalidInputError(
             f"{what}: needs about {nbytes / 2**30:,.3g} GiB of memory, more than half of this "
-            f"machine's {total / 2**30:,.3g} GiB; {alternative}"
+            f"machine's {total / 2**30:,.3g} GiB; {alternative}{most}"
         )

@@ -449,7 +449,9 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState):
             ``t``); :mod:`bayesldp.adaptive.stopping`.  ``engine="posterior"`` only.  Where it
             is met, :attr:`stopped` says at which report and the remaining users of ``x`` are
             not surveyed; where it is not, the survey ends at the last user and a
-            :class:`~bayesldp.errors.StoppingWarning` says so.
+            :class:`~bayesldp.errors.StoppingWarning` says so.  A survey whose last refresh
+            already meets the target (one resumed from the checkpoint of a survey that
+            stopped) surveys no one: :attr:`stopped` says where it stopped.
 
         Returns
         -------
@@ -464,6 +466,8 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState):
                 f"engine={self.engine!r}"
             )
         self.stopped = None
+        if rule is not None and self._n and self._pool.users == self._n and self._met(rule):
+            return self  # met at the last refresh already: a resumed survey that had stopped
         total = x.shape[0]
         gamma = self._require_gamma(self._n + total) if self.engine == "sgld" else 0.0
         report = _progress_callback(progress)
@@ -489,12 +493,8 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState):
                 done += self._simulate_batches(x, start_user, part, gamma)
             if report is not None:
                 report(self._n - start_user, total)
-            if rule is not None and self._pool.users == self._n:  # just refreshed
-                value = rule.value(self._pool.draws)
-                if value <= rule.target:
-                    self.stopped = {"users": self._n, "measure": rule.measure,
-                                    "target": rule.target, "value": value}  # fmt: skip
-                    return self
+            if rule is not None and self._pool.users == self._n and self._met(rule):
+                return self  # just refreshed, and the target is met
         if rule is not None:
             warnings.warn(
                 f"stop: {rule.describe()} was not met within the {total:,} users given "
@@ -504,6 +504,14 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState):
                 stacklevel=2,
             )
         return self
+
+    def _met(self, rule: StopRule) -> bool:
+        """Whether the pool's draws meet ``rule``; if so :attr:`stopped` records it."""
+        value = rule.value(self._pool.draws)
+        if value <= rule.target:
+            self.stopped = {"users": self._n, "measure": rule.measure, "target": rule.target,
+                            "value": value}  # fmt: skip
+        return value <= rule.target
 
     def _simulate_batches(
         self, x: np.ndarray, start_user: int, part: np.ndarray, gamma: float

@@ -51,7 +51,14 @@ DEFAULT_MAX_LENGTH = 64
 
 def _as_bytes(item: object, index: int, max_length: int) -> bytes:
     if isinstance(item, str):
-        data = item.encode("utf-8")
+        try:
+            data = item.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800"): no UTF-8 bytes
+            raise InvalidInputError(
+                f"items[{index}]: {item[:40]!r} holds {item[exc.start]!r} at position "
+                f"{exc.start}, a lone surrogate that has no UTF-8 encoding; give valid text "
+                "(or bytes)"
+            ) from None
     elif isinstance(item, bytes | bytearray | memoryview):
         data = bytes(item)
     else:

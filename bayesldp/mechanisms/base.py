@@ -22,6 +22,7 @@ from bayesldp._validation import (
     RNGLike,
     as_generator,
     check_counts,
+    check_domain_size,
     check_epsilon,
     check_k,
     check_memory,
@@ -105,7 +106,7 @@ class Mechanism(ABC):
     RECOMMEND: ClassVar[bool] = True
 
     def __init__(self, k: int, epsilon: float) -> None:
-        self.k = check_k(k)
+        self.k = check_domain_size(check_k(k))  # before any K-length array
         self.epsilon = check_epsilon(epsilon)
 
     # ------------------------------------------------------------------ identity

@@ -10,6 +10,7 @@ from pathlib import Path
 from bayesldp.errors import BayesLDPError, InvalidInputError
 from bayesldp.workflows.outputs import (
     directory_lock,
+    recover_staging,
     writable_directory,
     writable_file,
 )
@@ -42,9 +43,11 @@ def _add_mechanism_options(
             "SMP, RSFD: each attribute's, comma-separated: 3,4,2)",
         )
     else:
+        from bayesldp.workflows.grouped_estimates import whole_number
+
         parser.add_argument(
             "--k",
-            type=int,
+            type=whole_number,
             required=required,
             help="number of categories (PCKV: keys; PCKV-PM: value bins)",
         )
@@ -54,7 +57,10 @@ def _add_mechanism_options(
         if param.kind is bool:  # a flag: given means True, absent leaves the default
             kwargs: dict = {"action": "store_true", "default": None}
         else:  # "--subset" alone is the empty list
-            kwargs = {"type": param.kind, "nargs": "*" if param.many else None}
+            kind = param.kind
+            if kind is int:  # 1e9 reads as 10**9, as --k does
+                from bayesldp.workflows.grouped_estimates import whole_number as kind
+            kwargs = {"type": kind, "nargs": "*" if param.many else None}
         parser.add_argument(flag, dest=param.name, help=_option_help(param.name), **kwargs)
         if "_" in param.name:  # the old spelling keeps working, unlisted
             parser.add_argument(f"--{param.name}", dest=param.name, help=argparse.SUPPRESS,
@@ -285,6 +291,8 @@ def _labels(args: argparse.Namespace) -> tuple[str, ...] | None:
         lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM (Notepad) is dropped
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"--labels-file: {path} is not UTF-8 text: {exc}") from None
+    except OSError as exc:
+        raise InvalidInputError(f"--labels-file: cannot read {path}: {exc.strerror}") from None
     return check_labels([line.strip() for line in lines], args.k, f"--labels-file {path}: labels")
 
 
@@ -309,6 +317,7 @@ def cmd_survey(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--resume: {args.resume} is not a directory; nothing to resume")
     out = writable_directory(args.resume or args.out or "out/survey")
     with directory_lock(out):
+        recover_staging(out)  # a killed run's results: finished moving, or removed
         return run_survey(spec, out, resume=args.resume is not None, quiet=args.quiet)
 
 
@@ -340,7 +349,9 @@ def _add_recommend(sub) -> None:
     rec.add_argument("--k", type=k_option, required=True, help="number of categories, or each "
                      "attribute's, comma-separated (3,4,2)")  # fmt: skip
     rec.add_argument("--epsilon", type=float, required=True, help="privacy budget")
-    rec.add_argument("--n", type=int, required=True, help="number of users (>= 1)")
+    from bayesldp.workflows.grouped_estimates import whole_number
+
+    rec.add_argument("--n", type=whole_number, required=True, help="number of users (>= 1)")
     rec.add_argument(
         "--method",
         choices=METHODS,
@@ -395,7 +406,10 @@ def build_parser() -> argparse.ArgumentParser:
     aud = sub.add_parser("audit", help="exact and empirical privacy check of a mechanism")
     aud.add_argument("mechanism", help=mechanisms)
     _add_mechanism_options(aud)
-    aud.add_argument("--trials", type=int, default=200_000, help="perturbations per input")
+    from bayesldp.workflows.grouped_estimates import whole_number
+
+    aud.add_argument("--trials", type=whole_number, default=200_000,
+                     help="perturbations per input")  # fmt: skip
     aud.add_argument("--alpha", type=float, default=1e-3, help="1 - confidence of the bound")
     aud.add_argument("--seed", type=int, default=0, help="seed of the audit's trials (default 0)")
     aud.set_defaults(func=cmd_audit)
@@ -537,6 +551,15 @@ def main(argv: list[str] | None = None) -> int:
     except BayesLDPError as exc:
         message = " ".join(str(exc).splitlines())  # one line, whatever the message holds
         print(f"bayesldp: error: {message}", file=sys.stderr)
+        return 2
+    except MemoryError:  # a size no check foresaw: one line, not numpy's traceback
+        print("bayesldp: error: out of memory: the arrays this needs do not fit in this "
+              "machine's memory; give smaller sizes (k, n, bins, draws)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    except OSError as exc:  # a file or directory that cannot be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"bayesldp: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -22,6 +22,7 @@ import contextlib
 import glob
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bayesldp._optional import require
-from bayesldp.errors import InvalidInputError
+from bayesldp.errors import BayesLDPError, InvalidInputError
 from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
 from bayesldp.workflows.report_files import COMPRESSED, tally_file
@@ -58,7 +59,12 @@ def report_files(source: Any) -> list[Path]:
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         if path.is_dir():
-            entries = sorted(path.iterdir())
+            try:
+                entries = sorted(path.iterdir())
+            except OSError as exc:
+                raise InvalidInputError(
+                    f"source: cannot list the directory {path}: {exc.strerror or exc}"
+                ) from None
             _check_unreadable_entries(path, entries)
             files = [  # a sub-directory named x.csv holds no reports of this one
                 p for p in entries if p.suffix.lower() in SUFFIXES and p.is_file()
@@ -133,16 +139,35 @@ def _tally_file(path: Path, mechanism: Mechanism) -> Tally:
     return tally_file(mechanism, path, threads=False).deduplicated()
 
 
-def _merge(a: Tally, b: Tally) -> Tally:
+class _Refused:
+    """A batch's expected refusal (a bad file: a package error), returned by the task rather
+    than raised, so no worker logs a "Compute Failed" traceback for it; raised again here."""
+
+    def __init__(self, error: BayesLDPError) -> None:
+        self.error = error
+
+
+def _merge(a: Tally | _Refused, b: Tally | _Refused) -> Tally | _Refused:
+    if isinstance(a, _Refused) or isinstance(b, _Refused):
+        return a if isinstance(a, _Refused) else b
     return (a + b).deduplicated()
 
 
-def _tally_batch(paths: list[Path], mechanism: Mechanism) -> Tally:
+def _tally_batch(paths: list[Path], mechanism: Mechanism) -> Tally | _Refused:
     """The tally of a batch of files, read one after another (one file's reports at a time)."""
-    total = _tally_file(paths[0], mechanism)
-    for path in paths[1:]:
-        total = _merge(total, _tally_file(path, mechanism))
+    try:
+        total = _tally_file(paths[0], mechanism)
+        for path in paths[1:]:
+            total = _merge(total, _tally_file(path, mechanism))
+    except BayesLDPError as exc:
+        return _Refused(exc)
     return total
+
+
+def _result(value: Tally | _Refused) -> Tally:
+    if isinstance(value, _Refused):
+        raise value.error
+    return value
 
 
 def _graph(files: list[Path], mechanism: Mechanism, workers: int) -> Any:
@@ -200,10 +225,24 @@ def tally_reports(
         raise InvalidInputError(
             f"mechanism: expected a bayesldp mechanism, got {type(mechanism).__name__}"
         )
+    _check_scheduler(scheduler)
     files = report_files(source)
     if scheduler in LOCAL_SCHEDULERS:
-        return _graph(files, mechanism, os.cpu_count() or 1).compute(scheduler=scheduler)
-    return _compute_distributed(files, mechanism, scheduler, timeout, progress)
+        return _result(_graph(files, mechanism, os.cpu_count() or 1).compute(scheduler=scheduler))
+    return _result(_compute_distributed(files, mechanism, scheduler, timeout, progress))
+
+
+def _check_scheduler(scheduler: Any) -> None:
+    """None, a local scheduler's name or a scheduler address (``tcp://host:port``,
+    ``host:port``), else one line saying what is valid (not distributed's ValueError)."""
+    if scheduler is None or scheduler in LOCAL_SCHEDULERS:
+        return
+    address = re.fullmatch(r"([a-z]+://)?[^\s:/]+:\d+|[a-z]+://\S+", str(scheduler))
+    if not isinstance(scheduler, str) or address is None:
+        raise InvalidInputError(
+            f"scheduler: {scheduler!r} is not local, {', '.join(LOCAL_SCHEDULERS)} or a Dask "
+            "scheduler address such as tcp://10.0.0.5:8786"
+        )
 
 
 @contextlib.contextmanager
@@ -243,7 +282,7 @@ def _compute_distributed(
         cluster = None
         try:
             client = Client(address, timeout=f"{timeout}s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:
             raise InvalidInputError(
                 f"scheduler: no Dask scheduler answered at {address} within {timeout:g} s ({exc})"
             ) from None

@@ -25,14 +25,35 @@ POSTERIORS = ("posterior", "rounds")
 PROTOCOL_HELP = "or SPL, SMP, RSFD (several attributes: --k 3,4,2)"
 
 
+def whole_number(text: str) -> int:
+    """An option's whole number: ``1000``, ``1_000`` or ``1e3`` (the same number however it is
+    written; what is too large for the machine is refused later, saying the limit)."""
+    import decimal
+
+    cleaned = text.strip().replace("_", "")
+    try:
+        return int(cleaned)
+    except ValueError:
+        pass
+    try:
+        value = decimal.Decimal(cleaned)
+    except decimal.InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or value != value.to_integral_value():
+        raise argparse.ArgumentTypeError(f"expected a whole number (1000, 1e3), got {text!r}")
+    return int(value)
+
+
 def k_option(text: str) -> int | tuple[int, ...]:
-    """``--k``: one number, or (SPL, SMP, RSFD) one per attribute, comma-separated."""
+    """``--k``: one number, or (SPL, SMP, RSFD) one per attribute, comma-separated; each a
+    :func:`whole_number` (``1e6`` is 1000000)."""
     parts = [part.strip() for part in text.split(",")]
     try:
-        values = [int(part) for part in parts]
-    except ValueError:
+        values = [whole_number(part) for part in parts]
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
-            f"expected a number of categories, or one per attribute (3,4,2), got {text!r}"
+            f"expected a whole number of categories (1000, 1e3), or one per attribute (3,4,2), "
+            f"got {text!r}"
         ) from None
     return values[0] if len(values) == 1 else tuple(values)
 

@@ -64,7 +64,9 @@ def run_heavy_hitters(spec: dict[str, Any], *, seed: int | None = None, quick: b
     item_of: dict[str, dict[int, int]] = {}  # encoder fingerprint -> code -> first item
     codes_of: dict[str, np.ndarray] = {}
     root = np.random.SeedSequence(study["seed"] if seed is None else seed)
-    for rep, rep_seq in enumerate(root.spawn(repeats)):
+    for rep in range(repeats):  # each repeat's stream made as it starts: root.spawn's children
+        rep_seq = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, rep),
+                                         pool_size=root.pool_size)  # fmt: skip
         pop_seq, user_seq, *seqs = rep_seq.spawn(2 + len(entries))
         theta = population_from_spec(population, np.random.default_rng(pop_seq))
         x = np.random.default_rng(user_seq).choice(k, size=n, p=theta)

@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -60,25 +61,100 @@ def directory_lock(path: Path, wait: float = 0.0, what: str = "") -> Iterator[No
         yield
 
 
+#: in a staging directory: written (and synced) before its first file is moved into place, so
+#: a run killed while moving its results is finished by the next one, not left half-moved
+PUBLISHING = ".publishing"
+STAGING = ".bayesldp-staging-"
+
+
 @contextlib.contextmanager
 def staged_outputs(out: Path) -> Iterator[Path]:
     """A staging directory inside ``out`` for a run's result files, moved into ``out`` only
     when the run completes, with Ctrl-C held off during the move: an interrupted or failed run
-    leaves none of its files (and no staging directory), a completed one all of them.  Call it
-    under :func:`directory_lock`: a staging directory left by a killed run is removed."""
-    for stale in out.glob(".bayesldp-staging-*"):  # a killed run's (the caller holds the lock)
-        shutil.rmtree(stale, ignore_errors=True)
-    stage = Path(tempfile.mkdtemp(prefix=".bayesldp-staging-", dir=out))
+    leaves none of its files (and no staging directory), a completed one all of them.
+
+    Every target is checked before the first file is moved (a directory where a result file
+    goes fails the run with none of its files moved).  Call it under :func:`directory_lock`:
+    a staging directory left by a killed run is dealt with first, saying so on stderr: one
+    killed while moving its files into ``out`` has the rest moved (its results land together),
+    one killed before is removed.
+    """
+    recover_staging(out)
+    stage = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
     try:
         yield stage
+        items = sorted(stage.iterdir())
+        for item in items:  # every target checked before anything is moved
+            _check_target(item, out / item.name)
         with _sigint_deferred():
-            for item in sorted(stage.iterdir()):
-                target = out / item.name
-                if target.is_dir() and not item.is_dir():
-                    raise InvalidInputError(f"{target}: is a directory; cannot write the result")
-                os.replace(item, target)
+            marker = stage / PUBLISHING
+            marker.write_bytes(b"")
+            _fsync(marker)
+            _fsync(stage)
+            for item in items:
+                os.replace(item, out / item.name)
+                _test_crash_point("publish")
+            _fsync(out)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def recover_staging(out: Path) -> None:
+    """Deal with the staging directories a killed run left in ``out`` (the caller holds its
+    lock): finish moving the files of one killed while it moved them into place, remove one
+    killed before; each is said on stderr."""
+    for stale in sorted(out.glob(STAGING + "*")):
+        if not stale.is_dir():
+            continue
+        if (stale / PUBLISHING).exists():
+            moved = []
+            for item in sorted(stale.iterdir()):
+                target = out / item.name
+                if item.name == PUBLISHING or (target.is_dir() and not item.is_dir()):
+                    continue
+                os.replace(item, target)
+                moved.append(item.name)
+            _note(f"{out}: a run was killed while moving its results into place; moved the "
+                  f"rest of them ({', '.join(moved) or 'none left'}), so they land together")
+        else:
+            _note(f"{out}: removed the unfinished results of a run that was killed "
+                  f"({stale.name})")  # fmt: skip
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _check_target(item: Path, target: Path) -> None:
+    """``item`` can replace ``target``: not a directory in the way of a file or a file in the
+    way of a directory."""
+    if target.is_dir() and not target.is_symlink() and not item.is_dir():
+        raise InvalidInputError(f"{target}: is a directory; cannot write the result {item.name} "
+                                "there (move it away); no result was written")  # fmt: skip
+    if item.is_dir() and target.exists() and not target.is_dir():
+        raise InvalidInputError(f"{target}: is a file; cannot write the result directory "
+                                f"{item.name} there; no result was written")  # fmt: skip
+
+
+def _fsync(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _note(message: str) -> None:
+    print(f"bayesldp: note: {message}", file=sys.stderr, flush=True)
+
+
+def _test_crash_point(name: str) -> None:
+    """Kill this process here when the test environment asks for it (``BAYESLDP_TEST_CRASH``
+    equal to ``name``): how the tests check what a ``kill -9`` at that point leaves."""
+    if os.environ.get("BAYESLDP_TEST_CRASH") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @contextlib.contextmanager

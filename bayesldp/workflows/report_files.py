@@ -40,7 +40,6 @@ def read_table(
     ``stamp`` names its kind, the stamp in ``frame.attrs["bayesldp_protocol"]``; any other
     reader refuses it in one line naming the ``--mechanism`` that reads it, rather than
     tallying heavy-hitter reports as another mechanism's."""
-    import pandas as pd
 
     path = Path(path)
     if not path.is_file():
@@ -51,11 +50,22 @@ def read_table(
         raise InvalidInputError(
             f"reports: {path} is compressed ({path.suffix}); decompress it first (e.g. gunzip)"
         )
+    try:
+        return _read_table(path, threads, text, stamp)
+    except OSError as exc:  # unreadable (permissions), or an I/O error
+        raise InvalidInputError(f"reports: cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _read_table(path: Path, threads: bool, text: tuple[str, ...], stamp: str | None):
+    import pandas as pd
+
     found, before = None, None
     if path.suffix.lower() in PARQUET_SUFFIXES:
         require("pyarrow", f"reading the Parquet file {path}")
         try:
             frame = pd.read_parquet(path, use_threads=threads)
+        except PermissionError:
+            raise
         except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
             raise InvalidInputError(
                 f"reports: cannot read {path} as Parquet (truncated, or not Parquet?): {exc}"

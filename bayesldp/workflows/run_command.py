@@ -10,7 +10,12 @@ import time
 from pathlib import Path
 
 from bayesldp.errors import InvalidInputError
-from bayesldp.workflows.outputs import directory_lock, staged_outputs, writable_directory
+from bayesldp.workflows.outputs import (
+    directory_lock,
+    recover_staging,
+    staged_outputs,
+    writable_directory,
+)
 
 
 def _progress(quiet: bool):
@@ -34,6 +39,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     name = spec[NAME_TABLE[spec["kind"]]]["name"]
     out = writable_directory(args.out or Path("out") / name)  # checked before any work
     with directory_lock(out):
+        recover_staging(out)  # a killed run's results: finished moving, or removed
         return RUNNERS[spec["kind"]](spec, args, out)
 
 

@@ -22,6 +22,60 @@ LOCK = ".bayesldp.lock"
 _MANIFEST = re.compile(r"manifest-(\d+)\.json")
 
 
+#: written before a new store's first file and removed after its ``CURRENT``: a directory that
+#: holds it is a store whose creation was killed, which is no store (the next creation there
+#: starts afresh), never a damaged one
+CREATING = ".creating"
+
+
+def creation_interrupted(path: Path) -> bool:
+    """Whether ``path`` holds a store whose creation was killed before it completed."""
+    return (path / CREATING).exists()
+
+
+def creation_leftover(name: str) -> bool:
+    """A file a killed creation may leave: its marker, ``CURRENT`` or a manifest."""
+    return name in (CREATING, CURRENT) or _MANIFEST.fullmatch(name) is not None
+
+
+@contextlib.contextmanager
+def creating(path: Path) -> Iterator[None]:
+    """Create a store in ``path`` (the caller holds its lock) as one step: a killed creation
+    leaves :data:`CREATING`, so the directory is no store and the next creation starts afresh
+    (removing what it left); a failed one removes what it wrote but the lock."""
+    for item in path.iterdir():  # a killed creation's files
+        if creation_leftover(item.name) or item.name.endswith(".tmp") or item.name.startswith(
+            "state-"
+        ):
+            item.unlink(missing_ok=True)
+    marker = path / CREATING
+    marker.write_bytes(b"")
+    fsync_dir(path)
+    try:
+        yield
+    except BaseException:
+        for item in path.iterdir():
+            if item.name != LOCK and item.is_file():
+                item.unlink(missing_ok=True)
+        raise
+    marker.unlink()
+    fsync_dir(path)
+
+
+def remove_made(made: list[Path]) -> None:
+    """Remove the directories ``made`` by a failed creation, deepest first, while empty."""
+    for directory in sorted(made, key=lambda d: len(d.parts), reverse=True):
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+
+
+def missing_directories(path: Path) -> list[Path]:
+    """``path`` and its parents that do not exist (what ``mkdir(parents=True)`` would make)."""
+    return [p for p in (path, *path.parents) if not p.exists()]
+
+
 def manifest_name(generation: int) -> str:
     return f"manifest-{generation}.json"
 

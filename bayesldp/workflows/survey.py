@@ -13,24 +13,13 @@ import numpy as np
 from bayesldp.errors import StoreWriteError
 from bayesldp.simulate import population_from_spec, total_variation
 from bayesldp.workflows.spec import SpecError
-
-
-def _survey_settings(cfg: dict[str, Any], utility: str) -> dict[str, Any]:
-    """The AdaptiveSurvey keyword arguments of a survey spec (one run of it)."""
-    return {
-        "utility": utility,
-        "alpha": cfg["alpha"],
-        "eps1_fraction": float(cfg["eps1_fraction"]),
-        "batch_size": cfg["batch_size"],
-        "n_expected": cfg["n"],
-        "random_seed": cfg["seed"],
-    }
+from bayesldp.workflows.spec.survey import survey_settings
 
 
 def _make_survey(cfg: dict[str, Any], utility: str, checkpoint: Path):
     from bayesldp.adaptive import AdaptiveSurvey
 
-    settings = _survey_settings(cfg, utility)
+    settings = survey_settings(cfg, utility)
     return AdaptiveSurvey(cfg["k"], float(cfg["epsilon"]), **settings, checkpoint=checkpoint)
 
 
@@ -38,7 +27,7 @@ def _survey_config(cfg: dict[str, Any], utility: str):
     """The SurveyConfig a spec asks for (what a resumed checkpoint must hold)."""
     from bayesldp.adaptive import AdaptiveSurvey
 
-    return AdaptiveSurvey(cfg["k"], float(cfg["epsilon"]), **_survey_settings(cfg, utility)).config
+    return AdaptiveSurvey(cfg["k"], float(cfg["epsilon"]), **survey_settings(cfg, utility)).config
 
 
 def _check_same_settings(survey: Any, wanted: Any, path: Path) -> None:
@@ -53,9 +42,14 @@ def _check_same_settings(survey: Any, wanted: Any, path: Path) -> None:
 
 
 def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) -> int:
-    """Run (or resume) the survey of a validated spec; write a report, return the exit status."""
-    from bayesldp.adaptive import AdaptiveSurvey
+    """Run (or resume) the survey of a validated spec; write a report, return the exit status.
 
+    The checkpoints (``adaptive.ckpt``, ``non_adaptive.ckpt``) and ``survey.json`` are written
+    in ``out`` as the survey goes; its results (report, histories, figures) are staged and land
+    together when it completes (:func:`~bayesldp.workflows.outputs.staged_outputs`).  A resumed
+    survey whose every run had stopped at its target (or surveyed its ``n`` users) collects
+    no one and leaves its report as it was.  Call it holding ``out``'s lock.
+    """
     cfg = spec["survey"]
     seq = np.random.SeedSequence(cfg["seed"])
     theta = population_from_spec(spec["population"], np.random.default_rng(seq.spawn(1)[0]))
@@ -64,6 +58,59 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
     runs = [("adaptive", cfg["utility"])]
     if cfg["compare_non_adaptive"] and cfg["utility"] != "non_adaptive":
         runs.append(("non_adaptive", "non_adaptive"))
+    names = {label: run_name(utility, cfg) for label, utility in runs}
+    _check_directory(out, [label for label, _ in runs], resume)  # before any work
+    if resume:
+        check_definition(spec, out)
+    else:
+        write_definition(spec, out)
+    surveys, collected = {}, 0
+    for label, utility in runs:
+        survey = _open_survey(cfg, utility, out / f"{label}.ckpt", resume)
+        start, done = time.perf_counter(), survey.n_users
+        progress = None if quiet else _progress(names[label], utility, survey, theta, start)
+        if done < cfg["n"]:
+            survey.simulate(x[done:], progress=progress, stop=_stop(cfg))
+        collected += survey.n_users - done
+        surveys[label] = survey
+    if resume and not collected and (out / "report.md").is_file():
+        for label, survey in surveys.items():
+            print(f"{names[label]}: {_finished(survey, cfg)}; nothing more to collect")
+        print(f"\nreport: {out / 'report.md'} (as it was)")
+        return 0
+    lines = _write_results(cfg, runs, names, surveys, theta, out)
+    print("\n".join(lines[4:]))
+    print(f"\nreport: {out / 'report.md'}")
+    return 0
+
+
+def _open_survey(cfg: dict[str, Any], utility: str, path: Path, resume: bool):
+    """The survey checkpointed at ``path`` (resumed, checked against the spec) or a new one."""
+    from bayesldp.adaptive import AdaptiveSurvey
+
+    if resume and path.exists():
+        survey = AdaptiveSurvey.resume(path)
+        _check_same_settings(survey, _survey_config(cfg, utility), path)
+        return survey
+    if path.exists():
+        raise SpecError(f"{path}: exists; pass --resume {path.parent} to continue it")
+    return _make_survey(cfg, utility, path)
+
+
+def _finished(survey: Any, cfg: dict[str, Any]) -> str:
+    """Why a resumed survey collects no one: it had stopped at its target, or surveyed all."""
+    stopped = survey.stopped
+    if stopped is not None:
+        return (f"had already stopped at {stopped['users']:,} users (its target "
+                f"{stopped['measure']} <= {stopped['target']:g} was met)")  # fmt: skip
+    return f"had already surveyed all {survey.n_users:,} users"
+
+
+def _write_results(cfg, runs, names, surveys, theta, out: Path) -> list[str]:
+    """Stage the report, the histories and the figures, then move them into ``out`` together
+    (none of them if anything fails or is interrupted); return the report's lines."""
+    from bayesldp.workflows.outputs import staged_outputs
+
     lines = [
         f"# Survey: {cfg['name']}",
         "",
@@ -72,48 +119,31 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
         "| run | utility | users | mean size of S | TV of posterior mean |",
         "|---|---|---:|---:|---:|",
     ]
-    names = {label: run_name(utility, cfg) for label, utility in runs}
-    _check_directory(out, [label for label, _ in runs], resume)  # before any work
-    if resume:
-        check_definition(spec, out)
-    else:
-        write_definition(spec, out)
     histories, stops = {}, []
-    for label, utility in runs:
-        path = out / f"{label}.ckpt"
-        if resume and path.exists():
-            survey = AdaptiveSurvey.resume(path)
-            _check_same_settings(survey, _survey_config(cfg, utility), path)
-        else:
-            if path.exists():
-                raise SpecError(f"{path}: exists; pass --resume {out} to continue it")
-            survey = _make_survey(cfg, utility, path)
-        start, done = time.perf_counter(), survey.n_users
-        progress = None if quiet else _progress(names[label], utility, survey, theta, start)
-        if done < cfg["n"]:
-            survey.simulate(x[done:], progress=progress, stop=_stop(cfg))
-        stops.append(_stop_line(names[label], survey, cfg))
-        post = survey.posterior().posterior["theta"].values.reshape(-1, cfg["k"]).mean(axis=0)
-        size = _mean_subset_size(utility, survey.history["subset_size"].values)
-        tv = total_variation(post, theta)
-        lines.append(f"| {names[label]} | {utility} | {survey.n_users:,} | {size} | {tv:.4f} |")
-        histories[label] = survey.history
-        histories[label].to_netcdf(out / f"{label}_history.nc")
-    lines += ["", *[line for line in stops if line], "", "![trajectories](trajectories.png)"]
-    _plot_trajectories(histories, dict(runs), names, theta, out / "trajectories.png")
-    if all("posterior_users" in h for h in histories.values()):
-        lines += [
-            "",
-            "The posterior along each survey (mean and 90% band of the four largest categories "
-            "at every refresh; dashed: the truth):",
-            "",
-            "![posterior](posterior.png)",
-        ]
-        _plot_posterior(histories, names, theta, out / "posterior.png")
-    (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines[4:]))
-    print(f"\nreport: {out / 'report.md'}")
-    return 0
+    with staged_outputs(out) as stage:
+        for label, utility in runs:
+            survey = surveys[label]
+            stops.append(_stop_line(names[label], survey, cfg))
+            post = survey.posterior().posterior["theta"].values.reshape(-1, cfg["k"]).mean(axis=0)
+            size = _mean_subset_size(utility, survey.history["subset_size"].values)
+            tv = total_variation(post, theta)
+            lines.append(f"| {names[label]} | {utility} | {survey.n_users:,} | {size} | "
+                         f"{tv:.4f} |")  # fmt: skip
+            histories[label] = survey.history
+            histories[label].to_netcdf(stage / f"{label}_history.nc")
+        lines += ["", *[line for line in stops if line], "", "![trajectories](trajectories.png)"]
+        _plot_trajectories(histories, dict(runs), names, theta, stage / "trajectories.png")
+        if all("posterior_users" in h for h in histories.values()):
+            lines += [
+                "",
+                "The posterior along each survey (mean and 90% band of the four largest "
+                "categories at every refresh; dashed: the truth):",
+                "",
+                "![posterior](posterior.png)",
+            ]
+            _plot_posterior(histories, names, theta, stage / "posterior.png")
+        (stage / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return lines
 
 
 #: the file beside the checkpoints holding what defines the survey (population and settings)
@@ -229,6 +259,9 @@ def _stop_line(name: str, survey: Any, cfg: dict[str, Any]) -> str:
     if target is None:
         return ""
     (measure, value), = target.items()
+    if survey.stopped is None and survey.n_users < cfg["n"]:  # never met, never finished
+        return (f"- {name}: interrupted at {survey.n_users:,} of {cfg['n']:,} users, before the "
+                f"target {measure} <= {value:g} was met; resume it to continue.")  # fmt: skip
     if survey.stopped is None:
         return f"- {name}: the target {measure} <= {value:g} was not met in {cfg['n']:,} users."
     return (f"- {name}: stopped at {survey.stopped['users']:,} users "

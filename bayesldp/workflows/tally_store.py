@@ -82,6 +82,7 @@ from bayesldp.mechanisms.base import Mechanism
 from bayesldp.tally import Tally
 from bayesldp.workflows import store_files as sf
 from bayesldp.workflows.batch_identity import IMPLAUSIBLE, batch_content, ladder
+from bayesldp.workflows.outputs import _test_crash_point
 from bayesldp.workflows.report_files import check_one_tally, read_table
 
 __all__ = ["TallyStore", "is_tally_store"]
@@ -99,7 +100,12 @@ def is_tally_store(path: Any) -> bool:
     generations of a store whose ``CURRENT`` is lost)."""
     if not isinstance(path, str | os.PathLike) or not Path(path).is_dir():
         return False
-    return (Path(path) / sf.CURRENT).is_file() or bool(sf.generations_on_disk(Path(path)))
+    if sf.creation_interrupted(Path(path)):  # a killed creation: no store (made afresh)
+        return False
+    try:
+        return (Path(path) / sf.CURRENT).is_file() or bool(sf.generations_on_disk(Path(path)))
+    except OSError:  # an unreadable directory: not a store it can tell (its reader says why)
+        return False
 
 
 def _report_files(files: Any) -> list[Path]:
@@ -123,6 +129,8 @@ def _report_files(files: Any) -> list[Path]:
 def _leftover(name: str) -> bool:
     """A file that a failed or killed creation may leave (the lock, a temporary file, a state
     file written before its manifest): it does not stop a new store from being made here."""
+    if sf.creation_leftover(name):  # (only where no store is: a killed creation's)
+        return True
     return name in _OWN_FILES or name.endswith(".tmp") or re.fullmatch(r"state-\d+\.npz", name)
 
 
@@ -211,12 +219,32 @@ class TallyStore:
             raise InvalidInputError(
                 f"mechanism: expected a bayesldp mechanism, got {type(mechanism).__name__}"
             )
+        made = []  # the directories this call makes: removed again if the creation fails
         if not is_tally_store(path):
             _check_new_store_path(path)
+            made = sf.missing_directories(path)
             try:
                 path.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
+                sf.remove_made(made)
                 raise InvalidInputError(f"store: cannot create {path}: {exc.strerror}") from None
+        try:
+            return cls._open_locked(path, mechanism, files, exist_ok, wait, **options)
+        except BaseException:
+            if not is_tally_store(path):
+                sf.remove_made(made)
+            raise
+
+    @classmethod
+    def _open_locked(
+        cls,
+        path: Path,
+        mechanism: Mechanism,
+        files: list[Path],
+        exist_ok: bool,
+        wait: float,
+        **options: Any,
+    ) -> tuple[TallyStore, list[dict[str, Any]]]:
         with sf.store_lock(path, wait):  # creation and appends take turns
             if is_tally_store(path):  # it was there, or another process created it meanwhile
                 if not exist_ok:
@@ -233,15 +261,17 @@ class TallyStore:
                         "inputs": []}  # fmt: skip
             store = cls.__new__(cls)
             store.path, store.wait = path, wait
-            if not files:
-                sf.write_atomic(path / sf.manifest_name(0), lambda fh: fh.write(
-                    sf.manifest_bytes(manifest)))  # fmt: skip
-                sf.write_atomic(path / sf.CURRENT, lambda fh: fh.write(b"0"))
-                sf.fsync_dir(path)
-                return store, []
-            records, total = _count(files, manifest, mechanism, None, **options)
-            store._commit(1, manifest, total)  # the first generation, whole, then CURRENT
-            return store, records
+            with sf.creating(path):  # a killed creation leaves no store, not a damaged one
+                if not files:
+                    sf.write_atomic(path / sf.manifest_name(0), lambda fh: fh.write(
+                        sf.manifest_bytes(manifest)))  # fmt: skip
+                    _test_crash_point("store-created")
+                    sf.write_atomic(path / sf.CURRENT, lambda fh: fh.write(b"0"))
+                    sf.fsync_dir(path)
+                    return store, []
+                records, total = _count(files, manifest, mechanism, None, **options)
+                store._commit(1, manifest, total)  # the first generation, whole, then CURRENT
+                return store, records
 
     # ------------------------------------------------------------------ reading
     def _generation(self) -> int:

@@ -37,6 +37,7 @@ import numpy as np
 from bayesldp._validation import (
     RNGLike,
     as_generator,
+    check_domain_size,
     check_epsilon,
     check_instance,
     check_k,
@@ -97,7 +98,8 @@ class Multidimensional(ABC):
     def __init__(self, ks: Any, epsilon: float, base: str = "GRR") -> None:
         if isinstance(ks, int | np.integer) or not hasattr(ks, "__len__"):
             raise InvalidTypeError(f"ks: expected one domain size per attribute, got {ks!r}")
-        self.ks = tuple(check_k(k, f"ks[{j}]") for j, k in enumerate(ks))
+        self.ks = tuple(check_domain_size(check_k(k, f"ks[{j}]"), f"ks[{j}]")
+                        for j, k in enumerate(ks))  # fmt: skip
         if len(self.ks) < 2:
             raise InvalidInputError(f"ks: need at least 2 attributes, got {len(self.ks)}")
         self.epsilon = check_epsilon(epsilon)

@@ -111,12 +111,12 @@ class ChannelInverseOracle:
         return np.linalg.solve(r, tally.stat / tally.n)
 
     def oracle_variance(self, theta: Any, n: int) -> np.ndarray:
-        """``diag(M C M^T)``, ``C = (diag(theta P) - P^T diag(theta) P) / n``."""
+        """``diag(M C M^T)``, ``C = (diag(theta P) - P^T diag(theta) P) / n``, without the
+        ``output_bins x output_bins`` matrix ``C``: ``(M^2 (theta P) - (M P^T)^2 theta) / n``."""
         theta = np.asarray(theta, dtype=float)
         p = self.channel
-        cov = np.diag(theta @ p) - (p.T * theta) @ p
         m = self._oracle_matrix()
-        return np.einsum("ij,jk,ik->i", m, cov, m) / n
+        return ((m * m) @ (theta @ p) - ((m @ p.T) ** 2) @ theta) / n
 
     def point_mass_variances(self) -> np.ndarray:
         """``table[j, x] = Var_x(e_j)`` for one report (everyone in bin ``j``), all at once.
@@ -342,8 +342,15 @@ class NumericalMechanism(ChannelInverseOracle, FiniteChannelMechanism):
         return np.bincount(self.output_bin(reports), minlength=self.output_bins)
 
     def _check_bin_counts_memory(self) -> None:
-        check_memory(8.0 * self.output_bins, f"{self!r}: counts of {self.output_bins:,} output "
-                     "bins", "use fewer output bins (output_bins=)")  # fmt: skip
+        """A tally's arrays, checked before the first: the counts and edges of the output bins
+        (8 bytes each), the ``k x output_bins`` channel it is read through (24 bytes) and the
+        estimators' ``k x output_bins`` matrices (about five of 8 bytes)."""
+        per_bin = 16.0 + 64.0 * self.k
+        check_memory(per_bin * self.output_bins, f"{self!r}: counts of {self.output_bins:,} "
+                     f"output bins, their edges, the {self.k} x {self.output_bins:,} channel and "
+                     "the estimators' matrices of that size",
+                     "use fewer output bins (output_bins=)",
+                     limit=(per_bin, "output bins"))  # fmt: skip
 
     def reports_from_frame(self, frame: Any, source: Any = "reports") -> np.ndarray:
         """A report column of real numbers (in the units of the values)."""

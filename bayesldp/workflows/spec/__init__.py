@@ -108,6 +108,8 @@ def load_spec(path: str | Path, kind: str | None = None) -> dict[str, Any]:
         raise SpecError(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise SpecError(f"{path}: not a text file: {exc}") from None
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the spec: {exc.strerror or exc}") from None
     found = spec_kind(raw, str(path))
     if kind is not None and found != kind:
         raise SpecError(f"{path}: is {_a(found)} {found!r} spec, expected {_a(kind)} {kind!r} spec")

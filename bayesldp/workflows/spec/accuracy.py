@@ -20,6 +20,7 @@ from bayesldp._validation import check_int, check_positive, check_probability
 from bayesldp.estimators import METHODS
 from bayesldp.mechanisms.registry import canonical_name
 from bayesldp.workflows.spec.schema import (
+    NAME_FIELD,
     Field,
     Schema,
     SpecError,
@@ -36,7 +37,7 @@ EM_MR_POPULATIONS = ("zipf", "dirichlet")
 TRUNCATION_TOLERANCE = 1e-6  # largest population mass allowed outside 0..k-1 (then dropped)
 
 STUDY = {
-    "name": Field(str, required=True, doc="name used in the report"),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0, doc="master seed"),
     "description": Field(str, default=""),
 }

@@ -22,6 +22,7 @@ from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.rounds import check_population
 from bayesldp.workflows.spec.schema import (
+    NAME_FIELD,
     Field,
     SpecError,
     check_distinct_entries,
@@ -32,7 +33,7 @@ from bayesldp.workflows.spec.schema import (
 from bayesldp.workflows.spec.study import ESTIMATORS, POPULATION
 
 STUDY = {
-    "name": Field(str, required=True, doc="name used in the report"),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0, doc="master seed"),
     "n": Field(int, required=True, doc="number of users (records)"),
     "repeats": Field(int, default=1, doc="independent repetitions"),

@@ -25,6 +25,7 @@ from typing import Any
 from bayesldp._validation import check_int, check_positive, check_probability
 from bayesldp.adaptive.utilities import UTILITIES
 from bayesldp.workflows.spec.schema import (
+    NAME_FIELD,
     Field,
     SpecError,
     check_each,
@@ -33,7 +34,7 @@ from bayesldp.workflows.spec.schema import (
 )
 
 GRID = {
-    "name": Field(str, required=True, doc="name used in the report"),
+    "name": NAME_FIELD,
     "description": Field(str, default=""),
     "seed": Field(int, default=0, doc="master seed"),
     "n": Field(int, doc="users per survey, the same for every K (or n_per_category)"),

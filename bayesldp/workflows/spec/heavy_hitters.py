@@ -21,9 +21,11 @@ from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.rounds import check_population
 from bayesldp.workflows.spec.schema import (
+    NAME_FIELD,
     Field,
     SpecError,
     check_distinct_entries,
+    check_sizes,
     check_table,
     check_tables,
     check_value,
@@ -34,7 +36,7 @@ from bayesldp.workflows.spec.study import POPULATION
 METHODS = ("PEM", "SFP", "TreeHist")
 
 STUDY = {
-    "name": Field(str, required=True, doc="name used in the report"),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0, doc="master seed"),
     "n": Field(int, required=True, doc="number of users, each holding one item"),
     "repeats": Field(int, default=1, doc="independent repetitions"),
@@ -54,6 +56,9 @@ BAYES = {
     "chains": Field(int, default=4),
 }
 TABLES = {"study": STUDY, "population": POPULATION, "bayes": BAYES}
+#: bytes a run holds for each item (its name, code and frequency, the code's lookup entry),
+#: each user (item, code, report) and each (repeat, method, epsilon) (a row of results)
+ITEM_BYTES, USER_BYTES, RUN_BYTES = 256, 128, 1024
 
 
 def item_labels(k: int) -> list[str]:
@@ -73,6 +78,17 @@ def validate_heavy_hitters(raw: Mapping[str, Any], source: str = "spec") -> dict
                         f"{study['threshold']}")  # fmt: skip
     for key in ("draws", "chains"):
         check_value(check_int, bayes[key], f"{source}: [bayes].{key}", 1)
+    entries = raw.get("methods")
+    runs = sum(len(e["epsilon"]) if isinstance(e, dict) and isinstance(e.get("epsilon"), list)
+               else 1 for e in entries or [None])  # fmt: skip
+    check_sizes({  # before any method is built: a k of 10^9 is refused now, not at 22 GB
+        f"{source}: [population].k": (spec["population"]["k"] or 0, ITEM_BYTES, "items",
+                                      "an item's name, code, lookup entry and frequency"),
+        f"{source}: [study].n": (study["n"], USER_BYTES, "users",
+                                 "a user's item, code and report"),
+        f"{source}: [study].repeats": (study["repeats"], RUN_BYTES * runs, "repeats",
+                                       f"a row of results for each of the {runs} runs"),
+    })  # fmt: skip
     check_population(spec["population"], f"{source}: [population]", source)
     if study["top"] > spec["population"]["k"]:
         raise SpecError(f"{source}: [study].top: {study['top']} is more than the population's "

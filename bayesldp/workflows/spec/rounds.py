@@ -13,22 +13,30 @@ over every round; ``draws``, ``tune``, ``chains``).  ``bayesldp run`` runs it wi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from bayesldp._validation import check_int
 from bayesldp.workflows.spec.schema import (
+    NAME_FIELD,
     Field,
     SpecError,
     check_distinct_entries,
+    check_sizes,
     check_table,
     check_tables,
     check_value,
 )
-from bayesldp.workflows.spec.study import ESTIMATORS, POPULATION, resolve_dataset
+from bayesldp.workflows.spec.study import (
+    ESTIMATORS,
+    POPULATION,
+    check_population_values,
+    resolve_dataset,
+)
 
 STUDY = {
-    "name": Field(str, required=True, doc="name used in the report"),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0, doc="master seed"),
     "n": Field(int, required=True, doc="number of users, the same in every round"),
     "rounds": Field(int, required=True, doc="number of rounds (>= 2)"),
@@ -70,6 +78,7 @@ def check_population(population: dict[str, Any], where: str, source: str) -> Non
     if population["k"] is None:
         raise SpecError(f"{where}.k: missing (required)")
     check_value(check_int, population["k"], f"{where}.k", 2)
+    check_population_values(population, where)
     freqs = population["frequencies"]
     if population["kind"] == "frequencies" and (freqs is None or len(freqs) != population["k"]):
         raise SpecError(f"{where}.frequencies: need {population['k']} values for "
@@ -87,8 +96,8 @@ def validate_rounds(raw: Mapping[str, Any], source: str = "spec") -> dict[str, A
     check_value(check_int, study["n"], f"{source}: [study].n", 1)
     check_value(check_int, study["rounds"], f"{source}: [study].rounds", 2)
     check_value(check_int, study["seed"], f"{source}: [study].seed", 0)
-    if drift["step"] < 0:
-        raise SpecError(f"{source}: [drift].step: must be >= 0, got {drift['step']}")
+    if not (math.isfinite(drift["step"]) and drift["step"] >= 0):
+        raise SpecError(f"{source}: [drift].step: must be >= 0 and finite, got {drift['step']}")
     if not 0 <= drift["redraw"] <= 1:
         raise SpecError(f"{source}: [drift].redraw: must lie in [0, 1], got {drift['redraw']}")
     for key, low in (("draws", 1), ("tune", 0), ("chains", 1)):
@@ -96,6 +105,13 @@ def validate_rounds(raw: Mapping[str, Any], source: str = "spec") -> dict[str, A
     if not spec["estimators"]["methods"] and not bayes["rounds"]:
         raise SpecError(f"{source}: [estimators].methods: empty, and [bayes].rounds is false")
     check_population(spec["population"], f"{source}: [population]", source)
+    n, rounds, k = study["n"], study["rounds"], spec["population"]["k"] or 0
+    check_sizes({  # before anything runs: rounds = 10^8 is refused now, not after minutes
+        f"{source}: [study].n x [study].rounds": (n * rounds, 32, "user-rounds",
+                                                  "a user's value and report in a round"),
+        f"{source}: [study].rounds x [population].k": (rounds * k, 64, "round-frequencies",
+                                                       "a round's frequency and estimates"),
+    })  # fmt: skip
     entries = raw["mechanisms"]
     if not isinstance(entries, list) or not entries:
         raise SpecError(f"{source}: [[mechanisms]]: expected at least one [[mechanisms]] table")

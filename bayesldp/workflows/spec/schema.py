@@ -54,6 +54,35 @@ _TYPE_NAMES = {
 }
 
 
+def output_name(value: str) -> str:
+    """A spec's ``name``, checked: it is the default output directory ``out/<name>``, so it
+    must be one plain path component (not empty, not ``.`` or ``..``, no ``/`` or ``\\``, no
+    control character).  Such a name is refused, not rewritten, so outputs never leave the
+    directory the user named (or ``out/``)."""
+    if not value.strip():
+        raise InvalidInputError(
+            "must not be empty: it names the output directory out/<name> (refused, not "
+            "renamed); give a plain name such as 'my_study'"
+        )
+    bad = (
+        value.strip() in (".", "..")
+        or any(sep in value for sep in ("/", "\\"))
+        or any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
+    )
+    if bad:
+        raise InvalidInputError(
+            f"{value!r} is not a plain name: it names the output directory out/<name>, so it "
+            "may not be '.' or '..' or hold '/', '\\' or control characters (refused, not "
+            "renamed); give a plain name such as 'my_study', and --out to write elsewhere"
+        )
+    return value
+
+
+#: the ``name`` field of a spec's main table: the default output directory ``out/<name>``
+NAME_FIELD = Field(str, required=True, doc="name used in the report and as out/<name>",
+                   convert=output_name)  # fmt: skip
+
+
 def _type_name(types: type | tuple[type, ...]) -> str:
     types = types if isinstance(types, tuple) else (types,)
     return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
@@ -83,7 +112,10 @@ def _converted(value: Any, field: Field, where: str) -> Any:
 def _check_field(value: Any, field: Field, where: str) -> Any:
     """The value, checked against ``field`` and converted by ``field.convert``."""
     if not _is(value, field.types):
-        raise SpecError(f"{where}: expected {_type_name(field.types)}, got {value!r}")
+        hint = ""
+        if isinstance(value, float) and value.is_integer() and _is(1, field.types):
+            hint = f" (TOML reads {value:g} as a number with a fraction: write {int(value):_})"
+        raise SpecError(f"{where}: expected {_type_name(field.types)}, got {value!r}{hint}")
     if not isinstance(value, list):
         value = _converted(value, field, where)
         if field.choices is not None:
@@ -182,6 +214,29 @@ def check_value(
         return check(value, where, *args, **kwargs)
     except (InvalidInputError, InvalidTypeError) as exc:
         raise SpecError(str(exc)) from None
+
+
+def check_sizes(parts: Mapping[str, tuple[int, float, str, str]]) -> None:
+    """Refuse a spec whose run would need more than half of this machine's memory, before it
+    runs.  ``parts`` maps a key's path (``"spec: [population].k"``) to ``(value, bytes each,
+    unit, what each holds)``; the error names the key of the largest part, its value, what it
+    needs and the most this machine holds of it, the other parts as they are."""
+    from bayesldp._validation import machine_memory
+
+    total = machine_memory()
+    needs = {where: part[0] * part[1] for where, part in parts.items()}
+    if sum(needs.values()) <= 0.5 * total:
+        return
+    where = max(needs, key=needs.__getitem__)
+    value, per, unit, what = parts[where]
+    room = 0.5 * total - (sum(needs.values()) - needs[where])
+    if room < per:  # the other parts fill the memory already: the most on its own
+        room = 0.5 * total
+    raise SpecError(
+        f"{where}: {value:,} {unit} need about {needs[where] / 2**30:,.3g} GiB of memory "
+        f"({per:,.0f} bytes each: {what}), more than half of this machine's "
+        f"{total / 2**30:,.3g} GiB; at most {max(0, int(room / per)):,} {unit}"
+    )
 
 
 def check_nonempty(values: list[Any], where: str) -> None:

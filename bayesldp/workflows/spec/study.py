@@ -18,6 +18,7 @@ from bayesldp._validation import check_int, check_labels, check_open_unit
 from bayesldp.bayes.fit_options import FIT_METHODS
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.workflows.spec.schema import (
+    NAME_FIELD,
     Field,
     SpecError,
     check_distinct_entries,
@@ -30,7 +31,7 @@ POPULATION_KINDS = ("dirichlet", "zipf", "binomial", "uniform", "frequencies", "
 
 
 STUDY = {
-    "name": Field(str, required=True, doc="name used in the report"),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0, doc="master seed; every repeat gets a child stream"),
     "repeats": Field(int, default=1, doc="independent repetitions"),
     "n": Field(int, required=True, doc="number of users"),
@@ -169,6 +170,7 @@ def _check_values(spec: dict[str, Any], source: str) -> None:
     if population["k"] is None:
         raise SpecError(f"{source}: [population].k: missing (required)")
     check_value(check_int, population["k"], f"{source}: [population].k", 2)
+    check_population_values(population, f"{source}: [population]")
     key_value = population["kind"] == "key_value"
     if bayes["prior"] is not None and not key_value:
         check_value(_check_prior, bayes["prior"], f"{source}: [bayes].prior", population["k"])
@@ -260,6 +262,27 @@ def _check_mechanism(
         return make_mechanism(mech["name"], k, float(epsilon), **params)
     except InvalidInputError as exc:
         raise SpecError(f"{where}: {exc}") from None
+
+
+def check_population_values(population: dict[str, Any], where: str) -> None:
+    """The parameter of the population's kind, finite and in its range (``alpha > 0``,
+    ``s >= 0``, ``p`` in [0, 1], frequencies >= 0 with a positive sum), so a bad one fails at
+    load, not as numpy's error in the middle of a run."""
+    import math
+
+    kind = population["kind"]
+    value = {"dirichlet": "alpha", "zipf": "s", "binomial": "p"}.get(kind)
+    if value is not None:
+        x = population[value]
+        low_ok = x > 0 if value == "alpha" else x >= 0
+        if not (math.isfinite(x) and low_ok and (value != "p" or x <= 1)):
+            valid = {"alpha": "finite and > 0", "s": "finite and >= 0", "p": "in [0, 1]"}[value]
+            raise SpecError(f"{where}.{value}: must be {valid} for kind = {kind!r}, got {x}")
+    freqs = population.get("frequencies")
+    if kind == "frequencies" and freqs is not None:
+        if not all(math.isfinite(f) and f >= 0 for f in freqs) or not sum(freqs) > 0:
+            raise SpecError(f"{where}.frequencies: need finite values >= 0 with a positive sum, "
+                            f"got {freqs}")  # fmt: skip
 
 
 def resolve_dataset(population: dict[str, Any], source: str) -> None:

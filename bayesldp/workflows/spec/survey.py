@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bayesldp._validation import check_int
-from bayesldp.workflows.spec.schema import Field, SpecError, check_tables, check_value
-from bayesldp.workflows.spec.study import POPULATION, resolve_dataset
+from bayesldp._validation import check_int, check_positive
+from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp.workflows.spec.schema import NAME_FIELD, Field, SpecError, check_tables, check_value
+from bayesldp.workflows.spec.study import POPULATION, check_population_values, resolve_dataset
 
 SURVEY = {
-    "name": Field(str, required=True),
+    "name": NAME_FIELD,
     "seed": Field(int, default=0),
     "n": Field(int, required=True, doc="number of users"),
     "k": Field(int, doc="number of categories (from the data set when kind = 'dataset')"),
@@ -29,6 +30,25 @@ SURVEY = {
     "stop_expected_tv": Field((int, float), doc="stop once the posterior expected TV is this"),
 }
 TABLES = {"survey": SURVEY, "population": POPULATION}
+#: the largest survey a 24 GiB machine holds comfortably: about 64 bytes a user (the simulated
+#: users, their reports and the survey's history) and the K x K tables of 16 bytes of RRRR's
+#: channel
+MAX_USERS = 10**8
+MAX_K = 10_000
+BYTES_PER_USER = 64
+
+
+def survey_settings(cfg: dict[str, Any], utility: str) -> dict[str, Any]:
+    """The AdaptiveSurvey keyword arguments of a survey spec (one run of it); ``alpha`` only
+    for the semi-adaptive rule (the non-adaptive baseline beside it takes none)."""
+    return {
+        "utility": utility,
+        "alpha": cfg["alpha"] if utility == "semi_adaptive" else None,
+        "eps1_fraction": float(cfg["eps1_fraction"]),
+        "batch_size": cfg["batch_size"],
+        "n_expected": cfg["n"],
+        "random_seed": cfg["seed"],
+    }
 
 
 def validate_survey(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
@@ -45,9 +65,53 @@ def validate_survey(raw: Mapping[str, Any], source: str = "spec") -> dict[str, A
     if population["k"] != survey["k"]:
         raise SpecError(f"{source}: [population].k: {population['k']} != [survey].k {survey['k']}")
     check_value(check_int, survey["n"], f"{source}: [survey].n", 1)
+    check_population_values(population, f"{source}: [population]")
+    check_value(check_int, survey["seed"], f"{source}: [survey].seed", 0)
+    _check_sizes(survey, source)
     if survey["stop_width"] is not None and survey["stop_expected_tv"] is not None:
         raise SpecError(f"{source}: [survey]: give stop_width or stop_expected_tv, not both")
     for key in ("stop_width", "stop_expected_tv"):
-        if survey[key] is not None and not survey[key] > 0:
-            raise SpecError(f"{source}: [survey].{key}: must be > 0, got {survey[key]}")
+        if survey[key] is not None:
+            check_value(check_positive, survey[key], f"{source}: [survey].{key}")
+    _check_settings(survey, source)
     return spec
+
+
+def _check_sizes(survey: dict[str, Any], source: str) -> None:
+    """Refuse, before anything is allocated, a survey larger than :data:`MAX_USERS` users or
+    :data:`MAX_K` categories, saying how much memory it would need."""
+    n, k = survey["n"], survey["k"]
+    if n > MAX_USERS:
+        raise SpecError(
+            f"{source}: [survey].n: {n:,} users need about {n * BYTES_PER_USER / 2**30:,.3g} GiB "
+            f"of memory (about {BYTES_PER_USER} bytes a user: the simulated users, their reports "
+            f"and the survey's history); at most {MAX_USERS:,}"
+        )
+    if k > MAX_K:
+        raise SpecError(
+            f"{source}: [survey].k: {k:,} categories need about {16 * k * k / 2**30:,.3g} GiB of "
+            f"memory (RRRR's K x K channel, and a K-dimensional posterior refitted along the "
+            f"survey); at most {MAX_K:,}"
+        )
+
+
+def _check_settings(survey: dict[str, Any], source: str) -> None:
+    """Check the settings the survey itself takes (epsilon, utility, alpha, ...), as
+    :class:`~bayesldp.adaptive.AdaptiveSurvey` would, so that a run fails at load, before it
+    writes anything."""
+    import inspect
+
+    from bayesldp.adaptive import AdaptiveSurvey
+    from bayesldp.adaptive.config import SurveyConfig
+
+    defaults = {name: p.default for name, p in inspect.signature(AdaptiveSurvey).parameters.items()
+                if p.kind is p.KEYWORD_ONLY and name != "checkpoint"}  # fmt: skip
+    # alpha as given: it is refused with any rule but the semi-adaptive one
+    settings = defaults | survey_settings(survey, survey["utility"]) | {"alpha": survey["alpha"]}
+    try:
+        SurveyConfig.create(k=survey["k"], epsilon=survey["epsilon"], **settings)
+    except (InvalidInputError, InvalidTypeError) as exc:
+        message = str(exc)
+        key = message.split(":", 1)[0]
+        where = f"[survey].{message}" if key in SURVEY else f"[survey]: {message}"
+        raise SpecError(f"{source}: {where}") from None
