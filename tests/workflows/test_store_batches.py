@@ -33,7 +33,8 @@ from bayesldp.workflows.batch_identity import batch_content
 from bayesldp.workflows.cli import main
 from bayesldp.workflows.dask_tally import report_files, tally_reports
 from bayesldp.workflows.report_files import read_table
-from bayesldp.workflows.tally_store import TallyStore, default_batch_id
+from bayesldp.workflows.store_batches import default_batch_id
+from bayesldp.workflows.tally_store import TallyStore
 
 GRR3 = ["--mechanism", "GRR", "--k", "3", "--epsilon", "1"]
 
