@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from bayesldp.errors import BayesLDPError, InvalidInputError
@@ -527,6 +529,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: a warning's advice in Python's words, and in ``bayesldp estimate``'s options
+ESTIMATE_SPELLING = {"draws=": "--draws", "tune=": "--tune", "chains=": "--chains",
+                     "target_accept": "--target-accept", "prior=": "--prior "}  # fmt: skip
+
+
+@contextlib.contextmanager
+def _one_line_warnings(command: str) -> Iterator[None]:
+    """Warnings as the command's own lines: ``bayesldp: warning: ...`` on stderr, one line, no
+    source path or line of Python; ``estimate``'s advice names its options (``--draws``, not
+    ``draws=``).  Only for the command itself: a caller that captures stderr (or records
+    warnings) gets Python's warnings as they are."""
+    import warnings
+
+    if sys.stderr is not sys.__stderr__:
+        yield
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split())
+        if command == "estimate":
+            for python, option in ESTIMATE_SPELLING.items():
+                text = text.replace(python, option)
+        print(f"bayesldp: warning: {text}", file=sys.stderr, flush=True)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+@contextlib.contextmanager
+def _interrupts_in_callbacks() -> Iterator[None]:
+    """Ctrl-C that lands inside a callback from C (numba's compiler calls some) is not lost:
+    Python can only print it there ("Exception ignored ... KeyboardInterrupt") and go on, so it
+    is delivered again, to be raised where the command can answer it with one line."""
+    import signal
+
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if issubclass(unraisable.exc_type, KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``bayesldp`` command.
 
@@ -537,7 +590,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.argv = argv
-        return args.func(args)
+        with _one_line_warnings(args.command), _interrupts_in_callbacks():
+            return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, 128 + 2
         ended = "\n" if sys.stderr.isatty() else ""  # end a progress line first
         print(f"{ended}bayesldp: interrupted", file=sys.stderr, flush=True)

@@ -13,9 +13,9 @@ Z90 = 1.6448536269514722
 
 
 def posterior_options(args: argparse.Namespace) -> dict:
-    """The sampler settings given on the command line (``--draws``, ``--tune``, ``--chains``;
-    those left out keep :func:`bayesldp.fit`'s defaults)."""
-    names = ("draws", "tune", "chains")
+    """The sampler settings given on the command line (``--draws``, ``--tune``, ``--chains``,
+    ``--target-accept``; those left out keep :func:`bayesldp.fit`'s defaults)."""
+    names = ("draws", "tune", "chains", "target_accept")
     return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 

@@ -80,6 +80,10 @@ def add_grouped_options(parser: argparse.ArgumentParser) -> None:
                        ("chains", "chains")):  # fmt: skip
         parser.add_argument(f"--{name}", type=int, help=f"--method posterior or rounds: "
                             f"{what} (default: bayesldp.fit's, fit_rounds')")  # fmt: skip
+    parser.add_argument("--target-accept", type=float, dest="target_accept",
+                        help="--method posterior: the NUTS sampler's target acceptance rate, in "
+                        "(0, 1) (default: bayesldp.fit's, 0.8; raise it if transitions "
+                        "diverge)")  # fmt: skip
 
 
 def node_sampling(args: argparse.Namespace, mech: Any):
