@@ -112,8 +112,6 @@ def loo(
 
     check_posterior(idata)
     if tally is None and (model is not None or "mechanism" not in idata.posterior.attrs):
-        from bayesldp.bayes.ppc import _model_tally
-
         tally = _model_tally(model)
     tally = _fitted_tally(idata, tally)
     posterior = idata.posterior
@@ -350,3 +348,15 @@ def _fitted_tally(idata: Any, tally: Tally | None) -> Tally:
 
 
 __all__ = ["loo", "loo_compare"]
+
+
+def _model_tally(model: Any) -> Tally | None:
+    """The tally of a :func:`~bayesldp.bayes.model.build_model` model: ``model``, or the PyMC
+    model of the enclosing ``with`` block (PyMC is only looked up if it is imported)."""
+    import sys
+
+    from bayesldp.bayes.model import model_tally
+
+    if model is None and "pymc" in sys.modules:
+        model = sys.modules["pymc"].Model.get_context(error_if_none=False)
+    return None if model is None else model_tally(model)

@@ -125,7 +125,7 @@ def sample_posterior_predictive(
     az = import_arviz()
     import xarray as xr
 
-    from bayesldp.bayes.elpd import _fitted_tally, check_posterior
+    from bayesldp.bayes.elpd import _fitted_tally, _model_tally, check_posterior
     from bayesldp.bayes.fit import _resolve_seed
     from bayesldp.bayes.inference_data import _standard_attrs
 
@@ -240,18 +240,6 @@ def _draw_index(draws: int, chains: int, num_draws: object) -> np.ndarray:
         raise InvalidInputError(f"num_draws: must be >= 1, got {num_draws}")
     per_chain = min(draws, math.ceil(int(num_draws) / chains))
     return np.unique(np.linspace(0, draws - 1, per_chain).round().astype(np.int64))
-
-
-def _model_tally(model: Any) -> Tally | None:
-    """The tally of a :func:`~bayesldp.bayes.model.build_model` model: ``model``, or the PyMC
-    model of the enclosing ``with`` block (PyMC is only looked up if it is imported)."""
-    import sys
-
-    from bayesldp.bayes.model import model_tally
-
-    if model is None and "pymc" in sys.modules:
-        model = sys.modules["pymc"].Model.get_context(error_if_none=False)
-    return None if model is None else model_tally(model)
 
 
 def _rebuild(name: str, params: dict[str, Any]) -> Any:

@@ -104,9 +104,14 @@ class Mechanism(ABC):
     SIZE: ClassVar[str] = "k"
     #: whether ``bayesldp recommend`` ranks this mechanism (False for special-purpose ones)
     RECOMMEND: ClassVar[bool] = True
+    #: whether K is checked against memory when the mechanism is built (False where the
+    #: client's reports and hashes need no K-length array: local hashing checks at its tally)
+    DOMAIN_CHECKED_AT_BUILD: ClassVar[bool] = True
 
     def __init__(self, k: int, epsilon: float) -> None:
-        self.k = check_domain_size(check_k(k))  # before any K-length array
+        self.k = check_k(k)
+        if self.DOMAIN_CHECKED_AT_BUILD:
+            check_domain_size(self.k)  # before any K-length array
         self.epsilon = check_epsilon(epsilon)
 
     # ------------------------------------------------------------------ identity

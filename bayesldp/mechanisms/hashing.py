@@ -38,6 +38,7 @@ from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import (
     RNGLike,
     as_generator,
+    check_domain_size,
     check_epsilon,
     check_memory,
     check_values,
@@ -140,6 +141,10 @@ class HashedGRR(PureProtocol):
     ``q* = c p + (1 - c) q`` with the family's collision probability
     ``c = Pr_h[h(x) = h(x')]`` (``x != x'``), which subclasses define, with the hash.
     """
+
+    #: reports and hashes need no K-length array, so K may be any domain's (up to 2^31 - 1
+    #: for the peers' hashes); the tally checks K against memory
+    DOMAIN_CHECKED_AT_BUILD = False
 
     g: int
 
@@ -343,6 +348,7 @@ class LocalHashing(HashedGRR):
         ``r_i(x + 1) = (r_i(x) + a_i) mod P``, in uint32 (exact since ``r + a < 2P < 2^32``),
         over blocks of users so temporaries stay ``O(block * k)`` bytes.
         """
+        check_domain_size(self.k)  # the tally's K-length arrays (the hashes needed none)
         a, b, y = self.check_reports(reports)
         k = self.k
         prime, g = np.uint32(self._prime), np.uint32(self.g)

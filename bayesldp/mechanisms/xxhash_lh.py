@@ -41,6 +41,7 @@ from bayesldp._docs import categorical_parameters, fill_doc
 from bayesldp._validation import (
     RNGLike,
     as_generator,
+    check_domain_size,
     check_epsilon,
     check_values,
 )
@@ -203,6 +204,7 @@ class XXHashLocalHashing(HashedGRR):
         are computed once, then every user's hash of that category, over blocks of users so
         temporaries stay ``O(block * k)`` bytes.
         """
+        check_domain_size(self.k)  # the tally's K-length arrays (the hashes needed none)
         y, seed = self.check_reports(reports)
         k = self.k
         terms = _xxh32.category_terms(np.arange(k, dtype=np.int64))
