@@ -142,7 +142,7 @@ class RRRR(FiniteChannelMechanism):
     * if ``X in S``: draw ``R ~ Uniform(S^c)`` and report ``SRR(X; S u {R}, eps1)``;
     * else: ``R = SRR(X; S^c, eps2)`` and report ``SRR(R; S u {R}, eps1)``.
 
-    ``eps2`` follows the seed's formula (see :func:`rrrr_eps2`), never the public MATLAB code's
+    ``eps2`` follows the paper's formula (see :func:`rrrr_eps2`), never the public MATLAB code's
     (which omits the log and indexes by ``|S|``; with K = 20 and ``eps1 = 0.8 eps`` its RRRR
     realises 0.87 / 1.71 / 6.83 when asked for 0.5 / 1 / 5).  The channel (``a = e^eps1``,
     ``b = e^eps2``, ``s = |S|``; rows are inputs) is given in :func:`rrrr_channel`.
