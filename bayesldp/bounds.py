@@ -4,18 +4,19 @@
   unbiased oracle for a category nobody holds (Wang et al., USENIX Security 2017).
 * :func:`fisher_information`, :func:`observed_information`, :func:`cramer_rao`: the Fisher
   information of one report of a finite channel at ``theta`` (parametrised by its first ``K - 1``
-  coordinates, ``theta_K = 1 - sum``), the observed information of a tally, and the Cramér-Rao
-  bound ``(n I(theta))^{-1}`` on the covariance of unbiased estimators of ``theta``.  The MLE of
+  coordinates, ``theta_K = 1 - sum``), the observed information of a tally, and the Cramér-Rao bound
+  ``(n I(theta))^{-1}`` on the covariance of unbiased estimators of ``theta``.  The MLE of
   :func:`bayesldp.estimate` attains it asymptotically; for ``K = 2`` randomised response the
-  unbiased oracle attains it exactly for every ``n`` (the tightness case of seed 000, section 4.4,
-  Proposition 4.6), which the tests check.
+  unbiased oracle attains it exactly for every ``n`` (the tightness case of Lopuhaä-Zwakenberg, Li,
+  Škorić and Li, "Improving Frequency Estimation under Local Differential Privacy", WPES 2020,
+  section 4.4, Proposition 4.6), which the tests check.
 
-What is left out of seed 000 (Lopuhaä-Zwakenberg, Li, Škorić, Li): its information-theoretic
-lower bounds (Theorem 4.1, the linear-algebra constants of Theorem 4.2 / Corollary 4.3 and the
-epsilon-only bounds of Theorems 4.4 and 4.5) are stated in equations whose formulas are missing
-from the seed text this package was built from (only the surrounding prose survives), so they are
-not implemented rather than reconstructed from memory.  Theorem 4.1 would also need the
-differential entropy of the posterior of ``theta``, which has no closed form.
+What is left out of Lopuhaä-Zwakenberg et al. 2020: its information-theoretic lower bounds (Theorem
+4.1, the linear-algebra constants of Theorem 4.2 / Corollary 4.3 and the epsilon-only bounds of
+Theorems 4.4 and 4.5) are stated in equations whose formulas were not available when this module was
+written (only the surrounding prose was), so they are not implemented rather than reconstructed from
+memory.  Theorem 4.1 would also need the differential entropy of the posterior of ``theta``, which
+has no closed form.
 """
 
 from __future__ import annotations

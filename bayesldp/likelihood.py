@@ -5,7 +5,8 @@ A :class:`~bayesldp.Tally` holds distinct likelihood rows ``L[u, x]`` (proportio
 
 .. math:: \\ell(\\theta) = \\sum_u c_u \\log(L_u \\cdot \\theta)
 
-(seed 000, eq. 22; REFERENCE.md section 3).  Everything the package computes from a tally is a
+(Lopuhaä-Zwakenberg, Li, Škorić and Li, "Improving Frequency Estimation under Local Differential
+Privacy", WPES 2020, eq. 22).  Everything the package computes from a tally is a
 product with these rows: ``L theta`` (the report probabilities), ``L^T w`` (gradients, the EM map
 ``theta_x <- theta_x g_x / n`` with ``g = L^T (c / L theta)``), ``L^T diag(w) L`` (Hessians and
 Fisher information).  :class:`Likelihood` computes them once, for every row form, with the

@@ -30,7 +30,10 @@ def zipf_population(k: int, s: float) -> np.ndarray:
 
 
 def binomial_population(k: int, p: float) -> np.ndarray:
-    """Binomial(k - 1, p) over 0..k-1 (the node-sampling paper's population, seed 003)."""
+    """Binomial(k - 1, p) over 0..k-1 (the population of Biswas et al. 2022, node sampling).
+
+    Biswas, Cormode and Maple, "Impact of Sampling on Locally Differentially Private Data
+    Collection", arXiv 2022."""
     k = check_k(k)
     if not 0 <= p <= 1:
         raise InvalidInputError(f"p: must lie in [0, 1], got {p}")

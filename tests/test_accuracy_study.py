@@ -135,10 +135,11 @@ def test_full_overlay_and_repeats_override():
 
 def test_markdown_report_and_verdicts(tiny_result):
     text = acc.render_markdown(tiny_result, acc.machine_info(), "python x", 1.0)
-    for heading in ("## Verdicts", "## Seed 000", "## Seed 001", "## Seed 003", "Machine:"):
+    for heading in ("## Verdicts", "## Lopuhaä-Zwakenberg et al. 2020", "## Ye et al.",
+                    "## Biswas et al. 2022", "Machine:"):  # fmt: skip
         assert heading in text
     verdicts = acc.all_verdicts(tiny_result)
-    assert {v.seed for v in verdicts} == {"000", "001", "003"}
+    assert {v.paper for v in verdicts} == set(acc.PAPERS.values())
     assert {v.verdict for v in verdicts} <= {"holds", "partly", "does not hold", "not tested"}
 
 
@@ -151,7 +152,7 @@ def test_cli_writes_the_report_and_reports_spec_errors(tmp_path, capsys):
     )
     out = tmp_path / "report.md"
     assert acc.main([str(spec), "--out", str(out), "--records", str(tmp_path / "r.csv")]) == 0
-    assert "## Seed 000" in out.read_text(encoding="utf-8")
+    assert "## Lopuhaä-Zwakenberg et al. 2020" in out.read_text(encoding="utf-8")
     assert (tmp_path / "r.csv").read_text(encoding="utf-8").startswith("mechanism,k,n,epsilon")
     spec.write_text('[study]\nname = "t"\n\n[mle]\nepsilon = [0]\n', encoding="utf-8")
     assert acc.main([str(spec)]) == 2

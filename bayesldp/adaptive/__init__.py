@@ -1,4 +1,7 @@
-"""AdOBEst-LDP: adaptive online Bayesian estimation with RRRR (Aydin and Yildirim; seed 004).
+"""AdOBEst-LDP: adaptive online Bayesian estimation with RRRR.
+
+Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local Differential Privacy With an
+Adaptive Randomized Response Mechanism", ACM TKDD 2025.  The subpackage in modules:
 
 * :mod:`~bayesldp.adaptive.utilities` -- the six utilities U1..U6 of a candidate channel;
 * :mod:`~bayesldp.adaptive.selection` -- top-k subset selection and the semi-/non-adaptive rules;

@@ -1,5 +1,8 @@
 """Compiled (numba) kernels of the AdOBEst-LDP survey loop (internal).
 
+AdOBEst-LDP: Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local Differential Privacy
+With an Adaptive Randomized Response Mechanism", ACM TKDD 2025.
+
 Everything the per-user loop of :class:`bayesldp.adaptive.survey.AdaptiveSurvey` does is here:
 subset selection (sorting a posterior draw, scoring the K top-k candidates with one of the six
 utilities, or the semi-/non-adaptive rules), the RRRR perturbation of one user, the likelihood
@@ -395,7 +398,7 @@ def scores_many(thetas, code, params):  # pragma: no cover - compiled
 # ------------------------------------------------------------------------------ RRRR client
 @njit(cache=True)
 def _perturb_one(x, s, order, rank, k1, k2, st):  # pragma: no cover - compiled
-    """Algorithm 1 of seed 004 for one user with ``S = order[:s]``."""
+    """Algorithm 1 of Aydın and Yıldırım 2025 (RRRR) for one user with ``S = order[:s]``."""
     k = order.shape[0]
     m = k - s
     r = rank[x]

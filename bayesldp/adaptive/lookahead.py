@@ -1,6 +1,8 @@
 """The ``lookahead`` rule: the subset size whose estimate would err least, by simulation.
 
-Seed 004's utilities score one report at one draw of theta.  U1 (Fisher) asks the question that
+The utilities of AdOBEst-LDP (Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local
+Differential Privacy With an Adaptive Randomized Response Mechanism", ACM TKDD 2025) score one
+report at one draw of theta.  U1 (Fisher) asks the question that
 matters for the final estimate -- which channel, used by every user, gives the smallest
 asymptotic error -- but its trace of the inverse Fisher information weighs the categories near
 0 as if their estimates could go negative, and it prefers plain GRR everywhere on the paper's

@@ -19,10 +19,12 @@ prior draws.
 Each refresh also records the trajectory (:attr:`AdaptiveSurvey.history`): the number of
 reports and each category's posterior mean and 5% / 95% quantiles of the pool.
 
-Why not the paper's SGLD (seed 004): with its step ``0.5 / n`` the SGLD draw lags the posterior by
-a fixed number of users and its final run is close to one lagged draw, so its intervals are far
-too narrow (issue 35: 0-50% of the true frequencies inside the 90% intervals on sparse
-populations); the pool's draws are those of the package's calibrated sampler, lagging the reports
+Why not the SGLD of AdOBEst-LDP (Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local
+Differential Privacy With an Adaptive Randomized Response Mechanism", ACM TKDD 2025): with its
+step ``0.5 / n`` the SGLD draw lags the posterior by a fixed number of users and its final run is
+close to one lagged draw, so its intervals are far too narrow (on sparse populations its 90%
+intervals held 0-50% of the true frequencies, ``benchmarks/results/survey_posterior.md``); the
+pool's draws are those of the package's calibrated sampler, lagging the reports
 by at most the fraction ``r``.
 """
 

@@ -1,5 +1,7 @@
-"""Subset selection for RRRR in AdOBEst-LDP (Aydin and Yildirim; seed 004, "Subset selection in
-RRRR"; REFERENCE.md section 4).
+"""Subset selection for RRRR in AdOBEst-LDP.
+
+Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local Differential Privacy With an
+Adaptive Randomized Response Mechanism", ACM TKDD 2025, section "Subset selection in RRRR".
 
 Given a posterior draw ``theta``, the adaptive rule sorts ``theta`` decreasingly (``sigma``) and
 considers the top-k sets ``S_k = {sigma(1), ..., sigma(k)}``, ``k = 0..K-1``; it picks
@@ -8,7 +10,7 @@ considers the top-k sets ``S_k = {sigma(1), ..., sigma(k)}``, ``k = 0..K-1``; it
 
 for one of the six utilities of :mod:`bayesldp.adaptive.utilities` (ties -- scores within a
 relative ``1e-12`` of the best, so that rounding cannot decide -- go to the smallest ``k``),
-with ``eps1 = eps1_fraction * eps`` and ``eps2`` from the seed's formula
+with ``eps1 = eps1_fraction * eps`` and ``eps2`` from the paper's formula
 (:func:`bayesldp.mechanisms.rrrr.rrrr_eps2`).  The baselines of the paper's experiments:
 
 * semi-adaptive (``alpha`` in (0, 1]): ``eps1 = eps`` (responses outside ``S`` are uniform) and
@@ -118,7 +120,7 @@ def select_subset(
     utility: str = "fisher",
     eps1_fraction: float = 0.8,
 ) -> tuple[tuple[int, ...], int, np.ndarray]:
-    """Adaptive subset of RRRR for a posterior draw (seed 004, subset selection).
+    """Adaptive subset of RRRR for a posterior draw (Aydın and Yıldırım 2025, subset selection).
 
     Parameters
     ----------
@@ -154,7 +156,9 @@ def select_subset(
 
 
 def semi_adaptive_subset(theta: Any, alpha: float) -> tuple[int, ...]:
-    """Semi-adaptive subset: the smallest top set holding mass ``>= alpha`` (seed 004 baseline).
+    """Semi-adaptive subset: the smallest top set holding mass ``>= alpha``.
+
+    A baseline of Aydın and Yıldırım 2025.
 
     Used with ``eps1 = eps`` (then ``eps2 = 0``: responses outside ``S`` are uniform).
     ``alpha = 1`` gives ``S`` empty (plain SRR, the non-adaptive baseline).  When only the whole

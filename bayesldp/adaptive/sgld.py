@@ -1,4 +1,7 @@
-"""The paper's engine: per-user SGLD of AdOBEst-LDP (seed 004, Algorithm 2), compiled (internal).
+"""The paper's engine: per-user SGLD of AdOBEst-LDP (Algorithm 2), compiled (internal).
+
+The paper: Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local Differential Privacy
+With an Adaptive Randomized Response Mechanism", ACM TKDD 2025.
 
 ``AdaptiveSurvey(..., engine="sgld")`` refreshes its draw after each batch by
 ``sgld_steps_per_user`` warm-started SGLD updates per arriving user (the paper: 20), each with a
@@ -53,7 +56,7 @@ def sgld_steps(
     coefs,
     touched,
 ):  # pragma: no cover - compiled
-    """``n_steps`` reflected SGLD updates of ``phi`` given the first ``t`` reports (seed 004).
+    """``n_steps`` reflected SGLD updates of ``phi`` given the first ``t`` reports (the paper's).
 
     ``phi <- | phi + (gamma/2) (grad log prior + (t/m) sum_j grad log Pr(y_j | phi))
     + sqrt(gamma) W |`` with ``m`` reports drawn with replacement,

@@ -3,7 +3,9 @@ tally, and the posterior of theta given them (``fit``'s layout), as a mixin of t
 
 :meth:`SurveyOutputs.posterior` is :func:`bayesldp.fit` of the survey's reports (each through the
 RRRR channel of its subset) under the survey's prior; ``posterior(engine="sgld")`` the final SGLD
-run of seed 004 (Aydin and Yildirim, AdOBEst-LDP), whose spread is not the posterior's.
+run of AdOBEst-LDP (Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local Differential
+Privacy With an Adaptive Randomized Response Mechanism", ACM TKDD 2025), whose spread is not the
+posterior's.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ class SurveyOutputs:
                 "epsilon": self.epsilon,
                 "eps1": self.eps1,
                 "utility": self.utility,
-                "method": "AdOBEst-LDP (Aydin and Yildirim, seed 004)",
+                "method": "AdOBEst-LDP (Aydin and Yildirim 2025)",
             },
         )
         if self.engine == "posterior":
@@ -112,12 +114,12 @@ class SurveyOutputs:
         ``options`` go to :func:`bayesldp.fit` (``tune=``, ``compute_convergence_checks=``,
         ``progressbar=``, ...).
 
-        ``engine="sgld"``: the final SGLD run of seed 004 (AdOBEst-LDP's estimator): each chain
-        starts from the current SGLD state (for the other engines: the current draw scaled by
-        the prior's total mass) and runs ``burn_in + draws`` updates of step ``gamma``, keeping
-        the last ``draws`` (default ``final_steps - burn_in``, ``chains = 1``).  Its spread is
-        not the posterior's: on n = 5,000 users of sparse populations its 90% intervals held
-        0-50% of the true frequencies (issue 35; ``benchmarks/results/survey_posterior.md``).
+        ``engine="sgld"``: the final SGLD run of Aydın and Yıldırım 2025 (AdOBEst-LDP's estimator):
+        each chain starts from the current SGLD state (for the other engines: the current draw
+        scaled by the prior's total mass) and runs ``burn_in + draws`` updates of step ``gamma``,
+        keeping the last ``draws`` (default ``final_steps - burn_in``, ``chains = 1``).  Its spread
+        is not the posterior's: on n = 5,000 users of sparse populations its 90% intervals held
+        0-50% of the true frequencies (``benchmarks/results/survey_posterior.md``).
 
         Returns
         -------
@@ -152,7 +154,7 @@ class SurveyOutputs:
         theta = sgld.run_final(self._phi, self._store.sgld_rows(), self._n, chains, self.burn_in,
                              draws, self._sgld(gamma), self._n_batches)  # fmt: skip
         info = {
-            "sampler": "AdOBEst-LDP SGLD (seed 004)",
+            "sampler": "AdOBEst-LDP SGLD (Aydin and Yildirim 2025)",
             "burn_in": self.burn_in,
             "step_size": gamma,
             "minibatch": self.minibatch,

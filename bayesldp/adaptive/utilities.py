@@ -1,5 +1,8 @@
-"""The six utility functions of AdOBEst-LDP (Aydin and Yildirim; seed 004, "Utility Functions for
-Subset Selection").
+"""The six utility functions of AdOBEst-LDP.
+
+Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local Differential Privacy With an
+Adaptive Randomized Response Mechanism", ACM TKDD 2025, section "Utility Functions for Subset
+Selection".
 
 Each utility scores how useful one randomised response ``Y`` is when ``X ~ Categorical(theta)`` and
 ``Y | X = x ~ P[x, :]`` (the RRRR channel of a candidate subset).  All functions are vectorised:

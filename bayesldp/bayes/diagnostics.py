@@ -108,7 +108,7 @@ def _vertex_plateau_hint(posterior: Any, found: dict[str, float]) -> str | None:
     """Why a smoothness-prior fit diverged, when the posterior spreads to a vertex of the
     simplex: there the likelihood is flat in the log-weights, which roam over the slope's wide
     prior between the likelihood's exponential walls, and NUTS's steps overshoot the walls (a
-    known fault, issue 36).  On 90 GRR reports (60, 20, 10) at K = 3,
+    known fault).  On 90 GRR reports (60, 20, 10) at K = 3,
     ``benchmarks/results/smooth_vertex_steps.md``: 2.9-3.6 % divergent at the default
     ``target_accept``, one seed's theta 5.9 Monte Carlo errors off; at 0.99, 0.4-0.8 % divergent
     and every check within 2.7 errors, for 3-5x the leapfrog steps."""

@@ -1,8 +1,9 @@
 """The exact posterior of ``theta`` under a Dirichlet prior: a finite mixture of Dirichlets.
 
-Seed 000 (Theorem 3.1 and Appendix A, Proposition A.3) shows that the posterior mean is the MMSE
-estimator of ``theta`` and that, under a Dirichlet prior and a likelihood that is a product of
-terms linear in ``theta``, the posterior is a finite mixture of Dirichlets.  This module computes
+Lopuhaä-Zwakenberg, Li, Škorić and Li ("Improving Frequency Estimation under Local Differential
+Privacy", WPES 2020; Theorem 3.1 and Appendix A, Proposition A.3) show that the posterior mean is
+the MMSE estimator of ``theta`` and that, under a Dirichlet prior and a likelihood that is a product
+of terms linear in ``theta``, the posterior is a finite mixture of Dirichlets.  This module computes
 that mixture for any :class:`~bayesldp.Tally` (likelihood ``prod_u (L_u . theta)^{c_u}``).
 
 The expansion
@@ -33,7 +34,7 @@ which term of its row generated it (the constant ``a_u``, or ``r_{u,x} theta_x``
 
 Special cases (``strategy="residual"``, the default):
 
-* GRR (seed 000, Theorem 3.1 / REFERENCE section 5): ``L_y = q + (p - q) e_y``, so
+* GRR (Lopuhaä-Zwakenberg et al. 2020, Theorem 3.1): ``L_y = q + (p - q) e_y``, so
   ``a = q``, ``r = (p - q) e_y``, and the components are the ``j`` with ``0 <= j_y <= c_y``:
   ``w_j ∝ prod_y C(c_y, j_y) (p-q)^{j_y} q^{c_y-j_y} B(alpha+j)/B(alpha)``, ``prod_y (c_y + 1)``
   of them.  Any row ``const + slope * e_y`` works the same way (RRRR columns ``y in S``; tallies
@@ -62,8 +63,8 @@ only defined up to a factor); residual entries below ``8 * machine epsilon`` of 
 treated as 0.  Memory: about ``24 * M * K`` bytes for ``M`` components (exponents, parameter
 vectors and temporaries of the moments).
 
-The posterior moments are exact (Fact A.1/A.2 of seed 000, law of total covariance):
-``mean = sum_m w_m mu_m`` with ``mu_m = (alpha + m)/(A + |m|)``, ``A = sum alpha``, and
+The posterior moments are exact (Facts A.1/A.2 of Lopuhaä-Zwakenberg et al. 2020, law of total
+covariance): ``mean = sum_m w_m mu_m`` with ``mu_m = (alpha + m)/(A + |m|)``, ``A = sum alpha``, and
 ``cov = sum_m w_m [(diag(mu_m) - mu_m mu_m^T)/(A + |m| + 1) + (mu_m - mean)(mu_m - mean)^T]``.
 
 The expansion itself (the rows' split, the component bound, the product in packed exponents) is

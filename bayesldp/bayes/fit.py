@@ -1,17 +1,21 @@
 """``bayesldp.fit``: the one entry point of posterior inference, returning ArviZ InferenceData.
 
 The model (every method): ``theta ~ Dirichlet(alpha)`` and, given ``theta``, the tally's
-log-likelihood ``sum_u c_u log(L_u . theta)`` (the multinomial likelihood of the reports, seed 000
-eq. 22; seed 004 for RRRR).  The methods differ only in how they reach the posterior:
+log-likelihood ``sum_u c_u log(L_u . theta)`` (the multinomial likelihood of the reports:
+Lopuhaä-Zwakenberg, Li, Škorić and Li, "Improving Frequency Estimation under Local Differential
+Privacy", WPES 2020, eq. 22; for RRRR, Aydın and Yıldırım, "Bayesian Frequency Estimation Under
+Local Differential Privacy With an Adaptive Randomized Response Mechanism", ACM TKDD 2025).  The
+methods differ only in how they reach the posterior:
 
 =========  ===============================  ===============================================
 method     module                           what it returns
 =========  ===============================  ===============================================
 "exact"    :mod:`bayesldp.bayes.exact`      independent draws from the exact Dirichlet
-                                            mixture (small problems; seed 000, App. A)
+                                            mixture (small problems; Lopuhaä-Zwakenberg
+                                            et al. 2020, App. A)
 "hmc"      :mod:`bayesldp.bayes.hmc`        bayesldp's own HMC (the default, "auto")
 "nuts"     :mod:`bayesldp.bayes.nuts`       PyMC / nutpie / numpyro / blackjax NUTS
-"sgld"     :mod:`bayesldp.bayes.sgld`       stochastic-gradient Langevin (seed 004)
+"sgld"     :mod:`bayesldp.bayes.sgld`       stochastic-gradient Langevin (Aydın and Yıldırım 2025)
 "laplace"  :mod:`bayesldp.bayes.laplace`    the likelihood's Laplace approximation in theta
                                             with the exact prior, PSIS-checked (large n)
 =========  ===============================  ===============================================
@@ -114,7 +118,7 @@ def fit(
     learnt, :class:`~bayesldp.bayes.AdaptiveDirichlet`); reports ``Y_i | theta`` i.i.d. with
     ``Pr(Y = y | theta) = sum_x theta_x P[x, y]``; the tally's rows are the columns ``P[:, y]``
     of the observed reports, so the log-likelihood is ``sum_u c_u log(L_u . theta)``.  The
-    posterior mean is the MMSE estimator of ``theta`` (seed 000, Theorem 3.1).
+    posterior mean is the MMSE estimator of ``theta`` (Lopuhaä-Zwakenberg et al. 2020, Theorem 3.1).
 
     Parameters
     ----------

@@ -6,9 +6,10 @@ Every posterior method of :func:`bayesldp.fit` puts a Dirichlet prior on ``theta
           B(\\alpha) = \\frac{\\prod_x \\Gamma(\\alpha_x)}{\\Gamma(\\sum_x \\alpha_x)},
 
 the conjugate prior of the multinomial; under an LDP channel the posterior is a finite mixture of
-Dirichlets (seed 000, Appendix A; :mod:`bayesldp.bayes.exact`).  ``Dirichlet(1)`` is uniform on
-the simplex (the default); ``Dirichlet(1/2)`` is the Jeffreys prior of the multinomial, the prior
-used in seed 000's experiments (section 5).
+Dirichlets (Lopuhaä-Zwakenberg, Li, Škorić and Li, "Improving Frequency Estimation under Local
+Differential Privacy", WPES 2020, Appendix A; :mod:`bayesldp.bayes.exact`).  ``Dirichlet(1)`` is
+uniform on the simplex (the default); ``Dirichlet(1/2)`` is the Jeffreys prior of the multinomial,
+the prior used in the experiments of Lopuhaä-Zwakenberg et al. 2020 (section 5).
 """
 
 from __future__ import annotations
@@ -358,9 +359,10 @@ class SmoothDensity(_SerialisedPrior):
     """A smoothness prior for ordered bins: a Gaussian prior on the log-weights (numerical data).
 
     A symmetric Dirichlet treats the bins of a numerical domain as exchangeable, so at many bins
-    (the 1024 of seed 001's experiments) it adds one pseudo-count per bin and says nothing about
-    neighbours; EMS regularises with a smoothing step instead.  This prior is the Bayesian form
-    of that smoothing, the logistic Gaussian process density model (Leonard 1978; Lenk 1991)
+    (the 1024 of the experiments of Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation for
+    Locally Differentially Private Protocols") it adds one pseudo-count per bin and says nothing
+    about neighbours; EMS regularises with a smoothing step instead.  This prior is the Bayesian
+    form of that smoothing, the logistic Gaussian process density model (Leonard 1978; Lenk 1991)
     with the second-order random walk (RW2) on the log-weights ``f`` (Rue and Held, *Gaussian
     Markov Random Fields*, 2005, section 3.4; the discrete cubic smoothing spline):
 

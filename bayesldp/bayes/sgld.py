@@ -1,8 +1,9 @@
 """Stochastic-gradient Langevin dynamics (SGLD) for the posterior of ``theta`` given a Tally.
 
-This is the posterior sampler of AdOBEst-LDP (Aydin and Yildirim; seed 004, "Posterior sampling:
-stochastic gradient Langevin dynamics"; REFERENCE.md section 4).  The population distribution is
-written with unnormalised weights ``phi`` in ``R_+^K``,
+This is the posterior sampler of AdOBEst-LDP (Aydın and Yıldırım, "Bayesian Frequency Estimation
+Under Local Differential Privacy With an Adaptive Randomized Response Mechanism", ACM TKDD 2025,
+section "Posterior sampling: stochastic gradient Langevin dynamics").  The population distribution
+is written with unnormalised weights ``phi`` in ``R_+^K``,
 
 .. math:: \\theta = \\phi / S, \\qquad S = \\sum_i \\phi_i, \\qquad
           \\phi_i \\sim \\mathrm{Gamma}(\\rho_i, 1),

@@ -377,12 +377,12 @@ def sgld_run(
 ) -> tuple[SGLDState, np.ndarray]:
     """Advance ``state`` by ``n_steps`` SGLD updates targeting the posterior given ``tally``.
 
-    The update of AdOBEst-LDP (seed 004), vectorised over chains: the paper's reflected Euler step
-    when ``state.metric`` is None, the exact-CIR step of the weighted expanded-mean metric
-    otherwise (formulas in :mod:`bayesldp.bayes.sgld`'s docstring).  Per-update cost
-    ``O(chains U K)`` with the exact gradient, ``O(chains m K)`` with minibatches of ``m`` reports
-    (support-form rows are gathered from the boolean support; the tally's dense rows are never
-    materialised).
+    The update of AdOBEst-LDP (Aydın and Yıldırım, ACM TKDD 2025), vectorised over chains: the
+    paper's reflected Euler step when ``state.metric`` is None, the exact-CIR step of the weighted
+    expanded-mean metric otherwise (formulas in :mod:`bayesldp.bayes.sgld`'s docstring).  Per-update
+    cost ``O(chains U K)`` with the exact gradient, ``O(chains m K)`` with minibatches of ``m``
+    reports (support-form rows are gathered from the boolean support; the tally's dense rows are
+    never materialised).
 
     Parameters
     ----------

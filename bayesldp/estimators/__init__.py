@@ -6,20 +6,22 @@
 * post-processing of the unbiased estimate (Wang et al., NDSS 2020): ``"base_pos"``, ``"norm"``,
   ``"norm_mul"``, ``"norm_cut"``, ``"norm_sub"`` (the default), ``"base_cut"``,
   ``"projection"``;
-* likelihood-based, for any tally including mixed-mechanism ones: ``"mle"`` (seed 000),
-  ``"em"`` (EM run to the MLE, SQUAREM-accelerated), ``"ibu"`` (the iterative Bayesian update
-  as multi-freq-ldpy and the seed 001 authors run it: plain EM from the uniform start, stopped
-  early by their rule, which regularises), ``"em_mr"`` (EM with mixture reduction, seed 001,
-  the authors' schedule), ``"ems"`` (EM with smoothing over ordered bins and the seed 001
-  authors' stopping rule, their estimator for numerical data: :mod:`~bayesldp.estimators.ems`),
-  ``"ems_mr"`` (EMS with the seed 001 authors' mixture reduction over contiguous windows of
-  ordered bins, their EM-MR for numerical data).
+* likelihood-based, for any tally including mixed-mechanism ones: ``"mle"`` (Lopuhaä-Zwakenberg, Li,
+  Škorić and Li, "Improving Frequency Estimation under Local Differential Privacy", WPES 2020),
+  ``"em"`` (EM run to the MLE, SQUAREM-accelerated), ``"ibu"`` (the iterative Bayesian update as
+  multi-freq-ldpy and Ye, Wang, Zhang and Feng ("Revisiting EM-based Estimation for Locally
+  Differentially Private Protocols") run it: plain EM from the uniform start, stopped early by their
+  rule, which regularises), ``"em_mr"`` (EM with mixture reduction, Ye et al., the authors'
+  schedule), ``"ems"`` (EM with smoothing over ordered bins and Ye et al.'s stopping rule, their
+  estimator for numerical data: :mod:`~bayesldp.estimators.ems`), ``"ems_mr"`` (EMS with Ye et al.'s
+  mixture reduction over contiguous windows of ordered bins, their EM-MR for numerical data).
 
 Mechanism-specific: ``"rappor_decode"``, RAPPOR's own decoding (LASSO selection, then least
 squares with standard errors) of a RAPPOR tally
 (:func:`bayesldp.mechanisms.rappor.decode.decode_tally`).
 
-Node sampling (seed 003): the tally of :meth:`bayesldp.mechanisms.NodeSampling.round_tally`
+Node sampling (Biswas, Cormode and Maple, "Impact of Sampling on Locally Differentially Private
+Data Collection", arXiv 2022): the tally of :meth:`bayesldp.mechanisms.NodeSampling.round_tally`
 carries the round's sampling design, so ``"oracle"`` is the paper's unbiased ``g``, ``c_hat`` or
 ``T`` (chosen there) with its exact standard errors, and the post-processings start from it.
 

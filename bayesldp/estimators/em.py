@@ -1,7 +1,7 @@
 """EM (iterative Bayesian update) and EM with mixture reduction on tallies.
 
-EM for the LDP mixture model (seed 001, Ye, Wang, Zhang, Feng, "Revisiting EM-based locally
-differentially private protocols"; Agrawal and Aggarwal 2001; ElSalamouny and Palamidessi 2020):
+EM for the LDP mixture model (Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation for Locally
+Differentially Private Protocols"; Agrawal and Aggarwal 2001; ElSalamouny and Palamidessi 2020):
 E-step ``gamma_{ux} = theta_x L[u, x] / (L_u . theta)``, M-step
 ``theta_x = (1/n) sum_u c_u gamma_{ux}``.  On a tally the E-step is per distinct row, so one
 iteration costs O(U K) (O(nnz) in support form), not O(n K).  Every iteration increases the
@@ -122,10 +122,10 @@ IBU_RULES = {"loglik": (1e-6, 1400), "change": (1e-12, 10_000)}
 def ibu(tally: Tally, *, rule: str = "loglik", tol: Any = None, max_iter: Any = None) -> Estimate:
     """The iterative Bayesian update as its users run it: plain EM from the uniform start.
 
-    Agrawal and Aggarwal (PODS 2001); ElSalamouny and Palamidessi (EuroS&P 2020); seed 001.
+    Agrawal and Aggarwal (PODS 2001); ElSalamouny and Palamidessi (EuroS&P 2020); Ye et al.
     Each step is the EM map ``theta_x <- theta_x sum_u c_u L[u, x] / (n L_u . theta)``.
     Unlike :func:`em`, which iterates to the maximum-likelihood estimate, ``ibu`` stops early
-    by the rule its users apply, and the early stop regularises (seed 001, Observation 1: from
+    by the rule its users apply, and the early stop regularises (Ye et al., Observation 1: from
     the uniform start, the first iterations move mass onto the categories the reports support;
     the last ones push rare categories toward the MLE's zeros and noise).
 
@@ -134,7 +134,7 @@ def ibu(tally: Tally, *, rule: str = "loglik", tol: Any = None, max_iter: Any = 
     tally : Tally
         Reports of any mechanism.
     rule : {"loglik", "change"}
-        ``"loglik"`` (default): the LDP-EM-MR authors' code (seed 001, ``GRR_EM.py``): stop at
+        ``"loglik"`` (default): the code of Ye et al. (LDP-EM-MR, ``GRR_EM.py``): stop at
         the first step, from the second on, that raises the log-likelihood
         ``sum_u c_u log(L_u . theta)`` by less than ``tol`` (default 1e-6), at most
         ``max_iter`` steps (default 1400).  ``"change"``: multi-freq-ldpy's ``IBU``
@@ -249,7 +249,7 @@ def em_mr(
     max_iter: Any = None,
     theta0: Any = None,
 ) -> Estimate:
-    """EM with mixture reduction (seed 001) as its authors run it.
+    """EM with mixture reduction (Ye et al.) as its authors run it.
 
     The schedule of the authors' code (LDP-EM-MR, ``ldp_reduction/protocols/MR/
     GRR_EM_reduction.py``), written for any channel through the oracle's ``Var*``:

@@ -1,9 +1,10 @@
-"""EM with a smoothing step (EMS) as the seed 001 authors run it on numerical mechanisms.
+"""EM with a smoothing step (EMS) as Ye et al. run it on numerical mechanisms.
 
-EMS is EM over ordered bins with a binomial smoothing of the weights after each EM map (Li et
-al., SIGMOD 2020, section 5, for the square wave; the seed 001 authors' code ``SW.py`` and
-``PM_EM.py`` of yyt20080808/LDP-EM-MR for SW and PM).  It regularises the 1024-bin estimates
-towards smooth densities, and its stopping rule stops far earlier than EM to the MLE.
+EMS is EM over ordered bins with a binomial smoothing of the weights after each EM map (Li et al.,
+SIGMOD 2020, section 5, for the square wave; for SW and PM, the code ``SW.py`` and ``PM_EM.py`` of
+yyt20080808/LDP-EM-MR by Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation for Locally
+Differentially Private Protocols").  It regularises the 1024-bin estimates towards smooth densities,
+and its stopping rule stops far earlier than EM to the MLE.
 
 :func:`ems` runs compiled (:func:`_ems_loop`): each step is one ``L^T w``, one ``L theta`` (the
 next step reuses it), the smoothing and the log-likelihood, with the products of
@@ -187,7 +188,7 @@ def ems(
     ``theta_x <- theta_x sum_u c_u L[u, x] / (N L_u . theta)`` followed by the smoothing
     ``theta <- S theta / |S theta|`` (:func:`smooth`), then the log-likelihood
     ``l = sum_u c_u log(L_u . theta)`` of the smoothed weights.  Stop (as the authors'
-    ``EMS`` of ``SW.py`` and ``PM_EM.py``, seed 001):
+    ``EMS`` of ``SW.py`` and ``PM_EM.py``, Ye et al.):
 
     * when the L1 change of one step is at most ``change_tol`` (default ``1 / N``);
     * after ``min_steps`` steps (default 2: from the third step on), when ``|l_t - l_{t-1}| <
@@ -376,7 +377,7 @@ def ems_mr(
     max_iter: int | None = None,
     remained: float = 0.25,
 ) -> Estimate:
-    """EMS with mixture reduction over ordered bins, as the seed 001 authors run it (EM-MR).
+    """EMS with mixture reduction over ordered bins, as Ye et al. run it (EM-MR).
 
     The authors' ``EMS_reduct`` (yyt20080808/LDP-EM-MR, ``PM_EM_reduction.py``, called by
     ``sw_reduct`` and ``PM_E(ifReduct=True, remained=1/4)``): rounds of EMS (EM map, ``[1, 2, 1]``

@@ -1,7 +1,7 @@
 """Maximum likelihood estimation of the frequencies from any tally.
 
-Seed 000 (Lopuhaä-Zwakenberg, Li, Škorić, Li, "Improving frequency estimation under local
-differential privacy"), eq. (22): the MLE maximises the concave log-likelihood
+Lopuhaä-Zwakenberg, Li, Škorić and Li, "Improving Frequency Estimation under Local Differential
+Privacy", WPES 2020, eq. (22): the MLE maximises the concave log-likelihood
 
 .. math:: \\ell(\\theta) = \\sum_u c_u \\log(L_u \\cdot \\theta)
 
@@ -9,7 +9,7 @@ over the probability simplex; its cost does not depend on ``n`` once the reports
 At the optimum the gradient ``g_x = sum_u c_u L[u, x] / (L_u . theta)`` satisfies the KKT
 conditions ``g_x = n`` where ``theta_x > 0`` and ``g_x <= n`` where ``theta_x = 0``
 (``theta . g = n`` everywhere, by Euler's identity: each ``L_u . theta`` is linear in theta).
-For GRR the optimum has a closed form (seed 000, Appendix B): :func:`grr_mle`.
+For GRR the optimum has a closed form (Lopuhaä-Zwakenberg et al. 2020, Appendix B): :func:`grr_mle`.
 
 Solver: accelerated EM (SQUAREM, Varadhan and Roland 2008) from the uniform distribution to get
 close, then an active-set Newton method on the face of the simplex
@@ -239,7 +239,7 @@ def _grr_params(tally: Tally) -> tuple[float, float, np.ndarray] | None:
 
 
 def grr_mle(tally: Tally) -> np.ndarray:
-    """Closed-form MLE for a GRR tally (seed 000, Appendix B, Algorithm 1).
+    """Closed-form MLE for a GRR tally (Lopuhaä-Zwakenberg et al. 2020, Appendix B, Algorithm 1).
 
     With ``phi`` the observed report frequencies sorted ascending: start from ``s = 1``,
     ``k = 0``; while ``q s > (1 - k q) phi_(k+1)`` drop that category (its estimate is 0),
@@ -329,7 +329,9 @@ def mle(
     theta0: Any = None,
     std_errors: bool | str = "auto",
 ) -> Estimate:
-    """Maximum likelihood estimate of the frequencies (seed 000, eq. 22), for any tally.
+    """Maximum likelihood estimate of the frequencies, for any tally.
+
+    The maximiser of the log-likelihood of Lopuhaä-Zwakenberg et al. 2020, eq. 22.
 
     Parameters
     ----------

@@ -1,5 +1,8 @@
-"""Key-value data, seed 001's row: PCKV-GRR (Gu, Li, Cheng, Xiong, Cao, USENIX Security 2020)
-and the seed's PCKV-PM (:class:`PCKVPM`, at the end of this module).
+"""Key-value data: PCKV-GRR (Gu, Li, Cheng, Xiong, Cao, USENIX Security 2020) and PCKV-PM.
+
+These are the key-value row of Table I of Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation
+for Locally Differentially Private Protocols"; PCKV-PM is :class:`PCKVPM`, at the end of this
+module.
 
 Each user holds a set of key-value pairs, keys in ``0..d-1`` and values in ``[-1, 1]``; the
 aggregator wants, per key, its frequency (the fraction of users holding it) and the mean of its
@@ -326,7 +329,7 @@ class PCKV(FiniteChannelMechanism):
 
 # ============================================================================ PCKV-PM
 def svepm_half_width(epsilon: float) -> float:
-    """The seed 001 authors' PM window half-width ``B = (e^{eps/2} + 9) / (10 e^{eps/2} - 10)``
+    """The PM window half-width of Ye et al.'s code, ``B = (e^{eps/2} + 9) / (10 e^{eps/2} - 10)``
     (``PCKV_EM.py``, ``SVEPM``; Wang et al.'s PM has ``1 / (e^{eps/2} - 1)``)."""
     half = 0.5 * float(epsilon)
     return (1.0 + 9.0 * math.exp(-half)) / (-10.0 * math.expm1(-half))
@@ -334,7 +337,7 @@ def svepm_half_width(epsilon: float) -> float:
 
 class PCKVPM(ChannelInverseOracle, FiniteChannelMechanism):
     """PCKV-PM: one key's frequency and the distribution and mean of its values, from one real
-    report per user (seed 001, Table I; the authors' ``SVEPM`` in ``PCKV_EM.py``).
+    report per user (Ye et al., Table I; the authors' ``SVEPM`` in ``PCKV_EM.py``).
 
     A user holding the key with value ``v`` in ``[lo, hi]`` reports the piecewise mechanism
     (:class:`~bayesldp.Piecewise` with window half-width ``B``, default the authors'

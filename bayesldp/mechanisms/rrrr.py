@@ -1,7 +1,7 @@
 """Randomly restricted randomised response (RRRR), the mechanism of AdOBEst-LDP.
 
-Aydin and Yildirim, "Bayesian frequency estimation under local differential privacy with an
-adaptive randomized response mechanism" (seed 004, Algorithm 1 and the LDP proposition).
+Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local Differential Privacy With an
+Adaptive Randomized Response Mechanism", ACM TKDD 2025 (Algorithm 1 and the LDP proposition).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ SINGULAR_CONDITION = 1e12
 
 
 def rrrr_eps2(epsilon: float, eps1: float, subset_size: int, k: int) -> float:
-    """The second privacy parameter of RRRR (seed 004, the LDP proposition).
+    """The second privacy parameter of RRRR (Aydın and Yıldırım 2025, the LDP proposition).
 
     With ``m = |S^c| = k - |S|`` and ``d = epsilon - eps1``,
 
@@ -49,8 +49,8 @@ def rrrr_eps2(epsilon: float, eps1: float, subset_size: int, k: int) -> float:
 def rrrr_channel(k: int, subset: Any, eps1: float, eps2: float) -> np.ndarray:
     """The K x K channel ``P[x, y]`` of RRRR for given ``S``, ``eps1``, ``eps2``.
 
-    With ``a = e^eps1``, ``b = e^eps2``, ``s = |S|`` and ``m = |S^c|`` (seed 004, table of the
-    transition matrix; rows are inputs ``x``):
+    With ``a = e^eps1``, ``b = e^eps2``, ``s = |S|`` and ``m = |S^c|`` (Aydın and Yıldırım 2025,
+    table of the transition matrix; rows are inputs ``x``):
 
     ==========================  =========================  ==========================
     report                      ``y = x``                  ``y != x``
@@ -131,7 +131,9 @@ def _check_subset(subset: Any, k: int) -> tuple[int, ...]:
 
 @fill_doc(parameters=categorical_parameters())
 class RRRR(FiniteChannelMechanism):
-    """Randomly restricted randomised response ``RRRR(X; S, eps1, eps2)`` (seed 004, Alg. 1).
+    """Randomly restricted randomised response ``RRRR(X; S, eps1, eps2)``.
+
+    Aydın and Yıldırım 2025, Algorithm 1.
 
     ``S`` is a subset of the domain (in AdOBEst-LDP the most probable categories under a posterior
     draw), ``m = |S^c|``.  With ``SRR(X; Omega, e)`` the randomised response on ``Omega`` (keep
@@ -140,7 +142,7 @@ class RRRR(FiniteChannelMechanism):
     * if ``X in S``: draw ``R ~ Uniform(S^c)`` and report ``SRR(X; S u {R}, eps1)``;
     * else: ``R = SRR(X; S^c, eps2)`` and report ``SRR(R; S u {R}, eps1)``.
 
-    ``eps2`` follows the seed's formula (see :func:`rrrr_eps2`), never the public MATLAB code's
+    ``eps2`` follows the paper's formula (see :func:`rrrr_eps2`), never the public MATLAB code's
     (which omits the log and indexes by ``|S|``; with K = 20 and ``eps1 = 0.8 eps`` its RRRR
     realises 0.87 / 1.71 / 6.83 when asked for 0.5 / 1 / 5).  The channel (``a = e^eps1``,
     ``b = e^eps2``, ``s = |S|``; rows are inputs) is given in :func:`rrrr_channel`.

@@ -1,7 +1,7 @@
 """Node sampling in front of a pure LDP protocol.
 
-Biswas, Cormode and Maple, "Impact of sampling on locally differentially private data
-collection" (seed 003).  Each of ``n`` nodes reports, through a pure protocol with ``p*``,
+Biswas, Cormode and Maple, "Impact of Sampling on Locally Differentially Private Data
+Collection", arXiv 2022.  Each of ``n`` nodes reports, through a pure protocol with ``p*``,
 ``q*`` (GRR in the paper, where ``p* = p`` and ``q* = q``), only with probability ``pi`` (or its
 own ``pi_j``).  Let ``H(x) = sum_{sampled j} 1[x in Support(y_j)]`` be the support count of the
 ``S`` sampled reports and ``Pi = sum_j pi_j`` (``= n pi`` for a common ``pi``).  The paper's
@@ -121,7 +121,7 @@ def _check_pi(pi: Any, n: int | None = None) -> float | np.ndarray:
 
 
 class NodeSampling:
-    """Each node reports through a pure protocol only with probability ``pi`` (seed 003).
+    """Each node reports through a pure protocol only with probability ``pi`` (Biswas et al. 2022).
 
     See the module docstring for the estimators and their exact variances.
 
@@ -299,14 +299,14 @@ class NodeSampling:
         return (h - sampled.n * q) / (p - q)
 
     def unbiased_counts(self, sampled: SampledReports) -> np.ndarray:
-        """``g(x) = c(x) / pi + n q (1 - pi) / ((p - q) pi)`` (seed 003, eq. 5)."""
+        """``g(x) = c(x) / pi + n q (1 - pi) / ((p - q) pi)`` (Biswas et al. 2022, eq. 5)."""
         p, q = self._pq
         pi = self._common_pi(self._check_sampled(sampled), "g (unbiased_counts)")
         c = self.naive_counts(sampled)
         return c / pi + sampled.n * q * (1 - pi) / ((p - q) * pi)
 
     def plugin_counts(self, sampled: SampledReports) -> np.ndarray:
-        """``c_hat(x) = (H(x) - S q) / (pi (p - q))`` (seed 003, Theorem 3.4)."""
+        """``c_hat(x) = (H(x) - S q) / (pi (p - q))`` (Biswas et al. 2022, Theorem 3.4)."""
         p, q = self._pq
         pi = self._common_pi(self._check_sampled(sampled), "c_hat (plugin_counts)")
         h = self.support_counts(sampled)

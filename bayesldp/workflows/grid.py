@@ -1,5 +1,8 @@
-"""The experiment grid of AdOBEst-LDP (Aydin and Yildirim; seed 004, "Numerical experiments";
-REFERENCE.md section 4).
+"""The experiment grid of AdOBEst-LDP.
+
+Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local Differential Privacy With an
+Adaptive Randomized Response Mechanism", ACM TKDD 2025, section "Numerical
+experiments".
 
 For every domain size ``K``, Dirichlet concentration ``rho`` and repeat, a population
 ``theta ~ Dirichlet(rho 1_K)`` and ``n`` users ``X_t ~ theta`` are drawn once and shared by every
@@ -378,7 +381,7 @@ def write_header(results: xarray.Dataset, command: str | None) -> str:
     seconds = float(np.nansum(results["seconds"].values))
     size = "the [paper] size" if results.attrs["paper_size"] else "default size"
     lines = [
-        f"# AdOBEst-LDP experiment grid (seed 004), {spec['grid']['name']}: {size}",
+        f"# AdOBEst-LDP experiment grid (Aydin and Yildirim 2025), {spec['grid']['name']}: {size}",
         "",
         f"- command: `{command or 'bayesldp.workflows.grid.run_grid'}`",
         f"- date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",

@@ -1,11 +1,12 @@
 """``bayesldp recommend --k 3,4,2``: split the users or the budget over a record's attributes?
 
-Seed 002 (Wang, Blocki, Li, Jha, USENIX Security 2017, section "Discussion") advises, for
-``Q >= 2`` questions, to split the users into groups that each answer one question at the full
-budget rather than to split the budget over the questions; Arcolezi, Couchot, Al Bouna, Xiao
-(CIKM 2021) name the two SMP and SPL and add RS+FD (sample one attribute, fake data for the
-others).  :func:`recommend_record` answers the question for given domain sizes, ``epsilon`` and
-``n`` by exact computation (:func:`record_error`), at one whole-record guarantee for every row.
+Wang, Blocki, Li and Jha ("Locally Differentially Private Protocols for Frequency Estimation",
+USENIX Security 2017, section "Discussion") advise, for ``Q >= 2`` questions, to split the users
+into groups that each answer one question at the full budget rather than to split the budget over
+the questions; Arcolezi, Couchot, Al Bouna, Xiao (CIKM 2021) name the two SMP and SPL and add RS+FD
+(sample one attribute, fake data for the others).  :func:`recommend_record` answers the question for
+given domain sizes, ``epsilon`` and ``n`` by exact computation (:func:`record_error`), at one
+whole-record guarantee for every row.
 """
 
 from __future__ import annotations
@@ -112,9 +113,9 @@ def record_error(protocol: Any, method: str, n: int) -> tuple[float, str]:
     Notes
     -----
     ``f_jx = 1 / k_j``.  With ``v_j(f) = n Var_n(f)`` the per-user oracle variance of ``C_j``
-    (``mech.oracle_variance(f, 1)``; a pure protocol's
-    ``[q*(1 - q*) + f (p* - q*)(1 - p* - q*)] / (p* - q*)^2``, seed 002) and ``T_j`` the trace of
-    one report's Cramér-Rao bound (:func:`bayesldp.bounds.asymptotic_mse` at ``n = 1``):
+    (``mech.oracle_variance(f, 1)``; a pure protocol's ``[q*(1 - q*) + f (p* - q*)(1 - p* - q*)] /
+    (p* - q*)^2``, Wang et al. 2017) and ``T_j`` the trace of one report's Cramér-Rao bound
+    (:func:`bayesldp.bounds.asymptotic_mse` at ``n = 1``):
 
     * ``oracle``, the unbiased estimate of the frequencies of the ``n`` users themselves (a
       fixed population, as ``oracle_variance``):
@@ -199,8 +200,8 @@ def recommend_record(
 ) -> Table:
     """Rank SPL, SMP and RS+FD for records of ``d`` attributes at one record-level ``epsilon``.
 
-    Seed 002 (Wang et al. 2017, "Discussion") advises splitting the users, not the budget,
-    across questions; Arcolezi et al. (CIKM 2021) compare SPL, SMP and RS+FD.  Each row is one
+    Wang et al. (2017, "Discussion") advise splitting the users, not the budget, across questions;
+    Arcolezi et al. (CIKM 2021) compare SPL, SMP and RS+FD.  Each row is one
     protocol and base, its error from :func:`record_error` (formulas there), best first.
 
     Parameters
@@ -226,8 +227,9 @@ def recommend_record(
     Returns
     -------
     Table
-        Rows best first; its notes give the recommendation and the answer to seed 002's
-        question (the best SMP against the best SPL), ``meta["answer"]`` "users" or "budget".
+        Rows best first; its notes give the recommendation and the answer to the question
+        Wang et al. (2017) ask (the best SMP against the best SPL), ``meta["answer"]`` "users" or
+        "budget".
 
     Notes
     -----
@@ -284,8 +286,8 @@ def recommend_record(
         smp, spl = by_split["SMP"], by_split["SPL"]
         answer = "users" if smp[5] <= spl[5] else "budget"
         win, lose = (smp, spl) if answer == "users" else (spl, smp)
-        notes.append(f"split the {answer}: {win[0]} (seed 002's question: its error is "
-                     f"{win[5] / lose[5]:.3g} x that of {lose[0]}, the best "
+        notes.append(f"split the {answer}: {win[0]} (the question of Wang et al. 2017: its "
+                     f"error is {win[5] / lose[5]:.3g} x that of {lose[0]}, the best "
                      f"{'budget' if answer == 'users' else 'users'} split)")  # fmt: skip
     nominal = record_budget_epsilon(epsilon, d)
     notes.append(

@@ -460,7 +460,7 @@ class WindowMechanism(NumericalMechanism):
     _yhi: float
 
     def _default_output_bins(self) -> int:
-        return self.k  # the seed 001 authors' choice: as many output bins as input bins
+        return self.k  # the choice of Ye et al.'s code: as many output bins as input bins
 
     @property
     def p(self) -> float:

@@ -8,7 +8,8 @@ in ``C_j`` for a value uniform within ``A_i``,
 
 .. math:: P[i, j] = \\frac{1}{|A_i|} \\int_{A_i} \\int_{C_j} f(y \\mid v) \\, dy \\, dv,
 
-the convention of the seed 001 authors' code (``SW.py`` builds this matrix for the square wave
+the convention of the code of Ye, Wang, Zhang and Feng ("Revisiting EM-based Estimation for
+Locally Differentially Private Protocols"; ``SW.py`` builds this matrix for the square wave
 with a trapezoid per bin; here every integral is in closed form).  Two shapes of density cover
 the four mechanisms:
 

@@ -1,4 +1,8 @@
-"""Gaussian noise on a bounded numerical domain, (eps, delta)-LDP (seed 001, Table I)."""
+"""Gaussian noise on a bounded numerical domain, (eps, delta)-LDP.
+
+The "Gaussian" row of Table I of Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation for
+Locally Differentially Private Protocols".
+"""
 
 from __future__ import annotations
 

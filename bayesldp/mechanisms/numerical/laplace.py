@@ -1,4 +1,8 @@
-"""Laplace noise on a bounded numerical domain (the seed 001 "Laplace" row, Table I)."""
+"""Laplace noise on a bounded numerical domain (the "Laplace" row of Ye et al.'s Table I).
+
+Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation for Locally Differentially Private
+Protocols", Table I.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ class LaplaceNumeric(AdditiveNoiseMechanism):
     The sensitivity of ``v`` is the width of the domain, so ``f(y | v) = exp(-|y - v| /
     lambda) / (2 lambda)`` is eps-LDP: ``log f(y | v) / f(y | v') = (|y - v'| - |y - v|) /
     lambda <= |v - v'| / lambda <= eps``, reached by ``v = lo``, ``v' = hi``, ``y <= lo``
-    (Dwork et al. 2006; the seed 001 "Laplace" row: binning, the pdf of the Laplace
+    (Dwork et al. 2006; the "Laplace" row of Ye et al.: binning, the pdf of the Laplace
     distribution, reports unbounded and not truncated).  The discretised channel integrates the
     density exactly over each output bin for a value uniform within each input bin, with
     ``G1(x) = x + (lambda / 2) e^{-|x| / lambda}`` for ``x >= 0`` and ``(lambda / 2) e^{x /

@@ -26,22 +26,21 @@ def pm_slope(half_width: float, epsilon: float) -> float:
 class Piecewise(WindowMechanism):
     """Piecewise mechanism over ``[lo, hi]``, discretised into ``k`` input bins.
 
-    On PM's scale ``t = 2 (v - lo) / (hi - lo) - 1`` in ``[-1, 1]`` the report ``y`` lies in
-    ``[-C, C]``, ``C = k_s + B``, with density ``p = e^eps q`` on the window ``[k_s t - B, k_s t
-    + B]`` and ``q = 1 / (2 B e^eps + 2 k_s)`` elsewhere; the slope ``k_s = B e^eps / (B e^eps -
-    1 - B)`` (:func:`pm_slope`) makes ``E[y | t] = t``.  Wang et al.'s PM (ICDE 2019, Algorithm
-    2) is the half-width ``B = 1 / (e^{eps/2} - 1)`` (the default): then ``C = (e^{eps/2} + 1) /
-    (e^{eps/2} - 1)``, ``k_s = (C + 1) / 2`` and ``p = (e^eps - e^{eps/2}) / (2 e^{eps/2} +
-    2)``.  Other half-widths ``B > 1 / (e^eps - 1)`` give the same family, e.g. the seed 001
-    authors' ``B = (e^{eps/2} + 9) / (10 e^{eps/2} - 10)`` in their PCKV-PM code
-    (:class:`~bayesldp.PCKVPM`).  Reports are returned in the units of the values, ``lo + (y +
-    1)(hi - lo) / 2``, so their mean is an unbiased estimate of the values' mean
-    (:meth:`unbiased_mean`).  The windows of ``lo`` and ``hi`` differ, so the realised epsilon
-    from the density is exactly ``log(p / q) = eps``.
+    On PM's scale ``t = 2 (v - lo) / (hi - lo) - 1`` in ``[-1, 1]`` the report ``y`` lies in ``[-C,
+    C]``, ``C = k_s + B``, with density ``p = e^eps q`` on the window ``[k_s t - B, k_s t + B]`` and
+    ``q = 1 / (2 B e^eps + 2 k_s)`` elsewhere; the slope ``k_s = B e^eps / (B e^eps - 1 - B)``
+    (:func:`pm_slope`) makes ``E[y | t] = t``.  Wang et al.'s PM (ICDE 2019, Algorithm 2) is the
+    half-width ``B = 1 / (e^{eps/2} - 1)`` (the default): then ``C = (e^{eps/2} + 1) / (e^{eps/2} -
+    1)``, ``k_s = (C + 1) / 2`` and ``p = (e^eps - e^{eps/2}) / (2 e^{eps/2} + 2)``.  Other
+    half-widths ``B > 1 / (e^eps - 1)`` give the same family, e.g. the ``B = (e^{eps/2} + 9) / (10
+    e^{eps/2} - 10)`` in the PCKV-PM code of Ye, Wang, Zhang and Feng ("Revisiting EM-based
+    Estimation for Locally Differentially Private Protocols"; :class:`~bayesldp.PCKVPM`).  Reports
+    are returned in the units of the values, ``lo + (y + 1)(hi - lo) / 2``, so their mean is an
+    unbiased estimate of the values' mean (:meth:`unbiased_mean`).  The windows of ``lo`` and ``hi``
+    differ, so the realised epsilon from the density is exactly ``log(p / q) = eps``.
 
-    The discretised channel follows the authors' ``PM_EM_reduction.py`` (``randomized_bins``
-    equal output bins over ``[-C, C]``, ``domain_bins`` input bins); ``output_bins`` defaults
-    to ``k``.
+    The discretised channel follows Ye et al.'s ``PM_EM_reduction.py`` (``randomized_bins`` equal
+    output bins over ``[-C, C]``, ``domain_bins`` input bins); ``output_bins`` defaults to ``k``.
 
     {parameters}
     output_bins : int, optional

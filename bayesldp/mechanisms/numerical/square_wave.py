@@ -36,9 +36,11 @@ class SquareWave(WindowMechanism):
     b (hi - lo)]``.  ``p / q = e^eps`` exactly, reached by ``v = lo`` against ``v = hi`` at
     ``y = lo``, so the realised epsilon equals the budget.
 
-    The discretised channel is the seed 001 authors' (``SW.py``: ``randomized_bins`` equal output
-    bins over ``[-b, 1 + b]``, ``domain_bins`` input bins, a value uniform within its bin), with
-    every integral exact; ``output_bins`` defaults to ``k`` as there (1024 x 1024 in the paper).
+    The discretised channel is that of the code of Ye, Wang, Zhang and Feng ("Revisiting EM-based
+    Estimation for Locally Differentially Private Protocols"; ``SW.py``: ``randomized_bins`` equal
+    output bins over ``[-b, 1 + b]``, ``domain_bins`` input bins, a value uniform within its bin),
+    with every integral exact; ``output_bins`` defaults to ``k`` as there (1024 x 1024 in the
+    paper).
 
     {parameters}
     output_bins : int, optional

@@ -3,7 +3,7 @@
 Erlingsson, Pihur and Korolova, "RAPPOR: Randomized Aggregatable Privacy-Preserving Ordinal
 Response", ACM CCS 2014 (sections 3 and 4); the comparison with local hashing is Wang, Blocki,
 Li and Jha, "Locally Differentially Private Protocols for Frequency Estimation", USENIX Security
-2017 (seed 002).
+2017.
 
 The package in modules: :mod:`~bayesldp.mechanisms.rappor.mechanism` (the mechanism,
 :class:`RAPPOR`, and its reports, :class:`RapporReports`; its module docstring describes the

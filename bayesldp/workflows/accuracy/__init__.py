@@ -1,21 +1,24 @@
-"""Accuracy study: reruns the experiments of seeds 000, 001 and 003 and says where each claim holds.
+"""Accuracy study: reruns the experiments of three papers and says where each claim holds.
 
 Driven by a spec (``models/accuracy.toml``; its comments document every key and size).  Three
-sections, one per seed:
+sections, one per paper:
 
-* ``[mle]`` (seed 000, section 5): the raw oracle, Norm-Sub and the MLE for GRR (K up to 1024,
-  n in {1e4, 1e6}) and unary encoding (K = 10, n in {100, 1e6}), theta ~ Jeffreys Dirichlet(1/2)
-  redrawn for every repeat.
-* ``[em_mr]`` (seed 001): EM with mixture reduction and the IBU, as the authors' code runs
-  them, against EM (to the MLE) and Norm-Sub, GRR and OLH, low and high epsilon, small and large
-  n, a Zipf and a sparse Dirichlet population.
-* ``[sampling]`` (seed 003): node sampling with pi = 0.1 .. 1 on the paper's Binomial
+* ``[mle]`` (Lopuhaä-Zwakenberg, Li, Škorić and Li, "Improving Frequency Estimation under Local
+  Differential Privacy", WPES 2020; section 5): the raw oracle, Norm-Sub and the MLE for GRR (K up
+  to 1024, n in {1e4, 1e6}) and unary encoding (K = 10, n in {100, 1e6}), theta ~ Jeffreys
+  Dirichlet(1/2) redrawn for every repeat.
+* ``[em_mr]`` (Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation for Locally Differentially
+  Private Protocols"): EM with mixture reduction and the IBU, as the authors' code runs them,
+  against EM (to the MLE) and Norm-Sub, GRR and OLH, low and high epsilon, small and large n, a Zipf
+  and a sparse Dirichlet population.
+* ``[sampling]`` (Biswas, Cormode and Maple, "Impact of Sampling on Locally Differentially Private
+  Data Collection", arXiv 2022): node sampling with pi = 0.1 .. 1 on the paper's Binomial
   populations (n = 50,000, domain 100): the naive estimator ``c``, the unbiased ``g``, the plug-in
   ``c_hat`` and the oracle on the sampled reports; plus exact checks of the paper's bias and
   variance formulas (eq. 4, Theorems 3.1, 3.2, 3.4, 3.5).
 
 The study in modules: :mod:`~bayesldp.workflows.accuracy.experiments` (the experiments of each
-seed, their seeding and Cramer-Rao bounds, :func:`run_study`),
+paper, their seeding and Cramer-Rao bounds, :func:`run_study`),
 :mod:`~bayesldp.workflows.accuracy.verdicts` (summaries, and a verdict per claim) and
 :mod:`~bayesldp.workflows.accuracy.report` (the markdown report, :func:`machine_info`); the
 command line, :func:`main`, is here, and every name of those modules can be imported from here.
@@ -43,6 +46,7 @@ from bayesldp.workflows.accuracy.experiments import CHECK_COLUMNS as CHECK_COLUM
 from bayesldp.workflows.accuracy.experiments import LABELS as LABELS
 from bayesldp.workflows.accuracy.experiments import MECHANISM_IDS as MECHANISM_IDS
 from bayesldp.workflows.accuracy.experiments import METRIC_COLUMNS as METRIC_COLUMNS
+from bayesldp.workflows.accuracy.experiments import PAPERS as PAPERS
 from bayesldp.workflows.accuracy.experiments import SECTION_IDS as SECTION_IDS
 from bayesldp.workflows.accuracy.experiments import Progress as Progress
 from bayesldp.workflows.accuracy.experiments import StudyResult as StudyResult
@@ -56,6 +60,7 @@ from bayesldp.workflows.accuracy.experiments import run_sampling as run_sampling
 from bayesldp.workflows.accuracy.experiments import run_study as run_study
 from bayesldp.workflows.accuracy.experiments import sampling_theta as sampling_theta
 from bayesldp.workflows.accuracy.report import DEVIATIONS as DEVIATIONS
+from bayesldp.workflows.accuracy.report import REFERENCES as REFERENCES
 from bayesldp.workflows.accuracy.report import SECTION_TITLES as SECTION_TITLES
 from bayesldp.workflows.accuracy.report import UNBIASED as UNBIASED
 from bayesldp.workflows.accuracy.report import checks_table as checks_table

@@ -1,10 +1,11 @@
-"""The experiments of the accuracy study, one per seed, and the layout of their records.
+"""The experiments of the accuracy study, one per paper, and the layout of their records.
 
-``[mle]`` (seed 000) is :func:`run_mle`, ``[em_mr]`` (seed 001) :func:`run_em_mr` and
-``[sampling]`` (seed 003) :func:`run_sampling` (with its exact checks of the paper's formulas);
-:func:`run_study` runs the sections of a spec.  Here too: the seeding of every cell and repeat,
-the Cramer-Rao traces, and the columns of the records (:data:`CELL_COLUMNS`,
-:data:`METRIC_COLUMNS`, :data:`CHECK_COLUMNS`).
+``[mle]`` (Lopuhaä-Zwakenberg et al. 2020) is :func:`run_mle`, ``[em_mr]`` (Ye et al.)
+:func:`run_em_mr` and ``[sampling]`` (Biswas et al. 2022) :func:`run_sampling` (with its exact
+checks of the paper's formulas); :func:`run_study` runs the sections of a spec.  Here too: the
+seeding of every cell and repeat, the Cramer-Rao traces, and the columns of the records
+(:data:`CELL_COLUMNS`, :data:`METRIC_COLUMNS`, :data:`CHECK_COLUMNS`).  The papers are cited in full
+in :mod:`bayesldp.workflows.accuracy`.
 
 Truth is the population theta throughout.  Per repeat: ``MSE = mean_x (est_x - theta_x)^2``,
 ``TV = 1/2 sum_x |est_x - theta_x|``, ``error/CR = sum_x (est_x - theta_x)^2 / trace CR``, where
@@ -39,7 +40,14 @@ from bayesldp.workflows.spec.accuracy import (
     resolve_section,
 )
 
-SECTION_IDS = {"mle": 0, "em_mr": 1, "sampling": 3}  # the seed numbers
+#: the paper whose experiments each section reruns (short citations; the full references are in
+#: :mod:`bayesldp.workflows.accuracy` and on the documentation's references page)
+PAPERS = {
+    "mle": "Lopuhaä-Zwakenberg et al. 2020",
+    "em_mr": "Ye et al.",
+    "sampling": "Biswas et al. 2022",
+}
+SECTION_IDS = {"mle": 0, "em_mr": 1, "sampling": 3}  # fixed ids: they key the random streams
 MECHANISM_IDS = {"GRR": 1, "SUE": 2, "OUE": 3, "OLH": 4}
 LABELS = {
     "oracle": "oracle",
@@ -218,7 +226,7 @@ def _warm_up(mechanisms: Iterable[str], k: int, methods: Iterable[str]) -> None:
 
 
 def run_mle(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) -> pd.DataFrame:
-    """Seed 000: oracle / Norm-Sub / MLE on Jeffreys draws of theta (section docstring)."""
+    """Lopuhaä-Zwakenberg et al. 2020: oracle / Norm-Sub / MLE on Jeffreys draws of theta."""
     sid = SECTION_IDS["mle"]
     rows: list[dict[str, Any]] = []
     plan = [("GRR", k, n) for k in cfg["grr_k"] for n in cfg["grr_n"]]
@@ -255,7 +263,7 @@ def _em_mr_population(name: str, cfg: Mapping[str, Any]) -> str:
 
 
 def run_em_mr(cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet) -> pd.DataFrame:
-    """Seed 001: Norm-Sub / EM / EM-MR for GRR and OLH over populations, epsilon and n."""
+    """Ye et al.: Norm-Sub / EM / EM-MR for GRR and OLH over populations, epsilon and n."""
     sid = SECTION_IDS["em_mr"]
     k = cfg["k"]
     rows: list[dict[str, Any]] = []
@@ -339,7 +347,7 @@ class _CheckAccumulator:
 def run_sampling(
     cfg: Mapping[str, Any], seed: int, progress: Progress = _quiet
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Seed 003: node sampling; returns the per-repeat records and the formula checks."""
+    """Biswas et al. 2022: node sampling; returns the per-repeat records and the formula checks."""
     sid = SECTION_IDS["sampling"]
     k, n = cfg["k"], cfg["n"]
     rows: list[dict[str, Any]] = []

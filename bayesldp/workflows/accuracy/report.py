@@ -21,6 +21,7 @@ import pandas as pd
 from bayesldp.workflows.accuracy.experiments import (
     CELL_COLUMNS,
     LABELS,
+    PAPERS,
     StudyResult,
     _em_mr_population,
 )
@@ -178,26 +179,38 @@ def _settings_line(name: str, cfg: Mapping[str, Any]) -> str:
 
 
 DEVIATIONS = {
-    "mle": "Seed 000: the paper's epsilon grid is lost from the seed text (0.5..4 here); it scores "
+    "mle": "Lopuhaä-Zwakenberg et al. 2020: the paper's epsilon grid was not available to this "
+    "study (0.5..4 here); it scores "
     "both theta and the users' empirical frequencies, this study scores theta only; its 'UE' is "
     "not said to be SUE or OUE (both run); the default run uses fewer Jeffreys draws than the "
     "paper's 100 (`--full`: 100).",
-    "em_mr": "Seed 001: the slides give neither the domain sizes nor the populations of S-MN "
+    "em_mr": "Ye et al.: their slides give neither the domain sizes nor the populations of S-MN "
     "(K = 64, Zipf(1.1) and Dirichlet(0.1) here); EM-MR and IBU follow the authors' GRR code "
     "(LDP-EM-MR: plain EM from uniform stopped by a log-likelihood gain rule, two merge rounds of "
     "up to K/4 components below 1-2 sd of a zero frequency, equal split of pooled weight; for "
     "OLH the same schedule, not the authors' separate OLH settings); the 10 largest estimates "
     "are never merged (the authors protect category indices 0-9); EM runs to convergence "
     "(max |change| < 1e-10).",
-    "sampling": "Seed 003: epsilon is not stated (1, 2, 4 here); 'Bin(50,0.6)+Bin(50,0.4)' is "
-    "read both as an equal mixture and as the sum; the paper plots one data set of 50,000 points, "
-    "this study redraws the 50,000 nodes from theta in every repeat and scores against theta.",
+    "sampling": "Biswas et al. 2022: epsilon is not stated (1, 2, 4 here); "
+    "'Bin(50,0.6)+Bin(50,0.4)' is read both as an equal mixture and as the sum; the paper plots "
+    "one data set of 50,000 points, this study redraws the 50,000 nodes from theta in every "
+    "repeat and scores against theta.",
 }
 
 SECTION_TITLES = {
-    "mle": "Seed 000: MLE vs Norm-Sub vs the raw oracle",
-    "em_mr": "Seed 001: EM-MR vs EM vs Norm-Sub",
-    "sampling": "Seed 003: node sampling",
+    "mle": f"{PAPERS['mle']}: MLE vs Norm-Sub vs the raw oracle",
+    "em_mr": f"{PAPERS['em_mr']}: EM-MR vs EM vs Norm-Sub",
+    "sampling": f"{PAPERS['sampling']}: node sampling",
+}
+
+#: the full references of the papers whose claims the study checks
+REFERENCES = {
+    "mle": 'Lopuhaä-Zwakenberg, Li, Škorić and Li, "Improving Frequency Estimation under Local '
+    'Differential Privacy", WPES 2020',
+    "em_mr": 'Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation for Locally '
+    'Differentially Private Protocols"',
+    "sampling": 'Biswas, Cormode and Maple, "Impact of Sampling on Locally Differentially '
+    'Private Data Collection", arXiv 2022',
 }
 
 
@@ -208,7 +221,11 @@ def render_markdown(
     verdicts = all_verdicts(result)
     when = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        "# Accuracy study (issue 3): where the seeds' claims hold",
+        "# Accuracy study: where the papers' claims hold",
+        "",
+        "Papers:",
+        "",
+        *[f"- {PAPERS[name]}: {REFERENCES[name]}." for name in result.records],
         "",
         f"- Machine: {info['arch']}, {info['cpu']}, {info['cores']} cores (shared with other "
         f"jobs; load average at start {info['load']}); Python {info['python']}, numpy "
@@ -232,7 +249,7 @@ def render_markdown(
         "as they are (off the simplex).  Paired comparisons use the same tally for every "
         "estimator of a repeat.",
         "",
-        "Where this study departs from the seeds (what they leave unstated, or what it reads "
+        "Where this study departs from the papers (what they leave unstated, or what it reads "
         "differently):",
         "",
         *[f"- {DEVIATIONS[name]}" for name in result.records],
@@ -241,7 +258,7 @@ def render_markdown(
         "",
     ]
     for v in verdicts:
-        lines.append(f"- **Seed {v.seed} -- {v.verdict}.** {v.claim} {v.evidence}")
+        lines.append(f"- **{v.paper} -- {v.verdict}.** {v.claim} {v.evidence}")
     for name in result.records:
         summary = summarise(result.records[name], name)
         lines += ["", f"## {SECTION_TITLES[name]}", ""]

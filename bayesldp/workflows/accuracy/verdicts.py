@@ -1,10 +1,11 @@
-"""The accuracy study's summaries and verdicts: what the records say about each seed's claims.
+"""The accuracy study's summaries and verdicts: what the records say about each paper's claims.
 
 :func:`summarise` (per cell and estimator: mean, sd and standard error across repeats) and
 :func:`paired` (paired comparisons of two estimators) read the records of
 :mod:`~bayesldp.workflows.accuracy.experiments`; :func:`verdicts_mle`,
 :func:`verdicts_em_mr` and :func:`verdicts_sampling` turn them into a :class:`Verdict` per claim
-of seeds 000, 001 and 003 (:func:`all_verdicts`).
+of the three papers of :data:`PAPERS` (:func:`all_verdicts`; full references in
+:mod:`bayesldp.workflows.accuracy`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from bayesldp.workflows.accuracy.experiments import (
     CELL_COLUMNS,
     LABELS,
     METRIC_COLUMNS,
+    PAPERS,
     StudyResult,
 )
 
@@ -67,9 +69,9 @@ def paired(
 # ============================================================================ verdicts
 @dataclass(frozen=True)
 class Verdict:
-    """One claim of a seed and what the study found."""
+    """One claim of a paper and what the study found."""
 
-    seed: str
+    paper: str  # the paper's short citation, a value of PAPERS
     claim: str
     verdict: str  # "holds", "partly", "does not hold", "not tested"
     evidence: str
@@ -118,9 +120,11 @@ def _same_note(df: pd.DataFrame) -> str:
 def _against_norm_sub(
     cells: pd.DataFrame, claim: str, cols: list[str], by: str = "", alike: str = ""
 ) -> Verdict:
-    """Seed 000's ``claim`` on MLE against Norm-Sub in ``cells`` (described by ``cols``): MLE is
-    more accurate (lower mean MSE, paired z < -2) in every cell, or, where ``alike`` is the
-    claim's word ("same", "similar"), the two are within ``SAME`` of each other."""
+    """The verdict on a ``claim`` of Lopuhaä-Zwakenberg et al. on MLE against Norm-Sub.
+
+    In ``cells`` (described by ``cols``): MLE is more accurate (lower mean MSE, paired z < -2) in
+    every cell, or, where ``alike`` is the claim's word ("same", "similar"), the two are within
+    ``SAME`` of each other."""
     if alike:
         met = cells[(cells["ratio"] - 1).abs() <= SAME]
         end = f"; '{alike}' = within {SAME:.0%}." + _same_note(cells)
@@ -128,15 +132,17 @@ def _against_norm_sub(
         met = cells[(cells["ratio"] < 1) & (cells["z"] < -2)]
         end = "."
     evidence = f"MSE(MLE)/MSE(Norm-Sub){by}: {_cells(cells, cols)}{end}"
-    return Verdict("000", claim, _tri(len(met), len(cells)), evidence)
+    return Verdict(PAPERS["mle"], claim, _tri(len(met), len(cells)), evidence)
 
 
 def verdicts_mle(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdict]:
-    """Seed 000's claims (section 5, synthetic data)."""
+    """The claims of Lopuhaä-Zwakenberg et al. 2020 (section 5, synthetic data)."""
     out: list[Verdict] = []
     est = set(records["estimator"])
     if not {"oracle", "norm_sub", "mle"} <= est:
-        return [Verdict("000", "MLE vs Norm-Sub vs oracle", "not tested", "estimators missing")]
+        return [
+            Verdict(PAPERS["mle"], "MLE vs Norm-Sub vs oracle", "not tested", "estimators missing")
+        ]
     keys = CELL_COLUMNS["mle"]
     better = []
     for method in ("norm_sub", "mle"):
@@ -158,7 +164,7 @@ def verdicts_mle(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdict]
         extra = " Not better in: " + _cells(fails, [*keys, "estimator"]) + "."
     out.append(
         Verdict(
-            "000",
+            PAPERS["mle"],
             "Norm-Sub and MLE both improve on the raw frequency oracle (MSE).",
             _tri(n_yes, n_all),
             "; ".join(worst) + " (better = lower mean MSE, paired z < -2)." + extra,
@@ -185,7 +191,7 @@ def verdicts_mle(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdict]
         if len(other):
             out.append(
                 Verdict(
-                    "000",
+                    PAPERS["mle"],
                     "(context, not a claim of the paper) GRR at the other K.",
                     "not tested",
                     f"MSE(MLE)/MSE(Norm-Sub): {_cells(other, ['k', 'n', 'epsilon'])}.",
@@ -196,7 +202,8 @@ def verdicts_mle(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdict]
         big = ue[ue["n"] == ue["n"].max()]
         claim = (
             f"Unary encoding, K = {big['k'].iloc[0]}, n = {big['n'].iloc[0]:,}: MLE is more "
-            "accurate than Norm-Sub (the paper's condition on epsilon is lost in the seed text)."
+            "accurate than Norm-Sub (the paper's condition on epsilon was not available to this "
+            "study)."
         )
         out.append(_against_norm_sub(big, claim, ["mechanism", "epsilon"]))
         small = ue[ue["n"] == ue["n"].min()]
@@ -227,7 +234,7 @@ def _fading(pr: pd.DataFrame, axis: str, lo_value: Any, hi_value: Any) -> tuple[
 def _em_mr_claims(
     records: pd.DataFrame, cfg: Mapping[str, Any], variant: str
 ) -> tuple[Verdict, Verdict]:
-    """The two accuracy claims of seed 001 for one EM-MR variant against EM."""
+    """The two accuracy claims of Ye et al. for one EM-MR variant against EM."""
     label = LABELS[variant]
     pr = paired(records, "em_mr", variant, "em")
     eps_lo, eps_hi = min(cfg["epsilon"]), max(cfg["epsilon"])
@@ -258,7 +265,7 @@ def _em_mr_claims(
             f"{ns['ratio'].max():.3f} (median {ns['ratio'].median():.3f})."
         )
     first = Verdict(
-        "001",
+        PAPERS["em_mr"],
         f"With substantial noise (low epsilon or small n) {label} reduces the error by almost "
         "half.",
         verdict,
@@ -278,7 +285,7 @@ def _em_mr_claims(
     else:
         fade_verdict = "partly" if 2 * yes >= tested else "does not hold"
     second = Verdict(
-        "001",
+        PAPERS["em_mr"],
         f"As epsilon or n grows, the advantage of {label} diminishes.",
         fade_verdict,
         f"{label} is ahead of EM (ratio < 1) at epsilon = {eps_lo:g} in {adv_lo_eps}/{total_eps} "
@@ -297,11 +304,13 @@ def _em_mr_claims(
 
 
 def verdicts_em_mr(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdict]:
-    """Seed 001's claims (slides: evaluation and efficiency), for each EM-MR variant run."""
+    """Ye et al.'s claims (slides: evaluation and efficiency), for each EM-MR variant run."""
     est = set(records["estimator"])
     variants = [v for v in ("em_mr",) if v in est]
     if "em" not in est or not variants:
-        return [Verdict("001", "EM-MR vs EM", "not tested", "estimators em and em_mr needed")]
+        return [
+            Verdict(PAPERS["em_mr"], "EM-MR vs EM", "not tested", "estimators em and em_mr needed")
+        ]
     claims = [_em_mr_claims(records, cfg, v) for v in variants]
     out = [c[0] for c in claims] + [c[1] for c in claims]
     summary = summarise(records, "em_mr")
@@ -327,7 +336,7 @@ def verdicts_em_mr(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdic
             verdict = "partly" if 2 * fewer >= len(it) else "does not hold"
         out.append(
             Verdict(
-                "001",
+                PAPERS["em_mr"],
                 f"{LABELS[v]} converges faster than EM.",
                 verdict,
                 f"{LABELS[v]} needed fewer EM maps than {LABELS[base]} in {fewer}/{len(it)} "
@@ -343,7 +352,7 @@ def verdicts_em_mr(records: pd.DataFrame, cfg: Mapping[str, Any]) -> list[Verdic
 def verdicts_sampling(
     records: pd.DataFrame, checks: pd.DataFrame, cfg: Mapping[str, Any]
 ) -> list[Verdict]:
-    """Seed 003's claims (sections 2-4)."""
+    """The claims of Biswas et al. 2022 (sections 2-4)."""
     out: list[Verdict] = []
     sub = checks[checks["pi"] < 1]
     ncells = checks.groupby(["population", "epsilon", "pi"]).ngroups
@@ -355,7 +364,7 @@ def verdicts_sampling(
         biased = c_sub[c_sub["p_unbiased"] < alpha]
         out.append(
             Verdict(
-                "003",
+                PAPERS["sampling"],
                 "Theorem 2.1 / eq. 4: with pi < 1 the naive c is biased, E c(x) = n f_x pi - "
                 "n q (1 - pi)/(p - q).",
                 _tri(len(ok) + len(biased), len(c) + len(c_sub)),
@@ -374,7 +383,7 @@ def verdicts_sampling(
         ok = m[m["p_unbiased"] > alpha]
         out.append(
             Verdict(
-                "003",
+                PAPERS["sampling"],
                 claim,
                 _tri(len(ok), len(m)),
                 f"chi-square of the mean error over repeats (K = {cfg['k']} categories, exact "
@@ -389,7 +398,7 @@ def verdicts_sampling(
         ok = g[z.abs() < 4]
         out.append(
             Verdict(
-                "003",
+                PAPERS["sampling"],
                 "Theorem 3.2: Var*(g) = n (q - q^2 pi) / ((p - q)^2 pi).",
                 _tri(len(ok), len(g)),
                 f"Empirical variance of g on the categories nobody holds / Var*: "
@@ -409,7 +418,7 @@ def verdicts_sampling(
         ok = int((emp >= 1).sum())
         out.append(
             Verdict(
-                "003",
+                PAPERS["sampling"],
                 "Theorem 3.5: Var(c_hat) >= Var(g) (g is the more precise).",
                 _tri(ok, len(emp)),
                 f"Summed variance c_hat / g with pi < 1: exact {exact.min():.3f}.."
@@ -440,7 +449,7 @@ def verdicts_sampling(
                 )
             out.append(
                 Verdict(
-                    "003",
+                    PAPERS["sampling"],
                     "As pi increases, g approximates the distribution better (TV decreases).",
                     _tri(mono, total),
                     f"Mean TV of g decreases from pi = {pis[0]:g} to {pis[-1]:g} without a "
@@ -456,7 +465,7 @@ def verdicts_sampling(
             )
             out.append(
                 Verdict(
-                    "003",
+                    PAPERS["sampling"],
                     f"TV at pi = {lo:g} is not drastically worse than at pi = {hi:g} (section 6, "
                     "Figure 3).",
                     verdict,
@@ -473,7 +482,7 @@ def verdicts_sampling(
         if len(pr):
             out.append(
                 Verdict(
-                    "003",
+                    PAPERS["sampling"],
                     "Without the correction (naive c) the estimate is far worse than g when "
                     "pi < 1.",
                     _tri(int((pr["ratio"] > 1).sum()), len(pr)),

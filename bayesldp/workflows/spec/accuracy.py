@@ -1,9 +1,12 @@
-"""The accuracy spec (``kind = "accuracy"``): the seeds' accuracy experiments (000, 001, 003).
+"""The accuracy spec (``kind = "accuracy"``): the accuracy experiments of three papers.
 
-Tables: ``[study]`` (name, seed) and at least one section, ``[mle]`` (seed 000), ``[em_mr]``
-(seed 001) or ``[sampling]`` (seed 003, with its ``[[sampling.populations]]``).  Each section
-may carry a ``.full`` overlay (``[mle.full]``, ...), the larger settings of ``--full``; both the
-default and the ``--full`` settings are checked.  ``bayesldp run`` (or
+Tables: ``[study]`` (name, seed) and at least one section, ``[mle]`` (Lopuhaä-Zwakenberg, Li, Škorić
+and Li, "Improving Frequency Estimation under Local Differential Privacy", WPES 2020), ``[em_mr]``
+(Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation for Locally Differentially Private
+Protocols") or ``[sampling]`` (Biswas, Cormode and Maple, "Impact of Sampling on Locally
+Differentially Private Data Collection", arXiv 2022; with its ``[[sampling.populations]]``).  Each
+section may carry a ``.full`` overlay (``[mle.full]``, ...), the larger settings of ``--full``; both
+the default and the ``--full`` settings are checked.  ``bayesldp run`` (or
 ``benchmarks/accuracy.py``) runs it with :func:`bayesldp.workflows.accuracy.run_study`.
 """
 

@@ -1,4 +1,7 @@
-"""The grid spec (``kind = "grid"``): the AdOBEst-LDP experiment grid (seed 004).
+"""The grid spec (``kind = "grid"``): the AdOBEst-LDP experiment grid.
+
+AdOBEst-LDP: Aydın and Yıldırım, "Bayesian Frequency Estimation Under Local Differential Privacy
+With an Adaptive Randomized Response Mechanism", ACM TKDD 2025.
 
 Tables::
 
@@ -8,7 +11,7 @@ Tables::
     [paper]     n | n_per_category, repeats    (used by run_grid(..., paper=True))
 
 The number of users per survey is either the same for every ``K`` (``n``) or proportional to
-it (``n_per_category``: ``n = n_per_category * K``, as in the reference code of seed 004,
+it (``n_per_category``: ``n = n_per_category * K``, as in the authors' reference code,
 ``T = 500*K`` in ``experiments_for_SGDL.m``); a table gives exactly one of the two.  ``[paper]``
 defaults to the reference code's size: ``n_per_category = 500`` (5,000 users for K = 10,
 10,000 for K = 20) and 50 repeats.  :func:`users_per_survey` turns a table into the number of
@@ -67,7 +70,7 @@ PAPER = {
     "n_per_category": Field(int, doc="users per survey = n_per_category * K"),
     "repeats": Field(int, default=50),
 }
-#: the reference code's size (seed 004, experiments_for_SGDL.m: T = 500*K, 50 runs)
+#: the size of the authors' reference code (experiments_for_SGDL.m: T = 500*K, 50 runs)
 PAPER_N_PER_CATEGORY = 500
 TABLES = {"grid": GRID, "survey": SURVEY, "paper": PAPER}
 
