@@ -68,3 +68,18 @@ def test_a_missed_target_reports_the_returned_posteriors_miss():
     message = str(caught[0].message)
     assert f"{width:.4g} for posterior()" in message
     assert f"{width - 0.05:.4g} over the target" in message
+
+
+def test_a_resumed_survey_that_had_stopped_returns_the_same_posterior(tmp_path):
+    path = tmp_path / "survey.npz"
+    x = _users(4_000)
+    survey = AdaptiveSurvey(5, 2.0, batch_size=200, random_seed=2, checkpoint=path)
+    survey.simulate(x, stop={"width": 0.08})
+    stop = survey.stopped
+    assert stop is not None and stop["users"] < 4_000
+    resumed = AdaptiveSurvey.resume(path)
+    resumed.simulate(x[stop["users"] :], stop={"width": 0.08})
+    assert resumed.n_users == stop["users"] and resumed.stopped == stop
+    theta = _theta(resumed.posterior(progressbar=False))
+    assert np.array_equal(theta, _theta(survey.posterior(progressbar=False)))
+    assert _width(resumed.posterior(progressbar=False)) == stop["value"] <= 0.08
