@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["SurveyOutputs"]
 
 #: options of :func:`bayesldp.fit` that do not change its draws (``posterior()`` may reuse a fit)
-_SAME_DRAWS = frozenset({"progressbar", "cores"})
+_SAME_DRAWS = frozenset({"progressbar", "cores", "compute_convergence_checks"})
 
 
 class SurveyOutputs:
@@ -114,8 +114,10 @@ class SurveyOutputs:
         with, sampled by the package's calibrated samplers, with fit's convergence checks;
         ``options`` go to :func:`bayesldp.fit` (``tune=``, ``compute_convergence_checks=``,
         ``progressbar=``, ...).  The default fit (default ``draws`` and ``chains``, no options
-        but ``progressbar`` or ``cores``) is made once per number of reports and kept: it is
-        the posterior ``simulate(stop=...)`` measured, and each call returns a copy of it.
+        but ``progressbar``, ``cores`` or ``compute_convergence_checks``, which leave the draws
+        as they are) is made once per number of reports and kept: it is the posterior
+        ``simulate(stop=...)`` measured, and each call returns a copy of it (the convergence
+        warnings, if any, come with the first).
 
         ``engine="sgld"``: the final SGLD run of seed 004 (AdOBEst-LDP's estimator): each chain
         starts from the current SGLD state (for the other engines: the current draw scaled by
