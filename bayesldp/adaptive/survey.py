@@ -40,7 +40,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +54,7 @@ from bayesldp.adaptive.config import ENGINES, SurveyConfig
 from bayesldp.adaptive.lookahead import lookahead_size
 from bayesldp.adaptive.pool import REFRESH_STREAM, PosteriorPool, run_simulate_pool
 from bayesldp.adaptive.selection import candidate_params, subset_masks
-from bayesldp.adaptive.stopping import StopRule
+from bayesldp.adaptive.stopping import StopRule, SurveyStopping
 from bayesldp.adaptive.store import ReportStore, grown
 from bayesldp.adaptive.survey_outputs import SurveyOutputs
 from bayesldp.adaptive.survey_state import SurveyState
@@ -63,7 +62,6 @@ from bayesldp.errors import (
     InvalidInputError,
     InvalidTypeError,
     NotSupportedError,
-    StoppingWarning,
 )
 from bayesldp.mechanisms.rrrr import RRRR
 
@@ -73,7 +71,7 @@ if TYPE_CHECKING:
 __all__ = ["ENGINES", "AdaptiveSurvey", "CheckpointError"]
 
 
-class AdaptiveSurvey(SurveyOutputs, SurveyState):
+class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
     """An AdOBEst-LDP survey: adaptive RRRR subsets chosen from posterior draws (seed 004).
 
     Parameters
@@ -223,6 +221,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState):
             )
         self._checkpoint = path
         self.stopped: dict[str, Any] | None = None  # where the last simulate(stop=...) stopped
+        self._final: tuple[int, Any] | None = None  # posterior()'s default fit, with its users
         # initial draw theta_0: a draw of the prior
         seq = np.random.SeedSequence(self.config.entropy, spawn_key=(*self.config.spawn_key, 1))
         gen = np.random.default_rng(seq)
@@ -446,12 +445,17 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState):
             Stop at the first refresh of the posterior pool where a target is met:
             ``{"width": w}`` (the largest 90% interval of a category at most ``w``) or
             ``{"expected_tv": t}`` (the posterior expected TV of the posterior mean at most
-            ``t``); :mod:`bayesldp.adaptive.stopping`.  ``engine="posterior"`` only.  Where it
-            is met, :attr:`stopped` says at which report and the remaining users of ``x`` are
-            not surveyed; where it is not, the survey ends at the last user and a
-            :class:`~bayesldp.errors.StoppingWarning` says so.  A survey whose last refresh
-            already meets the target (one resumed from the checkpoint of a survey that
-            stopped) surveys no one: :attr:`stopped` says where it stopped.
+            ``t``); :mod:`bayesldp.adaptive.stopping`.  ``engine="posterior"`` only.  The
+            target is measured on the draws of :meth:`posterior` (its default ``draws`` and
+            ``chains``, all chains stacked), and that same posterior is what ``posterior()``
+            then returns: a survey that says it stopped on target hands back a posterior that
+            meets it (the measured value is ``stopped["value"]``).  Where it is met,
+            :attr:`stopped` says at which report and the remaining users of ``x`` are not
+            surveyed; where it is not, the survey ends at the last user and a
+            :class:`~bayesldp.errors.StoppingWarning` says by how much ``posterior()`` misses
+            the target.  A survey whose last refresh already meets the target (one resumed
+            from the checkpoint of a survey that stopped) surveys no one: :attr:`stopped` says
+            where it stopped.
 
         Returns
         -------
@@ -496,22 +500,8 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState):
             if rule is not None and self._pool.users == self._n and self._met(rule):
                 return self  # just refreshed, and the target is met
         if rule is not None:
-            warnings.warn(
-                f"stop: {rule.describe()} was not met within the {total:,} users given "
-                f"({rule.value(self._pool.draws):.4g} at the last refresh, {self._pool.users:,} "
-                "reports); the survey ended at the last user",
-                StoppingWarning,
-                stacklevel=2,
-            )
+            self._end_unmet(rule, total)
         return self
-
-    def _met(self, rule: StopRule) -> bool:
-        """Whether the pool's draws meet ``rule``; if so :attr:`stopped` records it."""
-        value = rule.value(self._pool.draws)
-        if value <= rule.target:
-            self.stopped = {"users": self._n, "measure": rule.measure, "target": rule.target,
-                            "value": value}  # fmt: skip
-        return value <= rule.target
 
     def _simulate_batches(
         self, x: np.ndarray, start_user: int, part: np.ndarray, gamma: float

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SurveyOutputs"]
 
+#: options of :func:`bayesldp.fit` that do not change its draws (``posterior()`` may reuse a fit)
+_SAME_DRAWS = frozenset({"progressbar", "cores", "compute_convergence_checks"})
+
 
 class SurveyOutputs:
     """History, tally and posterior of a survey (mixed into ``AdaptiveSurvey``)."""
@@ -112,7 +115,11 @@ class SurveyOutputs:
         the exact likelihood of every report through the RRRR channel of the subset it was made
         with, sampled by the package's calibrated samplers, with fit's convergence checks;
         ``options`` go to :func:`bayesldp.fit` (``tune=``, ``compute_convergence_checks=``,
-        ``progressbar=``, ...).
+        ``progressbar=``, ...).  The default fit (default ``draws`` and ``chains``, no options
+        but ``progressbar``, ``cores`` or ``compute_convergence_checks``, which leave the draws
+        as they are) is made once per number of reports and kept: it is the posterior
+        ``simulate(stop=...)`` measured, and each call returns a copy of it (the convergence
+        warnings, if any, come with the first).
 
         ``engine="sgld"``: the final SGLD run of Aydın and Yıldırım 2025 (AdOBEst-LDP's estimator):
         each chain starts from the current SGLD state (for the other engines: the current draw
@@ -132,14 +139,12 @@ class SurveyOutputs:
         if engine not in ("fit", "sgld"):
             raise InvalidInputError(f"engine: must be 'fit' or 'sgld', got {engine!r}")
         if engine == "fit":
-            return self._fit_draws(
-                self._n,
-                draws=1000 if draws is None else check_int(draws, "draws", 1),
-                chains=4 if chains is None else check_int(chains, "chains", 1),
-                stream=2,
-                batch=self._n_batches,
-                **options,
-            )
+            draws = 1000 if draws is None else check_int(draws, "draws", 1)
+            chains = 4 if chains is None else check_int(chains, "chains", 1)
+            if (draws, chains) == (1000, 4) and set(options) <= _SAME_DRAWS:
+                return self._returned_posterior(**options)
+            return self._fit_draws(self._n, draws=draws, chains=chains, stream=2,
+                                   batch=self._n_batches, **options)  # fmt: skip
         if options:
             raise InvalidInputError(f"options: engine='sgld' takes none, got {sorted(options)}")
         if isinstance(self.prior, AdaptiveDirichlet):
@@ -163,6 +168,16 @@ class SurveyOutputs:
             "utility": self.utility,
         }
         return _inference_data(theta, info, self.tally(), self.prior, self.config.entropy)
+
+    def _returned_posterior(self, **options: Any) -> arviz.InferenceData:
+        """``posterior()``'s default fit (1000 draws, 4 chains) of the reports so far: fitted
+        once per number of reports and kept, so the posterior a stop rule was checked on
+        (:mod:`bayesldp.adaptive.stopping`) is the one ``posterior()`` returns (a copy)."""
+        if self._final is None or self._final[0] != self._n:
+            idata = self._fit_draws(self._n, draws=1000, chains=4, stream=2,
+                                    batch=self._n_batches, **options)  # fmt: skip
+            self._final = (self._n, idata)
+        return self._final[1].copy()
 
     def _fit_draws(
         self, t: int, *, draws: int, chains: int, stream: int, batch: int, **options: Any

@@ -75,6 +75,7 @@ class SurveyState:
             ) from None
         survey._restore(arrays, path)
         survey.stopped = None
+        survey._final = None
         survey._checkpoint = path if checkpoint else None
         return survey
 
