@@ -1,13 +1,14 @@
-"""AdOBEst-LDP: the adaptive online survey with RRRR (Aydin and Yildirim; seed 004, Algorithm 2;
-REFERENCE.md section 4).
+"""AdOBEst-LDP: the adaptive online survey with RRRR (Aydın and Yıldırım, "Bayesian Frequency
+Estimation Under Local Differential Privacy With an Adaptive Randomized Response Mechanism", ACM
+TKDD 2025, Algorithm 2).
 
 The loop, for batches ``b = 0, 1, ...`` of users (one user per batch in the paper):
 
 1. subset selection: from the current posterior draw ``theta_b`` pick ``S_b`` (the top-s set of
    a size chosen by a rule: the ``lookahead`` rule, :mod:`bayesldp.adaptive.lookahead`; one of
-   seed 004's six utilities, :mod:`bayesldp.adaptive.selection`; or a semi-/non-adaptive rule);
+   the paper's six utilities, :mod:`bayesldp.adaptive.selection`; or a semi-/non-adaptive rule);
 2. each user ``t`` of the batch reports ``Y_t = RRRR(X_t; S_b, eps)`` (``eps1 = eps1_fraction *
-   eps``, ``eps2`` from the seed's formula, so every report is eps-LDP);
+   eps``, ``eps2`` from the paper's formula, so every report is eps-LDP);
 3. the draw is refreshed by the engine: ``"posterior"`` (default) takes a draw of a pool of draws
    of the exact posterior of all reports, refitted by bayesldp's HMC whenever the reports have
    grown by 25% (:mod:`bayesldp.adaptive.pool`); ``"sgld"`` runs the paper's warm-started SGLD
@@ -72,7 +73,8 @@ __all__ = ["ENGINES", "AdaptiveSurvey", "CheckpointError"]
 
 
 class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
-    """An AdOBEst-LDP survey: adaptive RRRR subsets chosen from posterior draws (seed 004).
+    """An AdOBEst-LDP survey: adaptive RRRR subsets chosen from posterior draws (Aydın and
+    Yıldırım 2025).
 
     Parameters
     ----------
@@ -84,7 +86,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
         ``"lookahead"`` (the default with ``engine="posterior"``, which it needs: ``|S|`` is the
         size whose MLE would err least by simulation under posterior draws, GRR included,
         :mod:`bayesldp.adaptive.lookahead`), ``"fisher"`` (the default of the other engines),
-        ``"entropy"``, ``"expected_tv"``, ``"tv"``, ``"mse"``, ``"honest"`` (U1..U6 of seed 004;
+        ``"entropy"``, ``"expected_tv"``, ``"tv"``, ``"mse"``, ``"honest"`` (U1..U6 of the paper;
         also ``"U1"`` to ``"U6"``), ``"semi_adaptive"`` (``eps1 = eps``, ``S`` the smallest top
         set of mass ``>= alpha``) or ``"non_adaptive"`` (plain GRR).
     alpha : float, optional
@@ -138,7 +140,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
 
     Notes
     -----
-    With the seed's (correct) ``eps2``, U1 (``fisher``, minus the trace of the inverse Fisher
+    With the paper's (correct) ``eps2``, U1 (``fisher``, minus the trace of the inverse Fisher
     information of the first K-1 coordinates) preferred ``S`` empty -- plain GRR -- for every
     population drawn on the paper's grid (K in {10, 20}, rho in {0.01, 0.1, 1}, eps in
     {0.5, 1, 5}, eps1 in {0.8, 0.9} eps; 200 draws each), so a ``fisher`` survey is in effect

@@ -7,8 +7,8 @@ kind          what ``bayesldp run`` does with it                 schema and vali
 ============= ================================================== ==============================
 study         mechanisms x estimators on simulated populations   :mod:`~.spec.study`
 survey        one AdOBEst-LDP survey, adaptive vs non-adaptive   :mod:`~.spec.survey`
-grid          the AdOBEst-LDP experiment grid (seed 004)         :mod:`~.spec.grid`
-accuracy      the seeds' accuracy experiments (000, 001, 003)    :mod:`~.spec.accuracy`
+grid          the AdOBEst-LDP grid (Aydın and Yıldırım 2025)     :mod:`~.spec.grid`
+accuracy      the accuracy experiments of three papers           :mod:`~.spec.accuracy`
 rounds        a population followed over rounds (longitudinal)   :mod:`~.spec.rounds`
 attributes    records of several attributes (SPL, SMP, RS+FD)    :mod:`~.spec.attributes`
 heavy_hitters discovery of frequent items (PEM, SFP, TreeHist)   :mod:`~.spec.heavy_hitters`
