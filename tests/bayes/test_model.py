@@ -8,6 +8,7 @@ import bayesldp
 from bayesldp.bayes.model import build_model, finite_channel_form, pointwise_loglik
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.tally import Tally
+from tests.tally_forms import three_forms
 
 pm = pytest.importorskip("pymc")
 
@@ -17,15 +18,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:PyTensor could not link to a BLA
 
 
 def _tallies():
-    gen = np.random.default_rng(0)
-    grr = bayesldp.GRR(4, 1.0).tally_from_report_counts([5, 0, 3, 2])
-    support = gen.random((9, 4)) < 0.5
-    support[:, 1] |= ~support.any(axis=1)
-    sup = Tally(gen.integers(1, 5, 9), support=support, levels=(0.3, 1.2), stat=np.zeros(4),
-                family="test-support")  # fmt: skip
-    dense = Tally(gen.integers(1, 5, 6), rows=gen.random((6, 4)), stat=np.zeros(4),
-                  family="test-dense")  # fmt: skip
-    return {"grr": grr, "support": sup, "dense": dense}
+    return three_forms([5, 0, 3, 2], 5)
 
 
 @pytest.mark.parametrize("form", ["grr", "support", "dense"])

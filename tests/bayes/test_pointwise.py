@@ -8,7 +8,7 @@ from bayesldp.bayes import pointwise
 from bayesldp.bayes.fit import import_arviz
 from bayesldp.bayes.model import build_model
 from bayesldp.errors import PointwiseSizeError
-from bayesldp.tally import Tally
+from tests.tally_forms import three_forms
 
 pm = pytest.importorskip("pymc")
 pt = pytest.importorskip("pytensor.tensor")
@@ -20,16 +20,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:PyTensor could not link to a BLA
 
 
 def _tallies():
-    gen = np.random.default_rng(0)
     # a report value never observed (count 0 in the finite-channel form, no row in the tally)
-    grr = bayesldp.GRR(4, 1.0).tally_from_report_counts([25, 0, 13, 12])
-    support = gen.random((9, 4)) < 0.5
-    support[:, 1] |= ~support.any(axis=1)
-    sup = Tally(gen.integers(1, 9, 9), support=support, levels=(0.3, 1.2), stat=np.zeros(4),
-                family="test-support")  # fmt: skip
-    dense = Tally(gen.integers(1, 9, 6), rows=gen.random((6, 4)), stat=np.zeros(4),
-                  family="test-dense")  # fmt: skip
-    return {"grr": grr, "support": sup, "dense": dense}
+    return three_forms([25, 0, 13, 12], 9)
 
 
 def _posterior(idata):
