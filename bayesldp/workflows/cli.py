@@ -214,8 +214,8 @@ def _check_store_options(args: argparse.Namespace, store) -> None:
     from bayesldp.mechanisms import canonical_name, rebuild_mechanism
 
     mech = store.mechanism
-    stored = {"mechanism": type(mech).__name__, "k": mech.k, "epsilon": mech.epsilon}
     given = {"mechanism": args.mechanism, "k": args.k, "epsilon": args.epsilon}
+    stored = {"mechanism": type(mech).__name__, "k": mech.k, "epsilon": mech.epsilon}
     if given["mechanism"] is not None:
         given["mechanism"] = canonical_name(given["mechanism"])
     for name, value in given.items():

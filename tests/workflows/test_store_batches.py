@@ -30,31 +30,13 @@ import pytest
 import bayesldp
 from bayesldp.errors import InvalidInputError
 from bayesldp.workflows.batch_identity import batch_content
-from bayesldp.workflows.cli import main
 from bayesldp.workflows.dask_tally import report_files, tally_reports
 from bayesldp.workflows.report_files import read_table
 from bayesldp.workflows.store_batches import default_batch_id
 from bayesldp.workflows.tally_store import TallyStore
+from tests.workflows.test_tally_store_hostile import one_line_error, run_cli, write_reports
 
 GRR3 = ["--mechanism", "GRR", "--k", "3", "--epsilon", "1"]
-
-
-def write_reports(path: Path, reports) -> Path:
-    path.write_text("report\n" + "".join(f"{r}\n" for r in reports))
-    return path
-
-
-def run_cli(capsys, argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line_error(code, err, *needles):
-    assert code == 2, err
-    assert err.count("\n") == 1 and err.startswith("bayesldp: error: "), err
-    for needle in needles:
-        assert needle in err, (needle, err)
 
 
 def n_of(store: Path) -> int:
