@@ -562,14 +562,24 @@ def _one_line_warnings(command: str) -> Iterator[None]:
 def _interrupts_in_callbacks() -> Iterator[None]:
     """Ctrl-C that lands inside a callback from C (numba's compiler calls some) is not lost:
     Python can only print it there ("Exception ignored ... KeyboardInterrupt") and go on, so it
-    is delivered again, to be raised where the command can answer it with one line."""
-    import signal
+    is delivered again, to be raised where the command can answer it with one line.
 
-    previous = sys.unraisablehook
+    The signal is sent again from another thread a moment later, once the hook has returned:
+    raised inside the hook, it would be one more exception Python can only print and drop."""
+    import signal
+    import threading
+
+    previous, running = sys.unraisablehook, [True]
+
+    def deliver_again() -> None:
+        if running[0]:  # not once the command has ended
+            os.kill(os.getpid(), signal.SIGINT)
 
     def hook(unraisable) -> None:
         if issubclass(unraisable.exc_type, KeyboardInterrupt):
-            signal.raise_signal(signal.SIGINT)
+            timer = threading.Timer(0.05, deliver_again)
+            timer.daemon = True
+            timer.start()
             return
         previous(unraisable)
 
@@ -577,6 +587,7 @@ def _interrupts_in_callbacks() -> Iterator[None]:
     try:
         yield
     finally:
+        running[0] = False
         sys.unraisablehook = previous
 
 

@@ -286,6 +286,33 @@ def test_ctrl_c_during_a_posterior_estimate_is_one_line(tmp_path, capsys, monkey
     assert not saved.exists()
 
 
+def test_ctrl_c_swallowed_by_a_callback_from_c_still_ends_the_command(tmp_path, capsys, monkeypatch):
+    """Python hands a KeyboardInterrupt raised inside a callback from C (numba's compiler calls
+    some) to ``sys.unraisablehook`` and goes on; the command delivers it again, once the hook
+    has returned, and ends with one line."""
+    import time
+    import types
+
+    import bayesldp.bayes
+
+    csv = tmp_path / "r.csv"
+    csv.write_text("report\n0\n1\n2\n1\n")
+
+    def swallowed_then_busy(*args, **kwargs):
+        event = types.SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(),
+                                      exc_traceback=None, err_msg=None, object=None)  # fmt: skip
+        sys.unraisablehook(event)  # what Python does with it inside the callback
+        time.sleep(30)  # the work that goes on after the callback
+        raise AssertionError("the interrupt was lost")
+
+    monkeypatch.setattr(bayesldp.bayes, "fit", swallowed_then_busy)
+    start = time.monotonic()
+    code = main(["estimate", str(csv), "--mechanism", "GRR", "--k", "3", "--epsilon", "1",
+                 "--method", "posterior"])  # fmt: skip
+    assert code == 130 and capsys.readouterr().err == "bayesldp: interrupted\n"
+    assert time.monotonic() - start < 10
+
+
 def test_the_lock_file_goes_with_its_holder_and_a_waiter_takes_the_new_one(tmp_path):
     import threading
 
