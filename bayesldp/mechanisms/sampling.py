@@ -151,7 +151,7 @@ class NodeSampling:
     >>> sampled.n, sampled.n_sampled
     (100000, 29926)
     >>> sampler.frequencies(sampled, "g").round(2).tolist()
-    [0.19, 0.21, 0.19, 0.21, 0.2]
+    [0.18, 0.22, 0.19, 0.21, 0.2]
     """
 
     def __init__(self, mechanism: PureProtocol, pi: Any = None) -> None:

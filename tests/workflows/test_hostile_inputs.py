@@ -286,7 +286,9 @@ def test_ctrl_c_during_a_posterior_estimate_is_one_line(tmp_path, capsys, monkey
     assert not saved.exists()
 
 
-def test_ctrl_c_swallowed_by_a_callback_from_c_still_ends_the_command(tmp_path, capsys, monkeypatch):
+def test_ctrl_c_swallowed_by_a_callback_from_c_still_ends_the_command(
+    tmp_path, capsys, monkeypatch
+):
     """Python hands a KeyboardInterrupt raised inside a callback from C (numba's compiler calls
     some) to ``sys.unraisablehook`` and goes on; the command delivers it again, once the hook
     has returned, and ends with one line."""
