@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayesldp._validation import as_list, check_bool, check_instance, check_int, check_positive
+from bayesldp._version import __version__
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes.prior import _SerialisedPrior
 from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, PanelWarning
@@ -432,8 +433,6 @@ def fit_rounds(
         )
     import xarray as xr
 
-    import bayesldp
-
     n_reports = np.array([tally.n for tally in rounds], dtype=np.int64)
     constant = xr.Dataset({"n_reports": (("round",), n_reports)},
                           coords={"round": list(model.coords["round"])})  # fmt: skip
@@ -441,7 +440,7 @@ def fit_rounds(
     idata.add_groups(constant_data=constant)
     first = rounds[0]
     attrs = {
-        "bayesldp_version": bayesldp.__version__,
+        "bayesldp_version": __version__,
         "method": "nuts",
         "model": "random_walk",
         "prior": prior.to_json(),
