@@ -29,8 +29,10 @@ TABLES = {
     "OLH": ["prior_accuracy_olh.md", "prior_accuracy_olh_1e4.md", "prior_accuracy_olh_1e5.md"],
 }
 OUT = RESULTS / "prior_accuracy_pooled.md"
-#: prior_family_fit.py --grid: the logistic-normal prior and the adaptive one on every GRR cell
-FAMILY_GRID = ("prior_family_grid.md", "## MSE over the best frequentist estimator, per cell")
+#: investigations/prior_family_fit.py --grid: the logistic-normal prior and the adaptive one on
+#: every GRR cell (its table is beside that investigation, relative to RESULTS here)
+FAMILY_GRID = ("../investigations/results/prior_family_grid.md",
+               "## MSE over the best frequentist estimator, per cell")
 
 
 CELLS = "## MSE of each posterior mean over the best frequentist estimator, per cell"

@@ -91,8 +91,8 @@ class RandomWalkPrior(_SerialisedPrior):
     initial_sd : float
         Prior sd ``s_0`` of the first round's centred log-frequencies, > 0; default 2 (vague:
         95% of the prior puts two categories' ratio within ``e^(+-2 * 2 * 2)``; the log-frequency
-        sd of the real and long-tailed populations of ``benchmarks/results/prior_family_fit.md``
-        is 0.3 to 1.7).
+        sd of the real and long-tailed populations of
+        ``benchmarks/investigations/results/prior_family_fit.md`` is 0.3 to 1.7).
     step : float or None
         A fixed step size instead of the learnt one (``sigma = step``, no prior; ``step``
         near 0 pools the rounds).  Default None: learnt.

@@ -25,8 +25,10 @@ carries (which dominates).
 
 Usage::
 
-    python benchmarks/adaptive_cost.py            # writes benchmarks/results/adaptive_cost.md
-    python benchmarks/adaptive_cost.py --quick    # 4 GRR + 1 RRRR tallies, writes nothing
+    # writes benchmarks/investigations/results/adaptive_cost.md
+    python benchmarks/investigations/adaptive_cost.py
+    # 4 GRR + 1 RRRR tallies, writes nothing
+    python benchmarks/investigations/adaptive_cost.py --quick
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ import bayesldp
 from bayesldp.bayes.fit import import_arviz
 from bayesldp.bayes.hmc import run as hmc_run
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the suite
 import default_prior as dp  # the RRRR tallies (mechanism, seeds)
 import prior_accuracy as pa  # the GRR populations, cells and seeds
 
@@ -227,7 +229,8 @@ def main() -> None:
     n_grr = sum(group == "GRR" for group, _ in jobs)
     header = "\n".join([
         "# The adaptive prior's cost over Dirichlet(1): steps per draw or cost per step", "",
-        f"- Command: `python benchmarks/adaptive_cost.py{' --quick' if args.quick else ''}`",
+        "- Command: `python benchmarks/investigations/adaptive_cost.py"
+        f"{' --quick' if args.quick else ''}`",
         *run_lines,
         f"- {n_grr} GRR tallies (prior_accuracy.py, repeat 0 of "
         f"{'some cells' if args.quick else 'every population x eps x n'}) "

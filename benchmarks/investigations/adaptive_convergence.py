@@ -18,7 +18,8 @@ lists the fits with r_hat above 1.01 or a divergence.
 
 Usage::
 
-    python benchmarks/adaptive_convergence.py   # writes benchmarks/results/adaptive_convergence.md
+    # writes benchmarks/investigations/results/adaptive_convergence.md
+    python benchmarks/investigations/adaptive_convergence.py
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import pandas as pd
 
 import bayesldp
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the suite
 import prior_accuracy as pa  # the populations and seeds of the accuracy benchmark
 
 SEED = 20261123  # prior_accuracy.py's default
@@ -145,7 +146,7 @@ def main() -> None:
         df = pd.DataFrame(list(pool.map(one_fit, *zip(*jobs, strict=True))))
     header = "\n".join([
         "# Convergence of the default sampler under the adaptive prior (GRR)", "",
-        "- Command: `python benchmarks/adaptive_convergence.py`",
+        "- Command: `python benchmarks/investigations/adaptive_convergence.py`",
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
         f"{time.perf_counter() - start:.0f} s; 2 worker processes",
         f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
