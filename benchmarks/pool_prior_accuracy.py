@@ -1,4 +1,5 @@
-"""Issue 10's targets over the whole n grid, from the committed per-n tables of prior_accuracy.py.
+"""The default prior's targets over the whole n grid, from the committed per-n tables of
+prior_accuracy.py.
 
 ``prior_accuracy.py`` runs OUE and OLH one n at a time (their fits at n = 1e4 take minutes);
 the issue's targets are stated over every cell of a mechanism and, for coverage, pooled over a
@@ -31,8 +32,10 @@ TABLES = {
 OUT = RESULTS / "prior_accuracy_pooled.md"
 #: investigations/prior_family_fit.py --grid: the logistic-normal prior and the adaptive one on
 #: every GRR cell (its table is beside that investigation, relative to RESULTS here)
-FAMILY_GRID = ("../investigations/results/prior_family_grid.md",
-               "## MSE over the best frequentist estimator, per cell")
+FAMILY_GRID = (
+    "../investigations/results/prior_family_grid.md",
+    "## MSE over the best frequentist estimator, per cell",
+)
 
 
 CELLS = "## MSE of each posterior mean over the best frequentist estimator, per cell"
@@ -116,7 +119,7 @@ def main() -> None:
     args = parser.parse_args()
     first = summary(RESULTS / TABLES["GRR"][0], PRIORS)["adaptive"]
     families = [k for k in first if k.startswith("coverage ")]
-    out = ["# Issue 10's targets over the whole n grid (pooled from the per-n tables)", "",
+    out = ["# The default prior's targets over the whole n grid (pooled from the per-n tables)", "",
            "- Command: `python benchmarks/pool_prior_accuracy.py` (reads the committed tables, "
            "fits nothing)",
            "- Tables: " + "; ".join(f"{m}: " + ", ".join(f"`{f}`" for f in fs)

@@ -247,7 +247,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     # --- accuracy, calibration, priors ---
     Benchmark(
         "accuracy", "accuracy.py",
-        "the seeds' accuracy claims (000 MLE / Norm-Sub, 001 EM-MR, 003 node sampling)",
+        "the source papers' accuracy claims (Lopuhaä-Zwakenberg et al. 2020's MLE / Norm-Sub, "
+        "Ye et al.'s EM-MR, Biswas et al. 2022's node sampling)",
         "exact values: Cramer-Rao bounds and the oracle's variances; a verdict per claim",
         ("models/accuracy.toml", "--out", "benchmarks/results/accuracy.md"), ("accuracy.md",),
         ("models/accuracy.toml", "--sections", "mle", "--repeats", "2"),
@@ -285,7 +286,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     _prior_accuracy("olh_1e5", "OLH", "100000"),
     Benchmark(
         "pool_prior_accuracy", "pool_prior_accuracy.py",
-        "issue 10's targets pooled over the committed prior_accuracy*.md tables (no fitting)",
+        "the default prior's targets pooled over the committed prior_accuracy*.md tables "
+        "(no fitting)",
         "MLE / Norm-Sub / IBU / EM-MR (from the tables)", (), ("prior_accuracy_pooled.md",),
         ("--out", "{tmp}/pooled.md"),
         header_note="the header adds '(reads the committed tables, fits nothing)' after it",
@@ -321,7 +323,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         "posterior_warm", "posterior_warm.py",
-        "warm posterior sampling on issue 41's model set: min-ESS/s of fit's default against "
+        "warm posterior sampling on a model set: min-ESS/s of fit's default against "
         "nutpie, numpyro and PyMC, and where a warm default fit's time goes",
         "nutpie, numpyro (on PyMC's JAX log-density) and PyMC's NUTS on build_model's model",
         ("--out", "benchmarks/results/posterior_warm.md", "--models", "grr20", "grr200",
@@ -340,7 +342,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         "smooth_vertex_steps", "smooth_vertex_steps.py",
-        "the smoothness prior at a K = 3 vertex posterior (issue 36's known fault): "
+        "the smoothness prior at a K = 3 vertex posterior (the sampler's known fault): "
         "divergent share, steps and z-scores under smaller steps and a nonlinear slope map",
         "importance sampling from the prior (2,000,000 draws; the reference test's); PyMC's NUTS",
         ("--seeds", "1,2", "--out", "benchmarks/investigations/results/smooth_vertex_steps.md"),
@@ -351,7 +353,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         "smooth_prior_1024", "smooth_prior.py",
-        "the smoothness prior at seed 001's 1024 bins (no PyMC)",
+        "the smoothness prior at Ye et al.'s 1024 bins (no PyMC)",
         "ems_mr and Dirichlet(1) (the package's own; none external)",
         ("--bins", "1024", "--no-pymc", "--out", "benchmarks/results/smooth_prior_1024.md"),
         ("smooth_prior_1024.md",), quick=None, quick_note="the code of smooth_prior --quick",
@@ -427,7 +429,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     # --- adaptive surveys ---
     Benchmark(
         "adobest_grid", "-m bayesldp.workflows.cli",
-        "the AdOBEst-LDP experiment grid (seed 004) at its default size: TV per rule",
+        "the AdOBEst-LDP experiment grid (Aydın and Yıldırım 2025) at its default size: TV per "
+        "rule",
         "none: an internal comparison (the non-adaptive and semi-adaptive rules)",
         ("run", "models/adobest_grid.toml", "--out", "/tmp/bench/grid"), ("adobest_grid.md",),
         ("run", "models/adobest_grid.toml", "--quick", "--no-figures", "--quiet", "--out",

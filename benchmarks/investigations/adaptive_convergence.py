@@ -11,7 +11,7 @@ Table 1 groups the fits by the width of a's 90% interval (``log10(q95 / q05)``):
 r_hat above 1.01 (PyMC's and ``fit``'s warning threshold) and how many diverge.  Table 2 puts
 each fit's cost beside two fixed-prior fits of the same tally (same seed and draws):
 Dirichlet(a) at a's posterior median (the cost of the posterior's shape without learning a)
-and Dirichlet(1) (issue 10's cost reference).  Table 3 groups
+and Dirichlet(1) (the cost reference).  Table 3 groups
 them by how far the joint sampler's pilot ``a0`` (its start in ``log a`` and the source of the
 tail weights, ``backend_info["pilot_a"]``) is from a's posterior median, in decades.  Table 4
 lists the fits with r_hat above 1.01 or a divergence.
@@ -99,7 +99,7 @@ def tables(df: pd.DataFrame) -> str:
                  f"{df['steps'].median():.1f} | {df['seconds'].median():.2f} |")  # fmt: skip
     lines += ["", "## Cost against fixed Dirichlet priors (same tally, seed and draws)", "",
               "A fixed Dirichlet(a) at a's posterior median is the cost of the posterior's "
-              "shape alone (no a to learn); Dirichlet(1) is issue 10's cost reference.", "",
+              "shape alone (no a to learn); Dirichlet(1) is the cost reference.", "",
               "| width | fits | median steps: adaptive / Dirichlet(median a) / Dirichlet(1) | "
               "median s: adaptive / Dirichlet(median a) / Dirichlet(1) | median ratio of s: "
               "adaptive over Dirichlet(median a) / over Dirichlet(1) |",

@@ -1,6 +1,6 @@
 """An oracle bound for the adaptive prior's cost: theta sampled with its concentration known.
 
-Issue 41 item 2 asks for the adaptive prior (:class:`bayesldp.AdaptiveDirichlet`) at most 1.5x
+The target was the adaptive prior (:class:`bayesldp.AdaptiveDirichlet`) at most 1.5x
 Dirichlet(1)'s seconds at equal or better ESS.  ``benchmarks/investigations/adaptive_cost.py`` found
 the default joint scheme at 4.11x (median over prior_accuracy's GRR tallies), 2.55x of it in steps
 per draw. This script asks what the hyperparameter itself costs: any scheme that samples ``theta``

@@ -1,4 +1,5 @@
-"""Packed rows against compressed rows for support-form likelihoods (issue 41, investigation).
+"""Packed rows against compressed rows for support-form likelihoods (an
+investigation).
 
 A support-form tally's centred rows ``C = delta M`` (``M`` 0/1, U distinct reports x K) are
 multiplied either from compressed rows (``"sparse"``: the column indices of ``M`` or of

@@ -1,4 +1,5 @@
-"""PEM's round layout against pure-ldp's PEM where heavy_hitters.md saw ours lose (issue 40).
+"""PEM's round layout against pure-ldp's PEM where heavy_hitters.md saw ours
+lose.
 
 ``benchmarks/results/heavy_hitters.md`` (3 seeds a cell) has bayesldp's ``PEM(eps, k, bits=24,
 eta=4)`` behind pure-ldp 1.2.0's PEM in 6 of 27 cells: Zipf(1) over 2^20 items at eps 1 and 2

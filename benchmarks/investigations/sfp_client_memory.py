@@ -1,4 +1,4 @@
-"""What SFP's time at n = 1e6 is made of: the same call, repeated in one process (issue 40).
+"""What SFP's time at n = 1e6 is made of: the same call, repeated in one process.
 
 ``benchmarks/results/heavy_hitters_1e6.md`` (as committed at 4074867) had ours' SFP near
 pure-ldp's 20x line only in the k = 10 cells, each the first SFP run of ours after pure-ldp's

@@ -1,6 +1,6 @@
 """The smoothness prior at a vertex posterior: what smaller steps and a nonlinear map buy.
 
-Issue 36's known fault (``SMOOTH_KNOWN_FAULTS`` in ``tests/bayes/test_sampler_reference.py``):
+The sampler's known fault (``SMOOTH_KNOWN_FAULTS`` in ``tests/bayes/test_sampler_reference.py``):
 under the default ``SmoothDensity(3)`` on 90 GRR reports (60, 20, 10; eps = 1) the posterior
 sits near the vertex theta = (1, 0, 0), where the likelihood is flat in both log-ratios, so the
 slope and the curvature spread over their wide priors (sd 60-140) between the likelihood's

@@ -1,7 +1,7 @@
 """The smoothness prior's non-centring weights on K = 3 tallies: the pilot's 10 % quantile of the
 information (what ships) against its mean (the mutation table's ``smooth-mean-information``).
 
-Issue 36.  :func:`bayesldp.bayes.hmc.smooth.pilot_information` sets the weights ``w_j`` of the
+:func:`bayesldp.bayes.hmc.smooth.pilot_information` sets the weights ``w_j`` of the
 partial non-centring ``y_j = (lambda scale_j)^{w_j} u_j`` from the data's information about
 each RW2 coefficient over a pilot chain's draws.  Any weights give the same target (the map's
 Jacobian is in the density); they change only how NUTS moves, so a bad rule shows as divergent

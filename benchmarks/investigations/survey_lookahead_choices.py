@@ -1,4 +1,4 @@
-"""Which subset sizes does the lookahead rule choose, when, and on what evidence?  (issue 35)
+"""Which subset sizes does the lookahead rule choose, when, and on what evidence?
 
 For ``--repeats`` populations of one cell of the paper's grid (the populations of
 ``survey_adaptive_gain.py``), runs the default survey and records every choice of the
@@ -85,7 +85,7 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     args.out.write_text("\n".join([
-        "# The lookahead rule's choices and their evidence (issue 35)",
+        "# The lookahead rule's choices and their evidence",
         "",
         "`python benchmarks/investigations/survey_lookahead_choices.py "
         f"--k {args.k} --rho {args.rho} "

@@ -1,6 +1,6 @@
-"""Could any RRRR subset bring the *posterior mean* to 0.8x GRR's TV?  An oracle bound (issue 35).
+"""Could any RRRR subset bring the *posterior mean* to 0.8x GRR's TV?  An oracle bound.
 
-Item 3 of issue 35 asks the default survey's posterior mean (``bayesldp.fit`` under the adaptive
+The target was the default survey's posterior mean (``bayesldp.fit`` under the adaptive
 prior) to reach at most 0.8x the TV of the non-adaptive GRR survey's posterior mean on sparse
 populations (rho = 0.01).  ``survey_oracle.py`` bounds what a subset can do for the MLE; this
 script asks the same of the posterior mean.  For each population theta ~ Dirichlet(rho) of a cell
@@ -123,7 +123,7 @@ def _write(args: argparse.Namespace, rows: list[str], n_cells: int, load: float,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     done = "" if len(rows) == n_cells else f" (so far: {len(rows)} of {n_cells} cells)"
     text = "\n".join([
-        "# An oracle bound on what RRRR subsets can do for the posterior mean (issue 35, item 3)",
+        "# An oracle bound on what RRRR subsets can do for the posterior mean",
         "",
         "`python benchmarks/investigations/survey_oracle_posterior.py "
         f"--repeats {args.repeats} --inner "
@@ -131,7 +131,8 @@ def _write(args: argparse.Namespace, rows: list[str], n_cells: int, load: float,
         f"{_dt.date.today()}, commit {commit}; {platform.machine()}, {os.cpu_count()} cores, "
         f"load average at the start {load:.2f}; {secs:.0f} s{done}.",
         "",
-        "n = 500 K users, the exact budget (eps2 from seed 004's formula), eps1 = 0.8 eps.  TV: "
+        "n = 500 K users, the exact budget (eps2 from Aydın and Yıldırım 2025's formula), "
+        "eps1 = 0.8 eps.  TV: "
         "the posterior mean's (bayesldp.fit, adaptive prior, 4 chains x 1000 draws) mean over "
         "the populations, each on a fresh tally; the oracle uses, per population, the top-s "
         f"subset of the true theta, s = 0..{args.max_s}, with the smallest posterior-mean TV "
