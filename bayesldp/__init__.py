@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from bayesldp._version import __version__ as __version__
 from bayesldp.errors import (
     BayesLDPError,
     IncompatibleTallyError,
@@ -80,8 +81,6 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-ex
     from bayesldp.mechanisms.xxhash_lh import BLHXX as BLHXX
     from bayesldp.mechanisms.xxhash_lh import OLHXX as OLHXX
     from bayesldp.mechanisms.xxhash_lh import SeedReports as SeedReports
-
-__version__ = "0.1.0"
 
 _LAZY = {
     "Mechanism": "bayesldp.mechanisms.base",

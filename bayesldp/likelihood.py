@@ -37,13 +37,13 @@ of five forms, chosen from the tally:
   the compressed rows' stored entries and the costs in units of one such entry per product
   (``_packed_is_cheaper``): a byte read ``READ = 0.40``, a byte table entry ``TABLE = 0.79``,
   the compressed rows' fixed cost per row beyond the packed rows' ``ROW = 7.6``: the least
-  squares fit to the gradient timings of ``benchmarks/likelihood_forms.py`` at commit 2705a10
-  (30 random-mask cells, U = 1e3 and 1e5, K = 16 to 256, density 0.03 to 0.5; its results
-  file at that commit), where it picks the faster form in 29 of the 30 cells (the miss: 4%
-  slower), and in 29 of 30 on the committed run, made after (e855e19).  Packed rows were 2.4x
-  to 4.6x faster on every mechanism tally there (OUE K = 50: ``nnz / U`` 13.7 against
-  ``B = 7``) and slower only on few, sparse rows (U = 1,000 at density 0.03: 1.45x at K = 256,
-  which stays compressed; 2% at K = 64, the rule's miss);
+  squares fit to the gradient timings of ``benchmarks/investigations/likelihood_forms.py`` at commit
+  2705a10 (30 random-mask cells, U = 1e3 and 1e5, K = 16 to 256, density 0.03 to 0.5; its results
+  file at that commit), where it picks the faster form in 29 of the 30 cells (the miss: 4% slower),
+  and in 29 of 30 on the committed run, made after (e855e19).  Packed rows were 2.4x to 4.6x faster
+  on every mechanism tally there (OUE K = 50: ``nnz / U`` 13.7 against ``B = 7``) and slower only on
+  few, sparse rows (U = 1,000 at density 0.03: 1.45x at K = 256, which stays compressed; 2% at K =
+  64, the rule's miss);
 * ``"onehot"``: support rows with exactly one True (GRR): one column index per row, O(U + K).
 """
 

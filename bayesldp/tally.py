@@ -20,15 +20,21 @@ channels).  Tallies of the same mechanism family merge with ``+`` (shards, days,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from bayesldp._validation import check_counts, check_memory
 from bayesldp.errors import IncompatibleTallyError, InvalidInputError, InvalidTypeError
 
-if TYPE_CHECKING:
-    from bayesldp.mechanisms.base import Mechanism
+
+class _Source(Protocol):
+    """What a tally reads of the mechanism its reports came from (a
+    :class:`~bayesldp.Mechanism`; declared here, not imported: the mechanisms import this
+    module)."""
+
+    @property
+    def family(self) -> str: ...
 
 
 def _drop_empty(matrix: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +121,7 @@ class Tally:
         support: Any = None,
         levels: tuple[float, float] | None = None,
         stat: Any,
-        mechanism: Mechanism | None = None,
+        mechanism: _Source | None = None,
         family: str | None = None,
         dedupe: bool = True,
     ) -> None:

@@ -3,9 +3,11 @@
 Run from the repository's root (the commands are relative to it).  ``run NAME`` runs the command
 that wrote NAME's committed results file (minutes to an hour: on a quiet machine), passing any
 further arguments through; ``--quick`` runs its small command instead, which writes nothing
-into benchmarks/results (checked); ``run --all --quick`` runs every suite entry's quick command,
-skipping those whose peers or reference code are missing, and exits non-zero if one fails.
-``headers`` compares each results file's header with its entry's command.
+into benchmarks/results nor benchmarks/investigations/results (checked); ``run --all --quick``
+runs every suite entry's quick command, skipping those whose peers or reference code are
+missing, and exits non-zero if one fails.  ``list`` shows the suite (the anchored comparisons)
+and the investigations (one-off studies, benchmarks/investigations/) as two tables; ``run NAME``
+takes either.  ``headers`` compares each results file's header with its entry's command.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .registry import PLACEHOLDERS, REGISTRY, RESULTS, ROOT, Benchmark, missing, resolve
+from .registry import PLACEHOLDERS, REGISTRY, RESULTS_DIRS, ROOT, Benchmark, missing, resolve
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -29,18 +31,30 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+#: the kinds as ``list`` shows them: (kind, title)
+SECTIONS = (
+    ("suite", "The suite: anchored comparisons, scripts in benchmarks/, results in "
+              "benchmarks/results/ (python -m benchmarks run --all --quick)"),
+    ("investigation", "Investigations: one-off studies whose answers are recorded in "
+                      "docs/design_notes.md; scripts in benchmarks/investigations/, results in "
+                      "benchmarks/investigations/results/"),
+)  # fmt: skip
+
+
 def cmd_list(verbose: bool) -> int:
-    rows = [["name", "kind", "anchor", "results", "measures"]]
-    for b in REGISTRY.values():
-        results = ", ".join([*b.results, *(f"{u} (never committed)" for u in b.uncommitted)])
-        results = results or "(printed)"
-        rows.append([b.name, b.kind, b.anchor, results, b.measures])
-    if not verbose:
-        print(_table(rows))
-        print("\ncommands: python -m benchmarks list -v, or show NAME")
+    if verbose:
+        for b in REGISTRY.values():
+            print(_describe(b) + "\n")
         return 0
-    for b in REGISTRY.values():
-        print(_describe(b) + "\n")
+    for i, (kind, title) in enumerate(SECTIONS):
+        rows = [["name", "anchor", "results", "measures"]]
+        for b in REGISTRY.values():
+            if b.kind != kind:
+                continue
+            results = ", ".join([*b.results, *(f"{u} (never committed)" for u in b.uncommitted)])
+            rows.append([b.name, b.anchor, results or "(printed)", b.measures])
+        print(("\n" if i else "") + f"{title}:\n\n{_table(rows)}")
+    print("\ncommands: python -m benchmarks list -v, show NAME, run NAME [--quick]")
     return 0
 
 
@@ -49,7 +63,7 @@ def _describe(b: Benchmark) -> str:
         f"{b.name} ({b.kind})",
         f"  measures: {b.measures}",
         f"  anchor:   {b.anchor}",
-        f"  results:  {', '.join('benchmarks/results/' + r for r in b.results) or 'printed only'}",
+        f"  results:  {', '.join(_shown_path(b, r) for r in b.results) or 'printed only'}",
         f"  full:     {b.shown()}" + (f"; then cp {b.copy_from} <results>" if b.copy_from else ""),
         "  quick:    "
         + (b.shown(b.quick) if b.quick is not None else f"none ({b.quick_note})"),
@@ -62,8 +76,16 @@ def _describe(b: Benchmark) -> str:
     return "\n".join(lines)
 
 
+def _shown_path(b: Benchmark, name: str) -> str:
+    return (b.results_dir / name).relative_to(ROOT).as_posix()
+
+
 def _snapshot() -> dict[str, tuple[int, int]]:
-    return {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in RESULTS.iterdir()}
+    return {
+        p.relative_to(ROOT).as_posix(): (p.stat().st_mtime_ns, p.stat().st_size)
+        for directory in RESULTS_DIRS.values()
+        for p in directory.iterdir()
+    }
 
 
 def _run_one(b: Benchmark, quick: bool, extra: list[str]) -> tuple[str, float, str]:
@@ -89,9 +111,9 @@ def _run_one(b: Benchmark, quick: bool, extra: list[str]) -> tuple[str, float, s
     if before is not None and (after := _snapshot()) != before:
         changed = sorted(set(after.items()) ^ set(before.items()))
         names = sorted({name for name, _ in changed})
-        return "failed", seconds, f"a quick run wrote into benchmarks/results: {names}"
+        return "failed", seconds, f"a quick run wrote into the results directories: {names}"
     if b.copy_from and not quick:
-        target = RESULTS / b.results[0]
+        target = b.results_dir / b.results[0]
         shutil.copyfile(b.copy_from, target)
         print(f"copied {b.copy_from} to {target}")
     return "passed", seconds, ""
@@ -136,8 +158,11 @@ def cmd_run(names: list[str], quick: bool, run_all: bool, extra: list[str]) -> i
     return 1 if counts["failed"] else 0
 
 
-#: a command in a results file's header: `python benchmarks/...`, `benchmarks/...`, `bayesldp run`
-HEADER_COMMAND = re.compile(r"`((?:python )?benchmarks/[a-z_]+\.py[^`]*|bayesldp run [^`]*)`")
+#: a command in a results file's header: `python benchmarks/...`, `benchmarks/...` (also
+#: `benchmarks/investigations/...`), `bayesldp run`
+HEADER_COMMAND = re.compile(
+    r"`((?:python )?benchmarks/(?:investigations/)?[a-z_]+\.py[^`]*|bayesldp run [^`]*)`"
+)
 
 
 def header_command(path: Path) -> str | None:
@@ -159,21 +184,23 @@ def cmd_headers() -> int:
     rows = [["results file", "entry", "header names the full command", "commit"]]
     for b in REGISTRY.values():
         for name in b.results:
-            path = RESULTS / name
+            path = b.results_dir / name
             if not path.exists():
-                rows.append([name, b.name, "MISSING FILE", ""])
+                rows.append([_shown_path(b, name), b.name, "MISSING FILE", ""])
                 continue
             if path.suffix != ".md":
-                rows.append([name, b.name, "(data, beside the .md)", ""])
+                rows.append([_shown_path(b, name), b.name, "(data, beside the .md)", ""])
                 continue
             found = header_command(path)
             if found is None:
                 verdict = "no command in the header"
             elif found == b.shown():
                 verdict = "yes"
+            elif found == b.shown_before_the_move():
+                verdict = "yes (at the script's path before benchmarks/investigations/)"
             else:
                 verdict = f"differs: `{found}`"
-            rows.append([name, b.name, verdict, header_commit(path) or "none"])
+            rows.append([_shown_path(b, name), b.name, verdict, header_commit(path) or "none"])
     print(_table(rows))
     return 0
 

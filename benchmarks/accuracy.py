@@ -1,4 +1,5 @@
-"""Accuracy study of the seeds' claims (seeds 000, 001, 003): ``bayesldp.workflows.accuracy``.
+"""Accuracy study of the source papers' claims (Lopuhaä-Zwakenberg et al. 2020, Ye et al.,
+Biswas et al. 2022): ``bayesldp.workflows.accuracy``.
 
 Usage::
 

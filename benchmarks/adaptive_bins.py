@@ -1,6 +1,6 @@
 """The adaptive prior on numerical data: accuracy and sampler cost as the number of bins grows.
 
-Square wave (SW) reports of seed 001's SMN population (``numerical_parity.population``: two
+Square wave (SW) reports of Ye et al.'s SMN population (``numerical_parity.population``: two
 normals, n = 4,982 after truncation to ``[-1, 1]``), ``K`` input and ``K`` output bins on
 ``[-1, 1]``, ``eps`` in 1 and 2, one set of reports per cell (seeded).  Each tally is fitted by
 ``bayesldp.fit`` under Dirichlet(1) and under the adaptive prior (2 chains x 500 draws after 500

@@ -1,4 +1,5 @@
-"""The AdOBEst-LDP grid as its authors ran it, and where its gains come from (seed 004).
+"""The AdOBEst-LDP grid as its authors ran it, and where its gains come from
+(Aydın and Yıldırım 2025).
 
 The reference code (``experiments_for_SGDL.m`` of the authors' public MATLAB repository
 AdOBEst_LDP) runs ``T = 500*K`` users per survey (5,000 for K = 10, 10,000 for K = 20) and 50
@@ -433,7 +434,8 @@ def write_report(args: argparse.Namespace, info: dict) -> str:
     fracs = sorted({float(m.split()[1]) for m in methods if m.split()[0] in ADAPTIVE})
     mi = machine_info()
     lines = [
-        "# The AdOBEst-LDP grid as its authors ran it, and where its gains come from (seed 004)",
+        "# The AdOBEst-LDP grid as its authors ran it, and where its gains come from "
+        "(Aydın and Yıldırım 2025)",
         "",
         f"- command: `{info['command']}`",
         f"- date: {info['date']} UTC; wall time of this invocation {info['wall']:.0f} s "

@@ -8,8 +8,8 @@ same random_seed): ``prior=None`` (the default: ``AdaptiveDirichlet`` on categor
 fraction of the K x repeats true frequencies inside the 90% equal-tailed interval, fits with a
 divergent draw, all divergent draws, the largest r_hat, the median seconds per fit (each fit
 run ``TIMINGS`` times, alternating with the other prior's, the fastest timed), and the median
-per-tally ratio of the default's seconds over Dirichlet(1)'s (issue 10's cost target: at most
-1.5x).
+per-tally ratio of the default's seconds over Dirichlet(1)'s (the default prior's cost target:
+at most 1.5x).
 
 Usage::
 

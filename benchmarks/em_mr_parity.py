@@ -1,4 +1,4 @@
-"""EM and EM-MR parity with the seed 001 authors' code (LDP-EM-MR) on its published distributions.
+"""EM and EM-MR parity with Ye et al.'s code (LDP-EM-MR) on its published distributions.
 
 The reference is the public repository yyt20080808/LDP-EM-MR, given as a local git mirror (the
 search tool's ``fetch``); its Python files are exported to a temporary directory and imported
@@ -17,7 +17,7 @@ reports are drawn once with ``bayesldp.GRR.perturb`` (seeded), and the *same* re
 
 MSE is the mean over categories of ``(estimate - truth)^2``, averaged over repeats; the table
 gives it per cell and the ratio of bayesldp's ``em_mr`` to the reference EM-MR, and of ``ibu``
-to the reference EM.  Target (issue 10): ``em_mr`` at most 1.05x the reference, averaged over
+to the reference EM.  Target: ``em_mr`` at most 1.05x the reference, averaged over
 eps in {0.75, 1, 1.5, 2, 3}, on SFC and Income.
 
 Usage::
@@ -178,7 +178,7 @@ def main() -> None:
         rows = run(Path(tmp), repeats, args.seed)
     body = table(rows)
     header = "\n".join([
-        "# EM and EM-MR parity with the seed 001 authors' code",
+        "# EM and EM-MR parity with the code of Ye et al. (LDP-EM-MR)",
         "",
         f"GRR on the reference's published populations; {repeats} repeats per cell; the same "
         "reports go to the reference (yyt20080808/LDP-EM-MR at "

@@ -17,9 +17,9 @@ gives both the identical ``tol`` and cap.
 * "defaults": multi-freq-ldpy's defaults, ``tol = 1e-12``, 10,000 iterations (IBU stops at the
   cap without meeting the tolerance), end to end from the reports and on prepared counts.
 * "to the MLE": the time each needs to get within 1e-8 (max abs) of the exact MLE (GRR closed
-  form, seed 000 Appendix B): IBU run for exactly the number of iterations at which its
-  iterate first gets there (found by an instrumented copy of its loop, capped at 12 million
-  iterations, about a minute), bayesldp with the largest ``tol`` in 1e-8, 1e-9, ... whose
+  form, Lopuhaä-Zwakenberg et al. 2020, Appendix B): IBU run for exactly the number of iterations at
+  which its iterate first gets there (found by an instrumented copy of its loop, capped at 12
+  million iterations, about a minute), bayesldp with the largest ``tol`` in 1e-8, 1e-9, ... whose
   answer is that close.
 * "per map": plain EM on both sides (``accelerate=False``), 10,000 maps, no stopping.
 * "cold": the first call in a fresh process: IBU's (numba compiles it: multi-freq-ldpy uses

@@ -482,7 +482,7 @@ def markdown(scores: dict, notes: dict[str, str], info: dict[str, str], command:
 Precision, recall, NCR (normalised cumulative rank) of the top-k and the MSE of the found items'
 frequencies, and client + server users/s; n = {args.n:,} users, eps in {{{eps_list}}},
 k in {{{k_list}}}, {seeds} per cell (mean ± standard deviation).
-Goals (issue 40): ours at least as good in every accuracy cell (precision, recall, NCR not lower,
+Goals: ours at least as good in every accuracy cell (precision, recall, NCR not lower,
 MSE not higher; "-": nothing returned, a tie when neither returns anything), {rule}; and at
 least {GOAL:g}x pure-ldp's users/s.
 PEM: accuracy goal met in {pem_acc} of {len(cells)} cells, throughput in {pem_fast} of {len(cells)}.

@@ -1,4 +1,4 @@
-"""Issue 39, item 3: a posterior across rounds (``bayesldp.fit_rounds``) on a drifting population.
+"""A posterior across rounds (``bayesldp.fit_rounds``) on a drifting population.
 
 Population: K = 10, starting distribution Zipf(1) (``theta_1 ∝ 1/(x + 1)``: 0.341 down to
 0.034); the last category (the rarest, 0.034) grows by 0.01 of the population per round

@@ -1,4 +1,4 @@
-"""Longitudinal and multidimensional protocols: bayesldp beside multi-freq-ldpy 0.2.5 (issue 39).
+"""Longitudinal and multidimensional protocols: bayesldp beside multi-freq-ldpy 0.2.5.
 
 Eleven protocols, each run by both packages on the same population:
 

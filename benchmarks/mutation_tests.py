@@ -1,4 +1,5 @@
-"""Mutation testing of the sampler core, the variance formulas and the SBC harness (issue 36).
+"""Mutation testing of the sampler core, the variance formulas and the SBC harness: does the
+fast tier catch small faults?
 
 Each mutant is one small, plausible change to the package's source: ``(file, snippet,
 replacement, description)``, the snippet asserted to occur exactly once in the file (a source
@@ -99,19 +100,19 @@ HMC_DENSITIES = "bayesldp/bayes/hmc/densities.py"
 HMC_SMOOTH = "bayesldp/bayes/hmc/smooth.py"
 HMC_RUN = "bayesldp/bayes/hmc/run.py"
 MUTANTS = [
-    # ---- the four of issue 36
+    # ---- the first four: faults the fast tier must catch
     Mutant("hmc-leaf-weight", HMC_TREE, "st_sc[sp, 2] = -delta", "st_sc[sp, 2] = -0.9 * delta",
-           "NUTS: each new leaf's log weight -delta scaled by 0.9 (issue 36)"),
+           "NUTS: each new leaf's log weight -delta scaled by 0.9"),
     Mutant("hmc-momentum", HMC_TREE, "_matvec(mom_factor, noise, lpm)",
            "_matvec(mom_factor, 1.1 * noise, lpm)",
-           "NUTS: the initial momentum times 1.1 (issue 36)"),
+           "NUTS: the initial momentum times 1.1"),
     Mutant("sbc-first-99", "bayesldp/bayes/calibration.py",
            "rank = rank_statistics(truth, thinned.draws, gen)",
            "rank = rank_statistics(truth, theta.reshape(-1, k)[:size], gen)",
-           "SBC: ranks against the first `size` un-thinned draws (issue 36)"),
+           "SBC: ranks against the first `size` un-thinned draws"),
     Mutant("oracle-theta-term", "bayesldp/mechanisms/base.py",
            "+ theta * (1 - p - q) / (n * (p - q))", "+ 1.1 * theta * (1 - p - q) / (n * (p - q))",
-           "pure protocols' oracle variance: the theta term times 1.1 (issue 36)"),
+           "pure protocols' oracle variance: the theta term times 1.1"),
     # ---- leapfrog
     Mutant("leapfrog-second-kick", HMC_TREE,
            "        p[i] += half * grad[i]\n    _matvec(inv_metric, p, v)\n    return lp",
@@ -444,7 +445,7 @@ def load_results() -> dict:
 
 def render(results: dict) -> str:
     lines = [
-        "# Mutation tests (issue 36)",
+        "# Mutation tests",
         "",
         "Written by `benchmarks/mutation_tests.py` (its docstring: the scratch copy, the numba "
         "cache, the tiers).  Each row is one small change to the package run against a test "

@@ -1,4 +1,4 @@
-"""The notebooks at their full settings: seconds and output volume per notebook (issue 38).
+"""The notebooks at their full settings: seconds and output volume per notebook.
 
 Each notebook of ``notebooks/`` runs top to bottom in a fresh kernel (this interpreter, through
 ``nbclient``; ``MPLBACKEND=Agg``; ``BAYESLDP_NB_SMALL`` unset, so at the settings a reader

@@ -1,4 +1,4 @@
-"""Numerical EM and EM-MR against the seed 001 authors' code (LDP-EM-MR): SW and PM, 1024 bins.
+"""Numerical EM and EM-MR against Ye et al.'s code (LDP-EM-MR): SW and PM, 1024 bins.
 
 The reference is the public repository yyt20080808/LDP-EM-MR, given as a local git mirror; its
 Python files are exported to a temporary directory and imported from there (nothing of it is
@@ -413,7 +413,7 @@ def main() -> None:
     body = table(rows, facts, ems_gap, r_hat)
     load1 = os.getloadavg()
     header = "\n".join([
-        "# Numerical EM and EM-MR against the seed 001 authors' code (SW, PM; 1024 x 1024 bins)",
+        "# Numerical EM and EM-MR against Ye et al.'s code (SW, PM; 1024 x 1024 bins)",
         "",
         f"**{repeats} repeat(s) per cell only** (a busy shared 2-core machine; the reference's "
         "EM takes 10-60 s per estimate): read the accuracy columns as indicative, not as "

@@ -1,6 +1,6 @@
-"""Numerical EMS speed (SW, PM, 1024 bins) against the seed 001 authors' EMS, same stopping rule.
+"""Numerical EMS speed (SW, PM, 1024 bins) against Ye et al.'s EMS, same stopping rule.
 
-Seed 001's Table II times its EM and EM-MR on the SFC and Income data sets at
+Ye et al.'s Table II times its EM and EM-MR on the SFC and Income data sets at
 ``eps = 0.75, 1, 2, 3`` (e.g. Income Laplace-EM 12,317 s at 0.75).  This script times, at those
 settings that the mirror of yyt20080808/LDP-EM-MR lets us rebuild, the authors' EMS of SW and PM
 (``SW.EMS``, ``PM_EM.EMS``: EM with a smoothing step, their stopping rule) against bayesldp's
@@ -58,7 +58,7 @@ metrics = _parity.metrics
 
 OUT = Path(__file__).parent / "results" / "numerical_speed.md"
 CELLS = tuple((m, e) for m in ("SW", "PM") for e in (0.75, 1.0, 2.0))
-# Seed 001 Table II, Income: Laplace-EM and Laplace-MR seconds at eps 0.75, 1, 2, 3 (their
+# Ye et al.'s Table II, Income: Laplace-EM and Laplace-MR seconds at eps 0.75, 1, 2, 3 (their
 # machine and code, both halves of the Income data).
 TABLE_II = {0.75: (12317, 5457), 1.0: (8152, 3003), 2.0: (2516, 1026), 3.0: (823, 412)}
 
@@ -197,7 +197,7 @@ def main() -> None:
     load1 = os.getloadavg()
     text = "\n".join(
         [
-            "# Numerical EMS speed against the seed 001 authors' EMS (LDP-EM-MR)",
+            "# Numerical EMS speed against Ye et al.'s EMS (LDP-EM-MR)",
             "",
             "Written by `python benchmarks/numerical_speed.py --reference PATH --repeats "
             f"{args.repeats}" + (" --quick" if args.quick else "") + "` on "
@@ -206,7 +206,7 @@ def main() -> None:
             f"{load0[0]:.2f}, {load0[1]:.2f}, {load0[2]:.2f}, at end "
             f"{load1[0]:.2f}, {load1[1]:.2f}, {load1[2]:.2f} (shared machine).",
             "",
-            "Seed 001 Table II settings rebuilt here: Income (2013 half; no SFC in the mirror), "
+            "Ye et al.'s Table II settings rebuilt here: Income (2013 half; no SFC in the mirror), "
             "eps = 0.75, 1, 2; SW and PM at 1024 input and 1024 output bins on [-1, 1], one set of "
             f"reports per cell (seed {args.seed}), the same reports on both sides.  `ref EMS`: "
             "their `SW.EMS` / `PM_EM.EMS`; `ems`: bayesldp's `ems` with the same rule "
@@ -217,7 +217,7 @@ def main() -> None:
             "",
             table(rows),
             "",
-            "## Laplace: seed 001 Table II's numerical rows",
+            "## Laplace: Ye et al.'s Table II numerical rows",
             "",
             "Laplace at 1024 input bins on [-1, 1] (`LaplaceNumeric`; output bins: its default, "
             "two tails and bins of 1/16 noise scale over [-1, 1] padded by 6 scales) on the same "
@@ -227,7 +227,7 @@ def main() -> None:
             "Laplace channel as their transform (both take any transform): `ref / ems` and "
             "`ref / ems_mr` are ratios of times measured in this run, with `ems` at SW's EMS rule "
             "and `ems_mr` at its defaults (the same rule).  `W1`: Wasserstein-1 on [-1, 1] to "
-            "the binned truth.  `Table II`: the seconds seed 001 publishes for Income "
+            "the binned truth.  `Table II`: the seconds Ye et al. publish for Income "
             "Laplace-EM and Laplace-MR (their machine and code, on the Income data of 2013 and "
             "2014; the mirror holds the 2013 half only) at a rule the paper does not state: a "
             "cross-machine comparison, given for the issue's target only.",

@@ -1,4 +1,4 @@
-"""PCKV-PM (key-value data) against the seed 001 authors' SVEPM code, on the same reports.
+"""PCKV-PM (key-value data) against Ye et al.'s SVEPM code, on the same reports.
 
 The authors' key-value study (``simulation/conditional_est.py`` of yyt20080808/LDP-EM-MR) runs
 their ``SVEPM`` (``ldp_reduction/protocols/MR/PCKV_EM.py``): 100,000 users of whom a share
@@ -233,7 +233,7 @@ def main() -> None:
         pub = published(Path(tmp))
     load1 = os.getloadavg()
     header = "\n".join([
-        "# PCKV-PM against the seed 001 authors' SVEPM (one key, 100,000 users, eps = 1.3)",
+        "# PCKV-PM against Ye et al.'s SVEPM (one key, 100,000 users, eps = 1.3)",
         "",
         f"The same reports (drawn by bayesldp, seeded) go to the reference (yyt20080808/"
         f"LDP-EM-MR at {commit[:12]}) and to bayesldp; see the script's docstring for the "

@@ -1,4 +1,5 @@
-"""Issue 10's targets over the whole n grid, from the committed per-n tables of prior_accuracy.py.
+"""The default prior's targets over the whole n grid, from the committed per-n tables of
+prior_accuracy.py.
 
 ``prior_accuracy.py`` runs OUE and OLH one n at a time (their fits at n = 1e4 take minutes);
 the issue's targets are stated over every cell of a mechanism and, for coverage, pooled over a
@@ -29,8 +30,12 @@ TABLES = {
     "OLH": ["prior_accuracy_olh.md", "prior_accuracy_olh_1e4.md", "prior_accuracy_olh_1e5.md"],
 }
 OUT = RESULTS / "prior_accuracy_pooled.md"
-#: prior_family_fit.py --grid: the logistic-normal prior and the adaptive one on every GRR cell
-FAMILY_GRID = ("prior_family_grid.md", "## MSE over the best frequentist estimator, per cell")
+#: investigations/prior_family_fit.py --grid: the logistic-normal prior and the adaptive one on
+#: every GRR cell (its table is beside that investigation, relative to RESULTS here)
+FAMILY_GRID = (
+    "../investigations/results/prior_family_grid.md",
+    "## MSE over the best frequentist estimator, per cell",
+)
 
 
 CELLS = "## MSE of each posterior mean over the best frequentist estimator, per cell"
@@ -114,7 +119,7 @@ def main() -> None:
     args = parser.parse_args()
     first = summary(RESULTS / TABLES["GRR"][0], PRIORS)["adaptive"]
     families = [k for k in first if k.startswith("coverage ")]
-    out = ["# Issue 10's targets over the whole n grid (pooled from the per-n tables)", "",
+    out = ["# The default prior's targets over the whole n grid (pooled from the per-n tables)", "",
            "- Command: `python benchmarks/pool_prior_accuracy.py` (reads the committed tables, "
            "fits nothing)",
            "- Tables: " + "; ".join(f"{m}: " + ", ".join(f"`{f}`" for f in fs)

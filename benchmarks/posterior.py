@@ -1,7 +1,8 @@
 """Posterior sampling benchmark: bayesldp's default sampler against PyMC's NUTS backends.
 
-Problem (REFERENCE.md section 7): GRR, K = 20, n = 100,000, eps = 1, theta drawn from
-Dirichlet(1) with a fixed seed, Dirichlet(1) prior, 4 chains x 1000 draws after 1000 tuning steps.
+Problem (the package's reference sampling problem): GRR, K = 20, n = 100,000, eps = 1, theta drawn
+from Dirichlet(1) with a fixed seed, Dirichlet(1) prior, 4 chains x 1000 draws after 1000 tuning
+steps.
 
 Each sampler runs in a fresh Python subprocess, so imports and compilation count in its
 whole-process time (on-disk compilation caches -- PyTensor's, numba's -- are as a previous run
@@ -252,7 +253,7 @@ seconds (the other columns from the median run).
 - load average when the run ended: {", ".join(f"{x:.2f}" for x in load)}.  The machine was
   shared with other jobs during this run, so times are noisy, and so are the ratios when the
   load changes between rows (re-run on an idle machine for the record).
-- reference anchors (REFERENCE.md section 7, earlier, same kind of machine): PyMC default
+- reference anchors (measured earlier on the same kind of machine): PyMC default
   about 97 s (9 divergences), nutpie about 39 s, numpyro about 18 s, ESS about 1000 each.
 
 {text}

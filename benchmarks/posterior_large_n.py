@@ -1,5 +1,5 @@
 """Large-n posterior benchmark: the default ``fit`` (method "auto") where the tally keeps one row
-per report, the Laplace method's calibration, and what "auto" chooses (issue 11).
+per report, the Laplace method's calibration, and what "auto" chooses.
 
 Parts (``--parts``, all by default):
 
@@ -255,7 +255,7 @@ def main() -> None:
         worker(task, name, int(k), out)
         return
     sections = []
-    titles = {"auto": "What auto chooses", "speed": "Speed (targets of issue 11)",
+    titles = {"auto": "What auto chooses", "speed": "Speed (target: within 20x of the MLE)",
               "agree": "Agreement with the HMC at n = 100,000",
               "sbc": "Simulation-based calibration at n = 10,000"}  # fmt: skip
     for part in args.parts:

@@ -1,6 +1,6 @@
 """Warm posterior sampling: ``fit``'s default against nutpie, numpyro and PyMC on a model set.
 
-Issue 41.  A notebook user fits in a process that has already imported everything and compiled
+A notebook user fits in a process that has already imported everything and compiled
 what it needs; this measures that case.  Each sampler runs in its own subprocess (so their
 imports and thread pools do not meet), which fits every model of the set twice: once to warm up
 (compile, caches), then the timed fit.  Models (:data:`MODELS`): GRR K = 20 and K = 200 at

@@ -1,12 +1,12 @@
 """Posterior means under three priors against the frequentist estimators, on populations users have.
 
-Issue 10's accuracy benchmark, one mechanism per run (GRR by default; ``--mechanism OUE`` or
-``OLH``).  Populations: Zipf(s) for s in 1.1, 1.5, 2 and K = 30
-(long-tailed), Dirichlet(0.05) (sparse, redrawn per repeat) and Dirichlet(10) (flat, redrawn per
-repeat) with K = 30, and three shipped data sets with their own K (``anes96_income`` K = 24,
-``us_airports_by_state`` K = 56, ``occupational_status`` K = 64).  For each population, epsilon in
-0.5, 1, 2, 4, n in 1e3, 1e4, 1e5 and each repeat: draw the users' values (multinomial n, theta),
-simulate the mechanism's tally (seeded), and estimate theta by
+The default prior's accuracy benchmark, one mechanism per run (GRR by default; ``--mechanism OUE``
+or ``OLH``).  Populations: Zipf(s) for s in 1.1, 1.5, 2 and K = 30 (long-tailed), Dirichlet(0.05)
+(sparse, redrawn per repeat) and Dirichlet(10) (flat, redrawn per repeat) with K = 30, and three
+shipped data sets with their own K (``anes96_income`` K = 24, ``us_airports_by_state`` K = 56,
+``occupational_status`` K = 64).  For each population, epsilon in 0.5, 1, 2, 4, n in 1e3, 1e4, 1e5
+and each repeat: draw the users' values (multinomial n, theta), simulate the mechanism's tally
+(seeded), and estimate theta by
 
 * the frequentist estimators ``mle``, ``norm_sub``, ``ibu`` and ``em_mr`` (``bayesldp.estimate``);
 * the posterior mean of ``bayesldp.fit`` (default sampler, 2 chains x 1000 draws, 1000 tuning

@@ -1,6 +1,6 @@
-"""RAPPOR at several cohort counts against BLH and OLH (seed 002's comparison, small).
+"""RAPPOR at several cohort counts against BLH and OLH (Wang et al. 2017's comparison, small).
 
-Setting.  Wang, Blocki, Li and Jha (USENIX Security 2017, section 6; summarised by seed 002)
+Setting.  Wang, Blocki, Li and Jha (USENIX Security 2017, section 6)
 compare RAPPOR, BLH and OLH on the frequencies of the most frequent values and find OLH ahead
 once epsilon is above about 1, and RAPPOR's cohort count to matter little.  The seed gives no
 parameters, so RAPPOR's are google/rappor's simulation defaults (``tests/rappor_sim.py``:
@@ -210,7 +210,7 @@ def main() -> None:
         "only"
     )
     lines = [
-        "# RAPPOR against OLH and BLH (seed 002's comparison)",
+        "# RAPPOR against OLH and BLH (Wang et al. 2017's comparison)",
         "",
         f"n = {args.n:,} users, K = {K} candidate strings, Zipf(1.1); RAPPOR: {BITS}-bit Bloom "
         f"filters, {HASHES} hashes, cohorts m in {COHORTS} (google/rappor's simulation defaults, "

@@ -1,20 +1,23 @@
 """The benchmarks as one suite: what each measures, against which anchor, and its commands.
 
 One :class:`Benchmark` per results file's command (a script run with other arguments for another
-results file is another entry).  ``python -m benchmarks list`` prints the table; ``run NAME``
-runs the full command, the one that wrote the committed results file; ``run NAME --quick`` a
-small one that writes nothing into ``benchmarks/results``; ``run --all --quick`` every suite
-entry's quick command.
+results file is another entry).  ``python -m benchmarks list`` prints the two tables; ``run
+NAME`` runs the full command, the one that wrote the committed results file; ``run NAME
+--quick`` a small one that writes nothing into the results directories; ``run --all --quick``
+every suite entry's quick command.
 
-Kinds: ``suite``, a standing measurement, re-run when the code it measures changes;
-``investigation``, a one-off study whose conclusion is recorded in ``docs/design_notes.md`` and
-in the code it decided; kept, so that its table regenerates from its command, but not re-run.
+Kinds: ``suite``, a standing measurement, re-run when the code it measures changes: the
+anchored comparisons the documentation quotes (scripts in ``benchmarks/``, results in
+``benchmarks/results/``); ``investigation``, a one-off study whose conclusion is recorded in
+``docs/design_notes.md`` and in the code it decided (scripts in ``benchmarks/investigations/``,
+results in ``benchmarks/investigations/results/``); kept, so that its table regenerates from its
+command, but not re-run.
 
-Placeholders in the commands: ``{mirror}`` the git dir of a mirror of the seed 001 authors' code
-(yyt20080808/LDP-EM-MR; environment variable ``BAYESLDP_LDP_EM_MR``, or pass ``--reference
-PATH`` after the name), ``{adobest_code}`` a local copy of the AdOBEst-LDP authors' MATLAB files
-(``BAYESLDP_ADOBEST_CODE``, or ``--reference-code DIR``), ``{tmp}`` a scratch directory made for
-a quick run.
+Placeholders in the commands: ``{mirror}`` the git dir of a mirror of the code of Ye, Wang,
+Zhang and Feng (EM-MR; yyt20080808/LDP-EM-MR; environment variable ``BAYESLDP_LDP_EM_MR``, or pass
+``--reference PATH`` after the name), ``{adobest_code}`` a local copy of the AdOBEst-LDP authors'
+MATLAB files (``BAYESLDP_ADOBEST_CODE``, or ``--reference-code DIR``), ``{tmp}`` a scratch directory
+made for a quick run.
 """
 
 from __future__ import annotations
@@ -27,9 +30,14 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent
 RESULTS = BENCHMARKS / "results"
+INVESTIGATIONS = BENCHMARKS / "investigations"
+INVESTIGATION_RESULTS = INVESTIGATIONS / "results"
+#: the results directory of each kind
+RESULTS_DIRS = {"suite": RESULTS, "investigation": INVESTIGATION_RESULTS}
 
-#: files of benchmarks/ that are not benchmarks
-HELPERS = ("__init__.py", "__main__.py", "registry.py", "heavy_hitters_tables.py")
+#: files of benchmarks/ (and of benchmarks/investigations/) that are not benchmarks
+HELPERS = ("__init__.py", "__main__.py", "registry.py", "heavy_hitters_tables.py",
+           "investigations/__init__.py")  # fmt: skip
 
 #: placeholder -> (environment variable, the option that gives it on the command line, what)
 PLACEHOLDERS = {
@@ -55,13 +63,14 @@ REQUIREMENTS = {
 @dataclass(frozen=True)
 class Benchmark:
     name: str
-    #: the script under benchmarks/, or ``-m module`` for a package command
+    #: the script under benchmarks/ (under benchmarks/investigations/ for an investigation), or
+    #: ``-m module`` for a package command
     script: str
     measures: str
     anchor: str
     #: arguments of the command that wrote the committed results file
     full: tuple[str, ...]
-    #: results files under benchmarks/results/ (empty: printed only)
+    #: results files under its kind's results directory (``RESULTS_DIRS``; empty: printed only)
     results: tuple[str, ...] = ()
     #: arguments of a quick run (seconds to a minute; writes at most into ``{tmp}``); None: see
     #: ``quick_note``
@@ -84,9 +93,19 @@ class Benchmark:
     def is_module(self) -> bool:
         return self.script.startswith("-m ")
 
+    @property
+    def directory(self) -> Path:
+        """Where its script is."""
+        return INVESTIGATIONS if self.kind == "investigation" else BENCHMARKS
+
+    @property
+    def results_dir(self) -> Path:
+        return RESULTS_DIRS[self.kind]
+
     def argv(self, args: tuple[str, ...]) -> list[str]:
         """The command as an argv after the interpreter."""
-        head = self.script.split() if self.is_module else [f"benchmarks/{self.script}"]
+        script = (self.directory / self.script).relative_to(ROOT).as_posix()
+        head = self.script.split() if self.is_module else [script]
         return [*head, *args]
 
     def shown(self, args: tuple[str, ...] | None = None) -> str:
@@ -98,6 +117,14 @@ class Benchmark:
         for key, shown in SHOWN.items():
             words = [w.replace(key, shown) for w in words]
         return " ".join(words)
+
+    def shown_before_the_move(self) -> str | None:
+        """An investigation's command as results files written before the investigations moved
+        to benchmarks/investigations/ name it (its script and results at benchmarks/ and
+        benchmarks/results/); None for the suite."""
+        if self.kind != "investigation":
+            return None
+        return self.shown().replace("benchmarks/investigations/", "benchmarks/")
 
 
 def _prior_accuracy(suffix: str, mech: str, ns: str) -> Benchmark:
@@ -113,7 +140,7 @@ def _prior_accuracy(suffix: str, mech: str, ns: str) -> Benchmark:
 
 
 PEERS = "pure-ldp 1.2.0 and multi-freq-ldpy 0.2.5"
-AUTHORS = "the seed 001 authors' code (LDP-EM-MR) via --reference MIRROR"
+AUTHORS = "the code of Ye, Wang, Zhang and Feng (LDP-EM-MR) via --reference MIRROR"
 
 # fmt: off
 BENCHMARKS_LIST: tuple[Benchmark, ...] = (
@@ -220,7 +247,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     # --- accuracy, calibration, priors ---
     Benchmark(
         "accuracy", "accuracy.py",
-        "the seeds' accuracy claims (000 MLE / Norm-Sub, 001 EM-MR, 003 node sampling)",
+        "the source papers' accuracy claims (Lopuhaä-Zwakenberg et al. 2020's MLE / Norm-Sub, "
+        "Ye et al.'s EM-MR, Biswas et al. 2022's node sampling)",
         "exact values: Cramer-Rao bounds and the oracle's variances; a verdict per claim",
         ("models/accuracy.toml", "--out", "benchmarks/results/accuracy.md"), ("accuracy.md",),
         ("models/accuracy.toml", "--sections", "mle", "--repeats", "2"),
@@ -258,7 +286,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     _prior_accuracy("olh_1e5", "OLH", "100000"),
     Benchmark(
         "pool_prior_accuracy", "pool_prior_accuracy.py",
-        "issue 10's targets pooled over the committed prior_accuracy*.md tables (no fitting)",
+        "the default prior's targets pooled over the committed prior_accuracy*.md tables "
+        "(no fitting)",
         "MLE / Norm-Sub / IBU / EM-MR (from the tables)", (), ("prior_accuracy_pooled.md",),
         ("--out", "{tmp}/pooled.md"),
         header_note="the header adds '(reads the committed tables, fits nothing)' after it",
@@ -287,14 +316,14 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "the smoothness prior's non-centring weights on K = 3 tallies, pilot's 10 % quantile "
         "against its mean: divergent share, ESS, z-scores",
         "importance sampling from the prior (2,000,000 draws; the reference test's)",
-        ("--seeds", "1,2", "--out", "benchmarks/results/smooth_weights_rule.md"),
+        ("--seeds", "1,2", "--out", "benchmarks/investigations/results/smooth_weights_rule.md"),
         ("smooth_weights_rule.md",), quick=None,
         quick_note="none: 20 fits of 40,000 draws each are the measurement (about 3 minutes)",
         kind="investigation",
     ),
     Benchmark(
         "posterior_warm", "posterior_warm.py",
-        "warm posterior sampling on issue 41's model set: min-ESS/s of fit's default against "
+        "warm posterior sampling on a model set: min-ESS/s of fit's default against "
         "nutpie, numpyro and PyMC, and where a warm default fit's time goes",
         "nutpie, numpyro (on PyMC's JAX log-density) and PyMC's NUTS on build_model's model",
         ("--out", "benchmarks/results/posterior_warm.md", "--models", "grr20", "grr200",
@@ -313,10 +342,10 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         "smooth_vertex_steps", "smooth_vertex_steps.py",
-        "the smoothness prior at a K = 3 vertex posterior (issue 36's known fault): "
+        "the smoothness prior at a K = 3 vertex posterior (the sampler's known fault): "
         "divergent share, steps and z-scores under smaller steps and a nonlinear slope map",
         "importance sampling from the prior (2,000,000 draws; the reference test's); PyMC's NUTS",
-        ("--seeds", "1,2", "--out", "benchmarks/results/smooth_vertex_steps.md"),
+        ("--seeds", "1,2", "--out", "benchmarks/investigations/results/smooth_vertex_steps.md"),
         ("smooth_vertex_steps.md",), quick=None,
         quick_note="none: 18 fits of 40,000 draws, some at 1,000+ steps per draw, are the "
         "measurement (about 10 minutes)",
@@ -324,7 +353,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         "smooth_prior_1024", "smooth_prior.py",
-        "the smoothness prior at seed 001's 1024 bins (no PyMC)",
+        "the smoothness prior at Ye et al.'s 1024 bins (no PyMC)",
         "ems_mr and Dirichlet(1) (the package's own; none external)",
         ("--bins", "1024", "--no-pymc", "--out", "benchmarks/results/smooth_prior_1024.md"),
         ("smooth_prior_1024.md",), quick=None, quick_note="the code of smooth_prior --quick",
@@ -400,7 +429,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
     # --- adaptive surveys ---
     Benchmark(
         "adobest_grid", "-m bayesldp.workflows.cli",
-        "the AdOBEst-LDP experiment grid (seed 004) at its default size: TV per rule",
+        "the AdOBEst-LDP experiment grid (Aydın and Yıldırım 2025) at its default size: TV per "
+        "rule",
         "none: an internal comparison (the non-adaptive and semi-adaptive rules)",
         ("run", "models/adobest_grid.toml", "--out", "/tmp/bench/grid"), ("adobest_grid.md",),
         ("run", "models/adobest_grid.toml", "--quick", "--no-figures", "--quiet", "--out",
@@ -469,12 +499,6 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         kind="investigation",
     ),
     Benchmark(
-        "adaptive_hmc", "adaptive_hmc.py",
-        "r_hat, ESS, seconds of the adaptive prior's marginal and joint schemes, GRR K = 30",
-        "none: an internal comparison (Dirichlet(1), the other scheme)", (), (),
-        ("--n", "1000", "--eps", "1.0", "--pop", "zipf"), kind="investigation",
-    ),
-    Benchmark(
         "adaptive_convergence", "adaptive_convergence.py",
         "r_hat, divergences, steps of the adaptive prior's 192 GRR fits by the width of a",
         "none: an internal comparison (Dirichlet(1) and Dirichlet(a median) on the same tally)",
@@ -528,7 +552,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "sfp_client_memory", "sfp_client_memory.py",
         "ours' SFP at n = 1e6 (zipf32, eps 4, k 10) repeated in one process, beside the first "
         "touch of an array of its sketch reports' shape: what sets heavy_hitters_1e6's spread",
-        "none: the same call repeated", ("--out", "benchmarks/results/sfp_client_memory.md"),
+        "none: the same call repeated",
+        ("--out", "benchmarks/investigations/results/sfp_client_memory.md"),
         ("sfp_client_memory.md",), ("--n", "20000", "--repeats", "1"), kind="investigation",
         needs=("xxhash",),
     ),
@@ -585,4 +610,4 @@ def resolve(args: tuple[str, ...], extra: list[str], tmp: str | None) -> list[st
 
 
 def results_paths(bench: Benchmark) -> list[Path]:
-    return [RESULTS / name for name in bench.results]
+    return [bench.results_dir / name for name in bench.results]

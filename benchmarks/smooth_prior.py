@@ -1,6 +1,6 @@
 """The smoothness prior (SmoothDensity) on square-wave reports, against Dirichlet(1) and ems_mr.
 
-Same cells as ``adaptive_bins.py`` (seed 001's SMN population, n = 4,982; SW with ``K`` input and
+Same cells as ``adaptive_bins.py`` (Ye et al.'s SMN population, n = 4,982; SW with ``K`` input and
 ``K`` output bins on ``[-1, 1]``; ``eps`` in 1 and 2; the same seeded reports): ``ems_mr`` (the
 authors' EMS with mixture reduction, bayesldp's), ``bayesldp.fit`` under Dirichlet(1) (the
 default sampler) and under ``prior="smooth"`` (by the default sampler, and by PyMC's NUTS:
@@ -16,7 +16,7 @@ Usage::
     python benchmarks/smooth_prior.py            # writes benchmarks/results/smooth_prior.md
     python benchmarks/smooth_prior.py --bins 16  # one size, writes nothing
     python benchmarks/smooth_prior.py --bins 1024 --no-pymc \\
-        --out benchmarks/results/smooth_prior_1024.md   # seed 001's bin count
+        --out benchmarks/results/smooth_prior_1024.md   # Ye et al.'s bin count
 """
 
 from __future__ import annotations

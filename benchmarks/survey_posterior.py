@@ -1,4 +1,4 @@
-"""Is the adaptive survey's posterior calibrated?  (issue 35)
+"""Is the adaptive survey's posterior calibrated?
 
 Simulated surveys on sparse (theta ~ Dirichlet(0.1)) and Dirichlet(1) populations, K = 10 and 20,
 epsilon 0.5 and 1, n = 500 K users (the reference code's size), ``--repeats`` surveys per cell
@@ -8,7 +8,7 @@ epsilon 0.5 and 1, n = 500 K users (the reference code's size), ``--repeats`` su
   posterior, refreshed as the reports grow by 25%), then its default :meth:`posterior`
   (``bayesldp.fit`` of the survey's tally under the adaptive prior, 4 chains x 1000 draws);
 * the paper's engine (``engine="sgld"``, ``prior=1.0``: per-user SGLD), then its final SGLD run
-  (``posterior(engine="sgld")``, seed 004's estimator).
+  (``posterior(engine="sgld")``, Aydın and Yıldırım 2025's estimator).
 
 Per cell: the 90% intervals' coverage of the true frequencies pooled over categories and surveys
 (the default posterior's, the in-loop pool's at every refresh, the paper's SGLD's), the mean TV of
@@ -112,7 +112,7 @@ def main() -> None:
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     text = "\n".join(
         [
-            "# The adaptive survey's posterior: coverage and accuracy (issue 35)",
+            "# The adaptive survey's posterior: coverage and accuracy",
             "",
             f"`python benchmarks/survey_posterior.py --repeats {args.repeats} --utility "
             f"{args.utility} --workers {args.workers}`; {_dt.date.today()}, commit {commit}; "

@@ -1,4 +1,5 @@
-"""Whole-process time of an AdOBEst-LDP survey at the paper's scale (seed 004), both engines.
+"""Whole-process time of an AdOBEst-LDP survey at the paper's scale (Aydın and
+Yıldırım 2025), both engines.
 
 n = 500,000 users, K = 20, epsilon = 1, subset selection before every user (``batch_size = 1``).
 Runs (``--runs``, utility:engine): the paper's engine ``sgld`` (20 SGLD updates per user with

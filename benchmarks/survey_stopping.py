@@ -1,4 +1,4 @@
-"""Stopping a survey when its answer is good enough: coverage at the stop, users saved (issue 35).
+"""Stopping a survey when its answer is good enough: coverage at the stop, users saved.
 
 ``--surveys`` default surveys (``AdaptiveSurvey(K, eps)``, engine "posterior", lookahead rule)
 per population family, theta ~ Dirichlet(rho) fresh for each, users drawn from it up to
@@ -146,7 +146,7 @@ def _write(args, results: dict[float, list[dict]], n_fixed: int, load: float, se
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     text = "\n".join([
-        "# Stopping a survey at a target width: coverage and users saved (issue 35, item 4)",
+        "# Stopping a survey at a target width: coverage and users saved",
         "",
         f"`python benchmarks/survey_stopping.py --surveys {args.surveys} --k {args.k} "
         f"--epsilon {args.epsilon} --width {args.width} --n-max {args.n_max} --workers "

@@ -13,8 +13,9 @@ Three parts of the site are generated here, on every build, from the files they 
 git-ignored):
 
 * ``docs/examples/*.ipynb``: copies of ``notebooks/*.ipynb``;
-* ``docs/benchmarks/results/*.md``: one page per ``benchmarks/results/*.md``, each an include of
-  that file;
+* ``docs/benchmarks/results/*.md``: one page per ``benchmarks/results/*.md`` (the suite), and
+  ``docs/benchmarks/investigations/results/*.md`` one per
+  ``benchmarks/investigations/results/*.md`` (the one-off investigations), each that file's text;
 * ``docs/api/<module>.md``: one page per public namespace, listing its ``__all__``
   (autosummary then writes one stub per name into ``docs/api/generated/``).
 """
@@ -131,12 +132,13 @@ def _heading_levels_stepped(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def benchmark_pages() -> list[str]:
-    """One page per ``benchmarks/results/*.md``: the file's text, its heading levels stepped
-    (:func:`_heading_levels_stepped`), the file itself untouched."""
-    target = DOCS / "benchmarks" / "results"
+def benchmark_pages(where: str = "benchmarks/results") -> list[str]:
+    """One page per ``<where>/*.md`` (``benchmarks/results``, the suite's, or
+    ``benchmarks/investigations/results``) at ``docs/<where>/``: the file's text, its heading
+    levels stepped (:func:`_heading_levels_stepped`), the file itself untouched."""
+    target = DOCS / where
     names = []
-    for source in sorted((ROOT / "benchmarks" / "results").glob("*.md")):
+    for source in sorted((ROOT / where).glob("*.md")):
         text = _heading_levels_stepped(source.read_text(encoding="utf-8"))
         _write(target / source.name, f"{GENERATED_NOTE}\n{text}")
         names.append(source.stem)
@@ -247,4 +249,5 @@ def api_pages() -> None:
 
 copy_notebooks()
 benchmark_pages()
+benchmark_pages("benchmarks/investigations/results")
 api_pages()

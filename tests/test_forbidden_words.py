@@ -20,6 +20,7 @@ GENERATED = [
     "docs/_build",
     "docs/api/generated",
     "docs/benchmarks/results",
+    "docs/benchmarks/investigations",
     "docs/examples",  # copies of notebooks/*.ipynb; docs/examples/index.md is checked below
 ]
 

@@ -7,8 +7,8 @@ matters for the final estimate -- which channel, used by every user, gives the s
 asymptotic error -- but its trace of the inverse Fisher information weighs the categories near
 0 as if their estimates could go negative, and it prefers plain GRR everywhere on the paper's
 grid.  Yet with theta known, one top-s subset beats GRR by far on sparse populations
-(benchmarks/results/survey_oracle.md).  This rule asks the oracle's question under the posterior,
-with the uncertainty the survey really has about which categories are on top:
+(benchmarks/investigations/results/survey_oracle.md).  This rule asks the oracle's question under
+the posterior, with the uncertainty the survey really has about which categories are on top:
 
 .. math:: e_{js} = \\mathrm{TV}\\big(\\hat\\theta_{\\mathrm{MLE}}(Y^{(j, s)}),
           \\theta^{(j)}\\big), \\qquad g_{js} = e_{j0} - e_{js},

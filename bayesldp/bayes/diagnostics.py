@@ -86,7 +86,7 @@ def _broad_concentration_hint(posterior: Any) -> str | None:
     """Why an adaptive-prior fit failed a check, when the likely reason is a's posterior: where
     the data say little about the concentration ``a`` (its 90% interval spanning two decades or
     more), 17 of 31 such GRR fits had r_hat above 1.01 against 3 of 64 where it spans less than
-    half a decade (benchmarks/results/adaptive_convergence.md)."""
+    half a decade (benchmarks/investigations/results/adaptive_convergence.md)."""
     if "a" not in posterior:
         return None
     lo, hi = np.quantile(np.asarray(posterior["a"]), [0.05, 0.95])
@@ -109,7 +109,7 @@ def _vertex_plateau_hint(posterior: Any, found: dict[str, float]) -> str | None:
     simplex: there the likelihood is flat in the log-weights, which roam over the slope's wide
     prior between the likelihood's exponential walls, and NUTS's steps overshoot the walls (a
     known fault).  On 90 GRR reports (60, 20, 10) at K = 3,
-    ``benchmarks/results/smooth_vertex_steps.md``: 2.9-3.6 % divergent at the default
+    ``benchmarks/investigations/results/smooth_vertex_steps.md``: 2.9-3.6 % divergent at the default
     ``target_accept``, one seed's theta 5.9 Monte Carlo errors off; at 0.99, 0.4-0.8 % divergent
     and every check within 2.7 errors, for 3-5x the leapfrog steps."""
     if "smoothness" not in posterior or not found.get("divergences"):

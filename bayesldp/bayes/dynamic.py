@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayesldp._validation import as_list, check_bool, check_instance, check_int, check_positive
+from bayesldp._version import __version__
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes.prior import _SerialisedPrior
 from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, PanelWarning
@@ -90,8 +91,8 @@ class RandomWalkPrior(_SerialisedPrior):
     initial_sd : float
         Prior sd ``s_0`` of the first round's centred log-frequencies, > 0; default 2 (vague:
         95% of the prior puts two categories' ratio within ``e^(+-2 * 2 * 2)``; the log-frequency
-        sd of the real and long-tailed populations of ``benchmarks/results/prior_family_fit.md``
-        is 0.3 to 1.7).
+        sd of the real and long-tailed populations of
+        ``benchmarks/investigations/results/prior_family_fit.md`` is 0.3 to 1.7).
     step : float or None
         A fixed step size instead of the learnt one (``sigma = step``, no prior; ``step``
         near 0 pools the rounds).  Default None: learnt.
@@ -432,8 +433,6 @@ def fit_rounds(
         )
     import xarray as xr
 
-    import bayesldp
-
     n_reports = np.array([tally.n for tally in rounds], dtype=np.int64)
     constant = xr.Dataset({"n_reports": (("round",), n_reports)},
                           coords={"round": list(model.coords["round"])})  # fmt: skip
@@ -441,7 +440,7 @@ def fit_rounds(
     idata.add_groups(constant_data=constant)
     first = rounds[0]
     attrs = {
-        "bayesldp_version": bayesldp.__version__,
+        "bayesldp_version": __version__,
         "method": "nuts",
         "model": "random_walk",
         "prior": prior.to_json(),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayesldp._validation import check_bool, check_memory
+from bayesldp._version import __version__
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.prior import Dirichlet, Prior, SmoothDensity
@@ -194,10 +195,8 @@ def _standard_attrs() -> dict[str, Any]:
     """ArviZ's standard attrs of a group (``arviz.data.base.make_attrs``, as ``az.from_dict``
     and PyMC set them): ``created_at``, ``arviz_version``, ``inference_library`` and
     ``inference_library_version``."""
-    import bayesldp
-
     az = import_arviz()
-    library = {"inference_library": "bayesldp", "inference_library_version": bayesldp.__version__}
+    library = {"inference_library": "bayesldp", "inference_library_version": __version__}
     try:
         from arviz.data.base import make_attrs
     except ImportError:  # pragma: no cover - depends on the ArviZ version
@@ -234,12 +233,10 @@ def _fit_attrs(
     requested_method: str | None,
     random_seed: int | None,
 ) -> dict[str, Any]:
-    import bayesldp
-
     mechanism = tally.mechanism
     params = mechanism.params() if mechanism is not None else {}
     return {
-        VERSION_ATTR: bayesldp.__version__,
+        VERSION_ATTR: __version__,
         "method": method,
         "requested_method": requested_method if requested_method is not None else method,
         "mechanism": repr(mechanism) if mechanism is not None else "None",

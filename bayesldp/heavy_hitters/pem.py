@@ -26,16 +26,16 @@ The layout's cost.  Round ``i``'s estimates have standard deviation
 ``sigma = sqrt(V / (n / G))`` (``V`` OLH's per-user variance, the same in every round), and a
 prefix is kept among ``C_i`` candidates only if its mass exceeds the largest noise of the
 others, about ``sigma sqrt(2 ln C_i)``: the search pays ``sqrt(G)`` for its rounds and only
-``sqrt(ln C_i)`` for its candidates per round.  Measured (``benchmarks/results/pem_layout.md``:
-Zipf(1) over 2^20 and 2^32 items, n = 1e5, eps 1 and 2, k = 10, 20, 50, 20 seeds, paired
-differences beyond 2 standard errors, 9 cells): an extra first round over the 16 prefixes of
-4 bits (pure-ldp's first round) lowered recall in 3 cells and raised the MSE in 8; ``eta = 5``
-(4 rounds, twice the candidates) raised recall in 1 and the MSE in 5; 20-bit codes (4 rounds,
-the same candidates) raised recall in 7 and lowered the MSE in all 9.  So the default keeps the
-paper's layout, and a narrower ``bits`` is the lever where the items are few: a code is shared
-with another of ``N`` distinct items with probability about ``N 2^-bits``; for fixed-length
-items over a known alphabet the positional code (:class:`PositionalEncoder`) is that narrow
-width with no shared code at all (the rule: :class:`PEM`'s notes).
+``sqrt(ln C_i)`` for its candidates per round.  Measured
+(``benchmarks/investigations/results/pem_layout.md``: Zipf(1) over 2^20 and 2^32 items, n = 1e5, eps
+1 and 2, k = 10, 20, 50, 20 seeds, paired differences beyond 2 standard errors, 9 cells): an extra
+first round over the 16 prefixes of 4 bits (pure-ldp's first round) lowered recall in 3 cells and
+raised the MSE in 8; ``eta = 5`` (4 rounds, twice the candidates) raised recall in 1 and the MSE in
+5; 20-bit codes (4 rounds, the same candidates) raised recall in 7 and lowered the MSE in all 9.  So
+the default keeps the paper's layout, and a narrower ``bits`` is the lever where the items are few:
+a code is shared with another of ``N`` distinct items with probability about ``N 2^-bits``; for
+fixed-length items over a known alphabet the positional code (:class:`PositionalEncoder`) is that
+narrow width with no shared code at all (the rule: :class:`PEM`'s notes).
 
 :meth:`PEM.posterior` then puts a posterior on the shares of the found items and of everything
 else, from the last group's reports, through :func:`bayesldp.fit`
@@ -231,14 +231,14 @@ class PEM:
     of varying length, for items wider than the hash code (past 30 bits no positional code
     fits OLH), and for items sharing common beginnings (a positional prefix piles every item
     starting ``"http://www."`` into one candidate for several rounds; the hash spreads them).
-    Measured in ``benchmarks/results/pem_layout.md`` (Zipf(1) over 2^20 items labelled by 5
-    hex digits, n = 1e5, 20 seeds, paired differences beyond 2 standard errors): 20-bit codes
-    (4 rounds) against the 24-bit hash (5 rounds) raised recall in 4 of its 6 cells there
-    (eps 2, k = 10: 0.340 -> 0.400; eps 1, k = 20: 0.075 -> 0.093) and lowered the MSE in all 6;
-    there they were a 20-bit hash, which shares codes between the 2^20 items; the positional
-    code (the same 4 rounds, no collision) raised recall against the 24-bit hash in 4 of the 6
-    cells (eps 1, k = 10: 0.140 -> 0.200) and lowered the MSE in all 6, and under this rule PEM
-    is behind pure-ldp's PEM in none of the file's 9 cells.
+    Measured in ``benchmarks/investigations/results/pem_layout.md`` (Zipf(1) over 2^20 items
+    labelled by 5 hex digits, n = 1e5, 20 seeds, paired differences beyond 2 standard errors):
+    20-bit codes (4 rounds) against the 24-bit hash (5 rounds) raised recall in 4 of its 6 cells
+    there (eps 2, k = 10: 0.340 -> 0.400; eps 1, k = 20: 0.075 -> 0.093) and lowered the MSE in all
+    6; there they were a 20-bit hash, which shares codes between the 2^20 items; the positional code
+    (the same 4 rounds, no collision) raised recall against the 24-bit hash in 4 of the 6 cells (eps
+    1, k = 10: 0.140 -> 0.200) and lowered the MSE in all 6, and under this rule PEM is behind
+    pure-ldp's PEM in none of the file's 9 cells.
 
     Examples
     --------

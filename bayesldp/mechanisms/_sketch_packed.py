@@ -8,11 +8,11 @@ arrays use (``likelihood_packed``, RAPPOR's memo).  The ``8 ceil(m/8) - m`` padd
 the last byte are 0, so a byte's bits can be read without masking.
 
 Why: at Apple's ``m = 1024`` an int8 report is 1 KB and SFP at a million users writes 800 MB
-(``benchmarks/sfp_client_memory.py``: first touch of that memory 1.80 s in its int8 run, the
-results file as committed at 4074867; 0.19 s for the packed reports in the current file);
+(``benchmarks/investigations/sfp_client_memory.py``: first touch of that memory 1.80 s in its int8
+run, the results file as committed at 4074867; 0.19 s for the packed reports in the current file);
 packed it is 128 bytes a report.  The client writes the packed bytes directly from the same
-SplitMix64 stream as the int8 client (:func:`cms_packed`), and the readers take one bit per
-look-up, so nothing builds the ``n x m`` entries.
+SplitMix64 stream as the int8 client (:func:`cms_packed`), and the readers take one bit per look-up,
+so nothing builds the ``n x m`` entries.
 """
 
 from __future__ import annotations

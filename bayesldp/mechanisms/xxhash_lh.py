@@ -101,23 +101,24 @@ class XXHashLocalHashing(HashedGRR):
     ``(q, p)``), whatever the distribution of seeds, so the MLE, EM and posteriors are exact.
 
     Oracle: ``p* = p``, ``q* = c p + (1 - c) q`` with ``c = Pr_s[h_s(x) = h_s(x')]``, ``x != x'``.
-    XXH32 is not a universal family, so ``c`` was measured (``benchmarks/xxhash_collisions.py``):
+    XXH32 is not a universal family, so ``c`` was measured
+    (``benchmarks/investigations/xxhash_collisions.py``):
 
     * for a fixed input, ``s -> XXH32(x, s)`` is a bijection of the 32-bit words (every step of
       the short-input path is an addition of a constant, a multiplication by an odd constant, a
       rotation or ``h ^= h >> r``), so ``h_s(x)`` has the exact marginal of ``U{0..2^32-1} mod g``;
-    * exactly, over all ``2^32`` seeds (``python benchmarks/xxhash_collisions.py --exact 0,1,10``,
-      525 s): for the pairs (0, 1), (0, 10), (1, 10) and g in {2, 3, 4, 5, 8, 21},
-      ``|c - 1/g| <= 1.16e-5`` in all 18 cells (largest: -1.16e-5 at g = 8, -1.07e-5 at g = 4,
-      +1.00e-5 at g = 3), the size of a random function's fluctuation ``sqrt(c(1 - c) / 2^32)``
-      (3e-6 to 8e-6);
-    * all 4,950 pairs of ``0..99`` over 4,194,304 random seeds (``python
-      benchmarks/xxhash_collisions.py``, ``default_rng(0)``): ``c_hat - 1/g`` = -7.9e-6,
-      -0.5e-6, -6.5e-6, -0.7e-6, -1.5e-6, +0.3e-6 for g = 2, 3, 4, 5, 8, 21 (standard errors
-      3.5e-6 to 1.5e-6), and the 99 adjacent pairs ``(x, x + 1)`` collide at homogeneous rates
-      (chi-square p >= 0.049 for each g); a second run (``--seeds 16777216 --rng 1 --g 2,4``):
-      -3.0e-6 and -2.6e-6 (se 1.7e-6, 1.5e-6).  The average over these pairs may thus sit a few
-      1e-6 below ``1/g`` for g = 2 and 4 (combined: -3.9e-6 +- 1.5e-6 at g = 2).
+    * exactly, over all ``2^32`` seeds
+      (``python benchmarks/investigations/xxhash_collisions.py --exact 0,1,10``, 525 s): for the
+      pairs (0, 1), (0, 10), (1, 10) and g in {2, 3, 4, 5, 8, 21}, ``|c - 1/g| <= 1.16e-5`` in all
+      18 cells (largest: -1.16e-5 at g = 8, -1.07e-5 at g = 4, +1.00e-5 at g = 3), the size of a
+      random function's fluctuation ``sqrt(c(1 - c) / 2^32)`` (3e-6 to 8e-6);
+    * all 4,950 pairs of ``0..99`` over 4,194,304 random seeds
+      (``python benchmarks/investigations/xxhash_collisions.py``, ``default_rng(0)``):
+      ``c_hat - 1/g`` = -7.9e-6, -0.5e-6, -6.5e-6, -0.7e-6, -1.5e-6, +0.3e-6 for g = 2, 3, 4, 5, 8,
+      21 (standard errors 3.5e-6 to 1.5e-6), and the 99 adjacent pairs ``(x, x + 1)`` collide at
+      homogeneous rates (chi-square p >= 0.049 for each g); a second run (``--seeds 16777216 --rng 1
+      --g 2,4``): -3.0e-6 and -2.6e-6 (se 1.7e-6, 1.5e-6).  The average over these pairs may thus
+      sit a few 1e-6 below ``1/g`` for g = 2 and 4 (combined: -3.9e-6 +- 1.5e-6 at g = 2).
 
     So ``c = 1/g`` to within ``1.2e-5``, the value Wang et al. assume, and the oracle uses
     ``q* = 1/g`` (exactly ``p/g + (1 - 1/g) q = 1/g``).  A true ``c = 1/g + d`` biases the oracle

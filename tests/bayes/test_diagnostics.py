@@ -38,8 +38,9 @@ def test_a_failed_check_under_a_broad_posterior_of_a_says_so():
 
 def test_divergences_at_a_vertex_under_the_smoothness_prior_say_what_to_do():
     """Issue 36's known fault: 90 GRR reports (60, 20, 10), K = 3, default SmoothDensity(3);
-    2.9-3.6 % of the transitions diverge (benchmarks/results/smooth_vertex_steps.md), so 2 x
-    1,000 draws have none with probability below 1e-20; the hint names the share of draws at a
+    2.9-3.6 % of the transitions diverge (benchmarks/investigations/results/smooth_vertex_steps.md),
+    so 2 x 1,000 draws have none with probability below 1e-20; the hint names the share of draws at
+    a
     vertex and the two remedies."""
     tally = bayesldp.GRR(3, 1.0).tally_from_report_counts(np.array([60, 20, 10]))
     with pytest.warns(ConvergenceWarning) as record:

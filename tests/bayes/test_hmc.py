@@ -276,7 +276,7 @@ def test_a_group_measured_through_its_total_is_nested_however_weakly():
     """At n = 1,000 RRRR's categories outside S carry less than one effective count each, so
     ``shared_information`` (over categories with at least one) stays below 3, yet the data
     measure their total and not their split: the default nests them all the same, at the
-    joint scheme's 0.9 (benchmarks/results/shared_information.md, part 3)."""
+    joint scheme's 0.9 (benchmarks/investigations/results/shared_information.md, part 3)."""
     rrrr, _ = rrrr_and_grr_tallies(0, n=1000)
     out = hmc.sample(rrrr, bayesldp.bayes.AdaptiveDirichlet(10), draws=50, chains=1,
                      random_seed=0, tune=50)  # fmt: skip

@@ -416,15 +416,16 @@ SMOOTH_CASES = {  # name: (reports, prior keywords)
 #: plateau at the vertex theta ~ (1, 0, 0), where the likelihood is flat in both log-ratios:
 #: slope and curvature sds of 60-140 (log theta_1's median -35) against the likelihood's
 #: exponential walls, 1.5-3 units wide.  NUTS diverges on 2.8-3.6 % of its transitions
-#: (seeds 1 and 2, benchmarks/results/smooth_weights_rule.md; fit warns), in every range of
-#: lambda and of the slope, at a rate that grows with the adapted step size (1.7 % at 0.053 to
-#: 7.1 % at 0.166 across chains, a scratch run); the pilot already sets the curvature's weight
-#: to 1 (fully non-centred), and the mean and median rules diverge as often (4.0 %, 3.6 %).
-#: Below this test's 0.2 % only at a thirtieth of the adapted step (0.04-0.07 % at 906-1,342
-#: leapfrog steps per draw); PyMC's NUTS diverges as often, more with a sinh map of the slope
-#: (benchmarks/results/smooth_vertex_steps.md); fit's warning suggests target_accept=0.99.
-#: (150, 100, 50) is another fault, a funnel between lambda and the centred curvature at small
-#: lambda (3.4 % divergent); its importance reference is too weak for this test (ESS 10,089)
+#: (seeds 1 and 2, benchmarks/investigations/results/smooth_weights_rule.md; fit warns), in every
+#: range of lambda and of the slope, at a rate that grows with the adapted step size (1.7 % at 0.053
+#: to 7.1 % at 0.166 across chains, a scratch run); the pilot already sets the curvature's weight to
+#: 1 (fully non-centred), and the mean and median rules diverge as often (4.0 %, 3.6 %). Below this
+#: test's 0.2 % only at a thirtieth of the adapted step (0.04-0.07 % at 906-1,342 leapfrog steps per
+#: draw); PyMC's NUTS diverges as often, more with a sinh map of the slope
+#: (benchmarks/investigations/results/smooth_vertex_steps.md); fit's warning suggests
+#: target_accept=0.99. (150, 100, 50) is another fault, a funnel between lambda and the centred
+#: curvature at small lambda (3.4 % divergent); its importance reference is too weak for this test
+#: (ESS 10,089)
 SMOOTH_KNOWN_FAULTS = {"default prior, 90 reports, skewed"}
 
 
@@ -492,7 +493,8 @@ def test_smoothness_pilot_weights_keep_divergences_rare_over_pilot_seeds():
     seeds 1 and 2 (the reference case above runs 36), 4 chains x 10,000 draws each: divergent
     transitions pooled over the 80,000 draws below the count a 0.2 % rate exceeds with
     probability 1e-4 (207).  On these seeds the 10 % quantile diverged on 0.07 % and 0.13 %,
-    the mean information on 1.36 % and 2.02 % (benchmarks/results/smooth_weights_rule.md):
+    the mean information on 1.36 % and 2.02 %
+    (benchmarks/investigations/results/smooth_weights_rule.md):
     the check sees a rule that diverges on more than about 0.3 % of the draws."""
     tally = MECH.tally_from_report_counts(np.array([25, 25, 40]))
     prior = bayesldp.bayes.SmoothDensity(3)

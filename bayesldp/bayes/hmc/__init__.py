@@ -136,9 +136,9 @@ def sample(
         prior 0.8 let a few trajectories diverge where a low-mass region's log-weights meet
         the likelihood's exponential wall (12 of 1,000 draws on SW at 1024 bins, eps 1,
         scratch); 0.9 took about as many steps.
-        Under the joint scheme, on the 192 GRR fits of benchmarks/adaptive_convergence.py
-        (scratch): 1,154 divergent draws in 44 fits at 0.8, 137 in 23 at 0.9, for a median
-        of 37.7 leapfrog steps per draw against 30.9.
+        Under the joint scheme, on the 192 GRR fits of
+        benchmarks/investigations/adaptive_convergence.py (scratch): 1,154 divergent draws in 44
+        fits at 0.8, 137 in 23 at 0.9, for a median of 37.7 leapfrog steps per draw against 30.9.
         ``max_treedepth`` (int, default 10): at most ``2**max_treedepth - 1`` leapfrog steps.
         ``metric`` ("dense" or "diag"; default "dense" on ALR coordinates, "diag" on
         log-gamma ones and under the smoothness prior): the adapted inverse metric.  Under the

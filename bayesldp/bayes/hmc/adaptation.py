@@ -33,8 +33,8 @@ def _default_accept(shared: float, hierarchical: bool) -> float:
     S = {0, 1, 2}, eps = 1, eps1 = 0.8, n = 1e5, 30 Dirichlet(1) populations, Dirichlet(1)
     prior, 4 chains x 1000 draws on plain log-ratios: divergent draws in 9 fits at 0.8, 5 at
     0.9, none at 0.95, for 19.6, 23.1 and 26.6 leapfrog steps per draw; the adaptive prior: 13
-    fits at 0.9, 7 at 0.95 (benchmarks/results/shared_information.md).  Nested log-ratios
-    remove the curvature, and ``_run`` passes ``shared = 1`` for them (nested wherever
+    fits at 0.9, 7 at 0.95 (benchmarks/investigations/results/shared_information.md).  Nested
+    log-ratios remove the curvature, and ``_run`` passes ``shared = 1`` for them (nested wherever
     :func:`_nesting` finds a group, whatever ``shared``)."""
     if shared > SHARED_INFORMATION:
         return 0.95

@@ -25,19 +25,17 @@ Two schemes, option ``adaptive_scheme``:
   counts in a Dirichlet-multinomial, on the grid).  Before ``R_x`` depended on ``m_x`` the upper
   slope was ``1 - w_x + w_x (1 + a)^{-1/2}``, too wide for categories the data measure a
   little (``m`` about 1-10) and the funnel left in for those they measure well at large ``a``
-  (the 192 GRR fits of benchmarks/results/adaptive_convergence.md: r_hat above 1.01 in 40 fits
-  before, 23 now, divergent draws in 46 and 23; scratch, same fits: median bulk ESS 574 and
-  883).
-  The centre ``c_x`` follows ``a``
-  (:func:`_centres`): the Dirichlet(a) posterior mode, raised to the upper edge of the mass for
-  small ``a + m_x``, at knots one prior sd apart, interpolated in ``log a``; with fixed centres the
-  mass of a weakly measured category sat near ``u = 0`` at small ``a`` but about
-  ``sqrt(a) (c_x - z_x)`` below it at large ``a`` (a funnel in ``(u, log a)``).  Target
-  acceptance 0.9 (see :func:`bayesldp.bayes.hmc.sample`).  Draws of ``a`` are
-  returned (``SamplerOutput.extra["a"]``).  Measured (benchmarks/adaptive_hmc.py, GRR K = 30):
-  r_hat, bulk ESS and time much better than "marginal" where the data say little about ``a``;
-  a few divergent transitions remain when the posterior of ``a`` reaches far above 10 (weak data,
-  prior-dominated large ``a``).
+  (the 192 GRR fits of benchmarks/investigations/results/adaptive_convergence.md: r_hat above 1.01
+  in 40 fits before, 23 now, divergent draws in 46 and 23; scratch, same fits: median bulk ESS 574
+  and 883). The centre ``c_x`` follows ``a`` (:func:`_centres`): the Dirichlet(a) posterior mode,
+  raised to the upper edge of the mass for small ``a + m_x``, at knots one prior sd apart,
+  interpolated in ``log a``; with fixed centres the mass of a weakly measured category sat near ``u
+  = 0`` at small ``a`` but about ``sqrt(a) (c_x - z_x)`` below it at large ``a`` (a funnel in ``(u,
+  log a)``).  Target acceptance 0.9 (see :func:`bayesldp.bayes.hmc.sample`).  Draws of ``a`` are
+  returned (``SamplerOutput.extra["a"]``).  Measured against "marginal" (GRR K = 30; the two schemes
+  on 96 GRR tallies: benchmarks/investigations/adaptive_cost.py): r_hat, bulk ESS and time much
+  better than "marginal" where the data say little about ``a``; a few divergent transitions remain
+  when the posterior of ``a`` reaches far above 10 (weak data, prior-dominated large ``a``).
 * ``"marginal"``: NUTS on ``z`` under the marginal prior ``log sum_j exp(c_j + a_j S)`` (``a``
   summed out on its grid, exact for the grid; ``fit`` then draws ``a | theta``).  Mixes slowly
   when the data say little about ``a``.

@@ -11,7 +11,7 @@ step size that ``target_accept = 0.8`` adapts to diverges.  :class:`_NestedTarge
 G's total as one log-ratio to a reference outside G and the split as log-ratios inside G; by
 the Dirichlet's aggregation property the log-density is the same function of ``theta``
 (:func:`_logp_grad_nested`), and the adaptive prior's joint scheme takes the same
-coordinates.  RRRR, K = 10, 30 tallies (benchmarks/results/shared_information.md): at
+coordinates.  RRRR, K = 10, 30 tallies (benchmarks/investigations/results/shared_information.md): at
 n = 1e5, nested in 28, Dirichlet(1) at 0.8 no divergent draw in 10.4 leapfrog steps per draw
 (plain log-ratios: 12 divergent draws in 9 fits at 0.8, none at 0.95 in 26.6 steps), median
 smallest bulk ESS 2029 against 1615; the adaptive prior at 0.9 none in 13.9 steps (plain: 30
@@ -40,7 +40,7 @@ def _shared_information(target: _Target, z: np.ndarray) -> float:
     OLH, Hadamard response, subset selection, SHE, THE, CMS and RAPPOR, K = 10 and 30), up to
     12.82 on RRRR's reports (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8), whose categories
     outside ``S`` are measured almost only through their total: the likelihood pins the total
-    and leaves the split loose (benchmarks/results/shared_information.md).
+    and leaves the split loose (benchmarks/investigations/results/shared_information.md).
     """
     return _shared_ratio(*_information(target, target.theta(z[None, :])[0][0]))
 

@@ -25,7 +25,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from numba import njit
@@ -34,8 +34,20 @@ from bayesldp._durable import StateFormat, file_lock, read_state, write_state
 from bayesldp._validation import one_d_array
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 
-if TYPE_CHECKING:
-    from bayesldp.mechanisms.longitudinal.mechanism import Longitudinal
+
+class _MemoOwner(Protocol):
+    """What a memo reads of its mechanism (``Longitudinal``, RAPPOR or dBitFlipPM);
+    declared here, not imported: the longitudinal mechanisms import this module."""
+
+    k: int
+
+    def params(self) -> dict[str, Any]: ...
+
+    def memo_layout(self) -> tuple[np.dtype, tuple[int, ...]]: ...
+
+    def decode_permanent(self, responses: np.ndarray) -> np.ndarray: ...
+
+    def valid_permanent(self, responses: np.ndarray) -> bool: ...
 
 
 class MemoError(InvalidInputError):
@@ -140,8 +152,8 @@ class Memo(Mapping):
         The mechanism whose permanent responses it keeps (refused by any other).
     """
 
-    def __init__(self, mechanism: Longitudinal) -> None:
-        # what a memo needs of its mechanism (Longitudinal's, not imported: it imports this)
+    def __init__(self, mechanism: _MemoOwner) -> None:
+        # what a memo needs of its mechanism (_MemoOwner: checked here, at run time)
         if not callable(getattr(mechanism, "memo_layout", None)):
             raise InvalidTypeError(
                 f"mechanism: a memo keeps permanent responses of a longitudinal mechanism "
@@ -185,7 +197,7 @@ class Memo(Mapping):
         return f"{type(self).__name__}({self.mechanism!r}, {len(self):,} entries)"
 
     # ------------------------------------------------------------------ vectorised access
-    def check_mechanism(self, mechanism: Longitudinal) -> None:
+    def check_mechanism(self, mechanism: _MemoOwner) -> None:
         """Raise :class:`MemoError` unless this memo belongs to ``mechanism``."""
         if mechanism != self.mechanism:
             raise MemoError(
@@ -293,7 +305,7 @@ class MemoStore(Memo):
         Seconds to wait for another writer's lock.
     """
 
-    def __init__(self, path: str | os.PathLike[str], mechanism: Longitudinal, *, wait: float = 0.0):
+    def __init__(self, path: str | os.PathLike[str], mechanism: _MemoOwner, *, wait: float = 0.0):
         super().__init__(mechanism)
         self._stack = None
         self.path = resolved_memo_path(path)

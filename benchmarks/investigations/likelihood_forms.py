@@ -1,4 +1,5 @@
-"""Packed rows against compressed rows for support-form likelihoods (issue 41, investigation).
+"""Packed rows against compressed rows for support-form likelihoods (an
+investigation).
 
 A support-form tally's centred rows ``C = delta M`` (``M`` 0/1, U distinct reports x K) are
 multiplied either from compressed rows (``"sparse"``: the column indices of ``M`` or of
@@ -27,8 +28,9 @@ This measures both on the same tallies, in the same process, one form after the 
 
 Usage::
 
-    python benchmarks/likelihood_forms.py            # writes benchmarks/results/likelihood_forms.md
-    python benchmarks/likelihood_forms.py --quick    # small sizes, prints only
+    # writes benchmarks/investigations/results/likelihood_forms.md
+    python benchmarks/investigations/likelihood_forms.py
+    python benchmarks/investigations/likelihood_forms.py --quick    # small sizes, prints only
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -55,7 +57,7 @@ import bayesldp.likelihood_kernels as lk  # noqa: E402
 from bayesldp.likelihood import Likelihood  # noqa: E402
 from bayesldp.tally import Tally  # noqa: E402
 
-OUT = ROOT / "benchmarks" / "results" / "likelihood_forms.md"
+OUT = ROOT / "benchmarks" / "investigations" / "results" / "likelihood_forms.md"
 SEED = 20261127
 BATCHES = 7
 BATCH_SECONDS = 0.1
@@ -241,7 +243,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes; prints only")
     parser.add_argument("--out", help="results file ('-': print only); default "
-                        "benchmarks/results/likelihood_forms.md, or '-' with --quick")  # fmt: skip
+                        "benchmarks/investigations/results/likelihood_forms.md, "
+                        "or '-' with --quick")  # fmt: skip
     parser.add_argument("--fit-repeats", type=int, default=2, help="timed fits per form")
     args = parser.parse_args(argv)
     out = args.out or ("-" if args.quick else str(OUT))
@@ -253,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                             capture_output=True).stdout.strip()  # fmt: skip
     versions = [f"{m} {__import__(m).__version__}" for m in ("bayesldp", "numpy", "numba")]
-    command = "python benchmarks/likelihood_forms.py"
+    command = "python benchmarks/investigations/likelihood_forms.py"
     command += " --quick" if args.quick else ""
     command += f" --out {args.out}" if args.out else ""
     command += f" --fit-repeats {args.fit_repeats}" if args.fit_repeats != 2 else ""
@@ -267,7 +270,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{', '.join(f'{x:.2f}' for x in end_load)} (other jobs share the cores: compare the "
         "forms within a row, measured one after the other)",
         f"- Python {platform.python_version()}; {', '.join(versions)}",
-        "- What each table measures: the module docstring of `benchmarks/likelihood_forms.py`",
+        "- What each table measures: the module docstring of "
+        "`benchmarks/investigations/likelihood_forms.py`",
         "", "## Microseconds per gradient, mechanism tallies", "", *mech_rows,
         "", "## The crossover: random masks", "", *grid_tables(cells),
         "", "## fit(method=\"hmc\") of posterior_warm's oue50 tally, 2 chains x "

@@ -11,14 +11,15 @@ Table 1 groups the fits by the width of a's 90% interval (``log10(q95 / q05)``):
 r_hat above 1.01 (PyMC's and ``fit``'s warning threshold) and how many diverge.  Table 2 puts
 each fit's cost beside two fixed-prior fits of the same tally (same seed and draws):
 Dirichlet(a) at a's posterior median (the cost of the posterior's shape without learning a)
-and Dirichlet(1) (issue 10's cost reference).  Table 3 groups
+and Dirichlet(1) (the cost reference).  Table 3 groups
 them by how far the joint sampler's pilot ``a0`` (its start in ``log a`` and the source of the
 tail weights, ``backend_info["pilot_a"]``) is from a's posterior median, in decades.  Table 4
 lists the fits with r_hat above 1.01 or a divergence.
 
 Usage::
 
-    python benchmarks/adaptive_convergence.py   # writes benchmarks/results/adaptive_convergence.md
+    # writes benchmarks/investigations/results/adaptive_convergence.md
+    python benchmarks/investigations/adaptive_convergence.py
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import pandas as pd
 
 import bayesldp
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the suite
 import prior_accuracy as pa  # the populations and seeds of the accuracy benchmark
 
 SEED = 20261123  # prior_accuracy.py's default
@@ -98,7 +99,7 @@ def tables(df: pd.DataFrame) -> str:
                  f"{df['steps'].median():.1f} | {df['seconds'].median():.2f} |")  # fmt: skip
     lines += ["", "## Cost against fixed Dirichlet priors (same tally, seed and draws)", "",
               "A fixed Dirichlet(a) at a's posterior median is the cost of the posterior's "
-              "shape alone (no a to learn); Dirichlet(1) is issue 10's cost reference.", "",
+              "shape alone (no a to learn); Dirichlet(1) is the cost reference.", "",
               "| width | fits | median steps: adaptive / Dirichlet(median a) / Dirichlet(1) | "
               "median s: adaptive / Dirichlet(median a) / Dirichlet(1) | median ratio of s: "
               "adaptive over Dirichlet(median a) / over Dirichlet(1) |",
@@ -145,7 +146,7 @@ def main() -> None:
         df = pd.DataFrame(list(pool.map(one_fit, *zip(*jobs, strict=True))))
     header = "\n".join([
         "# Convergence of the default sampler under the adaptive prior (GRR)", "",
-        "- Command: `python benchmarks/adaptive_convergence.py`",
+        "- Command: `python benchmarks/investigations/adaptive_convergence.py`",
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; "
         f"{time.perf_counter() - start:.0f} s; 2 worker processes",
         f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "

@@ -1,6 +1,6 @@
 """The smoothness prior at a vertex posterior: what smaller steps and a nonlinear map buy.
 
-Issue 36's known fault (``SMOOTH_KNOWN_FAULTS`` in ``tests/bayes/test_sampler_reference.py``):
+The sampler's known fault (``SMOOTH_KNOWN_FAULTS`` in ``tests/bayes/test_sampler_reference.py``):
 under the default ``SmoothDensity(3)`` on 90 GRR reports (60, 20, 10; eps = 1) the posterior
 sits near the vertex theta = (1, 0, 0), where the likelihood is flat in both log-ratios, so the
 slope and the curvature spread over their wide priors (sd 60-140) between the likelihood's
@@ -18,12 +18,12 @@ reference test's):
 
 Columns: the divergent share, leapfrog steps per draw, the adapted step sizes (over chains),
 seconds of the fit, the ESS of ``log lambda`` and the z-scores of E[log lambda] and of theta's
-12 checks (``benchmarks/smooth_weights_rule.py``'s :func:`score`).
+12 checks (``benchmarks/investigations/smooth_weights_rule.py``'s :func:`score`).
 
 Usage::
 
-    python benchmarks/smooth_vertex_steps.py --seeds 1,2 \
-        --out benchmarks/results/smooth_vertex_steps.md
+    python benchmarks/investigations/smooth_vertex_steps.py --seeds 1,2 \
+        --out benchmarks/investigations/results/smooth_vertex_steps.md
 """
 
 from __future__ import annotations
@@ -41,13 +41,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import bayesldp  # noqa: E402
 from bayesldp.bayes import hmc  # noqa: E402
 from bayesldp.bayes.hmc import adaptation  # noqa: E402
-from benchmarks.smooth_weights_rule import score  # noqa: E402
+from benchmarks.investigations.smooth_weights_rule import score  # noqa: E402
 from tests.bayes.test_sampler_reference import (  # noqa: E402
     MECH,
     ImportanceReference,
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                             capture_output=True).stdout.strip()  # fmt: skip
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python benchmarks/smooth_vertex_steps.py --seeds " + args.seeds
+    command = "python benchmarks/investigations/smooth_vertex_steps.py --seeds " + args.seeds
     command += " --no-pymc" if args.no_pymc else ""
     command += "" if args.out == "-" else f" --out {args.out}"
     lines = [

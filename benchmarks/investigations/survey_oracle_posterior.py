@@ -1,6 +1,6 @@
-"""Could any RRRR subset bring the *posterior mean* to 0.8x GRR's TV?  An oracle bound (issue 35).
+"""Could any RRRR subset bring the *posterior mean* to 0.8x GRR's TV?  An oracle bound.
 
-Item 3 of issue 35 asks the default survey's posterior mean (``bayesldp.fit`` under the adaptive
+The target was the default survey's posterior mean (``bayesldp.fit`` under the adaptive
 prior) to reach at most 0.8x the TV of the non-adaptive GRR survey's posterior mean on sparse
 populations (rho = 0.01).  ``survey_oracle.py`` bounds what a subset can do for the MLE; this
 script asks the same of the posterior mean.  For each population theta ~ Dirichlet(rho) of a cell
@@ -21,8 +21,10 @@ grid's sparse cells, ``survey_adaptive_gain.md``).
 
 Usage::
 
-    python benchmarks/survey_oracle_posterior.py --workers 2  # results/survey_oracle_posterior.md
-    python benchmarks/survey_oracle_posterior.py --repeats 2 --inner 1 --cells 0 --out /tmp/o.md
+    # results/survey_oracle_posterior.md
+    python benchmarks/investigations/survey_oracle_posterior.py --workers 2
+    python benchmarks/investigations/survey_oracle_posterior.py \
+        --repeats 2 --inner 1 --cells 0 --out /tmp/o.md
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GRID = list(itertools.product((10, 20), (0.01,), (0.5, 1.0, 5.0)))
 EPS1_FRACTION = 0.8
 
@@ -98,7 +100,7 @@ def main() -> None:
     parser.add_argument("--max-s", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--cells", default="all", help="indices of the rho = 0.01 cells, or all")
-    default_out = ROOT / "benchmarks/results/survey_oracle_posterior.md"
+    default_out = ROOT / "benchmarks/investigations/results/survey_oracle_posterior.md"
     parser.add_argument("--out", type=Path, default=default_out)
     args = parser.parse_args()
     load = os.getloadavg()[0]
@@ -121,14 +123,16 @@ def _write(args: argparse.Namespace, rows: list[str], n_cells: int, load: float,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     done = "" if len(rows) == n_cells else f" (so far: {len(rows)} of {n_cells} cells)"
     text = "\n".join([
-        "# An oracle bound on what RRRR subsets can do for the posterior mean (issue 35, item 3)",
+        "# An oracle bound on what RRRR subsets can do for the posterior mean",
         "",
-        f"`python benchmarks/survey_oracle_posterior.py --repeats {args.repeats} --inner "
+        "`python benchmarks/investigations/survey_oracle_posterior.py "
+        f"--repeats {args.repeats} --inner "
         f"{args.inner} --max-s {args.max_s} --workers {args.workers} --cells {args.cells}`; "
         f"{_dt.date.today()}, commit {commit}; {platform.machine()}, {os.cpu_count()} cores, "
         f"load average at the start {load:.2f}; {secs:.0f} s{done}.",
         "",
-        "n = 500 K users, the exact budget (eps2 from seed 004's formula), eps1 = 0.8 eps.  TV: "
+        "n = 500 K users, the exact budget (eps2 from Aydın and Yıldırım 2025's formula), "
+        "eps1 = 0.8 eps.  TV: "
         "the posterior mean's (bayesldp.fit, adaptive prior, 4 chains x 1000 draws) mean over "
         "the populations, each on a fresh tally; the oracle uses, per population, the top-s "
         f"subset of the true theta, s = 0..{args.max_s}, with the smallest posterior-mean TV "

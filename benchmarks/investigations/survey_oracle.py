@@ -1,6 +1,6 @@
-"""How much could any choice of RRRR subset gain over plain GRR?  An oracle bound (issue 35).
+"""How much could any choice of RRRR subset gain over plain GRR?  An oracle bound.
 
-Item 3 of issue 35 asks the adaptive survey to reach at most 0.8x the TV of the non-adaptive GRR
+The adaptive survey's target was to reach at most 0.8x the TV of the non-adaptive GRR
 survey on sparse populations (rho = 0.01) at the exact budget.  An adaptive survey chooses its
 subsets from posterior draws; an *oracle* that knows theta can do at least as well with one
 fixed subset, the one whose MLE errs least for that theta.  This script measures that oracle on
@@ -22,8 +22,8 @@ coordinates of the categories with theta above 1e-3).
 
 Usage::
 
-    python benchmarks/survey_oracle.py                 # writes results/survey_oracle.md
-    python benchmarks/survey_oracle.py --repeats 3 --inner 2 --out /tmp/o.md
+    python benchmarks/investigations/survey_oracle.py  # writes results/survey_oracle.md
+    python benchmarks/investigations/survey_oracle.py --repeats 3 --inner 2 --out /tmp/o.md
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GRID = list(itertools.product((10, 20), (0.01, 0.1, 1.0), (0.5, 1.0, 5.0)))
 FRACTIONS = (0.8, 0.9)
 
@@ -121,7 +121,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--inner", type=int, default=4)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/survey_oracle.md")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks/investigations/results/survey_oracle.md"
+    )
     args = parser.parse_args()
     load = os.getloadavg()
     started = time.perf_counter()
@@ -137,14 +139,15 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     text = "\n".join([
-        "# An oracle bound on what RRRR subsets can gain over GRR (issue 35, item 3)",
+        "# An oracle bound on what RRRR subsets can gain over GRR",
         "",
-        f"`python benchmarks/survey_oracle.py --repeats {args.repeats} --inner {args.inner}`; "
+        "`python benchmarks/investigations/survey_oracle.py "
+        f"--repeats {args.repeats} --inner {args.inner}`; "
         f"{_dt.date.today()}, commit {commit}; {platform.machine()}, {os.cpu_count()} cores, "
         f"load average at the start {load[0]:.2f}; {time.perf_counter() - started:.0f} s.",
         "",
-        "n = 500 K users, the exact budget (eps2 from seed 004's formula, every report "
-        "eps-LDP).  GRR TV and oracle TV: the MLE's mean TV over the populations, each on a "
+        "n = 500 K users, the exact budget (eps2 from Aydın and Yıldırım 2025's formula, every "
+        "report eps-LDP).  GRR TV and oracle TV: the MLE's mean TV over the populations, each on a "
         "fresh tally; the oracle uses, per population, the top-s subset of the true theta and "
         "eps1 in {0.8, 0.9} eps with the smallest MLE TV over "
         f"{args.inner} simulated tallies.  Ratio: oracle / GRR (standard error in brackets).  "

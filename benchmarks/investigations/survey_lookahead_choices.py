@@ -1,4 +1,4 @@
-"""Which subset sizes does the lookahead rule choose, when, and on what evidence?  (issue 35)
+"""Which subset sizes does the lookahead rule choose, when, and on what evidence?
 
 For ``--repeats`` populations of one cell of the paper's grid (the populations of
 ``survey_adaptive_gain.py``), runs the default survey and records every choice of the
@@ -9,7 +9,8 @@ of plain GRR on the same users close each population's rows.
 
 Usage::
 
-    python benchmarks/survey_lookahead_choices.py --k 20 --rho 0.1 --epsilon 0.5 --repeats 3
+    python benchmarks/investigations/survey_lookahead_choices.py \
+        --k 20 --rho 0.1 --epsilon 0.5 --repeats 3
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_population(k: int, rho: float, eps: float, rep: int) -> list[str]:
@@ -74,7 +75,7 @@ def main() -> None:
     parser.add_argument("--rho", type=float, default=0.1)
     parser.add_argument("--epsilon", type=float, default=0.5)
     parser.add_argument("--repeats", type=int, default=3)
-    default_out = ROOT / "benchmarks/results/survey_lookahead_choices.md"
+    default_out = ROOT / "benchmarks/investigations/results/survey_lookahead_choices.md"
     parser.add_argument("--out", type=Path, default=default_out)
     args = parser.parse_args()
     load = os.getloadavg()[0]
@@ -84,9 +85,10 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     args.out.write_text("\n".join([
-        "# The lookahead rule's choices and their evidence (issue 35)",
+        "# The lookahead rule's choices and their evidence",
         "",
-        f"`python benchmarks/survey_lookahead_choices.py --k {args.k} --rho {args.rho} "
+        "`python benchmarks/investigations/survey_lookahead_choices.py "
+        f"--k {args.k} --rho {args.rho} "
         f"--epsilon {args.epsilon} --repeats {args.repeats}`; {_dt.date.today()}, commit "
         f"{commit}; {platform.machine()}, {os.cpu_count()} cores, load average at the start "
         f"{load:.2f}; {time.perf_counter() - started:.0f} s.",

@@ -1,4 +1,4 @@
-"""What SFP's time at n = 1e6 is made of: the same call, repeated in one process (issue 40).
+"""What SFP's time at n = 1e6 is made of: the same call, repeated in one process.
 
 ``benchmarks/results/heavy_hitters_1e6.md`` (as committed at 4074867) had ours' SFP near
 pure-ldp's 20x line only in the k = 10 cells, each the first SFP run of ours after pure-ldp's
@@ -20,7 +20,8 @@ for every page it allocates: the int8 reports' 800 MB cost 1.80 s at 4074867.
 
 Usage::
 
-    python benchmarks/sfp_client_memory.py --out benchmarks/results/sfp_client_memory.md
+    python benchmarks/investigations/sfp_client_memory.py \
+        --out benchmarks/investigations/results/sfp_client_memory.md
 
 The int8 reports' run is the results file as committed at 4074867 (script at 90be75a).
 """
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         "# SFP at n = 1e6: the same call repeated in one process",
         "",
-        "- Command: `python benchmarks/sfp_client_memory.py"
+        "- Command: `python benchmarks/investigations/sfp_client_memory.py"
         + (f" --n {args.n}" if args.n != 1_000_000 else "")
         + (f" --repeats {args.repeats}" if args.repeats != 4 else "")
         + (f" --idle {args.idle:g}" if args.idle != 30 else "")

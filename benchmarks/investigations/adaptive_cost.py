@@ -1,13 +1,13 @@
 """Where the adaptive prior's extra seconds over Dirichlet(1) come from: steps or cost per step.
 
-Issue 41 item 2 (measurement only).  Tallies: one repeat (repeat 0) of every cell of
-``benchmarks/prior_accuracy.py``'s GRR grid (its 8 populations x eps 0.5, 1, 2, 4 x n 1e3, 1e4,
-1e5: 96 tallies, the same seeds, so the same tallies, and its ``adaptive`` column's fit seed) and
-the 8 RRRR tallies at n = 1e5 of ``benchmarks/default_prior.py`` (K = 10, eps = 1, subset
-{0, 1, 2}, eps1 = 0.8; its seeds).  Each tally is fitted by ``bayesldp.fit`` three times, one
-after the other in one worker process, with the same seed, 2 chains x 1000 draws after 1000
-warm-up iterations, ``cores=1`` (chains in turn: two worker processes on two cores):
-``prior=1.0`` (Dirichlet(1)), ``prior="adaptive"`` (the default "joint" scheme) and
+The target: the adaptive prior at most 1.5x Dirichlet(1)'s seconds (measurement only).  Tallies: one
+repeat (repeat 0) of every cell of ``benchmarks/prior_accuracy.py``'s GRR grid (its 8 populations x
+eps 0.5, 1, 2, 4 x n 1e3, 1e4, 1e5: 96 tallies, the same seeds, so the same tallies, and its
+``adaptive`` column's fit seed) and the 8 RRRR tallies at n = 1e5 of ``benchmarks/default_prior.py``
+(K = 10, eps = 1, subset {0, 1, 2}, eps1 = 0.8; its seeds).  Each tally is fitted by
+``bayesldp.fit`` three times, one after the other in one worker process, with the same seed, 2
+chains x 1000 draws after 1000 warm-up iterations, ``cores=1`` (chains in turn: two worker processes
+on two cores): ``prior=1.0`` (Dirichlet(1)), ``prior="adaptive"`` (the default "joint" scheme) and
 ``prior="adaptive", adaptive_scheme="marginal"``.
 
 Per fit: the sampler's seconds (``backend_info["wall_time"]``), split into the chains' seconds
@@ -25,8 +25,10 @@ carries (which dominates).
 
 Usage::
 
-    python benchmarks/adaptive_cost.py            # writes benchmarks/results/adaptive_cost.md
-    python benchmarks/adaptive_cost.py --quick    # 4 GRR + 1 RRRR tallies, writes nothing
+    # writes benchmarks/investigations/results/adaptive_cost.md
+    python benchmarks/investigations/adaptive_cost.py
+    # 4 GRR + 1 RRRR tallies, writes nothing
+    python benchmarks/investigations/adaptive_cost.py --quick
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ import bayesldp
 from bayesldp.bayes.fit import import_arviz
 from bayesldp.bayes.hmc import run as hmc_run
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the suite
 import default_prior as dp  # the RRRR tallies (mechanism, seeds)
 import prior_accuracy as pa  # the GRR populations, cells and seeds
 
@@ -227,7 +229,8 @@ def main() -> None:
     n_grr = sum(group == "GRR" for group, _ in jobs)
     header = "\n".join([
         "# The adaptive prior's cost over Dirichlet(1): steps per draw or cost per step", "",
-        f"- Command: `python benchmarks/adaptive_cost.py{' --quick' if args.quick else ''}`",
+        "- Command: `python benchmarks/investigations/adaptive_cost.py"
+        f"{' --quick' if args.quick else ''}`",
         *run_lines,
         f"- {n_grr} GRR tallies (prior_accuracy.py, repeat 0 of "
         f"{'some cells' if args.quick else 'every population x eps x n'}) "

@@ -15,8 +15,8 @@ is uniform or within ``2^-63`` of it).  The OLH oracle needs
 
 Usage::
 
-    python benchmarks/xxhash_collisions.py                       # K = 100, 2^22 seeds
-    python benchmarks/xxhash_collisions.py --exact 0,1,2,10      # exact c of 6 pairs
+    python benchmarks/investigations/xxhash_collisions.py  # K = 100, 2^22 seeds
+    python benchmarks/investigations/xxhash_collisions.py --exact 0,1,2,10      # exact c of 6 pairs
 """
 
 from __future__ import annotations

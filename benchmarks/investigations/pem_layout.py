@@ -1,4 +1,5 @@
-"""PEM's round layout against pure-ldp's PEM where heavy_hitters.md saw ours lose (issue 40).
+"""PEM's round layout against pure-ldp's PEM where heavy_hitters.md saw ours
+lose.
 
 ``benchmarks/results/heavy_hitters.md`` (3 seeds a cell) has bayesldp's ``PEM(eps, k, bits=24,
 eta=4)`` behind pure-ldp 1.2.0's PEM in 6 of 27 cells: Zipf(1) over 2^20 items at eps 1 and 2
@@ -32,9 +33,11 @@ error of the per-seed differences).
 
 Usage::
 
-    python benchmarks/pem_layout.py            # 20 seeds, writes results/pem_layout.md
-    python benchmarks/pem_layout.py --quick    # 2 seeds, n = 20,000, zipf20 eps 1; writes nothing
-    python benchmarks/pem_layout.py --seeds 5 --cells zipf20:1 --out /tmp/x.md  # a subset
+    python benchmarks/investigations/pem_layout.py  # 20 seeds, writes results/pem_layout.md
+    # 2 seeds, n = 20,000, zipf20 eps 1; writes nothing
+    python benchmarks/investigations/pem_layout.py --quick
+    # a subset
+    python benchmarks/investigations/pem_layout.py --seeds 5 --cells zipf20:1 --out /tmp/x.md
 """
 
 from __future__ import annotations
@@ -51,12 +54,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the suite
 from heavy_hitters import SEED, Run, named, pem_code, population, pure_runs
 from throughput import check_xxhash, machine_info
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = ROOT / "benchmarks" / "results" / "pem_layout.md"
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = ROOT / "benchmarks" / "investigations" / "results" / "pem_layout.md"
 KS = (10, 20, 50)
 CELLS = ("zipf20:1", "zipf20:2", "zipf32:1")
 VARIANTS = ("ours", "first4", "eta5", "bits20", "positional")

@@ -20,7 +20,7 @@ ESS and the largest r_hat of theta.
 
 Usage::
 
-    python benchmarks/shared_information.py   # writes results/shared_information.md
+    python benchmarks/investigations/shared_information.py   # writes results/shared_information.md
 """
 
 from __future__ import annotations
@@ -179,7 +179,8 @@ def main() -> None:
     minutes = (time.perf_counter() - start) / 60
     header = [
         "# Categories measured only jointly: shared information and target acceptance", "",
-        f"- Command: `python benchmarks/shared_information.py --repeats {args.repeats}`",
+        "- Command: `python benchmarks/investigations/shared_information.py "
+        f"--repeats {args.repeats}`",
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; {minutes:.1f} min",
         f"- Machine: {platform.machine()}, {os.cpu_count()} cores, load average at the start "
         f"{load[0]:.2f}; Python {platform.python_version()}, bayesldp {bayesldp.__version__}",

@@ -1,7 +1,7 @@
 """The smoothness prior's non-centring weights on K = 3 tallies: the pilot's 10 % quantile of the
 information (what ships) against its mean (the mutation table's ``smooth-mean-information``).
 
-Issue 36.  :func:`bayesldp.bayes.hmc.smooth.pilot_information` sets the weights ``w_j`` of the
+:func:`bayesldp.bayes.hmc.smooth.pilot_information` sets the weights ``w_j`` of the
 partial non-centring ``y_j = (lambda scale_j)^{w_j} u_j`` from the data's information about
 each RW2 coefficient over a pilot chain's draws.  Any weights give the same target (the map's
 Jacobian is in the density); they change only how NUTS moves, so a bad rule shows as divergent
@@ -14,8 +14,8 @@ means, variances and 5 % tail masses against self-normalised importance sampling
 
 Usage::
 
-    python benchmarks/smooth_weights_rule.py --seeds 1,2 \
-        --out benchmarks/results/smooth_weights_rule.md
+    python benchmarks/investigations/smooth_weights_rule.py --seeds 1,2 \
+        --out benchmarks/investigations/results/smooth_weights_rule.md
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import bayesldp  # noqa: E402
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         "# The smoothness prior's non-centring weights: 10 % quantile against mean (K = 3)",
         "",
-        f"- Command: `python benchmarks/smooth_weights_rule.py --seeds {args.seeds}"
+        f"- Command: `python benchmarks/investigations/smooth_weights_rule.py --seeds {args.seeds}"
         + ("" if args.out == "-" else f" --out {args.out}") + "`",
         f"- Date: {now}; commit {commit}; {time.perf_counter() - started:.0f} s; load average "
         f"at the start {load:.2f}",

@@ -1,12 +1,12 @@
 """An oracle bound for the adaptive prior's cost: theta sampled with its concentration known.
 
-Issue 41 item 2 asks for the adaptive prior (:class:`bayesldp.AdaptiveDirichlet`) at most 1.5x
-Dirichlet(1)'s seconds at equal or better ESS.  ``benchmarks/adaptive_cost.py`` found the default
-joint scheme at 4.11x (median over prior_accuracy's GRR tallies), 2.55x of it in steps per draw.
-This script asks what the hyperparameter itself costs: any scheme that samples ``theta`` given
-``a`` (a Gibbs sampler, an empirical-Bayes plug-in) can at best sample ``theta`` as fast as a
-fixed Dirichlet(``a``) posterior at the ``a`` the data choose.  Per tally, the same seed, 2 chains
-x 1000 draws after 1000 warm-up, cores=1, one after the other in one worker process:
+The target was the adaptive prior (:class:`bayesldp.AdaptiveDirichlet`) at most 1.5x
+Dirichlet(1)'s seconds at equal or better ESS.  ``benchmarks/investigations/adaptive_cost.py`` found
+the default joint scheme at 4.11x (median over prior_accuracy's GRR tallies), 2.55x of it in steps
+per draw. This script asks what the hyperparameter itself costs: any scheme that samples ``theta``
+given ``a`` (a Gibbs sampler, an empirical-Bayes plug-in) can at best sample ``theta`` as fast as a
+fixed Dirichlet(``a``) posterior at the ``a`` the data choose.  Per tally, the same seed, 2 chains x
+1000 draws after 1000 warm-up, cores=1, one after the other in one worker process:
 
 * ``dir1``: ``fit(prior=1.0)``, the reference;
 * ``joint``: ``fit(prior="adaptive")``, the default scheme (its posterior median of ``a``,
@@ -28,8 +28,10 @@ RRRR tallies at n = 1e5).
 
 Usage::
 
-    python benchmarks/adaptive_oracle.py            # writes benchmarks/results/adaptive_oracle.md
-    python benchmarks/adaptive_oracle.py --quick    # 4 GRR + 1 RRRR tallies, writes nothing
+    # writes benchmarks/investigations/results/adaptive_oracle.md
+    python benchmarks/investigations/adaptive_oracle.py
+    # 4 GRR + 1 RRRR tallies, writes nothing
+    python benchmarks/investigations/adaptive_oracle.py --quick
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ from bayesldp.bayes.hmc.adaptation import (
 from bayesldp.bayes.hmc.targets import _find_mode, _Target
 from bayesldp.bayes.hmc.tree import _N_SLOTS, _transition
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the suite
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the investigation it builds on
 import adaptive_cost as ac  # the tallies, the fit timer, the seeds
 import prior_accuracy as pa
 
@@ -252,7 +255,8 @@ def main() -> None:
     n_grr = sum(group == "GRR" for group, _ in jobs)
     header = "\n".join([
         "# An oracle bound for the adaptive prior's cost: theta with its concentration known", "",
-        f"- Command: `python benchmarks/adaptive_oracle.py{' --quick' if args.quick else ''}`",
+        "- Command: `python benchmarks/investigations/adaptive_oracle.py"
+        f"{' --quick' if args.quick else ''}`",
         *run_lines,
         f"- {n_grr} GRR and {len(jobs) - n_grr} RRRR tallies (adaptive_cost.py's); each fitted "
         f"under Dirichlet(1), the adaptive prior's joint scheme, the fixed Dirichlet(a_hat) "

@@ -24,7 +24,7 @@ other at its best, per population.
 
 The second puts the logistic-normal to work on a few of prior_accuracy.py's tallies (its cells'
 seeds; repeat 0), the four Zipf cells at n = 100,000 where the adaptive prior was furthest above
-the best frequentist estimator (1.19-1.43x in results/prior_accuracy.md), a sparse and a
+the best frequentist estimator (1.19-1.43x in benchmarks/results/prior_accuracy.md), a sparse and a
 data-set cell: a PyMC model (``bayesldp.tally_likelihood``) with ``theta = softmax(sd v)``, ``v
 ~ Normal(0, 1)^K``, ``sd ~ HalfNormal(3)``, PyMC's NUTS (2 chains x 1000 draws after 1000 tuning
 steps, target acceptance 0.9, seed 1), against ``bayesldp.fit(tally, prior="adaptive")`` (2 x
@@ -34,8 +34,10 @@ is worth building, not a verdict.
 
 Usage::
 
-    python benchmarks/prior_family_fit.py          # writes benchmarks/results/prior_family_fit.md
-    python benchmarks/prior_family_fit.py --grid   # every GRR cell, repeat 0: prior_family_grid.md
+    # writes benchmarks/investigations/results/prior_family_fit.md
+    python benchmarks/investigations/prior_family_fit.py
+    # every GRR cell, repeat 0: prior_family_grid.md
+    python benchmarks/investigations/prior_family_fit.py --grid
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from scipy.special import gammaln
 
 from bayesldp.datasets import load_dataset
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the suite
 import prior_accuracy as pa  # the populations and seeds of the accuracy benchmark
 
 SEED = 20261123  # prior_accuracy.py's default
@@ -169,7 +171,7 @@ def grid() -> None:
     text = "\n".join([
         "# Logistic-normal prior (learnt sd) against the adaptive prior on every GRR cell",
         "",
-        "- Command: `python benchmarks/prior_family_fit.py --grid`",
+        "- Command: `python benchmarks/investigations/prior_family_fit.py --grid`",
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; {time.perf_counter() - start:.0f}"
         f" s; Python {platform.python_version()}",
         "- prior_accuracy.py's tallies (seed 20261123), repeat 0 only: one tally per cell; "
@@ -207,7 +209,7 @@ def families() -> None:
     text = "\n".join([
         "# Symmetric Dirichlet against logistic-normal, each at its best, on the true populations",
         "",
-        "- Command: `python benchmarks/prior_family_fit.py`",
+        "- Command: `python benchmarks/investigations/prior_family_fit.py`",
         f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; Python "
         f"{platform.python_version()}",
         "- The true theta of benchmarks/prior_accuracy.py's cells (seed 20261123); positive: the "
