@@ -558,6 +558,14 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         needs=("xxhash",),
     ),
     Benchmark(
+        "fit_default_warnings", "fit_default_warnings.py",
+        "how often fit at its default draws warns on an easy problem (GRR, K = 10, n = 5,000, "
+        "20 seeds)", "none: fit's own convergence thresholds (PyMC's)",
+        ("--out", "benchmarks/investigations/results/fit_default_warnings.md"),
+        ("fit_default_warnings.md",), ("--seeds", "2", "--out", "{tmp}/fit_default_warnings.md"),
+        kind="investigation",
+    ),
+    Benchmark(
         "likelihood_forms", "likelihood_forms.py",
         "us per gradient of support-form rows, compressed against packed (OUE, OLH, SUE; random "
         "masks: the crossover); fit(method='hmc') of posterior_warm's oue50 in each form",
