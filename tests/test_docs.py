@@ -1,5 +1,6 @@
-"""The documentation site's sources: the README's links into docs/ resolve, and the API
-reference (docs/conf.py's API_MODULES) covers every public subpackage with an ``__all__``."""
+"""The documentation site's sources: the README's links into docs/ resolve, the API reference
+(docs/conf.py's API_MODULES) covers every public subpackage with an ``__all__``, and every
+user-guide page runs an example when the site is built."""
 
 import ast
 import re
@@ -36,3 +37,18 @@ def test_api_reference_covers_every_public_subpackage():
         if _assigned(ast.parse(init.read_text()), "__all__") is not None:
             public.add(".".join(parts))
     assert public <= documented, public - documented
+
+
+def test_every_user_guide_page_runs_an_example():
+    """Each user-guide page is a MyST text notebook that the docs build executes (even where the
+    gallery's notebooks are rendered without running: ``execution_mode: force``), with at least
+    one code cell, so no example on it can rot."""
+    pages = sorted((ROOT / "docs" / "user_guide").glob("*.md"))
+    assert len(pages) >= 8
+    for page in pages:
+        if page.name == "index.md":
+            continue
+        text = page.read_text(encoding="utf-8")
+        front = text.split("---", 2)[1] if text.startswith("---") else ""
+        assert "file_format: mystnb" in front and "execution_mode: force" in front, page.name
+        assert "```{code-cell}" in text, page.name
