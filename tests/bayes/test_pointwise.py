@@ -30,7 +30,11 @@ def _posterior(idata):
     return az.from_dict(posterior={"theta": theta}, dims={"theta": ["category"]})
 
 
-@pytest.mark.parametrize("form", ["grr", "support", "dense"])
+# one form in the default suite, the others in the statistical tier (minutes of PyMC compiling)
+OTHER_FORMS = [pytest.param(form, marks=pytest.mark.slow) for form in ("support", "dense")]
+
+
+@pytest.mark.parametrize("form", ["grr", *OTHER_FORMS])
 def test_pymc_log_likelihood_is_fit_s_per_report_group(form):
     """pm.compute_log_likelihood on the model holds fit's per-report values (rows in the
     finite-channel form come in channel-column order, so compare each draw's sorted values), so
@@ -53,6 +57,7 @@ def test_pymc_log_likelihood_is_fit_s_per_report_group(form):
                                rtol=1e-6)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_pm_sample_then_az_loo_is_leave_one_report_out():
     """The route of a PyMC user: pm.sample(..., log_likelihood) then az.loo, against
     bayesldp.loo on the same draws (the tally taken from the model, given or as context)."""
@@ -75,7 +80,7 @@ def test_pm_sample_then_az_loo_is_leave_one_report_out():
     assert 0 < exact.p_loo < 3
 
 
-@pytest.mark.parametrize("form", ["grr", "support", "dense"])
+@pytest.mark.parametrize("form", ["grr", *OTHER_FORMS])
 def test_sampled_density_and_gradient_are_the_per_row_ones(form):
     """What sampling evaluates is unchanged: logp and its gradient on the transformed scale
     equal those of the per-row likelihood sum_u c_u log(L_u . theta) (a Potential) at fixed

@@ -113,6 +113,7 @@ def test_a_survey_spec_is_checked_whole_before_anything_is_written(
     assert not out.exists() or not any(out.iterdir()), sorted(out.iterdir())
 
 
+@pytest.mark.slow
 def test_a_semi_adaptive_survey_beside_its_baseline_runs(tmp_path, capsys):
     spec = survey_spec(tmp_path, compare=True,
                        replace=[('utility = "fisher"', 'utility = "semi_adaptive"\nalpha = 0.2')])
@@ -124,6 +125,7 @@ def test_a_semi_adaptive_survey_beside_its_baseline_runs(tmp_path, capsys):
 STOPPING = [("batch_size = 50", "batch_size = 50\nstop_width = 0.9")]
 
 
+@pytest.mark.slow
 def test_a_resumed_survey_that_had_stopped_collects_no_one(tmp_path, capsys):
     from bayesldp.adaptive import AdaptiveSurvey
 
