@@ -591,6 +591,16 @@ def _interrupts_in_callbacks() -> Iterator[None]:
         sys.unraisablehook = previous
 
 
+def _talk_while_compiling(args: argparse.Namespace) -> None:
+    """A line every 5 s while numba compiles anything (a first run compiles for a minute or
+    more), unless ``--quiet``; only for the command itself, whose standard error it owns."""
+    if getattr(args, "quiet", False) or sys.stderr is not sys.__stderr__:
+        return
+    from bayesldp.bayes._feedback import COMPILE_WATCH
+
+    COMPILE_WATCH.start(everywhere=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``bayesldp`` command.
 
@@ -601,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.argv = argv
+        _talk_while_compiling(args)
         with _one_line_warnings(args.command), _interrupts_in_callbacks():
             return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, 128 + 2

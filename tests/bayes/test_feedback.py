@@ -2,6 +2,7 @@
 
 import importlib
 import io
+import itertools
 import json
 import os
 import re
@@ -185,16 +186,48 @@ class _SlowKernel:
         time.sleep(self.seconds)
 
 
+def _progress(err: str) -> list[tuple[int, int]]:
+    """(functions compiled, seconds) of each progress line of the compile watch."""
+    found = re.findall(r"^bayesldp: compiling\.\.\. (\d+) functions compiled so far \((\d+) s\)$",
+                       err, flags=re.MULTILINE)  # fmt: skip
+    return [(int(a), int(b)) for a, b in found]
+
+
 def test_compile_progress_every_heartbeat(capsys, monkeypatch):
     """A compilation that takes a while reports how far it is, every HEARTBEAT seconds."""
     monkeypatch.setattr(_feedback, "_noticed", False)
     monkeypatch.setattr(_feedback, "HEARTBEAT", 0.1)
     kernels = [(_SlowKernel(0.5), (1.0,)), (_SlowKernel(0.5), (2.0,))]
     assert _feedback.compile_notice(kernels) is True
-    lines = capsys.readouterr().err.splitlines()
-    assert lines[0] == _feedback.COMPILE_MESSAGE
-    progress = [line for line in lines[1:] if line.startswith("bayesldp: compiling... ")]
-    assert len(progress) >= 3 and progress[-1].split()[2] in ("1", "2")  # ~1 s, a line per 0.1 s
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == _feedback.COMPILE_MESSAGE
+    assert len(_progress(err)) >= 3  # ~1 s of compiling, a line per 0.1 s
+
+
+def test_compile_progress_counts_every_compilation_and_never_restarts(capsys, monkeypatch):
+    """Functions numba compiles on a first call, outside any notice, are reported too; over
+    two separate compilations the counters only grow."""
+    import numba
+
+    monkeypatch.setattr(_feedback, "HEARTBEAT", 0.1)
+    _feedback.COMPILE_WATCH.start()
+    before = _feedback.COMPILE_WATCH.compiled
+
+    def slow_typed(x):  # compiled by numba on its first call, at each new argument type
+        return x + 1
+
+    kernel = numba.njit(slow_typed)
+    with _feedback.COMPILE_WATCH.compiling():  # a compiling stretch long enough to be reported
+        kernel(1)
+        time.sleep(0.35)
+    with _feedback.COMPILE_WATCH.compiling():
+        kernel(1.0)
+        time.sleep(0.35)
+    assert _feedback.COMPILE_WATCH.compiled >= before + 2
+    lines = _progress(capsys.readouterr().err)
+    assert len(lines) >= 4
+    pairs = itertools.pairwise(lines)
+    assert all(n <= m and s <= t for (n, s), (m, t) in pairs), lines  # never restarts
 
 
 @pytest.mark.parametrize("prior", [1.0, None])
