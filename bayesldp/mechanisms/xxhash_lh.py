@@ -139,6 +139,19 @@ class XXHashLocalHashing(HashedGRR):
     {parameters}
     g : int
         Hash range (2 <= g <= 2^32).
+
+    Examples
+    --------
+    OLHXX and BLHXX are xxhash local hashing at their choices of ``g``:
+
+    >>> import bayesldp
+    >>> from bayesldp.mechanisms import XXHashLocalHashing
+    >>> mech = XXHashLocalHashing(10, 1.0, g=4)
+    >>> tally = mech.tally(mech.perturb([0, 1, 2, 3] * 25, rng=0))
+    >>> tally.n, round(mech.realised_epsilon(), 12)
+    (100, 1.0)
+    >>> isinstance(bayesldp.OLHXX(10, 1.0), XXHashLocalHashing)
+    True
     """
 
     name = "LHXX"

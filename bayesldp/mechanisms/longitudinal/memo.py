@@ -51,7 +51,21 @@ class _MemoOwner(Protocol):
 
 
 class MemoError(InvalidInputError):
-    """A memo store is missing, corrupt, truncated, or belongs to another mechanism."""
+    """A memo store is missing, corrupt, truncated, or belongs to another mechanism.
+
+    Examples
+    --------
+    A memo file written for another mechanism is refused:
+
+    >>> import tempfile, pathlib
+    >>> import bayesldp
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "memo.npz"
+    >>> bayesldp.MemoStore(path, bayesldp.LGRR(4, 1.0, eps_perm=3.0)).close()
+    >>> bayesldp.MemoStore(path, bayesldp.LGRR(5, 1.0, eps_perm=3.0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    bayesldp.mechanisms.longitudinal.memo.MemoError: ...
+    """
 
 
 FORMAT = StateFormat(
