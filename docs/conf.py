@@ -300,10 +300,9 @@ def _task_sections() -> dict[str, dict[str, list[tuple[str, str]]]]:
         pages[page][heading].append((namespace, name))
     stale = sorted(set(rules) - used)
     if unplaced or stale:
-        raise RuntimeError(
-            "docs/conf.py API_TASKS is out of date: "
-            + (f"no section for {', '.join(unplaced)}; " if unplaced else "")
-            + (f"rules matching nothing: {', '.join(stale)}" if stale else ""))
+        problems = ([f"no section for {', '.join(unplaced)}"] if unplaced else []) + (
+            [f"rules matching nothing: {', '.join(stale)}"] if stale else [])
+        raise RuntimeError(f"docs/conf.py API_TASKS is out of date: {'; '.join(problems)}")
     return pages
 
 
