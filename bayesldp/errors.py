@@ -9,23 +9,89 @@ from __future__ import annotations
 
 
 class BayesLDPError(Exception):
-    """Base class of every error raised by bayesldp."""
+    """Base class of every error raised by bayesldp.
+
+    Examples
+    --------
+    Every error bayesldp raises on purpose is one, so one ``except`` catches them all:
+
+    >>> import bayesldp
+    >>> try:
+    ...     bayesldp.GRR(1, 1.0)
+    ... except bayesldp.BayesLDPError as exc:
+    ...     print(type(exc).__name__, "-", exc)
+    InvalidInputError - k: the domain needs at least 2 categories, got 1
+    """
 
 
 class InvalidInputError(BayesLDPError, ValueError):
-    """An argument has the right type but a value outside what is valid."""
+    """An argument has the right type but a value outside what is valid.
+
+    Examples
+    --------
+    A value out of range; it is also a ``ValueError``:
+
+    >>> import bayesldp
+    >>> bayesldp.GRR(5, -1.0)
+    Traceback (most recent call last):
+        ...
+    bayesldp.errors.InvalidInputError: ...
+    >>> issubclass(bayesldp.InvalidInputError, ValueError)
+    True
+    """
 
 
 class InvalidTypeError(BayesLDPError, TypeError):
-    """An argument has a type bayesldp cannot use."""
+    """An argument has a type bayesldp cannot use.
+
+    Examples
+    --------
+    A value of a type bayesldp cannot use; it is also a ``TypeError``:
+
+    >>> import bayesldp
+    >>> bayesldp.GRR("five", 1.0)
+    Traceback (most recent call last):
+        ...
+    bayesldp.errors.InvalidTypeError: k: expected an integer number of categories, got 'five'
+    >>> issubclass(bayesldp.InvalidTypeError, TypeError)
+    True
+    """
 
 
 class IncompatibleTallyError(InvalidInputError):
-    """Two tallies that come from different mechanisms (or domains) were combined."""
+    """Two tallies that come from different mechanisms (or domains) were combined.
+
+    Examples
+    --------
+    Tallies of different mechanisms cannot be added:
+
+    >>> import bayesldp
+    >>> grr, oue = bayesldp.GRR(3, 1.0), bayesldp.OUE(3, 1.0)
+    >>> a = grr.tally(grr.perturb([0, 1, 2], rng=0))
+    >>> b = oue.tally(oue.perturb([0, 1, 2], rng=0))
+    >>> a + b  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    bayesldp.errors.IncompatibleTallyError: cannot merge tallies of different mechanisms: ...
+    """
 
 
 class NotSupportedError(BayesLDPError, NotImplementedError):
-    """The operation is well defined in general but not available for this mechanism."""
+    """The operation is well defined in general but not available for this mechanism.
+
+    Examples
+    --------
+    The smoothness prior has no exact posterior; it is also a ``NotImplementedError``:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.GRR(3, 1.0)
+    >>> tally = mech.tally(mech.perturb([0, 1, 2, 0], rng=0))
+    >>> bayesldp.fit(tally, prior=bayesldp.SmoothDensity(3), method="exact")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    bayesldp.errors.NotSupportedError: prior: the smoothness prior is not available ...'exact'...
+    """
 
 
 class PointwiseSizeError(InvalidInputError):

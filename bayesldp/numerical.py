@@ -44,6 +44,19 @@ class MeanEstimate:
         The interval's nominal coverage.
     method : str
         How it was obtained (``"posterior"``, ``"estimate:<method>"``, ``"unbiased"``).
+
+    Examples
+    --------
+    What :func:`mean` and :func:`unbiased_mean` return:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.numerical import unbiased_mean
+    >>> mech = bayesldp.SquareWave(8, 1.0)
+    >>> values = np.random.default_rng(0).beta(2, 5, 500)
+    >>> est = unbiased_mean(mech, mech.perturb(values, rng=1))
+    >>> est.method, round(est.mean, 3), round(est.lower, 3), round(est.upper, 3)
+    ('unbiased', 0.249, 0.172, 0.325)
     """
 
     mean: float
@@ -66,6 +79,17 @@ def theta_draws(posterior: Any, k: int | None = None) -> np.ndarray:
 
     ``posterior``: an InferenceData of :func:`bayesldp.fit` (its ``theta``, chains stacked), an
     :class:`~bayesldp.Estimate` (one row), or an array whose last axis is the bins.
+
+    Examples
+    --------
+    Draws as an array (here made up; an InferenceData of :func:`bayesldp.fit` or an
+    :class:`~bayesldp.Estimate` work too):
+
+    >>> import numpy as np
+    >>> from bayesldp.numerical import theta_draws
+    >>> draws = np.random.default_rng(0).dirichlet(np.ones(8), size=(2, 50))
+    >>> theta_draws(draws).shape
+    (100, 8)
     """
     from bayesldp.estimators.result import Estimate
 
@@ -89,7 +113,20 @@ def theta_draws(posterior: Any, k: int | None = None) -> np.ndarray:
 
 
 def mean_draws(posterior: Any, mechanism: Any) -> np.ndarray:
-    """The mean ``theta . c`` of each draw (``c``: the mechanism's bin centres), shape ``(D,)``."""
+    """The mean ``theta . c`` of each draw (``c``: the mechanism's bin centres), shape ``(D,)``.
+
+    Examples
+    --------
+    The mean of the values each draw of the bin weights implies:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.numerical import mean_draws
+    >>> mech = bayesldp.SquareWave(8, 1.0)
+    >>> uniform = np.full((1, 8), 1 / 8)
+    >>> mean_draws(uniform, mech).round(3)
+    array([0.5])
+    """
     mech = _numerical(mechanism)
     return theta_draws(posterior, mech.k) @ mech.bin_centres
 
@@ -106,6 +143,17 @@ def mean(posterior: Any, mechanism: Any, prob: float = 0.9) -> MeanEstimate:
         The mechanism whose bins ``theta`` is over.
     prob : float, default 0.9
         Coverage of the interval (the ``(1 - prob)/2`` and ``(1 + prob)/2`` quantiles).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.numerical import mean
+    >>> mech = bayesldp.SquareWave(8, 1.0)
+    >>> draws = np.random.default_rng(0).dirichlet(np.full(8, 50.0), size=400)
+    >>> est = mean(draws, mech)
+    >>> est.method, round(est.mean, 2), est.lower < est.mean < est.upper
+    ('posterior', 0.5, True)
     """
     from bayesldp.estimators.result import Estimate
 
@@ -125,6 +173,18 @@ def unbiased_mean(mechanism: Any, reports: Any, prob: float = 0.9) -> MeanEstima
     report mean and the unbiased estimate of its variance (Wang et al. 2019); for the others the
     report mean made unbiased by ``E[y | v] = a + b v`` and the sample variance of the debiased
     reports over ``n``.
+
+    Examples
+    --------
+    The unbiased estimate from the reports, with a normal interval:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.numerical import unbiased_mean
+    >>> mech = bayesldp.SquareWave(8, 1.0)
+    >>> values = np.random.default_rng(0).beta(2, 5, 500)
+    >>> round(unbiased_mean(mech, mech.perturb(values, rng=1)).mean, 3)
+    0.249
     """
     mech = _numerical(mechanism)
     prob = check_open_unit(prob, "prob")
@@ -141,6 +201,17 @@ def quantiles(posterior: Any, mechanism: Any, q: Any) -> np.ndarray:
     linearly (values uniform within a bin), so the ``q``-quantile of a draw is the point where
     it reaches ``q``.  Returns shape ``(D, len(q))`` (``D = 1`` for an Estimate); summarise
     across draws, e.g. ``np.quantile(out, [0.05, 0.95], axis=0)`` for an interval.
+
+    Examples
+    --------
+    The median of a uniform density on ``[0, 1]``:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.numerical import quantiles
+    >>> mech = bayesldp.SquareWave(8, 1.0)
+    >>> quantiles(np.full((1, 8), 1 / 8), mech, [0.25, 0.5]).round(3)
+    array([[0.25, 0.5 ]])
     """
     mech = _numerical(mechanism)
     theta = np.clip(theta_draws(posterior, mech.k), 0.0, None)
@@ -164,6 +235,18 @@ def quantiles(posterior: Any, mechanism: Any, q: Any) -> np.ndarray:
 
 
 def bin_density(posterior: Any, mechanism: Any) -> np.ndarray:
-    """Densities per bin, ``theta_i / (bin width)``, per draw: shape ``(D, k)``."""
+    """Densities per bin, ``theta_i / (bin width)``, per draw: shape ``(D, k)``.
+
+    Examples
+    --------
+    Bin weights as a density on the value scale (weight over bin width):
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.numerical import bin_density
+    >>> mech = bayesldp.SquareWave(8, 1.0, lo=0.0, hi=2.0)
+    >>> bin_density(np.full((1, 8), 1 / 8), mech).round(3)
+    array([[0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]])
+    """
     mech = _numerical(mechanism)
     return theta_draws(posterior, mech.k) / np.diff(mech.bin_edges)

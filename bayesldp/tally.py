@@ -100,6 +100,19 @@ class Tally:
         never repeat (unary encoding or local hashing with many categories) pass False: the
         tally is then a multiset with possibly repeated rows, which every likelihood computation
         reads the same way, and equality compares the deduplicated forms.
+
+    Examples
+    --------
+    Mechanisms build tallies (:meth:`~bayesldp.Mechanism.tally`); tallies of the same mechanism
+    add up:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.GRR(3, 1.0)
+    >>> tally = mech.tally(mech.perturb([0, 1, 2, 0, 0], rng=0))
+    >>> tally.n, tally.k, tally.counts
+    (5, 3, array([1, 1, 3]))
+    >>> (tally + tally).n
+    10
     """
 
     __slots__ = (

@@ -16,8 +16,11 @@ git-ignored):
 * ``docs/benchmarks/results/*.md``: one page per ``benchmarks/results/*.md`` (the suite), and
   ``docs/benchmarks/investigations/results/*.md`` one per
   ``benchmarks/investigations/results/*.md`` (the one-off investigations), each that file's text;
-* ``docs/api/<module>.md``: one page per public namespace, listing its ``__all__``
-  (autosummary then writes one stub per name into ``docs/api/generated/``).
+* ``docs/api/tasks/<task>.md``: the API reference by task (``API_TASKS``: mechanisms by family,
+  estimators, posteriors, ...), every public name of every ``__all__`` in exactly one section (a
+  name no section takes stops the build); autosummary writes one stub per name into
+  ``docs/api/generated/``.  ``docs/api/<module>.md``: one page per public namespace, its
+  ``__all__`` linked to those stubs.
 """
 
 from __future__ import annotations
@@ -160,18 +163,82 @@ API_MODULES = [
     "bayesldp.adaptive",
     "bayesldp.datasets",
     "bayesldp.workflows.spec",
+    "bayesldp.workflows.tally_store",
+    "bayesldp.workflows.dask_tally",
 ]
 #: modules without ``__all__`` documented whole (their public functions and classes)
 API_PLAIN_MODULES = ["bayesldp.audit", "bayesldp.bounds", "bayesldp.numerical", "bayesldp.plotting"]
 
-#: how the top level's names are grouped, by the module each comes from
-TOP_LEVEL_GROUPS = [
-    ("Mechanisms", "bayesldp.mechanisms"),
-    ("Estimators", "bayesldp.estimators"),
-    ("Posteriors and priors", "bayesldp.bayes"),
-    ("The adaptive survey", "bayesldp.adaptive"),
-    ("Tallies, categories and errors", ""),
+#: the API reference by task: ``(page, title, sections)``, each section ``(heading, rules)``.  A
+#: public name goes to the section with the longest rule that is a dotted prefix of
+#: ``<defining module>.<name>`` (``<namespace>.<name>`` for data such as ``METHODS``); a name no
+#: rule matches, or a rule no name matches, stops the build (:func:`_task_sections`).
+API_TASKS = [
+    ("mechanisms", "Mechanisms, by family", [
+        ("The mechanism interface and the registry", [
+            "bayesldp.mechanisms.base", "bayesldp.mechanisms.registry",
+            "bayesldp.mechanisms.MODULES"]),
+        ("Generalised randomised response", ["bayesldp.mechanisms.grr"]),
+        ("Unary encoding", ["bayesldp.mechanisms.unary"]),
+        ("Local hashing", ["bayesldp.mechanisms.hashing", "bayesldp.mechanisms.xxhash_lh"]),
+        ("Histogram encoding", ["bayesldp.mechanisms.histogram"]),
+        ("Hadamard response", ["bayesldp.mechanisms.hadamard"]),
+        ("Subset selection", ["bayesldp.mechanisms.subset"]),
+        ("Randomly restricted randomised response (RRRR)", ["bayesldp.mechanisms.rrrr"]),
+        ("Sketches: CMS and HCMS", ["bayesldp.mechanisms.sketch"]),
+        ("RAPPOR", ["bayesldp.mechanisms.rappor"]),
+        ("Numerical values", ["bayesldp.mechanisms.numerical"]),
+        ("Key-value pairs", ["bayesldp.mechanisms.keyvalue"]),
+        ("Longitudinal collection", ["bayesldp.mechanisms.longitudinal"]),
+        ("Multidimensional records", ["bayesldp.mechanisms.multidimensional"]),
+        ("The sampling wrapper", ["bayesldp.mechanisms.sampling"]),
+    ]),
+    ("estimators", "Estimators", [
+        ("Point estimates", ["bayesldp.estimators"]),
+    ]),
+    ("posteriors", "Posteriors and diagnostics", [
+        ("Fitting a posterior", [
+            "bayesldp.bayes.fit", "bayesldp.bayes.model", "bayesldp.bayes.inference_data",
+            "bayesldp.bayes.hmc", "bayesldp.bayes.BACKENDS"]),
+        ("Model comparison: LOO", ["bayesldp.bayes.elpd"]),
+        ("Posterior predictive checks", ["bayesldp.bayes.ppc"]),
+        ("Saving and loading fits", ["bayesldp.bayes.io"]),
+        ("Priors", ["bayesldp.bayes.prior"]),
+    ]),
+    ("adaptive", "The adaptive survey", [
+        ("AdOBEst-LDP", ["bayesldp.adaptive"]),
+    ]),
+    ("heavy_hitters", "Heavy hitters", [
+        ("Protocols and their results", ["bayesldp.heavy_hitters"]),
+    ]),
+    ("longitudinal_multidimensional", "Longitudinal and multidimensional data", [
+        ("Estimates over rounds", ["bayesldp.bayes.dynamic"]),
+        ("Memoisation", ["bayesldp.mechanisms.longitudinal.memo"]),
+        ("Marginals of multidimensional records", [
+            "bayesldp.mechanisms.multidimensional.protocols.fit_marginals",
+            "bayesldp.mechanisms.multidimensional.protocols.Multidimensional",
+            "bayesldp.mechanisms.multidimensional.protocols.RecordReports",
+            "bayesldp.mechanisms.multidimensional.record.record_channel",
+            "bayesldp.mechanisms.multidimensional.fake_data.amplified_epsilon",
+            "bayesldp.mechanisms.multidimensional.fake_data.record_budget_epsilon"]),
+    ]),
+    ("workflows", "Workflows", [
+        ("The tally store", ["bayesldp.workflows.tally_store"]),
+        ("Tallying report files with Dask", ["bayesldp.workflows.dask_tally"]),
+        ("Specs: what the command line reads", ["bayesldp.workflows.spec"]),
+    ]),
+    ("basics", "Tallies, encoding, errors and data", [
+        ("Tallies", ["bayesldp.tally"]),
+        ("Encoding categories", ["bayesldp.categories"]),
+        ("Errors", ["bayesldp.errors"]),
+        ("Datasets", ["bayesldp.datasets"]),
+        ("The version", ["bayesldp.__version__"]),
+    ]),
 ]
+#: the modules of :data:`API_PLAIN_MODULES` a task page links to: ``{page: [module, ...]}``
+API_TASK_MODULES = {
+    "basics": ["bayesldp.bounds", "bayesldp.audit", "bayesldp.numerical", "bayesldp.plotting"],
+}
 
 
 def _origin(obj: object) -> str:
@@ -179,57 +246,106 @@ def _origin(obj: object) -> str:
     return module
 
 
-def _autosummary(module: str, names: list[str]) -> str:
+def _autosummary(module: str, names: list[str], toctree: str | None = None) -> str:
     lines = ["```{eval-rst}", f".. currentmodule:: {module}", "", ".. autosummary::",
-             "   :toctree: generated", "   :nosignatures:", ""]
+             *([f"   :toctree: {toctree}"] if toctree else []), "   :nosignatures:", ""]
     lines += [f"   {name}" for name in names]
     return "\n".join([*lines, "```", ""])
 
 
-def _namespace_page(module_name: str) -> str:
-    module = importlib.import_module(module_name)
-    names = list(module.__all__)
-    title = f"`{module_name}`"
-    parts = [GENERATED_NOTE, f"# {title}\n",
-             f"```{{eval-rst}}\n.. automodule:: {module_name}\n```\n"]
-    if module_name == "bayesldp":
-        top = bayesldp
-        grouped: dict[str, list[str]] = {title: [] for title, _ in TOP_LEVEL_GROUPS}
-        modules = [n for n in names if inspect.ismodule(getattr(top, n, None))]
-        for name in names:
-            if name in modules:
-                continue
-            origin = _origin(getattr(top, name)) if name != "__version__" else "bayesldp"
-            for group, prefix in TOP_LEVEL_GROUPS:
-                if origin.startswith(prefix):
-                    grouped[group].append(name)
+def _home_of() -> dict[tuple[str, str], str]:
+    """``(namespace, name) -> namespace it is documented under``: the first namespace of
+    :data:`API_MODULES` whose ``__all__`` exports the same object under the same name."""
+    homes: dict[tuple[str, str], str] = {}
+    for index, module_name in enumerate(API_MODULES):
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            homes[(module_name, name)] = module_name
+            for earlier in API_MODULES[:index]:
+                other = importlib.import_module(earlier)
+                if name in other.__all__ and getattr(other, name) is getattr(module, name):
+                    homes[(module_name, name)] = earlier
                     break
-        for group, members in grouped.items():
-            if members:
-                parts += [f"## {group}\n", _autosummary(module_name, members)]
-        if modules:
-            links = ", ".join(f"{{py:mod}}`bayesldp.{n}`" for n in modules)
-            parts += ["## Modules\n", f"Modules exported by the top level, each on its own page: "
-                      f"{links}.\n"]
-        return "\n".join(parts)
-    # a name the top level (or an earlier namespace of API_MODULES) exports too is documented
-    # there once and linked from here; the others here
-    homes = ["bayesldp", *API_MODULES[1:API_MODULES.index(module_name)]]
-    home_of = {}
-    for name in names:
-        for home in homes:
-            other = importlib.import_module(home)
-            if name in getattr(other, "__all__", ()) and getattr(other, name) is getattr(
-                    module, name):  # fmt: skip
-                home_of[name] = home
-                break
-    own = [n for n in names if n not in home_of]
+    return homes
+
+
+def _task_sections() -> dict[str, dict[str, list[tuple[str, str]]]]:
+    """``{page: {heading: [(namespace, name), ...]}}`` of :data:`API_TASKS`: every public name
+    that is not a module, once, under its home namespace (:func:`_home_of`).  Raises when a
+    name lands in no section (a name added to an ``__all__`` must be given a place) or a rule
+    catches nothing (a stale rule)."""
+    rules = {rule: (page, heading) for page, _, sections in API_TASKS
+             for heading, section_rules in sections for rule in section_rules}
+    pages: dict[str, dict[str, list[tuple[str, str]]]] = {
+        page: {heading: [] for heading, _ in sections} for page, _, sections in API_TASKS}
+    used, unplaced = set(), []
+    documented = set(API_MODULES) | set(API_PLAIN_MODULES)
+    for (namespace, name), home in _home_of().items():
+        if home != namespace:
+            continue
+        obj = getattr(importlib.import_module(namespace), name)
+        if inspect.ismodule(obj):
+            if obj.__name__ not in documented:
+                unplaced.append(f"{namespace}.{name} (a module with no page)")
+            continue
+        origin = _origin(obj)
+        key = f"{origin}.{name}" if origin.startswith("bayesldp") else f"{namespace}.{name}"
+        matches = [r for r in rules if key == r or key.startswith(r + ".")]
+        if not matches:
+            unplaced.append(f"{namespace}.{name} (defined in {origin or namespace})")
+            continue
+        rule = max(matches, key=len)
+        used.add(rule)
+        page, heading = rules[rule]
+        pages[page][heading].append((namespace, name))
+    stale = sorted(set(rules) - used)
+    if unplaced or stale:
+        problems = ([f"no section for {', '.join(unplaced)}"] if unplaced else []) + (
+            [f"rules matching nothing: {', '.join(stale)}"] if stale else [])
+        raise RuntimeError(f"docs/conf.py API_TASKS is out of date: {'; '.join(problems)}")
+    return pages
+
+
+def _task_page(page: str, title: str, sections: dict[str, list[tuple[str, str]]]) -> str:
+    parts = [GENERATED_NOTE, f"# {title}\n"]
+    for heading, members in sections.items():
+        if not members:
+            continue
+        parts.append(f"## {heading}\n")
+        for namespace in dict.fromkeys(namespace for namespace, _ in members):
+            names = [n for ns, n in members if ns == namespace]
+            parts.append(_autosummary(namespace, names, toctree="../generated"))
+    modules = API_TASK_MODULES.get(page, [])
+    if modules:
+        parts += ["## Modules\n", "Documented whole, each on its own page:\n",
+                  *[f"- [`{m}`](../{m}.md)" for m in modules], ""]
+    return "\n".join(parts)
+
+
+def _namespace_page(module_name: str, homes: dict[tuple[str, str], str]) -> str:
+    """The namespace's docstring and a table of its ``__all__``, each name linked to the task
+    page documenting it (the ``bayesldp.GRR`` of ``bayesldp.mechanisms.GRR``)."""
+    module = importlib.import_module(module_name)
+    parts = [GENERATED_NOTE, f"# `{module_name}`\n",
+             f"```{{eval-rst}}\n.. automodule:: {module_name}\n```\n"]
+    own, elsewhere, modules = [], {}, []
+    for name in module.__all__:
+        if inspect.ismodule(getattr(module, name)):
+            modules.append(getattr(module, name).__name__)
+        elif homes[(module_name, name)] == module_name:
+            own.append(name)
+        else:
+            elsewhere[name] = homes[(module_name, name)]
     if own:
         parts += [_autosummary(module_name, own)]
-    if home_of:
-        links = ", ".join(f"{{py:obj}}`{n} <{home}.{n}>`" for n, home in home_of.items())
+    if elsewhere:
+        links = ", ".join(f"{{py:obj}}`{n} <{home}.{n}>`" for n, home in elsewhere.items())
         parts += ["## Also in another namespace\n",
                   f"The same objects, documented where they are first exported: {links}.\n"]
+    if modules:
+        links = ", ".join(f"{{py:mod}}`{m}`" for m in modules)
+        parts += ["## Modules\n", f"Modules this namespace exports, each on its own page: "
+                  f"{links}.\n"]
     return "\n".join(parts)
 
 
@@ -240,9 +356,15 @@ def _module_page(module_name: str) -> str:
 
 
 def api_pages() -> None:
+    """``docs/api/``: one page per task of :data:`API_TASKS` in ``tasks/`` (the objects'
+    documentation, stubs in ``generated/``), one per namespace of :data:`API_MODULES` (its
+    ``__all__``, linked) and one per module of :data:`API_PLAIN_MODULES`."""
     target = DOCS / "api"
+    homes, sections = _home_of(), _task_sections()
+    for page, title, _ in API_TASKS:
+        _write(target / "tasks" / f"{page}.md", _task_page(page, title, sections[page]))
     for name in API_MODULES:
-        _write(target / f"{name}.md", _namespace_page(name))
+        _write(target / f"{name}.md", _namespace_page(name, homes))
     for name in API_PLAIN_MODULES:
         _write(target / f"{name}.md", _module_page(name))
 

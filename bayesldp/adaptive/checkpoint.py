@@ -27,7 +27,21 @@ OPTIONAL_KEYS = ("pool", "pool_users", "trajectory_users", "trajectory", "pool_s
 
 
 class CheckpointError(InvalidInputError):
-    """A survey state file is missing, corrupt, truncated, of another format or version."""
+    """A survey state file is missing, corrupt, truncated, of another format or version.
+
+    Examples
+    --------
+    A file that is not a survey's state is refused:
+
+    >>> import tempfile, pathlib
+    >>> from bayesldp.adaptive import AdaptiveSurvey
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "survey.npz"
+    >>> _ = path.write_text("not a survey")
+    >>> AdaptiveSurvey.resume(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    bayesldp.adaptive.checkpoint.CheckpointError: checkpoint: '...survey.npz' is not a readable ...
+    """
 
 
 FORMAT = StateFormat(

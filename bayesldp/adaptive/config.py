@@ -39,6 +39,15 @@ class SurveyConfig:
     ``prior`` holds the Dirichlet concentrations ``rho`` or, for the adaptive prior, its
     :meth:`~bayesldp.bayes.AdaptiveDirichlet.to_dict`; ``entropy`` and ``spawn_key`` the seed of
     every random stream of the survey.
+
+    Examples
+    --------
+    A survey's settings, validated, as it keeps them:
+
+    >>> from bayesldp.adaptive import AdaptiveSurvey
+    >>> config = AdaptiveSurvey(3, 1.0, random_seed=0).config
+    >>> config.k, config.epsilon, config.utility, config.engine
+    (3, 1.0, 'lookahead', 'posterior')
     """
 
     k: int

@@ -94,6 +94,14 @@ def candidate_channels(order: Any, epsilon: float, eps1: float) -> np.ndarray:
     ``rrrr_channel(K, order[:s], eps1, rrrr_eps2(epsilon, eps1, s, K))`` bit for bit (the same
     constants placed by broadcasting in sorted coordinates, then permuted back), about 40 times
     faster than K calls at K = 20 (see tests/adaptive/test_selection.py).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesldp.adaptive import candidate_channels
+    >>> channels = candidate_channels([2, 0, 1], 1.0, 0.8)
+    >>> channels.shape, bool(np.allclose(channels.sum(axis=2), 1))
+    ((3, 3, 3), True)
     """
     order = np.asarray(order, dtype=np.int64)
     k = order.shape[0]
@@ -142,6 +150,15 @@ def select_subset(
         ``1e-12`` of the best score: the smallest ``k``).
     scores : ndarray, shape (K,)
         The utility of every candidate (``-inf`` for a singular channel under ``fisher``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesldp.adaptive import select_subset
+    >>> theta = np.array([0.6, 0.2, 0.1, 0.07, 0.03])
+    >>> subset, k, utilities = select_subset(theta, 4.0)
+    >>> subset, k, utilities.shape
+    ((), 0, (5,))
     """
     theta = _check_theta(theta)
     epsilon = check_epsilon(epsilon)
@@ -163,6 +180,14 @@ def semi_adaptive_subset(theta: Any, alpha: float) -> tuple[int, ...]:
     Used with ``eps1 = eps`` (then ``eps2 = 0``: responses outside ``S`` are uniform).
     ``alpha = 1`` gives ``S`` empty (plain SRR, the non-adaptive baseline).  When only the whole
     domain holds mass ``alpha`` (RRRR needs ``|S| <= K - 1``), ``S`` is empty as well.
+
+    Examples
+    --------
+    The top categories holding three quarters of the mass:
+
+    >>> from bayesldp.adaptive import semi_adaptive_subset
+    >>> semi_adaptive_subset([0.6, 0.2, 0.1, 0.07, 0.03], 0.75)
+    (0, 1)
     """
     theta = _check_theta(theta)
     alpha = check_probability(alpha, "alpha")
@@ -177,7 +202,14 @@ def semi_adaptive_subset(theta: Any, alpha: float) -> tuple[int, ...]:
 
 
 def non_adaptive_subset(theta: Any = None) -> tuple[int, ...]:
-    """The non-adaptive baseline: ``S`` empty with ``eps2 = eps`` (plain GRR)."""
+    """The non-adaptive baseline: ``S`` empty with ``eps2 = eps`` (plain GRR).
+
+    Examples
+    --------
+    >>> from bayesldp.adaptive import non_adaptive_subset
+    >>> non_adaptive_subset([0.6, 0.3, 0.1])
+    ()
+    """
     return ()
 
 

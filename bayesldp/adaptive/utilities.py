@@ -112,7 +112,18 @@ UTILITIES: dict[str, Callable[..., np.ndarray]] = {
 
 
 def get_utility(name: str) -> Callable[..., np.ndarray]:
-    """Look up a utility by name (``"fisher"``, ``"entropy"``, ..., or ``"U1"`` to ``"U6"``)."""
+    """Look up a utility by name (``"fisher"``, ``"entropy"``, ..., or ``"U1"`` to ``"U6"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.adaptive import get_utility
+    >>> tv = get_utility("tv")
+    >>> theta = np.array([0.6, 0.3, 0.1])
+    >>> round(float(tv(theta, bayesldp.GRR(3, 1.0).channel)), 4)
+    -0.1696
+    """
     names = list(UTILITIES)
     if isinstance(name, str) and name.upper() in {f"U{i}" for i in range(1, 7)}:
         return UTILITIES[names[int(name[1]) - 1]]

@@ -503,6 +503,20 @@ def summarize_rounds(idata: Any, prob: float = INTERVAL_PROB, var_name: str = "t
     Returns an :class:`xarray.Dataset` with ``mean``, ``sd``, ``lower``, ``upper`` (dims
     ``round, category``); ``.to_dataframe()`` gives one row per (round, category).  For the
     Monte Carlo errors and r_hat, ``arviz.summary(idata, var_names=["theta"])`` works too.
+
+    Examples
+    --------
+    On draws of ``theta`` with dims ``(chain, draw, round, category)``, as
+    :func:`bayesldp.fit_rounds` returns them (here made up):
+
+    >>> import arviz as az
+    >>> import numpy as np
+    >>> from bayesldp.bayes import summarize_rounds
+    >>> theta = np.random.default_rng(0).dirichlet(np.ones(3), size=(2, 100, 4))
+    >>> idata = az.from_dict(posterior={"theta": theta}, dims={"theta": ["round", "category"]})
+    >>> summary = summarize_rounds(idata)
+    >>> sorted(summary.data_vars), summary["mean"].shape
+    (['lower', 'mean', 'sd', 'upper'], (4, 3))
     """
     if not 0.0 < prob < 1.0:
         raise InvalidInputError(f"prob: must lie in (0, 1), got {prob!r}")

@@ -203,6 +203,20 @@ def loo_compare(first: Any, second: Any) -> dict[str, float]:
     -------
     dict
         ``elpd_diff``, ``se``, ``n_data_points``.
+
+    Examples
+    --------
+    Two priors on the same tally:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> mech = bayesldp.GRR(3, 1.0)
+    >>> tally = mech.tally(mech.perturb(np.repeat([0, 1, 2], [50, 30, 20]), rng=1))
+    >>> flat = bayesldp.loo(bayesldp.fit(tally, method="exact", random_seed=0))
+    >>> sparse = bayesldp.loo(bayesldp.fit(tally, prior=0.1, method="exact", random_seed=0))
+    >>> diff = bayesldp.loo_compare(flat, sparse)
+    >>> sorted(diff), diff["n_data_points"]
+    (['elpd_diff', 'n_data_points', 'se'], 100)
     """
     for name, value in (("first", first), ("second", second)):
         if not all(key in getattr(value, "index", ()) for key in ("loo_row", "counts")):

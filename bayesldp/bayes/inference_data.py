@@ -59,6 +59,22 @@ def build_inference_data(
     Public so that code producing draws by other means (e.g. the adaptive survey) can label
     them the same way; see :func:`fit` for the groups (``log_likelihood`` and ``dtype`` are
     the keys of its ``idata_kwargs``).
+
+    Examples
+    --------
+    Draws made elsewhere, labelled as :func:`bayesldp.fit` labels its own:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.bayes import as_prior, build_inference_data
+    >>> from bayesldp.bayes._types import SamplerOutput
+    >>> mech = bayesldp.GRR(3, 2.0)
+    >>> tally = mech.tally(mech.perturb([0, 0, 1, 2], rng=0))
+    >>> draws = np.random.default_rng(0).dirichlet(np.ones(3), size=(1, 20))
+    >>> idata = build_inference_data(SamplerOutput(theta=draws), tally, as_prior(None, 3),
+    ...                              method="exact")
+    >>> idata.posterior["theta"].shape
+    (1, 20, 3)
     """
     az = import_arviz()
     import xarray as xr

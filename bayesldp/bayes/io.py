@@ -63,6 +63,17 @@ def save_fit(idata: arviz.InferenceData, path: str | os.PathLike[str]) -> Path:
     -------
     pathlib.Path
         The path written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import bayesldp
+    >>> mech = bayesldp.GRR(3, 2.0)
+    >>> tally = mech.tally(mech.perturb([0, 0, 1, 2], rng=0))
+    >>> idata = bayesldp.fit(tally, method="exact", draws=100, chains=1, random_seed=0)
+    >>> path = bayesldp.save_fit(idata, pathlib.Path(tempfile.mkdtemp()) / "fit.nc")
+    >>> path.name
+    'fit.nc'
     """
     az = import_arviz()
     if not isinstance(idata, az.InferenceData):
@@ -101,6 +112,21 @@ def load_fit(path: str | os.PathLike[str]) -> arviz.InferenceData:
         No file at ``path``.
     InvalidInputError
         The file is not netCDF/HDF5, or holds no bayesldp fit.
+
+    Examples
+    --------
+    A fit read back is the fit written:
+
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> mech = bayesldp.GRR(3, 2.0)
+    >>> tally = mech.tally(mech.perturb([0, 0, 1, 2], rng=0))
+    >>> idata = bayesldp.fit(tally, method="exact", draws=100, chains=1, random_seed=0)
+    >>> path = bayesldp.save_fit(idata, pathlib.Path(tempfile.mkdtemp()) / "fit.nc")
+    >>> again = bayesldp.load_fit(path)
+    >>> bool(np.array_equal(again.posterior["theta"], idata.posterior["theta"]))
+    True
     """
     az = import_arviz()
     path = _as_path(path)
@@ -120,7 +146,18 @@ def load_fit(path: str | os.PathLike[str]) -> arviz.InferenceData:
 
 
 def fit_prior(idata: arviz.InferenceData) -> Prior:
-    """The prior a fit used (Dirichlet or AdaptiveDirichlet), rebuilt from its attrs."""
+    """The prior a fit used (Dirichlet or AdaptiveDirichlet), rebuilt from its attrs.
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> from bayesldp.bayes import fit_prior
+    >>> mech = bayesldp.GRR(3, 2.0)
+    >>> tally = mech.tally(mech.perturb([0, 0, 1, 2], rng=0))
+    >>> idata = bayesldp.fit(tally, prior=0.5, method="exact", draws=100, chains=1, random_seed=0)
+    >>> fit_prior(idata)
+    Dirichlet.symmetric(k=3, a=0.5)
+    """
     _check_is_fit(idata, "idata")
     return prior_from_json(idata.posterior.attrs["prior"])
 

@@ -351,6 +351,22 @@ def tally_likelihood(tally: Tally, theta: Any, *, name: str = "counts") -> Any:
     Returns
     -------
     The observed ``pymc.CustomDist`` variable.
+
+    Examples
+    --------
+    Two tallies of one population, under two mechanisms, in one PyMC model:
+
+    >>> import pymc as pm
+    >>> import bayesldp
+    >>> grr, oue = bayesldp.GRR(3, 1.0), bayesldp.OUE(3, 1.0)
+    >>> a = grr.tally(grr.perturb([0, 1, 2, 0], rng=0))
+    >>> b = oue.tally(oue.perturb([0, 1, 2, 0], rng=0))
+    >>> with pm.Model() as model:
+    ...     theta = pm.Dirichlet("theta", a=[1.0, 1.0, 1.0])
+    ...     _ = bayesldp.tally_likelihood(a, theta, name="grr")
+    ...     _ = bayesldp.tally_likelihood(b, theta, name="oue")
+    >>> sorted(model.named_vars)
+    ['grr', 'oue', 'theta']
     """
     import pymc as pm
     import pytensor

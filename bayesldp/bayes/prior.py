@@ -247,6 +247,16 @@ class AdaptiveDirichlet(_SerialisedPrior):
         Grid spacing in ``log a``.
     width : float
         Half-width of the grid in prior standard deviations.
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.GRR(3, 2.0)
+    >>> tally = mech.tally(mech.perturb([0, 0, 0, 1, 1, 2] * 10, rng=0))
+    >>> prior = bayesldp.AdaptiveDirichlet(3)
+    >>> idata = bayesldp.fit(tally, prior=prior, method="exact", draws=100, chains=1, random_seed=0)
+    >>> sorted(idata.posterior.data_vars)
+    ['a', 'theta']
     """
 
     __slots__ = ("_k", "a", "c", "log_a", "log_a_mean", "log_a_sd", "log_w", "step", "width")
@@ -408,6 +418,20 @@ class SmoothDensity(_SerialisedPrior):
         97.5% point) the 257th mode moves a bin's log-weight by at most 0.0092 (prior sd)
         and all dropped modes together by 0.065 (root mean square over the bins; it scales
         with ``lambda``).  A gradient then costs O(K max_modes).
+
+    Examples
+    --------
+    On 16 ordered bins: draws from the prior are smooth densities; ``bayesldp.fit(tally,
+    prior=prior)`` (or ``prior="smooth"``) samples the posterior:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> prior = bayesldp.SmoothDensity(16)
+    >>> prior.n_modes
+    14
+    >>> draws = prior.sample(3, rng=0)
+    >>> draws.shape, bool(np.allclose(draws.sum(axis=1), 1))
+    ((3, 16), True)
     """
 
     __slots__ = ("_k", "log_scale_mean", "log_scale_sd", "max_modes", "slope_sd")
@@ -513,6 +537,12 @@ def as_dirichlet(prior: Any, k: int) -> Dirichlet:
         itself.  The length must equal ``k``.
     k : int
         Number of categories of the tally.
+
+    Examples
+    --------
+    >>> from bayesldp.bayes import as_dirichlet
+    >>> as_dirichlet(None, 3), as_dirichlet(0.5, 3)
+    (Dirichlet.symmetric(k=3, a=1), Dirichlet.symmetric(k=3, a=0.5))
     """
     k = check_k(k)
     if prior is None:
@@ -576,7 +606,16 @@ NAMED_PRIORS = {"adaptive": AdaptiveDirichlet, "smooth": SmoothDensity}
 def as_prior(prior: Any, k: int) -> Prior:
     """What :func:`bayesldp.fit` accepts as ``prior``: ``"adaptive"`` (:class:`AdaptiveDirichlet`)
     or ``"smooth"`` (:class:`SmoothDensity`) on ``k`` categories, one of those objects, else as
-    :func:`as_dirichlet`."""
+    :func:`as_dirichlet`.
+
+    Examples
+    --------
+    >>> from bayesldp.bayes import as_prior
+    >>> as_prior("adaptive", 3)
+    AdaptiveDirichlet(k=3, log_a_mean=-0.693147, log_a_sd=2, step=0.1, width=4)
+    >>> as_prior(None, 3)
+    Dirichlet.symmetric(k=3, a=1)
+    """
     if isinstance(prior, str):
         if prior not in NAMED_PRIORS:
             raise InvalidInputError(

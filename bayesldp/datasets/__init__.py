@@ -95,6 +95,15 @@ class Dataset:
     -----
     ``k = len(counts)``, ``n = sum(counts)`` and ``frequencies = counts / n`` (so the true
     frequency vector ``theta`` of the data set, which sums to 1).
+
+    Examples
+    --------
+    >>> from bayesldp.datasets import load_dataset
+    >>> ds = load_dataset("seattle_weather")
+    >>> ds.labels, ds.n
+    (('drizzle', 'fog', 'rain', 'snow', 'sun'), 1461)
+    >>> ds.frequencies.round(3).tolist()
+    [0.037, 0.281, 0.177, 0.016, 0.489]
     """
 
     name: str
@@ -141,7 +150,14 @@ class Dataset:
 
 
 def list_datasets() -> list[str]:
-    """Names of the data sets shipped with bayesldp, in increasing order of K."""
+    """Names of the data sets shipped with bayesldp, in increasing order of K.
+
+    Examples
+    --------
+    >>> from bayesldp.datasets import list_datasets
+    >>> "seattle_weather" in list_datasets()
+    True
+    """
     return list(_REGISTRY)
 
 
@@ -182,6 +198,16 @@ def load_dataset(name: str) -> Dataset:
         If ``name`` is not a string.
     InvalidInputError
         If ``name`` is not a shipped data set (the message lists the valid names).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> from bayesldp.datasets import load_dataset
+    >>> ds = load_dataset("anes96_party_id")
+    >>> mech = bayesldp.GRR(ds.k, 1.0)
+    >>> tally = mech.tally(mech.perturb(ds.values(), rng=0))
+    >>> ds.k, tally.n
+    (7, 944)
     """
     if not isinstance(name, str):
         raise InvalidTypeError(f"name: expected a data set name (str), got {type(name).__name__}")

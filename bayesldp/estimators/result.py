@@ -47,6 +47,17 @@ class Estimate:
     details : mapping
         Method-specific diagnostics (for example ``kkt_violation`` for ``mle``, the pools and BIC
         trace for ``em_mr``).  Read-only.
+
+    Examples
+    --------
+    What :func:`bayesldp.estimate` returns:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.GRR(3, 2.0)
+    >>> tally = mech.tally(mech.perturb([0, 0, 0, 1, 1, 2] * 50, rng=0))
+    >>> est = bayesldp.estimate(tally, "mle")
+    >>> est.method, est.on_simplex, est.frequencies.round(2).tolist()
+    ('mle', True, [0.44, 0.34, 0.22])
     """
 
     frequencies: np.ndarray

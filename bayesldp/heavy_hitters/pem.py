@@ -86,6 +86,20 @@ class PEMReports(StampedReports):
         The OLH hash range.
     holdout : float
         The share of users in the estimation group (group ``G``, full codes), 0 if none.
+
+    Examples
+    --------
+    What :meth:`PEM.perturb` returns: each user's group (the round it reports in) and an OLH
+    report:
+
+    >>> import numpy as np
+    >>> from bayesldp.heavy_hitters import PEM
+    >>> words = np.array(["cat", "dog", "emu", "owl"], dtype=object)
+    >>> people = np.random.default_rng(0).choice(words, 3000, p=[0.5, 0.3, 0.15, 0.05])
+    >>> pem = PEM(epsilon=4.0, k=2, bits=8, eta=2)
+    >>> reports = pem.perturb(people, rng=1)
+    >>> reports.group.shape, reports.prefix_lengths
+    ((3000,), (3, 5, 7, 8))
     """
 
     group: np.ndarray
@@ -122,7 +136,21 @@ class PEMReports(StampedReports):
 
 @dataclass(frozen=True)
 class PEMRound:
-    """One round of the search: prefix length, candidate prefixes, their estimates, users."""
+    """One round of the search: prefix length, candidate prefixes, their estimates, users.
+
+    Examples
+    --------
+    One per round of :meth:`PEM.identify`:
+
+    >>> import numpy as np
+    >>> from bayesldp.heavy_hitters import PEM
+    >>> words = np.array(["cat", "dog", "emu", "owl"], dtype=object)
+    >>> people = np.random.default_rng(0).choice(words, 3000, p=[0.5, 0.3, 0.15, 0.05])
+    >>> pem = PEM(epsilon=4.0, k=2, bits=8, eta=2)
+    >>> first = pem.identify(pem.perturb(people, rng=1)).rounds[0]
+    >>> first.prefix_length, first.candidates.tolist(), first.n
+    (3, [0, 1, 2, 3, 4, 5, 6, 7], 750)
+    """
 
     prefix_length: int
     candidates: np.ndarray
@@ -142,6 +170,19 @@ class HeavyHitters:
         Their unbiased OLH estimates from the last group (may be negative for weak ones).
     rounds : list of PEMRound
         Every round's candidates and estimates.
+
+    Examples
+    --------
+    What :meth:`PEM.identify` returns:
+
+    >>> import numpy as np
+    >>> from bayesldp.heavy_hitters import PEM
+    >>> words = np.array(["cat", "dog", "emu", "owl"], dtype=object)
+    >>> people = np.random.default_rng(0).choice(words, 3000, p=[0.5, 0.3, 0.15, 0.05])
+    >>> pem = PEM(epsilon=4.0, k=2, bits=8, eta=2)
+    >>> found = pem.identify(pem.perturb(people, rng=1))
+    >>> pem.encoder.decode(found.codes, words), found.frequencies.round(2).tolist()
+    (['cat', 'dog'], [0.55, 0.32])
     """
 
     codes: np.ndarray
@@ -162,6 +203,22 @@ class SharePosterior:
         The share the probabilities below refer to.
     prob_above : xarray.DataArray
         ``Pr(theta_j > threshold | reports)`` for each found item (dim ``category``, no "other").
+
+    Examples
+    --------
+    What :meth:`PEM.posterior` returns: the shares of the found items and of "other":
+
+    >>> import numpy as np
+    >>> from bayesldp.heavy_hitters import PEM
+    >>> words = np.array(["cat", "dog", "emu", "owl"], dtype=object)
+    >>> people = np.random.default_rng(0).choice(words, 3000, p=[0.5, 0.3, 0.15, 0.05])
+    >>> pem = PEM(epsilon=4.0, k=2, bits=8, eta=2)
+    >>> reports = pem.perturb(people, rng=1)
+    >>> found = pem.identify(reports)
+    >>> shares = pem.posterior(reports, found, threshold=0.2, method="laplace", draws=200,
+    ...                        random_seed=0)
+    >>> shares.idata.posterior["theta"].shape[-1], shares.prob_above.values.round(2).tolist()
+    (3, [1.0, 1.0])
     """
 
     idata: Any

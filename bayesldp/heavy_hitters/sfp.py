@@ -92,6 +92,19 @@ class SFPReports(StampedReports):
         ``hash_seed``, ``word_share``, ``holdout``.
     epsilon, g : float, int
         The budget and OLH's hash range.
+
+    Examples
+    --------
+    What :meth:`SFP.perturb` returns:
+
+    >>> import numpy as np
+    >>> from bayesldp.heavy_hitters import SFP
+    >>> words = np.array(["cat", "dog", "emu", "owl"], dtype=object)
+    >>> people = np.random.default_rng(0).choice(words, 3000, p=[0.5, 0.3, 0.15, 0.05])
+    >>> sfp = SFP(epsilon=4.0, k=2, max_length=3, m=64)
+    >>> reports = sfp.perturb(people, rng=1)
+    >>> reports.position.shape, type(reports.fragments).__name__, type(reports.word).__name__
+    ((2400,), 'CMSReports', 'HashReports')
     """
 
     position: np.ndarray
@@ -159,7 +172,21 @@ class SFPReports(StampedReports):
 
 @dataclass(frozen=True)
 class FragmentRound:
-    """One position: the kept values ``r 2^{8f} + fragment``, their sketch estimates, users."""
+    """One position: the kept values ``r 2^{8f} + fragment``, their sketch estimates, users.
+
+    Examples
+    --------
+    One per fragment position of :meth:`SFP.identify`:
+
+    >>> import numpy as np
+    >>> from bayesldp.heavy_hitters import SFP
+    >>> words = np.array(["cat", "dog", "emu", "owl"], dtype=object)
+    >>> people = np.random.default_rng(0).choice(words, 3000, p=[0.5, 0.3, 0.15, 0.05])
+    >>> sfp = SFP(epsilon=4.0, k=2, max_length=3, m=64)
+    >>> first = sfp.identify(sfp.perturb(people, rng=1)).rounds[0]
+    >>> type(first).__name__, first.position
+    ('FragmentRound', 0)
+    """
 
     position: int
     values: np.ndarray
@@ -172,7 +199,21 @@ class SFPHeavyHitters(HeavyHitters):
     """What :meth:`SFP.identify` found: ``codes`` and ``frequencies`` as
     :class:`HeavyHitters` (OLH estimates from the word users), the items themselves
     (``items``, bytes), ``rounds`` one :class:`FragmentRound` per position, and
-    ``n_candidates`` the number of assembled candidates that passed the tag check."""
+    ``n_candidates`` the number of assembled candidates that passed the tag check.
+
+    Examples
+    --------
+    What :meth:`SFP.identify` returns, the items themselves among them:
+
+    >>> import numpy as np
+    >>> from bayesldp.heavy_hitters import SFP
+    >>> words = np.array(["cat", "dog", "emu", "owl"], dtype=object)
+    >>> people = np.random.default_rng(0).choice(words, 3000, p=[0.5, 0.3, 0.15, 0.05])
+    >>> sfp = SFP(epsilon=4.0, k=2, max_length=3, m=64)
+    >>> found = sfp.identify(sfp.perturb(people, rng=1))
+    >>> sorted(found.items), len(found.codes)
+    ([b'cat', b'dog'], 2)
+    """
 
     items: list[bytes] = field(default_factory=list)
     n_candidates: int = 0

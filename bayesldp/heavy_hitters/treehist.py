@@ -55,7 +55,21 @@ from bayesldp.mechanisms.hashing import MERSENNE_31, optimal_g
 @dataclass(frozen=True)
 class TreeHistLevel(PEMRound):
     """One level of the tree: prefix length, children estimated, their estimates, users, and
-    the threshold ``tau_i`` they were held to."""
+    the threshold ``tau_i`` they were held to.
+
+    Examples
+    --------
+    One per level of :meth:`TreeHist.identify`:
+
+    >>> import numpy as np
+    >>> from bayesldp.heavy_hitters import TreeHist
+    >>> words = np.array(["cat", "dog", "emu", "owl"], dtype=object)
+    >>> people = np.random.default_rng(0).choice(words, 3000, p=[0.5, 0.3, 0.15, 0.05])
+    >>> tree = TreeHist(epsilon=4.0, bits=8, eta=2)
+    >>> level = tree.identify(tree.perturb(people, rng=1)).rounds[0]
+    >>> level.prefix_length, level.candidates.tolist(), level.n, round(level.threshold, 4)
+    (2, [0, 1, 2, 3], 600, 0.045)
+    """
 
     threshold: float
 

@@ -43,6 +43,13 @@ def realised_epsilon_of_channel(channel: np.ndarray) -> float:
 
     Columns that no input can produce are ignored; a column that some inputs produce and others
     cannot gives ``inf`` (no finite epsilon).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> from bayesldp.mechanisms import realised_epsilon_of_channel
+    >>> round(realised_epsilon_of_channel(bayesldp.GRR(3, 1.0).channel), 6)
+    1.0
     """
     channel = np.asarray(channel, dtype=float)
     col_max = channel.max(axis=0)
@@ -76,6 +83,13 @@ class Parameter:
 
     Declared by each class in ``PARAMETERS``; :func:`bayesldp.mechanisms.make_mechanism`, the
     command line and the spec schema read these declarations, never a list of their own.
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms import parameters
+    >>> (g,) = parameters("OLH")
+    >>> g.name, g.kind.__name__, g.required
+    ('g', 'int', False)
     """
 
     name: str
@@ -93,6 +107,20 @@ class Mechanism(ABC):
     (:meth:`unbiased_frequencies`, :meth:`oracle_variance`), declare their extra constructor
     parameters (``PARAMETERS``) and own their report layout in a table
     (:meth:`reports_from_frame`, :meth:`reports_to_frame`).
+
+    Examples
+    --------
+    Every mechanism is one; the client perturbs, the aggregator tallies:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.GRR(3, 1.0)
+    >>> isinstance(mech, bayesldp.Mechanism)
+    True
+    >>> tally = mech.tally(mech.perturb([0, 1, 2, 0, 0], rng=0))
+    >>> tally.n
+    5
+    >>> round(mech.realised_epsilon(), 6)
+    1.0
     """
 
     name: ClassVar[str]
@@ -245,6 +273,21 @@ class FiniteChannelMechanism(Mechanism):
     The default oracle inverts a square channel, ``f = P^{-T} phi`` with ``phi`` the report
     frequencies; its exact variance for a fixed population with frequencies ``theta`` is the
     diagonal of ``P^{-T} C P^{-1}``, ``C = sum_x theta_x (diag P_x - P_x P_x^T) / n``.
+
+    Examples
+    --------
+    GRR's reports are categories, its channel a ``(k, k)`` matrix:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.mechanisms import FiniteChannelMechanism
+    >>> mech = bayesldp.GRR(3, 1.0)
+    >>> isinstance(mech, FiniteChannelMechanism), mech.n_outputs
+    (True, 3)
+    >>> np.round(mech.channel, 3)
+    array([[0.576, 0.212, 0.212],
+           [0.212, 0.576, 0.212],
+           [0.212, 0.212, 0.576]])
     """
 
     @property
@@ -367,6 +410,18 @@ class PureProtocol(Mechanism):
         \\hat f(x) = \\frac{h(x)/n - q^*}{p^* - q^*}, \\qquad
         \\mathrm{Var}[\\hat f(x)] = \\frac{q^*(1-q^*)}{n (p^*-q^*)^2}
             + \\frac{f(x)(1-p^*-q^*)}{n (p^*-q^*)}.
+
+    Examples
+    --------
+    OUE is pure, with ``p* = 1/2`` and ``q* = 1 / (e^eps + 1)``:
+
+    >>> import bayesldp
+    >>> from bayesldp.mechanisms import PureProtocol
+    >>> mech = bayesldp.OUE(3, 1.0)
+    >>> isinstance(mech, PureProtocol)
+    True
+    >>> mech.p_star, round(mech.q_star, 4)
+    (0.5, 0.2689)
     """
 
     @property

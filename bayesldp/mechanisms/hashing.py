@@ -76,6 +76,16 @@ class HashReports:
         Hash offsets in ``0..P-1``.
     y : ndarray of int64, shape (n,)
         Reported (perturbed) hash values in ``0..g-1``.
+
+    Examples
+    --------
+    What :meth:`OLH.perturb <bayesldp.OLH.perturb>` returns:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.OLH(10, 1.0)
+    >>> reports = mech.perturb([0, 1, 2, 3], rng=0)
+    >>> type(reports).__name__, reports.y.shape, bool((reports.y < mech.g).all())
+    ('HashReports', (4,), True)
     """
 
     a: np.ndarray
@@ -259,6 +269,17 @@ class LocalHashing(HashedGRR):
     {parameters}
     g : int
         Hash range (2 <= g <= 2^31 - 1).
+
+    Examples
+    --------
+    OLH and BLH are local hashing at their choices of ``g``:
+
+    >>> import bayesldp
+    >>> from bayesldp.mechanisms import LocalHashing
+    >>> mech = LocalHashing(10, 1.0, g=4)
+    >>> tally = mech.tally(mech.perturb([0, 1, 2, 3] * 25, rng=0))
+    >>> tally.n, round(mech.realised_epsilon(), 12), isinstance(bayesldp.OLH(10, 1.0), LocalHashing)
+    (100, 1.0, True)
     """
 
     name = "LH"

@@ -76,12 +76,26 @@ NOT_MECHANISMS: dict[str, str] = {
 
 
 def names() -> tuple[str, ...]:
-    """Canonical mechanism names, in registry order."""
+    """Canonical mechanism names, in registry order.
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms import names
+    >>> names()[:5]
+    ('GRR', 'SUE', 'OUE', 'BLH', 'OLH')
+    """
     return tuple(MODULES)
 
 
 def canonical_name(name: Any) -> str:
-    """The canonical name of ``name`` (case-insensitive; aliases such as "HR" resolved)."""
+    """The canonical name of ``name`` (case-insensitive; aliases such as "HR" resolved).
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms import canonical_name
+    >>> canonical_name("hr"), canonical_name("olh")
+    ('HadamardResponse', 'OLH')
+    """
     if not isinstance(name, str):
         raise InvalidTypeError(f"mechanism: expected a name, got {type(name).__name__}")
     lookup = {key.lower(): key for key in MODULES}
@@ -96,18 +110,39 @@ def canonical_name(name: Any) -> str:
 
 
 def mechanism_class(name: str) -> type[Mechanism]:
-    """The mechanism class called ``name`` (case-insensitive; "HR" means HadamardResponse)."""
+    """The mechanism class called ``name`` (case-insensitive; "HR" means HadamardResponse).
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms import mechanism_class
+    >>> mechanism_class("olh").__name__
+    'OLH'
+    """
     key = canonical_name(name)
     return getattr(importlib.import_module(MODULES[key]), key)
 
 
 def parameters(name: str) -> tuple[Parameter, ...]:
-    """The parameters the mechanism takes beyond ``k`` and ``epsilon``, as it declares them."""
+    """The parameters the mechanism takes beyond ``k`` and ``epsilon``, as it declares them.
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms import parameters
+    >>> [p.name for p in parameters("OLH")]
+    ['g']
+    """
     return mechanism_class(name).PARAMETERS
 
 
 def all_parameters() -> dict[str, Parameter]:
-    """Every declared parameter of every registered mechanism, by name (for option parsers)."""
+    """Every declared parameter of every registered mechanism, by name (for option parsers).
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms import all_parameters
+    >>> "g" in all_parameters()
+    True
+    """
     out: dict[str, Parameter] = {}
     for name in MODULES:
         for param in parameters(name):
@@ -118,7 +153,18 @@ def all_parameters() -> dict[str, Parameter]:
 def rebuild_mechanism(name: str, params: dict[str, Any]) -> Mechanism:
     """The mechanism ``name`` from its :meth:`~bayesldp.mechanisms.base.Mechanism.params`
     (as stored in a fit's attrs or a tally store's manifest): its size (``params[cls.SIZE]``,
-    "k" for most), ``epsilon`` and the rest as keywords."""
+    "k" for most), ``epsilon`` and the rest as keywords.
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> from bayesldp.mechanisms import rebuild_mechanism
+    >>> mech = bayesldp.OLH(10, 1.0, g=4)
+    >>> mech.params()
+    {'k': 10, 'epsilon': 1.0, 'g': 4}
+    >>> rebuild_mechanism("OLH", mech.params()) == mech
+    True
+    """
     cls = mechanism_class(name)
     params = dict(params)
     return make_mechanism(name, params.pop(cls.SIZE), params.pop("epsilon"), **params)
@@ -130,6 +176,12 @@ def make_mechanism(name: str, k: int, epsilon: float, **params: Any) -> Mechanis
     Parameters given as None are left at their defaults.  A parameter the mechanism does not
     take, or a missing required one, is an :class:`~bayesldp.errors.InvalidInputError` naming
     the parameters the mechanism takes.
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms import make_mechanism
+    >>> make_mechanism("OLH", 10, 1.0, g=4)
+    OLH(k=10, epsilon=1, g=4)
     """
     cls = mechanism_class(name)
     declared = {param.name: param for param in cls.PARAMETERS}

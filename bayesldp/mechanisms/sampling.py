@@ -78,6 +78,17 @@ class SampledReports:
         The common sampling probability, or None when every node had its own ``pi_j``.
     pi_sum : float
         ``sum_j pi_j = E[S]`` (``n * pi`` for a common ``pi``).
+
+    Examples
+    --------
+    What :meth:`NodeSampling.perturb <bayesldp.NodeSampling.perturb>` returns:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> sampler = bayesldp.NodeSampling(bayesldp.GRR(5, 1.0), pi=0.5)
+    >>> sampled = sampler.perturb(np.arange(20) % 5, rng=0)
+    >>> type(sampled).__name__, sampled.n, sampled.n_sampled, sampled.pi
+    ('SampledReports', 20, 8, 0.5)
     """
 
     reports: Any

@@ -89,6 +89,16 @@ class CMSReports:
         Entries per report.
     is_packed : bool
         Whether the entries are held packed.
+
+    Examples
+    --------
+    What :meth:`CMS.perturb <bayesldp.CMS.perturb>` returns:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.CMS(50, 2.0, m=64, k_hash=4, hash_seed=0)
+    >>> reports = mech.perturb([0, 1, 2, 3], rng=0)
+    >>> type(reports).__name__, reports.row.shape
+    ('CMSReports', (4,))
     """
 
     __slots__ = ("_bits", "_m", "_packed", "_row")
@@ -154,7 +164,18 @@ class CMSReports:
 @dataclass(frozen=True, eq=False)
 class HCMSReports:
     """Hadamard count-mean-sketch reports: hash row ``row[i]``, Hadamard coefficient
-    ``index[i]`` in ``0..m-1`` and the noisy entry ``bit[i]`` (int8, -1 or +1)."""
+    ``index[i]`` in ``0..m-1`` and the noisy entry ``bit[i]`` (int8, -1 or +1).
+
+    Examples
+    --------
+    What :meth:`HCMS.perturb <bayesldp.HCMS.perturb>` returns:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.HCMS(50, 2.0, m=64, k_hash=4, hash_seed=0)
+    >>> reports = mech.perturb([0, 1, 2, 3], rng=0)
+    >>> type(reports).__name__, reports.row.shape, reports.index.shape, reports.bit.tolist()
+    ('HCMSReports', (4,), (4,), [-1, -1, 1, -1])
+    """
 
     row: np.ndarray
     index: np.ndarray
@@ -274,6 +295,14 @@ class CMS(_CountMeanSketch):
     ``v[h_j(x)] = +1`` and ``e^{-eps/2}`` times it elsewhere.  Exact epsilon: inputs with
     ``h_j(x) = a != b = h_j(x')`` give the ratio ``(keep/flip)^2 = e^eps`` at
     ``v_a = +1, v_b = -1``.
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.CMS(50, 2.0, m=64, k_hash=4, hash_seed=0)
+    >>> reports = mech.perturb([0, 1, 2, 3] * 25, rng=0)
+    >>> mech.tally(reports).n, round(mech.realised_epsilon(), 12)
+    (100, 2.0)
     """
 
     name = "CMS"
@@ -454,6 +483,14 @@ class HCMS(_CountMeanSketch):
     Reports are :class:`HCMSReports` ``(row, index, bit)``; ``H[l, c] = (-1)^{popcount(l & c)}``
     (Sylvester).  Channel: ``P[x, (j, l, b)] = (keep if H[l, h_j(x)] = b else flip) /
     (k_hash m)``, finite with ``2 k_hash m`` columns; exactly eps-LDP.
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.HCMS(50, 2.0, m=64, k_hash=4, hash_seed=0)
+    >>> reports = mech.perturb([0, 1, 2, 3] * 25, rng=0)
+    >>> mech.tally(reports).n, round(mech.realised_epsilon(), 12)
+    (100, 2.0)
     """
 
     name = "HCMS"

@@ -121,6 +121,14 @@ class SubsetSelection(DirectSupportProtocol):
         Subset size in ``1..K-1`` (default :func:`optimal_subset_size`).
 
     Reports are int arrays of shape ``(n, d)``: the members of each user's subset (any order).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.SubsetSelection(10, 1.0)
+    >>> tally = mech.tally(mech.perturb([0, 1, 2, 3, 4] * 20, rng=0))
+    >>> mech.d, tally.n, round(mech.realised_epsilon(), 12)
+    (2, 100, 1.0)
     """
 
     name = "SubsetSelection"

@@ -75,6 +75,16 @@ class SeedReports:
         Reported (perturbed) hash values in ``0..g-1``.
     seed : ndarray of int64, shape (n,)
         Hash seeds in ``0..2^63-1`` (only ``seed mod 2^32`` matters).
+
+    Examples
+    --------
+    What :meth:`OLHXX.perturb <bayesldp.OLHXX.perturb>` returns:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.OLHXX(10, 1.0)
+    >>> reports = mech.perturb([0, 1, 2, 3], rng=0)
+    >>> type(reports).__name__, reports.y.shape, reports.seed.shape
+    ('SeedReports', (4,), (4,))
     """
 
     y: np.ndarray
@@ -129,6 +139,19 @@ class XXHashLocalHashing(HashedGRR):
     {parameters}
     g : int
         Hash range (2 <= g <= 2^32).
+
+    Examples
+    --------
+    OLHXX and BLHXX are xxhash local hashing at their choices of ``g``:
+
+    >>> import bayesldp
+    >>> from bayesldp.mechanisms import XXHashLocalHashing
+    >>> mech = XXHashLocalHashing(10, 1.0, g=4)
+    >>> tally = mech.tally(mech.perturb([0, 1, 2, 3] * 25, rng=0))
+    >>> tally.n, round(mech.realised_epsilon(), 12)
+    (100, 1.0)
+    >>> isinstance(bayesldp.OLHXX(10, 1.0), XXHashLocalHashing)
+    True
     """
 
     name = "LHXX"
@@ -286,6 +309,14 @@ class BLHXX(XXHashLocalHashing):
     ``LH_Client(optimal=False)``): :class:`XXHashLocalHashing` with ``g = 2``.
 
     {parameters}
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.BLHXX(100, 1.0)
+    >>> reports = mech.perturb([0, 1, 2, 3] * 25, rng=0)
+    >>> mech.g, mech.tally(reports).n, round(mech.realised_epsilon(), 12)
+    (2, 100, 1.0)
     """
 
     name = "BLHXX"

@@ -55,7 +55,20 @@ def report_files(source: Any) -> list[Path]:
 
     Nothing is skipped or counted twice without a word: a link to a missing file, a compressed
     report file (``.csv.gz``) and two names of one file (a link beside its target) are errors
-    naming them."""
+    naming them.
+
+    Examples
+    --------
+    A directory's CSV and Parquet files, sorted:
+
+    >>> import tempfile, pathlib
+    >>> from bayesldp.workflows.dask_tally import report_files
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ["b.csv", "a.csv", "notes.txt"]:
+    ...     _ = (d / name).write_text("value")
+    >>> [p.name for p in report_files(d)]
+    ['a.csv', 'b.csv']
+    """
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         if path.is_dir():
@@ -220,6 +233,22 @@ def tally_reports(
     Tally
         Equal to the sum of the files' tallies (a file that is not this mechanism's reports is an
         :class:`~bayesldp.InvalidInputError` naming the file and the column).
+
+    Examples
+    --------
+    Two days of reports, tallied with dask's synchronous scheduler (a cluster in real use):
+
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.workflows.dask_tally import tally_reports
+    >>> mech = bayesldp.GRR(3, 1.0)
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for day in range(2):
+    ...     reports = mech.perturb(np.array([0, 1, 2, 0]), rng=day)
+    ...     mech.reports_to_frame(reports).to_csv(d / f"day{day}.csv", index=False)
+    >>> tally_reports(d, mech, scheduler="synchronous").n
+    8
     """
     if not isinstance(mechanism, Mechanism):
         raise InvalidInputError(

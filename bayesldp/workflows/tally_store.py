@@ -40,24 +40,7 @@ checksum, the state file's SHA-256); a damaged part raises
 :class:`~bayesldp.errors.DamagedStoreError` naming it and the newest intact generation before it,
 with the command that rolls back to it.
 
-Examples
---------
->>> import bayesldp, numpy as np, tempfile, pathlib
->>> from bayesldp.workflows.tally_store import TallyStore
->>> mech = bayesldp.GRR(3, 1.0)
->>> d = pathlib.Path(tempfile.mkdtemp())
->>> mech.reports_to_frame(mech.perturb(np.array([0, 1, 2, 0]), rng=0)).to_csv(d / "a.csv",
-...                                                                          index=False)
->>> store = TallyStore.create(d / "store", mech)
->>> [r["status"] for r in store.append([d / "a.csv", d / "a.csv"])]
-['counted', 'already counted']
->>> store.tally().n
-4
->>> _ = (d / "b.csv").write_bytes((d / "a.csv").read_bytes())  # the same 4 reports again
->>> [r["status"] for r in store.append([d / "b.csv"])]  # 4 rows repeat by chance plausibly
-['counted']
->>> store.tally().n
-8
+An example is on :class:`TallyStore`.
 """
 
 from __future__ import annotations
@@ -93,7 +76,18 @@ _OWN_FILES = (sf.LOCK,)
 
 def is_tally_store(path: Any) -> bool:
     """True when ``path`` is a directory holding a tally store (its ``CURRENT`` file, or the
-    generations of a store whose ``CURRENT`` is lost)."""
+    generations of a store whose ``CURRENT`` is lost).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import bayesldp
+    >>> from bayesldp.workflows.tally_store import TallyStore, is_tally_store
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> store = TallyStore.create(d / "store", bayesldp.GRR(3, 1.0))
+    >>> is_tally_store(d / "store"), is_tally_store(d)
+    (True, False)
+    """
     if not isinstance(path, str | os.PathLike) or not Path(path).is_dir():
         return False
     if sf.creation_interrupted(Path(path)):  # a killed creation: no store (made afresh)
@@ -155,6 +149,25 @@ class TallyStore:
         An existing store (made by :meth:`create` or :meth:`append_to`).
     wait : float
         Seconds an append waits for another process's append to finish before it gives up.
+
+    Examples
+    --------
+    >>> import bayesldp, numpy as np, tempfile, pathlib
+    >>> from bayesldp.workflows.tally_store import TallyStore
+    >>> mech = bayesldp.GRR(3, 1.0)
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> mech.reports_to_frame(mech.perturb(np.array([0, 1, 2, 0]), rng=0)).to_csv(d / "a.csv",
+    ...                                                                          index=False)
+    >>> store = TallyStore.create(d / "store", mech)
+    >>> [r["status"] for r in store.append([d / "a.csv", d / "a.csv"])]
+    ['counted', 'already counted']
+    >>> store.tally().n
+    4
+    >>> _ = (d / "b.csv").write_bytes((d / "a.csv").read_bytes())  # the same 4 reports again
+    >>> [r["status"] for r in store.append([d / "b.csv"])]  # 4 rows repeat by chance plausibly
+    ['counted']
+    >>> store.tally().n
+    8
     """
 
     def __init__(self, path: str | os.PathLike[str], *, wait: float = WAIT) -> None:

@@ -167,6 +167,19 @@ def sample(
         "n_steps", "step_size", "lp" (log-density on the ALR coordinates, Jacobian included)
         and "acceptance_rate", each (chains, draws); under the adaptive prior with the joint
         scheme, ``extra["a"]`` (chains, draws).
+
+    Examples
+    --------
+    The backend behind ``bayesldp.fit(method="hmc")``, called directly (a short chain here):
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.bayes.hmc import sample
+    >>> mech = bayesldp.GRR(3, 2.0)
+    >>> tally = mech.tally(mech.perturb([0, 0, 0, 1, 1, 2] * 10, rng=0))
+    >>> out = sample(tally, np.ones(3), draws=50, chains=1, random_seed=0, tune=50)
+    >>> out.theta.shape, bool(np.allclose(out.theta.sum(axis=-1), 1))
+    ((1, 50, 3), True)
     """
     started = time.perf_counter()  # tally, alpha, draws and chains were checked by fit()
     unknown = sorted(set(options) - set(OPTIONS))

@@ -63,7 +63,19 @@ _BLOCK_CELLS = 1 << 22
 
 class DBitReports(NamedTuple):
     """dBitFlipPM reports: each user's sampled ``buckets`` (int64 ``(n, d)``, ascending) and
-    ``bits`` (bool ``(n, d)``, bit ``p`` for bucket ``buckets[:, p]``)."""
+    ``bits`` (bool ``(n, d)``, bit ``p`` for bucket ``buckets[:, p]``).
+
+    Examples
+    --------
+    What :meth:`DBitFlipPM.perturb <bayesldp.DBitFlipPM.perturb>` returns:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.DBitFlipPM(4, 1.0, d=2)
+    >>> memo = mech.memo()
+    >>> reports = mech.perturb([0, 1, 2, 3], rng=0, users=[10, 11, 12, 13], memo=memo)
+    >>> type(reports).__name__, reports.buckets.shape, reports.bits.shape
+    ('DBitReports', (4, 2), (4, 2))
+    """
 
     buckets: np.ndarray
     bits: np.ndarray

@@ -353,6 +353,19 @@ class LSUE(LongitudinalUnary):
     symmetric ``(p2, 1 - p2)``.  The composition is symmetric too (``1 - p_s = q_s``), so one
     round is exactly SUE(k, eps_1): ``p_s = e^(eps_1/2) / (e^(eps_1/2) + 1)`` (Erlingsson et
     al. 2014; Arcolezi et al. 2022, L-SUE).
+
+    Examples
+    --------
+    The permanent responses are kept in a memo, so a user who reports the same value again reuses
+    them:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.LSUE(4, 1.0, eps_perm=3.0)
+    >>> memo = mech.memo()
+    >>> day1 = mech.perturb([0, 1, 2, 3], rng=0, users=[10, 11, 12, 13], memo=memo)
+    >>> day2 = mech.perturb([0, 1, 2, 3], rng=1, users=[10, 11, 12, 13], memo=memo)
+    >>> len(memo), mech.tally(day1).n, round(mech.realised_epsilon(), 12)
+    (4, 4, 1.0)
     """
 
     __doc__ += _UNARY_REPORTS
@@ -368,6 +381,15 @@ class LOUE(LongitudinalUnary):
     ``q2`` for which ``p_s (1 - q_s) / (q_s (1 - p_s)) = e^eps_1``, with
     ``p_s = p1/2 + (1 - p1) q2``, ``q_s = q1/2 + (1 - q1) q2``.
     A round reaches at most ``log(p1 (1 - q1/2) / (q1 (1 - p1/2)))`` (``q2 -> 0``).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.LOUE(4, 1.0, eps_perm=3.0)
+    >>> memo = mech.memo()
+    >>> day1 = mech.perturb([0, 1, 2, 3], rng=0, users=[10, 11, 12, 13], memo=memo)
+    >>> len(memo), mech.tally(day1).n, round(mech.realised_epsilon(), 12)
+    (4, 4, 1.0)
     """
 
     __doc__ += _UNARY_REPORTS
@@ -384,6 +406,15 @@ class LOSUE(LongitudinalUnary):
     ``p_s = p1 p2 + (1 - p1)(1 - p2)``, ``q_s = q1 p2 + (1 - q1)(1 - p2)``.  With ``p1 = 1/2``,
     ``p_s = 1/2``: one round is exactly OUE(k, eps_1), ``q_s = 1/(e^eps_1 + 1)``.  The paper's
     recommended unary protocol for most budgets.
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.LOSUE(4, 1.0, eps_perm=3.0)
+    >>> memo = mech.memo()
+    >>> day1 = mech.perturb([0, 1, 2, 3], rng=0, users=[10, 11, 12, 13], memo=memo)
+    >>> len(memo), mech.tally(day1).n, round(mech.realised_epsilon(), 12)
+    (4, 4, 1.0)
     """
 
     __doc__ += _UNARY_REPORTS
@@ -399,6 +430,15 @@ class LSOUE(LongitudinalUnary):
     ``p2 = 1/2`` and the ``q2`` with ``p_s (1 - q_s) / (q_s (1 - p_s)) = e^eps_1``,
     ``p_s = p1/2 + (1 - p1) q2``, ``q_s = q1/2 + (1 - q1) q2``; a round reaches at most
     ``log(p1 (1 - q1/2) / (q1 (1 - p1/2)))``.
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.LSOUE(4, 1.0, eps_perm=3.0)
+    >>> memo = mech.memo()
+    >>> day1 = mech.perturb([0, 1, 2, 3], rng=0, users=[10, 11, 12, 13], memo=memo)
+    >>> len(memo), mech.tally(day1).n, round(mech.realised_epsilon(), 12)
+    (4, 4, 1.0)
     """
 
     __doc__ += _UNARY_REPORTS

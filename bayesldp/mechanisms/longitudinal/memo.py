@@ -51,7 +51,21 @@ class _MemoOwner(Protocol):
 
 
 class MemoError(InvalidInputError):
-    """A memo store is missing, corrupt, truncated, or belongs to another mechanism."""
+    """A memo store is missing, corrupt, truncated, or belongs to another mechanism.
+
+    Examples
+    --------
+    A memo file written for another mechanism is refused:
+
+    >>> import tempfile, pathlib
+    >>> import bayesldp
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "memo.npz"
+    >>> bayesldp.MemoStore(path, bayesldp.LGRR(4, 1.0, eps_perm=3.0)).close()
+    >>> bayesldp.MemoStore(path, bayesldp.LGRR(5, 1.0, eps_perm=3.0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    bayesldp.mechanisms.longitudinal.memo.MemoError: ...
+    """
 
 
 FORMAT = StateFormat(
@@ -150,6 +164,17 @@ class Memo(Mapping):
     ----------
     mechanism : Longitudinal
         The mechanism whose permanent responses it keeps (refused by any other).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.LGRR(4, 1.0, eps_perm=3.0)
+    >>> memo = mech.memo()
+    >>> day1 = mech.perturb([0, 1, 2, 3], rng=0, users=[10, 11, 12, 13], memo=memo)
+    >>> len(memo), sorted(memo)[:2]
+    (4, [(10, 0), (11, 1)])
+    >>> memo[(10, 0)] == memo[(10, 0)]
+    True
     """
 
     def __init__(self, mechanism: _MemoOwner) -> None:
@@ -303,6 +328,20 @@ class MemoStore(Memo):
         refused with a :class:`MemoError` naming both.
     wait : float, default 0
         Seconds to wait for another writer's lock.
+
+    Examples
+    --------
+    The permanent responses survive a restart: a second store on the same file reads them:
+
+    >>> import tempfile, pathlib
+    >>> import bayesldp
+    >>> mech = bayesldp.LGRR(4, 1.0, eps_perm=3.0)
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "memo.npz"
+    >>> with bayesldp.MemoStore(path, mech) as memo:
+    ...     day1 = mech.perturb([0, 1, 2, 3], rng=0, users=[10, 11, 12, 13], memo=memo)
+    >>> with bayesldp.MemoStore(path, mech) as memo:
+    ...     print(len(memo))
+    4
     """
 
     def __init__(self, path: str | os.PathLike[str], mechanism: _MemoOwner, *, wait: float = 0.0):

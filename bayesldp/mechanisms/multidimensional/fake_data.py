@@ -62,7 +62,14 @@ FAKES = ("zero", "random")
 
 
 def amplified_epsilon(epsilon: float, d: int) -> float:
-    """``eps' = ln(d (e^eps - 1) + 1)``: the budget of the sampled attribute's report (RS+FD)."""
+    """``eps' = ln(d (e^eps - 1) + 1)``: the budget of the sampled attribute's report (RS+FD).
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms.multidimensional import amplified_epsilon
+    >>> round(amplified_epsilon(1.0, 3), 4)
+    1.8172
+    """
     return math.log1p(d * math.expm1(epsilon))
 
 
@@ -73,6 +80,15 @@ def record_budget_epsilon(epsilon: float, d: int) -> float:
     record's report is ``epsilon``-LDP, exactly (see :meth:`RSFD.realised_epsilon`): what
     ``RSFD(ks, epsilon)`` (``budget="record"``, the default) builds its channels with, the
     same protocol as ``RSFD(ks, record_budget_epsilon(epsilon, d), budget="paper")``.
+
+    Examples
+    --------
+    It inverts :func:`amplified_epsilon`:
+
+    >>> from bayesldp.mechanisms.multidimensional import amplified_epsilon, record_budget_epsilon
+    >>> nominal = record_budget_epsilon(1.0, 3)
+    >>> round(nominal, 4), round(amplified_epsilon(nominal, 3), 12)
+    (0.4528, 1.0)
     """
     return math.log1p(math.expm1(epsilon) / d)
 
@@ -99,6 +115,16 @@ class FakeDataGRR(GRR):
         The protocol's nominal budget (the sampled report uses ``ln(d (e^eps - 1) + 1)``).
     d : int
         Number of attributes of the record (>= 2).
+
+    Examples
+    --------
+    One attribute of three records under RS+FD[GRR], ``d = 2``:
+
+    >>> from bayesldp.mechanisms.multidimensional import FakeDataGRR
+    >>> mech = FakeDataGRR(3, 1.0, d=2)
+    >>> tally = mech.tally(mech.perturb([0, 1, 2], rng=0))
+    >>> tally.n, round(mech.realised_epsilon(), 4)
+    (3, 0.7384)
     """
 
     name = "FakeDataGRR"
@@ -166,6 +192,14 @@ class FakeDataUnary(PureProtocol):
         The unary encoding of the sampled attribute.
     fake : {"zero", "random"}
         The fake data.
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms.multidimensional import FakeDataUnary
+    >>> mech = FakeDataUnary(3, 1.0, d=2)
+    >>> tally = mech.tally(mech.perturb([0, 1, 2], rng=0))
+    >>> tally.n, round(mech.realised_epsilon(), 4)
+    (3, 0.8354)
     """
 
     name = "FakeDataUnary"

@@ -66,6 +66,17 @@ class RecordReports:
     ``(m, k_j)``).  For SPL and RS+FD every user reports every attribute (``m = n``) and
     ``attribute`` is None; for SMP ``attribute[i]`` is the index user ``i`` reported and
     ``parts[j]`` the reports of the users with ``attribute == j``, in user order.
+
+    Examples
+    --------
+    What a protocol's ``perturb`` returns:
+
+    >>> import numpy as np
+    >>> from bayesldp.mechanisms import SMP
+    >>> proto = SMP([3, 4], 2.0)
+    >>> reports = proto.perturb(np.array([[0, 1], [1, 2], [2, 3], [0, 0]]), rng=0)
+    >>> type(reports).__name__, reports.attribute.tolist(), [p.shape for p in reports.parts]
+    ('RecordReports', [1, 1, 1, 0], [(1,), (3,)])
     """
 
     parts: tuple[np.ndarray, ...]
@@ -91,6 +102,16 @@ class Multidimensional(ABC):
         The record's budget.
     base : {"GRR", "SUE", "OUE"}
         The frequency oracle of each attribute.
+
+    Examples
+    --------
+    SPL, SMP and RS+FD are all one:
+
+    >>> from bayesldp.mechanisms import SPL
+    >>> from bayesldp.mechanisms.multidimensional import Multidimensional
+    >>> proto = SPL([3, 4], 2.0)
+    >>> isinstance(proto, Multidimensional), proto.d, proto.ks
+    (True, 2, (3, 4))
     """
 
     name: ClassVar[str]
@@ -189,6 +210,18 @@ class SPL(Multidimensional):
     composition: the record's epsilon is the sum of the attributes' realised epsilons
     (``epsilon`` for GRR, SUE and OUE); two records differing in one attribute, its
     ``epsilon / d``.
+
+    Examples
+    --------
+    Records of two attributes (3 and 4 categories), each reported by GRR at ``epsilon / 2``:
+
+    >>> import numpy as np
+    >>> from bayesldp.mechanisms import SPL
+    >>> proto = SPL([3, 4], 2.0)
+    >>> records = np.array([[0, 1], [1, 2], [2, 3], [0, 0]])
+    >>> tallies = proto.tallies(proto.perturb(records, rng=0))
+    >>> [t.k for t in tallies], [t.n for t in tallies], round(proto.realised_epsilon(), 12)
+    ([3, 4], [4, 4], 2.0)
     """
 
     name = "SPL"
@@ -216,6 +249,18 @@ class SMP(Multidimensional):
     Reports: ``attribute`` the sampled indices, ``parts[j]`` the reports of the users who
     sampled ``j``.  A record's report reveals one attribute at ``epsilon``: the record's
     epsilon is the largest attribute's realised epsilon, whichever records are compared.
+
+    Examples
+    --------
+    Each user reports one sampled attribute, at the whole ``epsilon``:
+
+    >>> import numpy as np
+    >>> from bayesldp.mechanisms import SMP
+    >>> proto = SMP([3, 4], 2.0)
+    >>> records = np.array([[0, 1], [1, 2], [2, 3], [0, 0]] * 5)
+    >>> tallies = proto.tallies(proto.perturb(records, rng=0))
+    >>> sum(t.n for t in tallies), round(proto.realised_epsilon(), 12)
+    (20, 2.0)
     """
 
     name = "SMP"
@@ -294,6 +339,18 @@ class RSFD(Multidimensional):
     budget : {"record", "paper"}, optional
         What ``epsilon`` bounds: the whole record (default), or the paper's nominal budget
         (the whole record realises ``ln(d (e^eps - 1) + 1)``).
+
+    Examples
+    --------
+    One sampled attribute reported truly, fake data for the others:
+
+    >>> import numpy as np
+    >>> from bayesldp.mechanisms import RSFD
+    >>> proto = RSFD([3, 4], 2.0)
+    >>> records = np.array([[0, 1], [1, 2], [2, 3], [0, 0]])
+    >>> tallies = proto.tallies(proto.perturb(records, rng=0))
+    >>> [t.n for t in tallies], round(proto.realised_epsilon(), 12)
+    ([4, 4], 2.0)
     """
 
     name = "RSFD"
@@ -401,6 +458,18 @@ def fit_marginals(tallies: list[Tally], labels: Any = None, **options: Any) -> d
     ``labels`` names the attributes (default ``0..d-1``); ``options`` go to
     :func:`bayesldp.fit` for every tally (a ``random_seed`` integer is offset by the attribute's
     position, so the attributes' draws are independent).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesldp.mechanisms import SPL
+    >>> from bayesldp.mechanisms.multidimensional import fit_marginals
+    >>> proto = SPL([2, 3], 4.0)
+    >>> records = np.array([[0, 1], [1, 2], [0, 0], [0, 1]] * 5)
+    >>> tallies = proto.tallies(proto.perturb(records, rng=0))
+    >>> fits = fit_marginals(tallies, labels=["a", "b"], method="exact", draws=200, random_seed=0)
+    >>> sorted(fits), fits["a"].posterior["theta"].shape[-1]
+    (['a', 'b'], 2)
     """
     from bayesldp.bayes.fit import fit
 

@@ -55,6 +55,14 @@ def record_channel(protocol: Multidimensional) -> np.ndarray:
     * SMP: ``(1/d) C_j[x_j, y]`` for the report ``(j, y)``;
     * RS+FD: ``(1/d) sum_j R_j[x_j, y_j] prod_{i != j} F_i[y_i]``, ``R_j`` the amplified
       channel and ``F_i`` the fake law.
+
+    Examples
+    --------
+    >>> from bayesldp.mechanisms import SPL
+    >>> from bayesldp.mechanisms.multidimensional import record_channel
+    >>> channel = record_channel(SPL([2, 2], 2.0))
+    >>> channel.shape, channel.sum(axis=1).round(12).tolist()
+    ((4, 4), [1.0, 1.0, 1.0, 1.0])
     """
     ks, d = protocol.ks, protocol.d
     outputs = [_outputs(m) for m in protocol.marginals]
@@ -111,6 +119,16 @@ class RecordMechanism(FiniteChannelMechanism):
     :func:`bayesldp.audit.audit` needs to audit the record's privacy (two records ``x0``, ``x1``
     and the event that best tells them apart).  ``epsilon`` is the claim audited: the
     protocol's realised record-level epsilon unless given.
+
+    Examples
+    --------
+    SPL on two binary attributes as a mechanism over the 4 records:
+
+    >>> from bayesldp.mechanisms import SPL
+    >>> from bayesldp.mechanisms.multidimensional import RecordMechanism
+    >>> mech = RecordMechanism(SPL([2, 2], 2.0))
+    >>> mech.k, round(mech.realised_epsilon(), 12)
+    (4, 2.0)
     """
 
     name = "Record"

@@ -75,6 +75,19 @@ class Gaussian(AdditiveNoiseMechanism):
         Output bins, two tails included.
     delta : float, default 1e-5
         The delta of (eps, delta)-LDP, in (0, 1).
+
+    Examples
+    --------
+    Values in ``[0, 1]``, estimated on 8 bins; (1, 1e-5)-LDP, so the noise's ``sigma`` is
+    several times the domain's width:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> mech = bayesldp.Gaussian(8, 1.0)
+    >>> values = np.random.default_rng(0).beta(2, 5, 200)
+    >>> tally = mech.tally(mech.perturb(values, rng=1))
+    >>> tally.n, round(mech.sigma, 3)
+    (200, 3.731)
     """
 
     name = "Gaussian"

@@ -32,6 +32,18 @@ class LaplaceNumeric(AdditiveNoiseMechanism):
     output_bins : int, optional
         Output bins, two tails included (default: see
         :class:`AdditiveNoiseMechanism`).
+
+    Examples
+    --------
+    Values in ``[0, 1]``, estimated on 8 bins:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> mech = bayesldp.LaplaceNumeric(8, 1.0)
+    >>> values = np.random.default_rng(0).beta(2, 5, 200)
+    >>> tally = mech.tally(mech.perturb(values, rng=1))
+    >>> tally.n, round(mech.realised_epsilon(), 12)
+    (200, 1.0)
     """
 
     name = "LaplaceNumeric"

@@ -48,6 +48,18 @@ class Piecewise(WindowMechanism):
     half_width : float, optional
         The window's half-width ``B`` on PM's scale (default Wang et al.'s ``1 / (e^{eps/2} -
         1)``); must exceed ``1 / (e^eps - 1)``.
+
+    Examples
+    --------
+    Values in ``[0, 1]``, estimated on 8 bins:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> mech = bayesldp.Piecewise(8, 1.0)
+    >>> values = np.random.default_rng(0).beta(2, 5, 200)
+    >>> tally = mech.tally(mech.perturb(values, rng=1))
+    >>> tally.n, round(mech.realised_epsilon(), 12)
+    (200, 1.0)
     """
 
     name = "Piecewise"

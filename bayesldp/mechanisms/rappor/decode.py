@@ -102,6 +102,15 @@ def rappor_decode(
         The LASSO penalty relative to the smallest one selecting nothing.
     alpha : float, default 0.05
         Family-wise level of the significance flags (Bonferroni over ``K``).
+
+    Examples
+    --------
+    >>> import bayesldp
+    >>> mech = bayesldp.RAPPOR(3, 2.0, candidates=["a", "b", "c"], cohorts=4)
+    >>> reports = mech.perturb([0, 1, 2, 0] * 250, rng=0)
+    >>> decoding = bayesldp.rappor_decode(mech, mech.bit_counts(reports))
+    >>> decoding.labels, decoding.frequencies.round(2).tolist()
+    (('a', 'b', 'c'), [0.55, 0.19, 0.18])
     """
     if not isinstance(mechanism, RAPPOR):
         raise InvalidTypeError(

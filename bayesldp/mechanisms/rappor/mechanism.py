@@ -74,7 +74,18 @@ _BLOCK_USERS = 1 << 16
 
 class RapporReports(NamedTuple):
     """RAPPOR reports: each user's ``cohort`` (int64, shape ``(n,)``) and ``bits`` (bool,
-    shape ``(n, num_bits)``, column ``j`` the Bloom filter's bit ``j``)."""
+    shape ``(n, num_bits)``, column ``j`` the Bloom filter's bit ``j``).
+
+    Examples
+    --------
+    What :meth:`RAPPOR.perturb <bayesldp.RAPPOR.perturb>` returns:
+
+    >>> import bayesldp
+    >>> mech = bayesldp.RAPPOR(3, 2.0, candidates=["a", "b", "c"], cohorts=4)
+    >>> reports = mech.perturb([0, 1, 2, 0], rng=0)
+    >>> type(reports).__name__, reports.cohort.shape, reports.bits.shape
+    ('RapporReports', (4,), (4, 16))
+    """
 
     cohort: np.ndarray
     bits: np.ndarray

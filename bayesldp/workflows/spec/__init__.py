@@ -67,7 +67,16 @@ KINDS: dict[str, Callable[[Mapping[str, Any], str], dict[str, Any]]] = {
 
 
 def spec_kind(raw: Mapping[str, Any], source: str = "spec") -> str:
-    """The kind of a parsed spec: its ``kind`` key, else recognised by its tables."""
+    """The kind of a parsed spec: its ``kind`` key, else recognised by its tables.
+
+    Examples
+    --------
+    Without a ``kind`` key, the tables tell:
+
+    >>> from bayesldp.workflows.spec import spec_kind
+    >>> spec_kind({"survey": {}, "population": {}}), spec_kind({"kind": "rounds"})
+    ('survey', 'rounds')
+    """
     if "kind" in raw:
         kind = raw["kind"]
         if kind not in KINDS:
@@ -98,6 +107,26 @@ def load_spec(path: str | Path, kind: str | None = None) -> dict[str, Any]:
     """Read and validate a spec of any kind (or of ``kind`` only) from a TOML file.
 
     Returns the validated spec: its tables with defaults filled in, and ``"kind"``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from bayesldp.workflows.spec import load_spec
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "study.toml"
+    >>> _ = path.write_text('''
+    ... [study]
+    ... name = "small"
+    ... n = 100
+    ... [population]
+    ... kind = "zipf"
+    ... k = 5
+    ... [[mechanisms]]
+    ... name = "GRR"
+    ... epsilon = 1.0
+    ... ''')
+    >>> spec = load_spec(path)
+    >>> spec["kind"], spec["study"]["n"], spec["mechanisms"][0]["name"]
+    ('study', 100, 'GRR')
     """
     path = Path(path)
     if not path.is_file():

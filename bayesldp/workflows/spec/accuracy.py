@@ -125,6 +125,14 @@ def validate_accuracy(raw: Mapping[str, Any], source: str = "spec") -> dict[str,
     Every problem raises one :class:`~bayesldp.workflows.spec.SpecError` line naming the key
     path, e.g. ``spec: [em_mr.full].n[1]: must be >= 1, got 0``.  Both the default and the
     ``--full`` settings are checked, so a bad ``.full`` value fails before anything runs.
+
+    Examples
+    --------
+    >>> from bayesldp.workflows.spec import validate_accuracy
+    >>> spec = validate_accuracy({"study": {"name": "a"},
+    ...                           "mle": {"epsilon": [1.0], "grr_k": [8], "grr_n": [100]}})
+    >>> sorted(spec), spec["mle"]["repeats"]
+    (['mle', 'study'], 30)
     """
     tables = {name: table for name, table in raw.items() if name not in SCHEMAS}
     spec: dict[str, Any] = {

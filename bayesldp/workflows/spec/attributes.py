@@ -60,7 +60,18 @@ TABLES = {"study": STUDY, "estimators": ESTIMATORS, "bayes": BAYES}
 
 
 def validate_attributes(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
-    """Check a parsed attributes spec; return it with defaults filled in."""
+    """Check a parsed attributes spec; return it with defaults filled in.
+
+    Examples
+    --------
+    >>> from bayesldp.workflows.spec import validate_attributes
+    >>> spec = validate_attributes({
+    ...     "study": {"name": "a", "n": 100},
+    ...     "attributes": [{"kind": "zipf", "k": 4}, {"kind": "zipf", "k": 3}],
+    ...     "protocols": [{"name": "SPL", "epsilon": 1.0}]})
+    >>> spec["protocols"][0]["epsilon"], spec["protocols"][0]["base"]
+    ([1.0], 'GRR')
+    """
     spec: dict[str, Any] = check_tables(raw, TABLES, source, required=("study",),
                                         arrays=["attributes", "protocols"])  # fmt: skip
     study, bayes = spec["study"], spec["bayes"]

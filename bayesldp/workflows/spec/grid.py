@@ -76,7 +76,16 @@ TABLES = {"grid": GRID, "survey": SURVEY, "paper": PAPER}
 
 
 def validate_grid(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
-    """Check a parsed grid spec; return it with defaults filled in (one-line SpecErrors)."""
+    """Check a parsed grid spec; return it with defaults filled in (one-line SpecErrors).
+
+    Examples
+    --------
+    >>> from bayesldp.workflows.spec import validate_grid
+    >>> spec = validate_grid({"grid": {"name": "g", "n": 100, "k": [5], "epsilon": [1.0],
+    ...                                "rho": [1.0]}})
+    >>> sorted(spec)
+    ['grid', 'paper', 'survey']
+    """
     spec = check_tables(raw, TABLES, source, required=("grid",))
     grid, survey = spec["grid"], spec["survey"]
     _check_size(spec["grid"], f"{source}: [grid]", required=True)

@@ -67,7 +67,17 @@ def item_labels(k: int) -> list[str]:
 
 
 def validate_heavy_hitters(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
-    """Check a parsed heavy-hitters spec; return it with defaults filled in."""
+    """Check a parsed heavy-hitters spec; return it with defaults filled in.
+
+    Examples
+    --------
+    >>> from bayesldp.workflows.spec import validate_heavy_hitters
+    >>> spec = validate_heavy_hitters({
+    ...     "study": {"name": "h", "n": 1000}, "population": {"kind": "zipf", "k": 100},
+    ...     "methods": [{"name": "PEM", "epsilon": 4.0}]})
+    >>> spec["study"]["top"], spec["methods"]
+    (10, [{'name': 'PEM', 'epsilon': [4.0], 'options': {}}])
+    """
     spec: dict[str, Any] = check_tables(raw, TABLES, source, required=("study", "population"),
                                         arrays=["methods"])  # fmt: skip
     study, bayes = spec["study"], spec["bayes"]

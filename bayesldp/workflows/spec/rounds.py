@@ -86,7 +86,17 @@ def check_population(population: dict[str, Any], where: str, source: str) -> Non
 
 
 def validate_rounds(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
-    """Check a parsed rounds spec; return it with defaults filled in."""
+    """Check a parsed rounds spec; return it with defaults filled in.
+
+    Examples
+    --------
+    >>> from bayesldp.workflows.spec import validate_rounds
+    >>> spec = validate_rounds({
+    ...     "study": {"name": "r", "n": 100, "rounds": 3}, "population": {"kind": "zipf", "k": 5},
+    ...     "mechanisms": [{"name": "L-GRR", "epsilon": 1.0}]})
+    >>> spec["drift"]
+    {'step': 0.0, 'redraw': 0.0}
+    """
     from bayesldp.workflows.spec.study import _check_mechanism, _mechanism_schema
 
     spec: dict[str, Any] = check_tables(

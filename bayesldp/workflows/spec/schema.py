@@ -18,7 +18,19 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError
 
 
 class SpecError(InvalidInputError):
-    """A study specification is malformed; the message names the file and the key path."""
+    """A study specification is malformed; the message names the file and the key path.
+
+    Examples
+    --------
+    Every problem of a spec is one line naming the key:
+
+    >>> from bayesldp.workflows.spec import validate_study
+    >>> validate_study({"study": {"name": "s", "n": 0}, "population": {"kind": "zipf", "k": 5},
+    ...                 "mechanisms": [{"name": "GRR", "epsilon": 1.0}]})
+    Traceback (most recent call last):
+        ...
+    bayesldp.workflows.spec.schema.SpecError: spec: [study].n: must be >= 1, got 0
+    """
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,15 @@ class Field:
     For a list, ``items`` is the type of its elements and ``choices`` the values each element
     may take; ``unique`` refuses a value listed twice (a list whose values are each one run of a
     grid: a repeated one would be reported as two runs).
+
+    Examples
+    --------
+    A table's schema is a dict of fields; :func:`check_table` reads it:
+
+    >>> from bayesldp.workflows.spec import Field, check_table
+    >>> schema = {"n": Field(int, required=True), "seed": Field(int, default=0)}
+    >>> check_table({"n": 3}, schema, "study")
+    {'n': 3, 'seed': 0}
     """
 
     types: type | tuple[type, ...]
@@ -137,7 +158,19 @@ def _check_field(value: Any, field: Field, where: str) -> Any:
 
 
 def check_table(table: Any, schema: Schema, path: str) -> dict[str, Any]:
-    """Check one TOML table against its schema; return it with defaults filled in."""
+    """Check one TOML table against its schema; return it with defaults filled in.
+
+    Examples
+    --------
+    >>> from bayesldp.workflows.spec import Field, check_table
+    >>> schema = {"n": Field(int, required=True), "seed": Field(int, default=0)}
+    >>> check_table({"n": 3}, schema, "study")
+    {'n': 3, 'seed': 0}
+    >>> check_table({}, schema, "study")
+    Traceback (most recent call last):
+        ...
+    bayesldp.workflows.spec.schema.SpecError: study.n: missing (required)
+    """
     if not isinstance(table, Mapping):
         raise SpecError(f"{path}: expected a table, got {type(table).__name__}")
     unknown = sorted(set(table) - set(schema))

@@ -128,6 +128,15 @@ def validate_study(raw: Mapping[str, Any], source: str = "spec") -> dict[str, An
     """Check a parsed study spec against its schema; return it with defaults filled in.
 
     Also records whether a ``[bayes]`` table was given (``"bayes_requested"``).
+
+    Examples
+    --------
+    >>> from bayesldp.workflows.spec import validate_study
+    >>> spec = validate_study({
+    ...     "study": {"name": "s", "n": 100}, "population": {"kind": "zipf", "k": 5},
+    ...     "mechanisms": [{"name": "GRR", "epsilon": 1.0}]})
+    >>> spec["study"]["repeats"], spec["estimators"]
+    (1, {'methods': ['oracle']})
     """
     spec: dict[str, Any] = check_tables(
         raw, TABLES, source, required=("study", "population", "mechanisms"), arrays=["mechanisms"]

@@ -52,7 +52,16 @@ def survey_settings(cfg: dict[str, Any], utility: str) -> dict[str, Any]:
 
 
 def validate_survey(raw: Mapping[str, Any], source: str = "spec") -> dict[str, Any]:
-    """Check a parsed survey spec (tables ``[survey]`` and ``[population]``)."""
+    """Check a parsed survey spec (tables ``[survey]`` and ``[population]``).
+
+    Examples
+    --------
+    >>> from bayesldp.workflows.spec import validate_survey
+    >>> spec = validate_survey({"survey": {"name": "s", "k": 5, "epsilon": 1.0, "n": 100},
+    ...                         "population": {"kind": "zipf", "k": 5}})
+    >>> spec["survey"]["utility"]
+    'lookahead'
+    """
     spec = check_tables(raw, TABLES, source, required=())
     survey, population = spec["survey"], spec["population"]
     if population["kind"] == "dataset":
