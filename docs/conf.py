@@ -68,6 +68,11 @@ def _execution_mode() -> str:
 
 
 nb_execution_mode = _execution_mode()
+# The user guide's pages run their code on every build (each page's ``execution_mode: force``)
+# and fail the build on any output to standard error (``output_stderr: remove-warn`` under -W):
+# a warning in an example is a fault of the example.  Progress bars, which a person running the
+# same code sees on standard error, are turned off in the kernels (tqdm reads TQDM_DISABLE).
+os.environ.setdefault("TQDM_DISABLE", "1")
 nb_execution_timeout = 1800  # seconds per cell: the full settings fit several chains
 nb_execution_raise_on_error = True  # a notebook that fails breaks the build
 nb_execution_cache_path = str(DOCS / "_build" / ".jupyter_cache")

@@ -51,4 +51,5 @@ def test_every_user_guide_page_runs_an_example():
         text = page.read_text(encoding="utf-8")
         front = text.split("---", 2)[1] if text.startswith("---") else ""
         assert "file_format: mystnb" in front and "execution_mode: force" in front, page.name
+        assert "output_stderr: remove-warn" in front, page.name  # a warning fails the build
         assert "```{code-cell}" in text, page.name
