@@ -401,6 +401,14 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("posterior_large_n.md",), ("--parts", "auto"),
     ),
     Benchmark(
+        "first_run", "first_run.py",
+        "the main job's first run (empty numba cache) and second run: whole-process seconds, "
+        "seconds compiling, the longest silence, whether the compile counters restart",
+        "none: an internal comparison (first against second run)",
+        ("--out", "benchmarks/results/first_run.md"), ("first_run.md",),
+        None, quick_note="every run is the whole main job (minutes on a first run)",
+    ),
+    Benchmark(
         "first_fit", "first_fit.py",
         "first fit's whole-process seconds, empty numba cache and warm, also in a fresh venv",
         "none: an internal comparison (cold against warm)",

@@ -6,32 +6,28 @@
   installed) or a no-op stand-in with the same ``update`` / ``set_postfix_str`` / ``close``.
 * :func:`needs_compilation` and :func:`compile_notice`: one line on standard error (once per
   process) before numba compiles a kernel that is neither compiled in this process nor in
-  numba's on-disk cache; then :data:`COMPILE_WATCH` writes a progress line every 5 s while
-  anything compiles, with counters that never restart, so a first run never sits silent.
+  numba's on-disk cache; then :mod:`bayesldp.bayes.compile_watch` writes a progress line every
+  5 s while it compiles, with counters that never restart, so a first run never sits silent.
 * :func:`resolve_cores`: PyMC's ``cores=``: None is ``min(chains, os.cpu_count())``; more cores
   than the machine has are capped with a ``UserWarning``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
-import time
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from bayesldp._validation import check_int
+from bayesldp.bayes.compile_watch import COMPILE_WATCH
 from bayesldp.errors import InvalidTypeError
 
 __all__ = [
     "COMPILE_MESSAGE",
-    "COMPILE_WATCH",
-    "CompileWatch",
     "compile_notice",
     "needs_compilation",
     "progress_bar",
@@ -41,8 +37,6 @@ __all__ = [
 
 #: the line written to standard error before the first compilation of a process
 COMPILE_MESSAGE = "bayesldp: compiling sampler kernels (first run only)..."
-#: seconds between the progress lines while kernels compile
-HEARTBEAT = 5.0
 
 _notice_lock = threading.Lock()
 _noticed = False  # COMPILE_MESSAGE written in this process
@@ -154,7 +148,7 @@ def compile_notice(pending: list[tuple[Any, tuple]]) -> bool:
     """Compile the ``(dispatcher, args)`` kernels that need it, saying so on standard error.
 
     The first compilation of the process writes :data:`COMPILE_MESSAGE` (once per process, not
-    once per kernel family); while kernels compile, a line every :data:`HEARTBEAT` seconds says
+    once per kernel family); while kernels compile, a line every few seconds says
     how many are done and for how long, so a first run on a slow machine never sits silent.
     The kernels are compiled here for the argument types of ``args`` (numba's
     ``dispatcher.compile``; its on-disk cache keeps them), so the calls that follow find them
@@ -192,101 +186,6 @@ def _compile_with_heartbeat(todo: list[tuple[Any, tuple]]) -> None:
         threading.Thread(target=work, name="bayesldp-compile", daemon=True).start()
         while not finished.wait(0.1):  # short waits: an interrupt is raised between them
             pass
-
-
-class CompileWatch:
-    """One progress line every :data:`HEARTBEAT` seconds while numba compiles, whatever asked
-    for the compilation (a fit's kernels, a tally's, a likelihood's first call), with counters
-    that only grow over the process: the functions numba has compiled since the watch started
-    and the seconds spent compiling.
-
-    :meth:`start` registers a listener of numba's ``numba:compile`` event, which numba fires
-    only for a real compilation (not for a kernel loaded from its disk cache); the lines go to
-    standard error from a daemon thread.  They are written inside a :meth:`compiling` stretch
-    (a batch compiled by :func:`compile_notice`, whose work numba does not always announce)
-    and, once :meth:`start` was given ``everywhere=True`` (the ``bayesldp`` command, which owns
-    its standard error), during any compilation.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._active = 0  # compilations under way (nested ones included)
-        self.compiled = 0  # functions compiled since the watch started
-        self.seconds = 0.0  # wall seconds with a compilation under way
-        self._since: float | None = None  # when the current compiling stretch began
-        self._last_line = 0.0
-        self._started = False
-        self._stretches = 0  # compiling() sections under way
-        self.everywhere = False
-
-    def start(self, everywhere: bool = False) -> None:
-        """Listen to numba's compilations (the listener once per process); ``everywhere``:
-        report every compilation, not only those inside :meth:`compiling`."""
-        with self._lock:
-            self.everywhere = self.everywhere or everywhere
-            if self._started:
-                return
-            self._started = True
-        from numba.core import event
-
-        watch = self
-
-        class _Listener(event.Listener):
-            def on_start(self, ev) -> None:
-                watch._enter()
-
-            def on_end(self, ev) -> None:
-                watch._leave(compiled=1)
-
-        event.register("numba:compile", _Listener())
-        threading.Thread(target=self._report, name="bayesldp-compile-watch", daemon=True).start()
-
-    @contextlib.contextmanager
-    def compiling(self) -> Iterator[None]:
-        """Count the time inside as compiling (and report it) even without numba's events."""
-        self.start()
-        with self._lock:
-            self._stretches += 1
-        self._enter()
-        try:
-            yield
-        finally:
-            self._leave(compiled=0)
-            with self._lock:
-                self._stretches -= 1
-
-    def _enter(self) -> None:
-        with self._lock:
-            if self._active == 0:
-                self._since = time.perf_counter()
-                self._last_line = self._since
-            self._active += 1
-
-    def _leave(self, compiled: int) -> None:
-        with self._lock:
-            self._active -= 1
-            self.compiled += compiled
-            if self._active == 0 and self._since is not None:
-                self.seconds += time.perf_counter() - self._since
-                self._since = None
-
-    def _report(self) -> None:
-        while True:
-            time.sleep(0.05)
-            with self._lock:
-                if self._since is None or not (self._stretches or self.everywhere):
-                    continue
-                now = time.perf_counter()
-                if now - self._last_line < HEARTBEAT:
-                    continue
-                self._last_line = now
-                line = (f"bayesldp: compiling... {self.compiled} functions compiled so far "
-                        f"({self.seconds + now - self._since:.0f} s)")  # fmt: skip
-            print(line, file=sys.stderr, flush=True)
-
-
-#: the process's compile watch (started by :func:`compile_notice` and by the command line)
-COMPILE_WATCH = CompileWatch()
 
 
 def resolve_cores(cores: object, chains: int) -> int:

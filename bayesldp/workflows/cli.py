@@ -591,14 +591,21 @@ def _interrupts_in_callbacks() -> Iterator[None]:
         sys.unraisablehook = previous
 
 
-def _talk_while_compiling(args: argparse.Namespace) -> None:
+@contextlib.contextmanager
+def _talk_while_compiling(args: argparse.Namespace) -> Iterator[None]:
     """A line every 5 s while numba compiles anything (a first run compiles for a minute or
-    more), unless ``--quiet``; only for the command itself, whose standard error it owns."""
+    more), unless ``--quiet``; only for the command itself, whose standard error it owns.  The
+    reporter ends with the command's work, before the command's last line."""
     if getattr(args, "quiet", False) or sys.stderr is not sys.__stderr__:
+        yield
         return
-    from bayesldp.bayes._feedback import COMPILE_WATCH
+    from bayesldp.bayes.compile_watch import COMPILE_WATCH
 
     COMPILE_WATCH.start(everywhere=True)
+    try:
+        yield
+    finally:
+        COMPILE_WATCH.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -611,8 +618,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.argv = argv
-        _talk_while_compiling(args)
-        with _one_line_warnings(args.command), _interrupts_in_callbacks():
+        with (_one_line_warnings(args.command), _interrupts_in_callbacks(),
+              _talk_while_compiling(args)):  # fmt: skip
             return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, 128 + 2
         ended = "\n" if sys.stderr.isatty() else ""  # end a progress line first

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import bayesldp
-from bayesldp.bayes import AdaptiveDirichlet, _feedback, diagnostics, hmc
+from bayesldp.bayes import AdaptiveDirichlet, _feedback, compile_watch, diagnostics, hmc
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError
 
@@ -196,7 +196,7 @@ def _progress(err: str) -> list[tuple[int, int]]:
 def test_compile_progress_every_heartbeat(capsys, monkeypatch):
     """A compilation that takes a while reports how far it is, every HEARTBEAT seconds."""
     monkeypatch.setattr(_feedback, "_noticed", False)
-    monkeypatch.setattr(_feedback, "HEARTBEAT", 0.1)
+    monkeypatch.setattr(compile_watch, "HEARTBEAT", 0.1)
     kernels = [(_SlowKernel(0.5), (1.0,)), (_SlowKernel(0.5), (2.0,))]
     assert _feedback.compile_notice(kernels) is True
     err = capsys.readouterr().err
@@ -209,21 +209,22 @@ def test_compile_progress_counts_every_compilation_and_never_restarts(capsys, mo
     two separate compilations the counters only grow."""
     import numba
 
-    monkeypatch.setattr(_feedback, "HEARTBEAT", 0.1)
-    _feedback.COMPILE_WATCH.start()
-    before = _feedback.COMPILE_WATCH.compiled
+    monkeypatch.setattr(compile_watch, "HEARTBEAT", 0.1)
+    watch = compile_watch.COMPILE_WATCH
+    watch.start()
+    before = watch.compiled
 
     def slow_typed(x):  # compiled by numba on its first call, at each new argument type
         return x + 1
 
     kernel = numba.njit(slow_typed)
-    with _feedback.COMPILE_WATCH.compiling():  # a compiling stretch long enough to be reported
+    with watch.compiling():  # a compiling stretch long enough to be reported
         kernel(1)
         time.sleep(0.35)
-    with _feedback.COMPILE_WATCH.compiling():
+    with watch.compiling():
         kernel(1.0)
         time.sleep(0.35)
-    assert _feedback.COMPILE_WATCH.compiled >= before + 2
+    assert watch.compiled >= before + 2
     lines = _progress(capsys.readouterr().err)
     assert len(lines) >= 4
     pairs = itertools.pairwise(lines)
@@ -399,3 +400,30 @@ def test_ctrl_c_while_kernels_compile_propagates(monkeypatch, default_sigint):
     finally:
         timer.cancel()
     assert time.perf_counter() - started < 2.0
+
+
+def test_the_command_s_compile_lines_keep_the_beat_while_the_interpreter_is_held():
+    """LLVM's passes hold the interpreter lock for seconds, so the command's lines come from a
+    reporter process: with the lock held throughout 1.5 s of "compiling" (a switch interval of
+    100 s), lines still arrive every 0.2 s, and the reporter ends with the watch."""
+    script = textwrap.dedent("""
+        import sys, time
+        from bayesldp.bayes import compile_watch
+        compile_watch.HEARTBEAT = 0.2
+        watch = compile_watch.CompileWatch()
+        watch.start(everywhere=True)
+        time.sleep(0.5)  # the reporter process starts
+        sys.setswitchinterval(100)
+        watch._enter()
+        start = time.perf_counter()
+        while time.perf_counter() - start < 1.5:  # holds the interpreter lock throughout
+            pass
+        watch._leave(compiled=1)
+        watch.stop()
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = _progress(done.stderr)
+    assert len(lines) >= 4, done.stderr  # about 7 at one line per 0.2 s
+    assert all(n == 0 for n, _ in lines), lines  # nothing finished compiling meanwhile
