@@ -92,6 +92,8 @@ def one_run(cache: Path, out: Path) -> dict:
         "compile_s": watch[-1][1] if watch else 0,
         "gap": gaps[longest],
         "gap_after": said[longest][:70],
+        "silences": [(round(g, 1), said[i][:70], [*said, "(end)"][i + 1][:70])
+                     for i, g in enumerate(gaps) if g > 5.0],
         "restarts": any(m < n or t < s for (n, s), (m, t) in pairs),
     }
 
@@ -117,6 +119,10 @@ def render(rows: list[tuple[str, dict]], command: str) -> str:
         lines.append(f"| {name} | {r['load']:.2f} | {r['wall']:.1f} | {r['cpu']:.1f} | "
                      f"{r['compile_s']} | {r['compiled']} | {r['gap']:.1f} | "
                      f"{'yes' if r['restarts'] else 'no'} | `{r['gap_after']}` |")  # fmt: skip
+    for name, r in rows:
+        if r["silences"]:
+            lines += ["", f"Silences over 5 s, {name} run (seconds, the lines around):", ""]
+            lines += [f"- {g} s: `{before}` -> `{after}`" for g, before, after in r["silences"]]
     return "\n".join(lines) + "\n"
 
 
