@@ -84,6 +84,7 @@ def test_rounds_json_and_per_round_posteriors(tmp_path, capsys):
 
 
 @pytest.mark.filterwarnings("ignore::bayesldp.errors.ConvergenceWarning")  # tiny draws
+@pytest.mark.slow
 def test_rounds_random_walk(tmp_path, capsys):
     mech = bayesldp.LGRR(3, 1.0)
     path, _ = _rounds_file(tmp_path, mech, rounds=3, n=200)

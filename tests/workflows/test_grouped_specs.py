@@ -86,6 +86,7 @@ def test_rounds_spec_runs_and_repeats_itself(tmp_path, capsys):
 
 
 @pytest.mark.filterwarnings("ignore::bayesldp.errors.ConvergenceWarning")  # tiny draws
+@pytest.mark.slow
 def test_rounds_spec_fits_every_round_at_once(tmp_path, capsys):
     spec = tmp_path / "r.toml"
     spec.write_text(ROUNDS + "[bayes]\ndraws = 40\ntune = 40\nchains = 1\n")

@@ -401,6 +401,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow
 def test_concurrent_save_posterior_onto_one_file_is_always_one_complete_posterior(tmp_path):
     from bayesldp.bayes import load_fit
 
