@@ -44,8 +44,10 @@ def write_kernel_spec(base: Path, name: str = KERNEL) -> Path:
     ``sys.executable -m ipykernel_launcher``; pass it to :func:`execute`."""
     spec_dir = base / "kernels" / name
     spec_dir.mkdir(parents=True, exist_ok=True)
-    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "bayesldp notebooks", "language": "python"}  # fmt: skip
+    # the kernel's own log at ERROR: not its warning, at every start, that it talks over TCP
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            "--IPKernelApp.log_level=ERROR"]  # fmt: skip
+    spec = {"argv": argv, "display_name": "bayesldp notebooks", "language": "python"}
     (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
     return base / "kernels"
 
