@@ -4,7 +4,8 @@ Each notebook runs in a fresh kernel on this interpreter (``sys.executable``, th
 spec written into a temporary directory, so the notebooks run against the bayesldp this Python
 imports whatever other Jupyter kernels are installed), with ``BAYESLDP_NB_SMALL`` unset, i.e.
 at the full settings a reader gets, and matplotlib's inline backend (PNG figures).  The
-notebook is written back with its outputs, without the per-cell timing metadata; the lines
+notebook is written back with its outputs, without the per-cell timing metadata and with each
+cell's consecutive prints to one stream in one output (:func:`coalesce_streams`); the lines
 bayesldp writes to standard error while numba compiles its kernels (they appear only when the
 kernels are not in numba's on-disk cache yet: a fact about the machine, not the notebook) are
 dropped.  A notebook whose cell raises is not written.
@@ -121,6 +122,25 @@ def drop_compile_notices(nb: Any) -> Any:
     return nb
 
 
+def coalesce_streams(nb: Any) -> Any:
+    """``nb`` with each run of consecutive stream outputs of one name (stdout, stderr) in a cell
+    joined into one: how the kernel happened to flush a cell's printing then leaves no trace in
+    the stored notebook."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        merged = []
+        for output in cell.outputs:
+            previous = merged[-1] if merged else None
+            same = previous is not None and previous.output_type == output.output_type
+            if same and output.output_type == "stream" and previous.name == output.name:
+                previous.text += output.text
+                continue
+            merged.append(output)
+        cell.outputs = merged
+    return nb
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", help="comma-separated prefixes of notebook names (e.g. 01,05)")
@@ -142,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{path.name}: FAILED after {seconds:.0f} s, not written: {error}",
                       flush=True)  # fmt: skip
                 continue
-            nbformat.write(drop_compile_notices(nb), path)
+            nbformat.write(coalesce_streams(drop_compile_notices(nb)), path)
             print(f"{path.name}: {seconds:.0f} s, {path.stat().st_size / 1e3:.0f} kB",
                   flush=True)  # fmt: skip
     print(f"{len(chosen) - failed} of {len(chosen)} notebooks written in "

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from notebooks.execute import drop_compile_notices, execute, write_kernel_spec
+from notebooks.execute import coalesce_streams, drop_compile_notices, execute, write_kernel_spec
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -162,6 +162,22 @@ def test_the_runner_drops_only_the_compile_notices() -> None:
         ("stderr", "other\n"),
         ("stdout", "bayesldp: compiling is printed\n"),
     ]
+
+
+def test_the_runner_joins_consecutive_prints_to_one_stream() -> None:
+    v4 = nbformat.v4
+    out = [v4.new_output("stream", name="stdout", text=text) for text in ("a", "\n")]
+    err = v4.new_output("stream", name="stderr", text="e\n")
+    png = v4.new_output("display_data", data={"image/png": "iVBORw0K"})
+    last = v4.new_output("stream", name="stdout", text="b\n")
+    nb = v4.new_notebook(cells=[v4.new_code_cell("x", outputs=[*out, err, png, last])])
+    outputs = coalesce_streams(nb).cells[0].outputs
+    assert [o.get("text") for o in outputs] == ["a\n", "e\n", None, "b\n"]
+    for path in NOTEBOOKS:  # the stored notebooks are written so
+        stored = nbformat.read(path, as_version=4)
+        assert [len(c.outputs) for c in coalesce_streams(nbformat.read(path, as_version=4)).cells
+                if c.cell_type == "code"] == [len(c.outputs) for c in stored.cells
+                                              if c.cell_type == "code"], path.name  # fmt: skip
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
