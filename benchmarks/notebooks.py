@@ -1,9 +1,10 @@
 """The notebooks at their full settings: seconds and output volume per notebook.
 
 Each notebook of ``notebooks/`` runs top to bottom in a fresh kernel (this interpreter, through
-``nbclient``; ``MPLBACKEND=Agg``; ``BAYESLDP_NB_SMALL`` unset, so at the settings a reader
-gets), and the table gives its wall time, the bytes it wrote to standard error and to standard
-output (stream outputs: progress bars and warnings land on stderr), the number of warnings
+``nbclient``: the runner of ``notebooks/execute.py``, which stores the notebooks' outputs;
+``MPLBACKEND=Agg``; ``BAYESLDP_NB_SMALL`` unset, so at the settings a reader gets; nothing is
+written back), and the table gives its wall time, the bytes it wrote to standard error and to
+standard output (stream outputs: progress bars and warnings land on stderr), the number of warnings
 (stderr lines naming a ``...Warning``) and the lines that mention divergences, so that
 ``notebooks/README.md``'s promise ("from under a minute to a few minutes per notebook on two
 cores") and each notebook's own text can be checked against a run.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import re
@@ -28,42 +28,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-KERNEL = "bayesldp-notebook-bench"
+sys.path.insert(0, str(ROOT))
 
-
-def _kernel_dir(base: Path) -> Path:
-    spec_dir = base / "kernels" / KERNEL
-    spec_dir.mkdir(parents=True)
-    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "bayesldp notebook benchmark", "language": "python"}  # fmt: skip
-    (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
-    return base / "kernels"
+from notebooks.execute import NOTEBOOKS, execute, write_kernel_spec  # noqa: E402
 
 
 def run_one(path: Path, kernels: Path, small: bool) -> dict:
     """Execute one notebook; its time and the volume of its stream outputs."""
-    import nbformat
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import AsyncKernelManager
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(path, as_version=4)
-    env = {**os.environ, "MPLBACKEND": "Agg"}
-    env.pop("BAYESLDP_NB_SMALL", None)
-    if small:
-        env["BAYESLDP_NB_SMALL"] = "1"
-    specs = KernelSpecManager(kernel_dirs=[str(kernels)])
-    manager = AsyncKernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
-    client = NotebookClient(nb, km=manager, timeout=3600,
-                            resources={"metadata": {"path": str(path.parent)}})  # fmt: skip
-    started = time.perf_counter()
-    error = ""
-    try:
-        client.execute(env=env, cleanup_kc=True)
-    except Exception as exc:  # recorded in the table
-        error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''}"
-    seconds = time.perf_counter() - started
+    nb, seconds, error = execute(path, kernels, small=small, figures=False)
     out = {"stdout": "", "stderr": ""}
     for cell in nb.cells:
         for output in cell.get("outputs", []):
@@ -74,7 +46,7 @@ def run_one(path: Path, kernels: Path, small: bool) -> dict:
                         if "diverg" in line.lower()]  # fmt: skip
     return {"notebook": path.name, "seconds": seconds, "stderr": len(out["stderr"].encode()),
             "stdout": len(out["stdout"].encode()), "warnings": warnings,
-            "divergences": divergence_lines, "error": error}  # fmt: skip
+            "divergences": divergence_lines, "error": error[:90]}  # fmt: skip
 
 
 def table(rows: list[dict], small: bool, wall: float, load: str) -> str:
@@ -121,7 +93,7 @@ def main() -> None:
     started = time.perf_counter()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        kernels = _kernel_dir(Path(tmp))
+        kernels = write_kernel_spec(Path(tmp))
         for path in chosen:
             row = run_one(path, kernels, args.small)
             print(f"{row['notebook']}: {row['seconds']:.0f} s, stderr {row['stderr']:,} B, "

@@ -4,15 +4,18 @@ Build it from the repository's root (``pip install -e ".[docs]"`` first)::
 
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 
-The notebooks of ``notebooks/`` are executed at build time (myst-nb, cached between builds in
-``docs/_build/.jupyter_cache``); ``BAYESLDP_DOCS_EXECUTE=0`` (or ``-D nb_execution_mode=off``)
-renders them without running them, as CI does.  ``BAYESLDP_NB_SMALL=1`` runs them at their
-small settings.
+The notebooks of ``notebooks/`` are committed with their outputs (``python
+notebooks/execute.py`` regenerates them), and the site shows those outputs.
+``BAYESLDP_DOCS_EXECUTE=1`` executes them again at build time instead (myst-nb, cached between
+builds in ``docs/_build/.jupyter_cache``; ``BAYESLDP_NB_SMALL=1`` runs them at their small
+settings).  The user guide's pages run their code on every build whatever this says.
 
-Three parts of the site are generated here, on every build, from the files they document (all
+Four parts of the site are generated here, on every build, from the files they document (all
 git-ignored):
 
 * ``docs/examples/*.ipynb``: copies of ``notebooks/*.ipynb``;
+* ``docs/examples/thumbnails/*.png``: one figure of each notebook's stored outputs, scaled down,
+  for the cards of the gallery (``docs/examples/index.md``);
 * ``docs/benchmarks/results/*.md``: one page per ``benchmarks/results/*.md`` (the suite), and
   ``docs/benchmarks/investigations/results/*.md`` one per
   ``benchmarks/investigations/results/*.md`` (the one-off investigations), each that file's text;
@@ -46,6 +49,7 @@ version = release = bayesldp.__version__
 extensions = [
     "myst_nb",
     "numpydoc",
+    "sphinx_design",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
@@ -62,9 +66,10 @@ myst_heading_anchors = 3
 
 
 def _execution_mode() -> str:
-    """``cache`` (run every notebook, reuse unchanged results) unless turned off."""
-    value = os.environ.get("BAYESLDP_DOCS_EXECUTE", "1").strip().lower()
-    return "off" if value in ("0", "off", "false", "no") else "cache"
+    """``off`` (the notebooks' stored outputs), or ``cache`` (run every notebook, reuse
+    unchanged results) when ``BAYESLDP_DOCS_EXECUTE`` is 1."""
+    value = os.environ.get("BAYESLDP_DOCS_EXECUTE", "0").strip().lower()
+    return "cache" if value in ("1", "on", "true", "yes") else "off"
 
 
 nb_execution_mode = _execution_mode()
@@ -124,6 +129,72 @@ def copy_notebooks() -> list[str]:
         if stale.stem not in names:
             stale.unlink()
     return names
+
+
+#: a code cell with this tag gives its notebook's thumbnail (its last figure); without one, the
+#: notebook's first figure does
+THUMBNAIL_TAG = "gallery-thumbnail"
+#: pixels of every thumbnail: each figure is scaled to fit and centred on a white canvas, so the
+#: gallery's cards line up
+THUMBNAIL_SIZE = (480, 300)
+
+
+def _stored_figures(notebook: Path) -> tuple[list[bytes], list[bytes]]:
+    """The PNG outputs stored in ``notebook``: all of them, and those of tagged cells."""
+    import base64
+    import json
+
+    every, tagged = [], []
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        is_tagged = THUMBNAIL_TAG in cell.get("metadata", {}).get("tags", [])
+        for output in cell.get("outputs", []):
+            data = output.get("data", {}).get("image/png")
+            if data is None:
+                continue
+            png = base64.b64decode("".join(data) if isinstance(data, list) else data)
+            every.append(png)
+            if is_tagged:
+                tagged.append(png)
+    return every, tagged
+
+
+def _thumbnail(png: bytes | None) -> bytes:
+    """``png`` scaled to fit :data:`THUMBNAIL_SIZE` on a white canvas, in 256 colours (a blank
+    canvas when ``None``: a notebook without a figure; ``tests/test_notebooks.py`` fails on
+    one)."""
+    import io
+
+    from PIL import Image  # matplotlib's dependency
+
+    canvas = Image.new("RGB", THUMBNAIL_SIZE, "white")
+    if png is not None:
+        with Image.open(io.BytesIO(png)) as figure:
+            figure = figure.convert("RGBA")
+            figure.thumbnail(THUMBNAIL_SIZE, Image.Resampling.LANCZOS)
+            left = (THUMBNAIL_SIZE[0] - figure.width) // 2
+            top = (THUMBNAIL_SIZE[1] - figure.height) // 2
+            canvas.paste(figure, (left, top), figure)
+    out = io.BytesIO()
+    canvas.quantize(colors=256).save(out, format="PNG", optimize=True)  # under half the bytes
+    return out.getvalue()
+
+
+def notebook_thumbnails(names: list[str]) -> None:
+    """``docs/examples/thumbnails/<notebook>.png`` for each of ``names``: the last figure of the
+    cell tagged :data:`THUMBNAIL_TAG`, else the notebook's first figure."""
+    target = DOCS / "examples" / "thumbnails"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        every, tagged = _stored_figures(ROOT / "notebooks" / f"{name}.ipynb")
+        chosen = tagged[-1] if tagged else (every[0] if every else None)
+        png, dest = _thumbnail(chosen), target / f"{name}.png"
+        if not dest.exists() or dest.read_bytes() != png:  # keeps Sphinx's incremental build
+            dest.write_bytes(png)
+    for stale in target.glob("*.png"):
+        if stale.stem not in names:
+            stale.unlink()
 
 
 def _heading_levels_stepped(text: str) -> str:
@@ -374,7 +445,7 @@ def api_pages() -> None:
         _write(target / f"{name}.md", _module_page(name))
 
 
-copy_notebooks()
+notebook_thumbnails(copy_notebooks())
 benchmark_pages()
 benchmark_pages("benchmarks/investigations/results")
 api_pages()
