@@ -180,6 +180,7 @@ def test_the_runner_joins_consecutive_prints_to_one_stream() -> None:
                                               if c.cell_type == "code"], path.name  # fmt: skip
 
 
+@pytest.mark.slow  # 20-80 s a notebook: CI runs it in the statistical tier
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
 def test_notebook_executes(path: Path, kernel_dir: Path) -> None:
     # a CellExecutionError (the failing cell's source and traceback) fails the test
