@@ -418,7 +418,9 @@ def _weak_data_method(tally: Tally, prior: Any, seed: int, options: Mapping[str,
     if not set(options) <= set(prior_mh.OPTIONS):
         return "hmc", reason
     rule = prior_mh.check(tally, prior, np.random.default_rng([seed, 2]))
-    return ("prior_mh" if rule.ok else "hmc"), f"{reason}; {rule.reason}"
+    if rule.ok:
+        return "prior_mh", f"{rule.reason} (the data are weak; else: {reason})"
+    return "hmc", f"{reason}; {rule.reason}"
 
 
 def _load_backend(method: str, resolved: str) -> Any:
