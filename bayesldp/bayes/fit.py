@@ -132,8 +132,9 @@ def fit(
         theta for all, each tally keeping its own channel (:func:`bayesldp.tally.joint_tally`).
     prior : Dirichlet, AdaptiveDirichlet, "adaptive", float, array_like or None
         ``None``: the mechanism's default: ``"smooth"`` for numerical mechanisms (ordered bins)
-        with a method that samples it ("auto", "hmc", "nuts"); ``Dirichlet(1)`` with a warning
-        saying why for numerical reports under the other methods and for PCKV-PM; else
+        with a method that samples it ("auto", "hmc", "nuts", "prior_mh"); ``Dirichlet(1)``
+        with a warning saying why for numerical reports under the other methods and for
+        PCKV-PM; else
         ``"adaptive"``: a fixed symmetric Dirichlet puts the same pseudo-counts on every
         population, too many for sparse and long-tailed ones (``Dirichlet(1)``'s 90% intervals
         covered 0.222 of a sparse family's frequencies in
@@ -146,7 +147,8 @@ def fit(
         method); or ``"smooth"`` / a :class:`~bayesldp.bayes.SmoothDensity`
         (ordered bins of numerical data: a Gaussian roughness prior on the log-weights, whose
         smoothness ``lambda`` is learnt; posterior variable ``smoothness``; methods "hmc",
-        which ``"auto"`` then takes, and "nuts").
+        which ``"auto"`` then takes (or "prior_mh" where the data are weak), "nuts" and
+        "prior_mh").
     method : {"auto", "exact", "hmc", "nuts", "sgld", "laplace", "prior_mh"}
         The posterior method.  ``"auto"`` chooses by predicted cost
         (:func:`bayesldp.bayes.cost.choose_method`): ``"exact"`` when the exact Dirichlet

@@ -461,7 +461,8 @@ SMOOTH_CASES = {  # name: (reports, prior keywords)
 #: test's 0.2 % only at a thirtieth of the adapted step (0.04-0.07 % at 906-1,342 leapfrog steps per
 #: draw); PyMC's NUTS diverges as often, more with a sinh map of the slope
 #: (benchmarks/investigations/results/smooth_vertex_steps.md); fit's warning suggests
-#: target_accept=0.99. (150, 100, 50) is another fault, a funnel between lambda and the centred
+#: target_accept=0.99; fit's default samples this case by independence MH from the prior instead
+#: (sampler "fit" below). (150, 100, 50) is another fault, a funnel between lambda and the centred
 #: curvature at small lambda (3.4 % divergent); its importance reference is too weak for this test
 #: (ESS 10,089)
 SMOOTH_KNOWN_FAULTS = {"default prior, 90 reports, skewed"}
