@@ -42,6 +42,7 @@ from bayesldp._validation import as_generator, check_int
 from bayesldp.bayes._types import SamplerOutput
 from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, SmoothDensity, dirichlet_draws
 from bayesldp.errors import InvalidInputError
+from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
 
 __all__ = ["OPTIONS", "RuleResult", "check", "prior_draws", "sample"]
@@ -63,8 +64,9 @@ THIN_PER_EFFICIENCY = 3.0
 MAX_THIN = 30
 #: log-weights within TIE of the largest count as tied with it (:func:`_pareto_k`)
 TIE = 1e-9
-#: proposals per block (per chain)
+#: proposals per block (per chain), at most BLOCK_FLOATS / K (32 MB of draws a block)
 BLOCK = 65_536
+BLOCK_FLOATS = 4_194_304
 #: default warm-up (kept-draw intervals discarded per chain)
 DEFAULT_TUNE = 20
 
@@ -155,10 +157,11 @@ def check(tally: Tally, prior: Any, rng: np.random.Generator,
     efficiency >= :data:`EFFICIENCY_MIN`.  A first stage of :data:`FIRST_STAGE` draws stops
     the check (``ok`` False) when its efficiency is below :data:`FIRST_STAGE_FLOOR`."""
     started = time.perf_counter()
+    loglik_of = Likelihood(tally).loglik
     first = min(FIRST_STAGE, draws)
     theta, _ = prior_draws(prior, first, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
-        loglik = tally.loglik(theta)
+        loglik = loglik_of(theta)
     eff = _efficiency(loglik)
     if eff < FIRST_STAGE_FLOOR or first == draws:
         k = _pareto_k(loglik) if eff > 0 else math.inf
@@ -166,7 +169,7 @@ def check(tally: Tally, prior: Any, rng: np.random.Generator,
         return RuleResult(ok, k, eff, first, _thin(eff), time.perf_counter() - started)
     more, _ = prior_draws(prior, draws - first, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
-        loglik = np.concatenate([loglik, tally.loglik(more)])
+        loglik = np.concatenate([loglik, loglik_of(more)])
     eff = _efficiency(loglik)
     k = _pareto_k(loglik)
     ok = bool(k <= PARETO_K_MAX and eff >= EFFICIENCY_MIN)
@@ -192,7 +195,7 @@ def _accept(loglik: np.ndarray, log_u: np.ndarray, current: float, state: np.nda
     return current
 
 
-def _one_chain(tally: Tally, prior: Any, rng: np.random.Generator, start: np.ndarray,
+def _one_chain(loglik_of: Any, prior: Any, rng: np.random.Generator, start: np.ndarray,
                start_extra: dict, start_loglik: float, keep: int, tune: int,
                thin: int) -> tuple[np.ndarray, dict, np.ndarray]:  # fmt: skip
     """``keep`` draws of one chain after ``tune`` discarded intervals of ``thin`` proposals
@@ -201,14 +204,14 @@ def _one_chain(tally: Tally, prior: Any, rng: np.random.Generator, start: np.nda
     extra_out = {name: np.empty(tune + keep) for name in start_extra}
     accept_out = np.empty(tune + keep)
     cur_theta, cur_extra, cur_ll = start, dict(start_extra), start_loglik
-    per_block = max(1, BLOCK // thin)
+    per_block = max(1, min(BLOCK, BLOCK_FLOATS // start.shape[0]) // thin)  # (B, K) a block
     done = 0  # intervals done
     while done < tune + keep:
         n_int = min(per_block, tune + keep - done)
         size = n_int * thin
         theta, extra = prior_draws(prior, size, rng)
         with np.errstate(divide="ignore", invalid="ignore"):
-            loglik = tally.loglik(theta)
+            loglik = loglik_of(theta)
         log_u = np.log(rng.random(size))
         state = np.empty(size, dtype=np.int64)
         accepted = np.empty(size, dtype=np.bool_)
@@ -275,9 +278,10 @@ def sample(
     tune = check_int(options.get("tune", DEFAULT_TUNE), "tune", 0)
     rng = as_generator(random_seed)
     # the rule's draws: its numbers for info, and the chains' starts resampled from them
+    loglik_of = Likelihood(tally).loglik  # built once (tally.loglik builds it per call)
     pool, pool_extra = prior_draws(alpha, RULE_DRAWS, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
-        pool_ll = tally.loglik(pool)
+        pool_ll = loglik_of(pool)
     eff = _efficiency(pool_ll)
     k_hat = _pareto_k(pool_ll) if eff > 0 else math.inf
     thin = options.get("thin")
@@ -296,7 +300,7 @@ def sample(
     for c in range(chains):
         s = starts[c]
         theta[c], ex, accept[c] = _one_chain(
-            tally, alpha, children[c], pool[s], {n: v[s] for n, v in pool_extra.items()},
+            loglik_of, alpha, children[c], pool[s], {n: v[s] for n, v in pool_extra.items()},
             float(pool_ll[s]), draws, tune, thin,
         )  # fmt: skip
         for name in extra:
