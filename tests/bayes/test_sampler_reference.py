@@ -492,7 +492,7 @@ def smooth_reference(case):
 
 
 @pytest.mark.parametrize(("case", "sampler"), [
-    pytest.param(c, s, marks=pytest.mark.xfail(strict=True, reason="NUTS diverges: issue 36"))
+    pytest.param(c, s, marks=pytest.mark.xfail(strict=True, reason="NUTS diverges at the vertex"))
     if s == "hmc" and c in SMOOTH_KNOWN_FAULTS else (c, s)
     for c in SMOOTH_CASES for s in ("hmc", "fit")
 ])  # fmt: skip
