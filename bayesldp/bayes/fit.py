@@ -156,7 +156,8 @@ def fit(
         ``"laplace"`` (for large n, whose cost per draw does not grow with n) 3 times less; the
         choice and the reason are the posterior attrs ``method`` and ``auto_reason``.  Where
         it would take ``"hmc"`` and the prior dominates the likelihood (4,000 prior draws
-        weighted by the likelihood: Pareto k <= 0.7 and importance efficiency >= 0.1,
+        weighted by the likelihood: Pareto k <= 0.7, importance efficiency >= 0.1 and the
+        best draw near the maximum likelihood,
         :func:`bayesldp.bayes.prior_mh.check`) it takes ``"prior_mh"``: independence
         Metropolis-Hastings with the prior as proposal, exact, with no divergences (not when an
         option of NUTS is given).  ``"prior_mh"`` forces it.  A method

@@ -12,10 +12,13 @@ close to the prior, which :func:`check` measures before sampling: ``M`` prior dr
 log-likelihoods as importance log-weights, the Pareto k of their upper tail (Vehtari, Simpson,
 Gelman, Yao and Gabry 2024, "Pareto smoothed importance sampling", JMLR) below
 :data:`PARETO_K_MAX` and the normalised weights' efficiency ``ESS / M = 1 / (M sum_i w_i^2)``
-above :data:`EFFICIENCY_MIN`.  Where the data dominate (``n`` in the thousands) the weights
-pile on a few draws and the check fails after its first :data:`FIRST_STAGE` draws, so it costs
-about a millisecond there (0.8-1.6 ms median on GRR, K = 10, n = 5,000; 1.6-8 ms where it
-weighs all 4,000 draws, ``benchmarks/investigations/results/prior_mh_rule.md``).
+above :data:`EFFICIENCY_MIN`, and the best draw's log-likelihood within :func:`reach_limit`
+of the maximum likelihood's (``estimate(tally, "mle")``; draws tied on a vertex of the simplex
+can fake a high efficiency where the posterior is elsewhere).  Where the data dominate (``n``
+in the thousands) the weights pile on a few draws and the check fails after its first
+:data:`FIRST_STAGE` draws, so it costs about a millisecond there (0.8-1.6 ms median on GRR,
+K = 10, n = 5,000; 1.6-8 ms where it weighs all 4,000 draws,
+``benchmarks/investigations/results/prior_mh_rule.md``).
 
 The sampler is vectorised: each chain draws its proposals in blocks (numpy), evaluates
 the tally's log-likelihood on the block's ``(B, K)`` array, and a compiled scalar loop over the
@@ -33,6 +36,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +69,8 @@ EFFICIENCY_MIN = 0.1
 #: about one effective draw per kept draw
 THIN_PER_EFFICIENCY = 3.0
 MAX_THIN = 30
+#: the best prior draw must be within ``reach_limit(K)`` of the maximum log-likelihood
+REACH_TAIL = 1e-3
 #: log-weights within TIE of the largest count as tied with it (:func:`_pareto_k`)
 TIE = 1e-9
 #: proposals per block (per chain), at most BLOCK_FLOATS / K (32 MB of draws a block)
@@ -85,13 +91,21 @@ class RuleResult:
     draws: int
     thin: int
     seconds: float
+    k: int = 2
+    #: how far the best draw's log-likelihood is below the maximum likelihood's (NaN: not
+    #: computed, the first stage stopped the rule or the maximum could not be found)
+    reach: float = math.nan
 
     @property
     def reason(self) -> str:
         verdict = "independence MH from the prior" if self.ok else "NUTS"
+        reach = "" if math.isnan(self.reach) else (
+            f", best draw's log-likelihood {self.reach:.2f} below the maximum (<= "
+            f"{reach_limit(self.k):.2f} needed)")  # fmt: skip
         return (f"{self.draws:,} prior draws as importance proposals: Pareto k "
                 f"{self.pareto_k:.2f} (<= {PARETO_K_MAX} needed), efficiency ESS/M "
-                f"{self.efficiency:.3f} (>= {EFFICIENCY_MIN} needed): {verdict}")  # fmt: skip
+                f"{self.efficiency:.3f} (>= {EFFICIENCY_MIN} needed){reach}: "
+                f"{verdict}")  # fmt: skip
 
 
 def prior_draws(prior: Any, size: int, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
@@ -147,6 +161,30 @@ def _pareto_k(loglik: np.ndarray) -> float:
     return _psis(lw)[0]
 
 
+def reach_limit(k: int) -> float:
+    """Half the ``1 - REACH_TAIL`` quantile of chi-square with ``K - 1`` degrees of freedom: the
+    posterior's bulk lies within it of the maximum log-likelihood (Wilks), so prior draws whose
+    best falls further below never reached the posterior (ties at a vertex can fake a high
+    efficiency there)."""
+    from scipy.stats import chi2
+
+    return 0.5 * float(chi2.isf(REACH_TAIL, max(k - 1, 1)))
+
+
+def _max_loglik(tally: Tally) -> float:
+    """The log-likelihood at the maximum-likelihood estimate (``estimate(tally, "mle")``), NaN
+    where that fails."""
+    from bayesldp.estimators import estimate
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the estimator's own notes are not fit's
+            theta = np.asarray(estimate(tally, "mle").frequencies, dtype=float)
+        return float(Likelihood(tally).loglik(theta))
+    except Exception:  # a tally the estimator does not take: no guard
+        return math.nan
+
+
 def _thin(efficiency: float) -> int:
     if efficiency <= 0:
         return MAX_THIN
@@ -169,14 +207,17 @@ def check(tally: Tally, prior: Any, rng: np.random.Generator,
     if eff < FIRST_STAGE_FLOOR or first == draws:
         k = _pareto_k(loglik) if eff > 0 else math.inf
         ok = first == draws and k <= PARETO_K_MAX and eff >= EFFICIENCY_MIN
-        return RuleResult(ok, k, eff, first, _thin(eff), time.perf_counter() - started)
+        return RuleResult(ok, k, eff, first, _thin(eff), time.perf_counter() - started, tally.k)
     more, _ = prior_draws(prior, draws - first, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         loglik = np.concatenate([loglik, loglik_of(more)])
     eff = _efficiency(loglik)
     k = _pareto_k(loglik)
     ok = bool(k <= PARETO_K_MAX and eff >= EFFICIENCY_MIN)
-    return RuleResult(ok, k, eff, draws, _thin(eff), time.perf_counter() - started)
+    reach = _max_loglik(tally) - float(np.max(loglik)) if ok else math.nan
+    ok = ok and not reach > reach_limit(tally.k)
+    return RuleResult(ok, k, eff, draws, _thin(eff), time.perf_counter() - started, tally.k,
+                      reach)  # fmt: skip
 
 
 @njit(cache=True, nogil=True)

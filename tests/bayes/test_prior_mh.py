@@ -153,3 +153,15 @@ def test_accept_kernel_follows_the_metropolis_hastings_rule():
     np.testing.assert_array_equal(accepted, [True, False, True, False, True])
     np.testing.assert_array_equal(state, [1, 1, 3, 3, 5])
     assert end == -0.6
+
+
+def test_rule_rejects_ties_that_never_reach_the_posterior():
+    """Dirichlet(1e-5) puts its draws exactly on the vertices, a third on the best one: Pareto k
+    -inf and efficiency 0.32 as on the vertex case, but the posterior of 1,000 reports
+    (400, 300, 300) is near the centre, 62.5 log-likelihood units above the best draw; the
+    third condition (within 6.91 of the maximum: half chi-square(2)'s 0.999 quantile) refuses."""
+    tally = bayesldp.GRR(3, 1.0).tally_from_report_counts(np.array([400, 300, 300]))
+    rule = prior_mh.check(tally, np.full(3, 1e-5), np.random.default_rng(0))
+    assert rule.pareto_k == -math.inf and rule.efficiency > prior_mh.EFFICIENCY_MIN
+    assert rule.reach > prior_mh.reach_limit(3) > 6.9
+    assert not rule.ok and "below the maximum" in rule.reason
