@@ -17,7 +17,7 @@ of the maximum likelihood's (``estimate(tally, "mle")``; draws tied on a vertex 
 can fake a high efficiency where the posterior is elsewhere).  Where the data dominate (``n``
 in the thousands) the weights pile on a few draws and the check fails after its first
 :data:`FIRST_STAGE` draws, so it costs about a millisecond there (0.8-1.6 ms median on GRR,
-K = 10, n = 5,000; 1.6-8 ms where it weighs all 4,000 draws,
+K = 10, n = 5,000; 4-9 ms where it weighs all 4,000 draws,
 ``benchmarks/investigations/results/prior_mh_rule.md``).
 
 The sampler is vectorised: each chain draws its proposals in blocks (numpy), evaluates
