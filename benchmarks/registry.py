@@ -322,6 +322,16 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         kind="investigation",
     ),
     Benchmark(
+        "prior_mh_rule", "prior_mh_rule.py",
+        "independence MH from the prior where the data are weak: the rule's Pareto k, "
+        "efficiency and cost, the sampler's acceptance, ESS per proposal and time",
+        "fit's NUTS where the rule rejects; exactness is the reference tests'",
+        ("--out", "benchmarks/investigations/results/prior_mh_rule.md"),
+        ("prior_mh_rule.md",), quick=None,
+        quick_note="none: the whole measurement takes under a minute",
+        kind="investigation",
+    ),
+    Benchmark(
         "posterior_warm", "posterior_warm.py",
         "warm posterior sampling on a model set: min-ESS/s of fit's default against "
         "nutpie, numpyro and PyMC, and where a warm default fit's time goes",

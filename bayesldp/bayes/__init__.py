@@ -1,7 +1,8 @@
 """Bayesian posterior inference for LDP frequency estimation.
 
 ``fit(tally, prior, method=...)`` returns ArviZ InferenceData whichever method produced it
-("exact" Dirichlet mixture, "hmc", "nuts", "sgld", "laplace"; "auto" chooses by cost);
+("exact" Dirichlet mixture, "hmc", "nuts", "sgld", "laplace", "prior_mh"; "auto" chooses by
+cost, and by the data's weight against the prior);
 ``save_fit`` / ``load_fit`` round-trip it through netCDF; ``loo`` / ``loo_compare``
 cross-validate fits one report at a time; ``sample_posterior_predictive`` adds the posterior
 predictive check ArviZ plots.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`)

@@ -122,8 +122,9 @@ def _vertex_plateau_hint(posterior: Any, found: dict[str, float]) -> str | None:
         "posterior reaches a vertex of the simplex, where the data say little and the "
         "smoothness prior's wide slope (slope_sd) lets the log-weights roam; the sampler "
         "diverges at the edges of that region and can be biased there; refit with "
-        "target_accept=0.99, or use a narrower slope prior (SmoothDensity(k, slope_sd=...)) "
-        "if it fits what you know"
+        "method='prior_mh' (exact where the data are weak: method='auto' takes it when "
+        "its rule holds) or target_accept=0.99, or use a narrower slope prior "
+        "(SmoothDensity(k, slope_sd=...)) if it fits what you know"
     )
 
 

@@ -7,22 +7,26 @@ Privacy", WPES 2020, eq. 22; for RRRR, Aydın and Yıldırım, "Bayesian Frequen
 Local Differential Privacy With an Adaptive Randomized Response Mechanism", ACM TKDD 2025).  The
 methods differ only in how they reach the posterior:
 
-=========  ===============================  ===============================================
-method     module                           what it returns
-=========  ===============================  ===============================================
-"exact"    :mod:`bayesldp.bayes.exact`      independent draws from the exact Dirichlet
-                                            mixture (small problems; Lopuhaä-Zwakenberg
-                                            et al. 2020, App. A)
-"hmc"      :mod:`bayesldp.bayes.hmc`        bayesldp's own HMC (the default, "auto")
-"nuts"     :mod:`bayesldp.bayes.nuts`       PyMC / nutpie / numpyro / blackjax NUTS
-"sgld"     :mod:`bayesldp.bayes.sgld`       stochastic-gradient Langevin (Aydın and Yıldırım 2025)
-"laplace"  :mod:`bayesldp.bayes.laplace`    the likelihood's Laplace approximation in theta
-                                            with the exact prior, PSIS-checked (large n)
-=========  ===============================  ===============================================
+==========  ===============================  ===============================================
+method      module                           what it returns
+==========  ===============================  ===============================================
+"exact"     :mod:`bayesldp.bayes.exact`      independent draws from the exact Dirichlet
+                                             mixture (small problems; Lopuhaä-Zwakenberg
+                                             et al. 2020, App. A)
+"hmc"       :mod:`bayesldp.bayes.hmc`        bayesldp's own HMC (the default, "auto")
+"nuts"      :mod:`bayesldp.bayes.nuts`       PyMC / nutpie / numpyro / blackjax NUTS
+"sgld"      :mod:`bayesldp.bayes.sgld`       stochastic-gradient Langevin (Aydın and Yıldırım 2025)
+"laplace"   :mod:`bayesldp.bayes.laplace`    the likelihood's Laplace approximation in theta
+                                             with the exact prior, PSIS-checked (large n)
+"prior_mh"  :mod:`bayesldp.bayes.prior_mh`   independence Metropolis-Hastings with the prior
+                                             as proposal (exact; where the data are weak)
+==========  ===============================  ===============================================
 
 ``"auto"`` (the default) chooses among "exact", "hmc" and "laplace" by the cost model of
-:mod:`bayesldp.bayes.cost` and records the choice (``method``) and why (``auto_reason``) in the
-posterior attrs.
+:mod:`bayesldp.bayes.cost`, takes "prior_mh" instead of "hmc" where the prior dominates the
+likelihood (:func:`bayesldp.bayes.prior_mh.check`: Pareto k and importance efficiency of prior
+draws weighted by the likelihood), and records the choice (``method``) and why
+(``auto_reason``) in the posterior attrs.
 
 Backends are imported lazily (``importlib``), each exposing
 ``sample(tally, alpha, *, draws, chains, random_seed, progressbar, **options) -> SamplerOutput``;
@@ -77,7 +81,7 @@ if TYPE_CHECKING:
     import arviz
 
 #: methods that sample under the adaptive prior (AdaptiveDirichlet)
-ADAPTIVE_METHODS = ("exact", "hmc", "nuts", "sgld", "laplace")
+ADAPTIVE_METHODS = ("exact", "hmc", "nuts", "sgld", "laplace", "prior_mh")
 #: aliases resolved before dispatch ("auto" by name alone; fit() then chooses by cost)
 ALIASES: dict[str, str] = {"auto": "hmc"}
 #: methods "auto" chooses among (bayesldp.bayes.cost.choose_method)
@@ -128,8 +132,9 @@ def fit(
         theta for all, each tally keeping its own channel (:func:`bayesldp.tally.joint_tally`).
     prior : Dirichlet, AdaptiveDirichlet, "adaptive", float, array_like or None
         ``None``: the mechanism's default: ``"smooth"`` for numerical mechanisms (ordered bins)
-        with a method that samples it ("auto", "hmc", "nuts"); ``Dirichlet(1)`` with a warning
-        saying why for numerical reports under the other methods and for PCKV-PM; else
+        with a method that samples it ("auto", "hmc", "nuts", "prior_mh"); ``Dirichlet(1)``
+        with a warning saying why for numerical reports under the other methods and for
+        PCKV-PM; else
         ``"adaptive"``: a fixed symmetric Dirichlet puts the same pseudo-counts on every
         population, too many for sparse and long-tailed ones (``Dirichlet(1)``'s 90% intervals
         covered 0.222 of a sparse family's frequencies in
@@ -142,13 +147,20 @@ def fit(
         method); or ``"smooth"`` / a :class:`~bayesldp.bayes.SmoothDensity`
         (ordered bins of numerical data: a Gaussian roughness prior on the log-weights, whose
         smoothness ``lambda`` is learnt; posterior variable ``smoothness``; methods "hmc",
-        which ``"auto"`` then takes, and "nuts").
-    method : {"auto", "exact", "hmc", "nuts", "sgld", "laplace"}
+        which ``"auto"`` then takes (or "prior_mh" where the data are weak), "nuts" and
+        "prior_mh").
+    method : {"auto", "exact", "hmc", "nuts", "sgld", "laplace", "prior_mh"}
         The posterior method.  ``"auto"`` chooses by predicted cost
         (:func:`bayesldp.bayes.cost.choose_method`): ``"exact"`` when the exact Dirichlet
         mixture is small, else ``"hmc"`` unless it is predicted to take over 30 s and
         ``"laplace"`` (for large n, whose cost per draw does not grow with n) 3 times less; the
-        choice and the reason are the posterior attrs ``method`` and ``auto_reason``.  A method
+        choice and the reason are the posterior attrs ``method`` and ``auto_reason``.  Where
+        it would take ``"hmc"`` and the prior dominates the likelihood (4,000 prior draws
+        weighted by the likelihood: Pareto k <= 0.7, importance efficiency >= 0.1 and the
+        best draw near the maximum likelihood,
+        :func:`bayesldp.bayes.prior_mh.check`) it takes ``"prior_mh"``: independence
+        Metropolis-Hastings with the prior as proposal, exact, with no divergences (not when an
+        option of NUTS is given).  ``"prior_mh"`` forces it.  A method
         the cost model predicts to take over a minute warns (``UserWarning``) before it starts.
     draws : int
         Posterior draws per chain (after any tuning), >= 1: ``fit(tally, 2000)`` as
@@ -262,6 +274,8 @@ def fit(
             method, resolved, tally, draws, chains, options,
             isinstance(prior_obj, AdaptiveDirichlet),
         )  # fmt: skip
+    if method == "auto" and resolved == "hmc":
+        resolved, auto_reason = _weak_data_method(tally, prior_obj, seed, options, auto_reason)
     if isinstance(prior_obj, AdaptiveDirichlet) and resolved not in ADAPTIVE_METHODS:
         raise NotSupportedError(
             f"prior: the adaptive prior is not available with method={method!r} yet; use "
@@ -394,6 +408,22 @@ def _smooth_method(method: str, resolved: str) -> tuple[str, str | None]:
             f"{list(SMOOTH_METHODS)} (or 'auto')"
         )
     return resolved, None
+
+
+def _weak_data_method(tally: Tally, prior: Any, seed: int, options: Mapping[str, Any],
+                      reason: str | None) -> tuple[str, str | None]:  # fmt: skip
+    """``"auto"`` where it would run NUTS: ``"prior_mh"`` (independence MH with the prior as
+    proposal, :mod:`bayesldp.bayes.prior_mh`) where the data are weak (its rule,
+    :func:`bayesldp.bayes.prior_mh.check`, on draws of their own Generator, so the NUTS draws
+    do not change where it fails) and no NUTS option is given; else ``"hmc"``."""
+    from bayesldp.bayes import prior_mh
+
+    if not set(options) <= set(prior_mh.OPTIONS):
+        return "hmc", reason
+    rule = prior_mh.check(tally, prior, np.random.default_rng([seed, 2]))
+    if rule.ok:
+        return "prior_mh", f"{rule.reason} (the data are weak; else: {reason})"
+    return "hmc", f"{reason}; {rule.reason}"
 
 
 def _load_backend(method: str, resolved: str) -> Any:

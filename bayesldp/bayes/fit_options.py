@@ -26,6 +26,7 @@ BACKENDS: dict[str, str] = {
     "nuts": "bayesldp.bayes.nuts",
     "sgld": "bayesldp.bayes.sgld",
     "laplace": "bayesldp.bayes.laplace",
+    "prior_mh": "bayesldp.bayes.prior_mh",
 }
 #: what ``fit(method=...)`` accepts: a backend or "auto" (study specs check ``[bayes].method``
 #: against it when they load)
@@ -41,7 +42,7 @@ PYMC_ONLY = {
     "return_inferencedata": "fit always returns an arviz.InferenceData",
     "discard_tuned_samples": "fit never returns the warm-up draws",
     "step": "fit chooses its sampler by method= ('auto', 'exact', 'hmc', 'nuts', 'sgld', "
-    "'laplace')",
+    "'laplace', 'prior_mh')",
     "initvals": "fit starts its chains itself (method='nuts' takes init=)",
 }
 

@@ -664,7 +664,7 @@ def dirichlet_draws(gen: np.random.Generator, alphas: np.ndarray) -> np.ndarray:
 
 
 #: methods that sample under the smoothness prior (SmoothDensity); "auto" takes the first
-SMOOTH_METHODS = ("hmc", "nuts")
+SMOOTH_METHODS = ("hmc", "nuts", "prior_mh")
 
 
 def default_prior(prior: Any, tally: Any, resolved: str) -> Any:

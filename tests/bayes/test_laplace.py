@@ -208,7 +208,10 @@ def test_auto_passes_over_a_method_that_does_not_take_the_options_given():
     assert cost.choose_method(tally, draws=100, chains=2, options=exact_only)[0] == "exact"
     idata = fit(tally, draws=100, chains=2, random_seed=0, tune=100,
                 compute_convergence_checks=False)  # fmt: skip
-    assert idata.posterior.attrs["method"] == "hmc"
+    # 20 reports: the data are weak, so "auto" samples from the prior as proposal (which takes
+    # tune, as NUTS does) where its rule holds
+    assert idata.posterior.attrs["method"] in ("hmc", "prior_mh")
+    assert json.loads(idata.posterior.attrs["backend_info"])["tune"] == 100
 
 
 def test_auto_takes_hmc_for_few_rows_and_laplace_for_many():
