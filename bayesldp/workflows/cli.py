@@ -572,8 +572,9 @@ def _interrupts_in_callbacks() -> Iterator[None]:
     previous, running = sys.unraisablehook, [True]
 
     def deliver_again() -> None:
-        if running[0]:  # not once the command has ended
-            os.kill(os.getpid(), signal.SIGINT)
+        if running[0]:  # not once the command has ended; to the main thread, so that a wait
+            # there (a sleep, a lock) ends at once
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
     def hook(unraisable) -> None:
         if issubclass(unraisable.exc_type, KeyboardInterrupt):

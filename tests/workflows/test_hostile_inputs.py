@@ -292,6 +292,7 @@ def test_ctrl_c_swallowed_by_a_callback_from_c_still_ends_the_command(
     """Python hands a KeyboardInterrupt raised inside a callback from C (numba's compiler calls
     some) to ``sys.unraisablehook`` and goes on; the command delivers it again, once the hook
     has returned, and ends with one line."""
+    import signal
     import time
     import types
 
@@ -308,9 +309,14 @@ def test_ctrl_c_swallowed_by_a_callback_from_c_still_ends_the_command(
         raise AssertionError("the interrupt was lost")
 
     monkeypatch.setattr(bayesldp.bayes, "fit", swallowed_then_busy)
+    # the command's own handling of Ctrl-C (a pytest-xdist worker ignores SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     start = time.monotonic()
-    code = main(["estimate", str(csv), "--mechanism", "GRR", "--k", "3", "--epsilon", "1",
-                 "--method", "posterior"])  # fmt: skip
+    try:
+        code = main(["estimate", str(csv), "--mechanism", "GRR", "--k", "3", "--epsilon", "1",
+                     "--method", "posterior"])  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert code == 130 and capsys.readouterr().err == "bayesldp: interrupted\n"
     assert time.monotonic() - start < 10
 
