@@ -609,6 +609,31 @@ def _talk_while_compiling(args: argparse.Namespace) -> Iterator[None]:
         COMPILE_WATCH.stop()
 
 
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised because of a KeyboardInterrupt (its cause or context chain)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _run_answering_interrupts(args: argparse.Namespace) -> int:
+    """Run the command; an error that a Ctrl-C caused is the Ctrl-C.
+
+    Python wraps an interrupt that lands in some places into another exception: during a class
+    body's ``__set_name__`` (a lazy import of dask.array, for one) it becomes a RuntimeError
+    "from" the KeyboardInterrupt."""
+    try:
+        return args.func(args)
+    except Exception as exc:
+        if _caused_by_interrupt(exc):
+            raise KeyboardInterrupt from exc
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``bayesldp`` command.
 
@@ -621,7 +646,7 @@ def main(argv: list[str] | None = None) -> int:
         args.argv = argv
         with (_one_line_warnings(args.command), _interrupts_in_callbacks(),
               _talk_while_compiling(args)):  # fmt: skip
-            return args.func(args)
+            return _run_answering_interrupts(args)
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, 128 + 2
         ended = "\n" if sys.stderr.isatty() else ""  # end a progress line first
         print(f"{ended}bayesldp: interrupted", file=sys.stderr, flush=True)

@@ -321,6 +321,43 @@ def test_ctrl_c_swallowed_by_a_callback_from_c_still_ends_the_command(
     assert time.monotonic() - start < 10
 
 
+@pytest.mark.parametrize("link", ["cause", "context"])
+def test_an_error_a_ctrl_c_caused_ends_the_command_as_an_interrupt(tmp_path, capsys,
+                                                                    monkeypatch, link):
+    """An interrupt during a class body's ``__set_name__`` (a lazy import, such as xarray's of
+    dask.array) reaches the command as a RuntimeError raised from the KeyboardInterrupt; the
+    command answers it as the Ctrl-C it was: one line, exit 130, no traceback."""
+    import bayesldp.bayes
+
+    csv = tmp_path / "r.csv"
+    csv.write_text("report\n0\n1\n2\n1\n")
+
+    def interrupted_inside_an_import(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            if link == "cause":
+                raise RuntimeError("Error calling __set_name__ on 'cached_property'") from interrupt
+            raise RuntimeError("while handling it")  # noqa: B904 (the implicit context)
+
+    monkeypatch.setattr(bayesldp.bayes, "fit", interrupted_inside_an_import)
+    code = main(["estimate", str(csv), "--mechanism", "GRR", "--k", "3", "--epsilon", "1",
+                 "--method", "posterior"])  # fmt: skip
+    assert code == 130 and capsys.readouterr().err == "bayesldp: interrupted\n"
+
+
+def test_an_error_not_caused_by_ctrl_c_is_not_an_interrupt():
+    from bayesldp.workflows.cli import _caused_by_interrupt
+
+    try:
+        try:
+            raise ValueError("first")
+        except ValueError as first:
+            raise RuntimeError("second") from first
+    except RuntimeError as exc:
+        assert not _caused_by_interrupt(exc)
+
+
 def test_the_lock_file_goes_with_its_holder_and_a_waiter_takes_the_new_one(tmp_path):
     import threading
 
