@@ -317,7 +317,9 @@ class Likelihood:
     def loglik(self, theta: Any) -> np.ndarray | float:
         """``sum_u c_u log(L_u . theta)`` for theta of shape (K,) or (..., K), any scale."""
         theta = np.asarray(theta, dtype=float)
-        flat = np.ascontiguousarray(theta.reshape(-1, self.k))
+        # a writeable copy: a read-only array (draws of an InferenceData) would make numba
+        # compile the kernel a second time, for read-only arguments
+        flat = np.array(theta.reshape(-1, self.k), order="C")
         out = np.empty(flat.shape[0])
         _loglik_batch(*self.arrays, self.counts, flat, out)
         out += self.scale_const

@@ -85,3 +85,18 @@ def test_pickle_round_trip_packs_support_bits():
     assert len(data) < 1.1 * (tally.support.nbytes / 8 + tally.counts.nbytes)
     grr = bayesldp.GRR(5, 1.0).tally(np.array([0, 1, 2, 2, 4]))
     assert pickle.loads(pickle.dumps(grr)) == grr
+
+
+def test_loglik_of_read_only_draws_reuses_the_compiled_kernel():
+    """Draws read from an InferenceData are read-only arrays; the log-likelihood copies them,
+    so numba never compiles its kernel a second time for read-only arguments (a first run
+    compiles each specialisation for seconds)."""
+    from bayesldp.likelihood_kernels import _loglik_batch
+
+    tally = bayesldp.GRR(4, 1.0).simulate_tally(np.array([10, 20, 30, 40]), rng=0)
+    draws = np.full((3, 4), 0.25)
+    expected = tally.loglik(draws)
+    before = len(_loglik_batch.signatures)
+    draws.flags.writeable = False
+    assert np.array_equal(tally.loglik(draws), expected)
+    assert len(_loglik_batch.signatures) == before

@@ -159,7 +159,7 @@ def compile_notice(pending: list[tuple[Any, tuple]]) -> bool:
         todo = [(disp, args) for disp, args in pending if needs_compilation(disp, args)]
         if not todo:
             return False
-        if not _noticed:
+        if not _noticed and not COMPILE_WATCH.quiet:
             print(COMPILE_MESSAGE, file=sys.stderr, flush=True)
             _noticed = True
         _compile_with_heartbeat(todo)

@@ -31,11 +31,13 @@ from collections.abc import Iterator
 
 __all__ = ["COMPILE_WATCH", "HEARTBEAT", "CompileWatch"]
 
-#: seconds between the progress lines while something compiles
-HEARTBEAT = 5.0
+#: seconds between the progress lines while something compiles (under 5, so that a line comes
+#: at least every 5 s whatever the reporter's scheduling delay)
+HEARTBEAT = 4.0
 
 #: the reporter process: reads "A n seconds period" (compiling from now), "C n" (n compiled so
-#: far) and "I n" (idle) lines; while compiling, writes a progress line every ``period`` seconds
+#: far) and "I n" (idle) lines; while compiling, writes a progress line whenever its last line is
+#: ``period`` seconds old (at once when a compilation starts after a quiet stretch)
 _REPORTER = r"""
 import os, select, signal, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -53,9 +55,10 @@ while True:
         for message in messages:
             kind, *values = message.decode().split()
             compiled = int(values[0])
-            if kind == "A":
+            if kind == "A":  # the beat runs from the last line written, not from here: a
+                # run of short compilations with gaps between them still gets its lines
                 active, base, period = True, float(values[1]), float(values[2])
-                since = last = now
+                since = now
             elif kind == "I":
                 active = False
     if active and now - last >= period:
@@ -82,6 +85,8 @@ class CompileWatch:
         self._listening = False
         self._stretches = 0  # compiling() sections under way
         self._reporter: subprocess.Popen | None = None
+        #: no lines at all (the command's ``--quiet``); the counting goes on
+        self.quiet = False
 
     def start(self, everywhere: bool = False) -> None:
         """Listen to numba's compilations (the listener once per process); ``everywhere``:
@@ -166,7 +171,8 @@ class CompileWatch:
         while True:
             time.sleep(0.05)
             with self._lock:
-                if self._since is None or not self._stretches or self._reporter is not None:
+                if (self._since is None or not self._stretches or self._reporter is not None
+                        or self.quiet):  # fmt: skip
                     continue
                 now = time.perf_counter()
                 if now - self._last_line < HEARTBEAT:

@@ -597,11 +597,18 @@ def _talk_while_compiling(args: argparse.Namespace) -> Iterator[None]:
     """A line every 5 s while numba compiles anything (a first run compiles for a minute or
     more), unless ``--quiet``; only for the command itself, whose standard error it owns.  The
     reporter ends with the command's work, before the command's last line."""
-    if getattr(args, "quiet", False) or sys.stderr is not sys.__stderr__:
-        yield
-        return
     from bayesldp.bayes.compile_watch import COMPILE_WATCH
 
+    if getattr(args, "quiet", False):  # not even the compile notice and its lines
+        COMPILE_WATCH.quiet = True
+        try:
+            yield
+        finally:
+            COMPILE_WATCH.quiet = False
+        return
+    if sys.stderr is not sys.__stderr__:
+        yield
+        return
     COMPILE_WATCH.start(everywhere=True)
     try:
         yield

@@ -427,3 +427,56 @@ def test_the_command_s_compile_lines_keep_the_beat_while_the_interpreter_is_held
     lines = _progress(done.stderr)
     assert len(lines) >= 4, done.stderr  # about 7 at one line per 0.2 s
     assert all(n == 0 for n, _ in lines), lines  # nothing finished compiling meanwhile
+
+
+def test_the_command_s_compile_lines_keep_the_beat_over_short_compilations():
+    """A first run compiles many functions of a second or two each, with short gaps between
+    them: the beat runs from the last line written, so 12 compilations of 0.25 s with 0.05 s
+    gaps (3.6 s in all, none as long as the 0.4 s beat) still give a line about every 0.4 s,
+    and the longest stretch between lines stays under two beats."""
+    script = textwrap.dedent("""
+        import time
+        from bayesldp.bayes import compile_watch
+        compile_watch.HEARTBEAT = 0.4
+        watch = compile_watch.CompileWatch()
+        watch.start(everywhere=True)
+        time.sleep(0.5)  # the reporter process starts
+        for _ in range(12):
+            watch._enter()
+            time.sleep(0.25)
+            watch._leave(compiled=1)
+            time.sleep(0.05)
+        watch.stop()
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = _progress(done.stderr)
+    assert len(lines) >= 5, done.stderr  # about 8 at one line per 0.4 s
+    counts = [n for n, _ in lines]
+    assert counts == sorted(counts) and counts[-1] >= 8, lines
+
+
+def test_a_quiet_watch_writes_no_notice_and_no_lines(capsys, monkeypatch):
+    """The command's ``--quiet`` sets the watch quiet: a compilation says nothing at all (it is
+    still counted)."""
+    monkeypatch.setattr(_feedback, "_noticed", False)
+    monkeypatch.setattr(compile_watch, "HEARTBEAT", 0.1)
+    monkeypatch.setattr(compile_watch.COMPILE_WATCH, "quiet", True)
+    assert _feedback.compile_notice([(_SlowKernel(0.5), (1.0,))]) is True
+    assert capsys.readouterr().err == ""
+
+
+def test_the_command_s_quiet_option_silences_the_watch_while_it_runs(monkeypatch, tmp_path):
+    import bayesldp.bayes
+    from bayesldp.workflows.cli import main
+
+    seen = []
+    monkeypatch.setattr(bayesldp.bayes, "fit",
+                        lambda *a, **k: seen.append(compile_watch.COMPILE_WATCH.quiet) or 1 / 0)
+    csv = tmp_path / "r.csv"
+    csv.write_text("report\n0\n1\n")
+    with pytest.raises(ZeroDivisionError):
+        main(["estimate", str(csv), "--mechanism", "GRR", "--k", "2", "--epsilon", "1",
+              "--method", "posterior", "--quiet"])  # fmt: skip
+    assert seen == [True] and compile_watch.COMPILE_WATCH.quiet is False
