@@ -81,6 +81,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-ex
     from bayesldp.mechanisms.xxhash_lh import BLHXX as BLHXX
     from bayesldp.mechanisms.xxhash_lh import OLHXX as OLHXX
     from bayesldp.mechanisms.xxhash_lh import SeedReports as SeedReports
+    from bayesldp.significance import frequent_items as frequent_items
+    from bayesldp.significance import posterior_frequent_items as posterior_frequent_items
 
 _LAZY = {
     "Mechanism": "bayesldp.mechanisms.base",
@@ -106,6 +108,8 @@ _LAZY = {
     "numerical": "bayesldp.numerical",
     "estimate": "bayesldp.estimators",
     "Estimate": "bayesldp.estimators",
+    "frequent_items": "bayesldp.significance",
+    "posterior_frequent_items": "bayesldp.significance",
     "fit": "bayesldp.bayes",
     "fit_rounds": "bayesldp.bayes",
     "RandomWalkPrior": "bayesldp.bayes",
