@@ -271,6 +271,7 @@ API_TASKS = [
     ]),
     ("estimators", "Estimators", [
         ("Point estimates", ["bayesldp.estimators"]),
+        ("Which categories are frequent", ["bayesldp.significance"]),
     ]),
     ("posteriors", "Posteriors and diagnostics", [
         ("Fitting a posterior", [
