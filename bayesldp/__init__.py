@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-ex
     from bayesldp.bayes import loo as loo
     from bayesldp.bayes import loo_compare as loo_compare
     from bayesldp.bayes import sample_posterior_predictive as sample_posterior_predictive
+    from bayesldp.bayes import sample_shares as sample_shares
     from bayesldp.bayes import save_fit as save_fit
     from bayesldp.bayes import tally_likelihood as tally_likelihood
     from bayesldp.categories import encode as encode
@@ -118,6 +119,7 @@ _LAZY = {
     "loo": "bayesldp.bayes",
     "loo_compare": "bayesldp.bayes",
     "sample_posterior_predictive": "bayesldp.bayes",
+    "sample_shares": "bayesldp.bayes",
     "Dirichlet": "bayesldp.bayes",
     "AdaptiveDirichlet": "bayesldp.bayes",
     "SmoothDensity": "bayesldp.bayes",

@@ -278,6 +278,7 @@ API_TASKS = [
             "bayesldp.bayes.fit", "bayesldp.bayes.model", "bayesldp.bayes.inference_data",
             "bayesldp.bayes.hmc", "bayesldp.bayes.BACKENDS"]),
         ("Model comparison: LOO", ["bayesldp.bayes.elpd"]),
+        ("The sample's own frequencies", ["bayesldp.bayes.sample_shares"]),
         ("Posterior predictive checks", ["bayesldp.bayes.ppc"]),
         ("Saving and loading fits", ["bayesldp.bayes.io"]),
         ("Priors", ["bayesldp.bayes.prior"]),

@@ -5,7 +5,8 @@
 cost, and by the data's weight against the prior);
 ``save_fit`` / ``load_fit`` round-trip it through netCDF; ``loo`` / ``loo_compare``
 cross-validate fits one report at a time; ``sample_posterior_predictive`` adds the posterior
-predictive check ArviZ plots.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`)
+predictive check ArviZ plots; ``sample_shares`` the posterior of the sample's own frequencies.
+Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`)
 or a symmetric Dirichlet with an unknown concentration (:class:`AdaptiveDirichlet`,
 ``prior="adaptive"``), or, for ordered bins, a smoothness prior on the log-weights
 (:class:`SmoothDensity`, ``prior="smooth"``).  ``fit_rounds`` fits one tally per round
@@ -33,6 +34,7 @@ from bayesldp.bayes.prior import (
     as_dirichlet,
     as_prior,
 )
+from bayesldp.bayes.sample_shares import sample_shares
 
 __all__ = [
     "BACKENDS",
@@ -52,6 +54,7 @@ __all__ = [
     "loo",
     "loo_compare",
     "sample_posterior_predictive",
+    "sample_shares",
     "save_fit",
     "summarize_rounds",
     "tally_likelihood",
