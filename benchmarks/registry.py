@@ -584,6 +584,25 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         kind="investigation",
     ),
     Benchmark(
+        "compile_cost", "compile_cost.py",
+        "seconds numba compiles on the main job's first run, by function, for the whole "
+        "quickstart study and for each of its mechanisms alone (the floor under one row form)",
+        "none: the first run's own compilations (an empty numba cache per case)",
+        ("--out", "benchmarks/investigations/results/compile_cost.md"), ("compile_cost.md",),
+        None, quick_note="a first run is minutes of compiling; there is no quick run",
+        kind="investigation",
+    ),
+    Benchmark(
+        "significance", "significance.py",
+        "frequent items: family-wise error, false discovery rate and true-positive rate of Wang "
+        "et al.'s Bonferroni threshold, Benjamini-Hochberg and the posterior's rules (GRR, OUE, "
+        "OLH; K = 50 and 20)", "none: the rules' own nominal rates (0.05)",
+        ("--repeats", "200", "--posterior-repeats", "40", "--out",
+         "benchmarks/investigations/results/significance.md"), ("significance.md",),
+        ("--repeats", "3", "--posterior-repeats", "1", "--out", "{tmp}/significance.md"),
+        kind="investigation",
+    ),
+    Benchmark(
         "likelihood_forms", "likelihood_forms.py",
         "us per gradient of support-form rows, compressed against packed (OUE, OLH, SUE; random "
         "masks: the crossover); fit(method='hmc') of posterior_warm's oue50 in each form",
