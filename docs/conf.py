@@ -278,6 +278,7 @@ API_TASKS = [
             "bayesldp.bayes.hmc", "bayesldp.bayes.BACKENDS"]),
         ("Model comparison: LOO", ["bayesldp.bayes.elpd"]),
         ("Posterior predictive checks", ["bayesldp.bayes.ppc"]),
+        ("Checking the mechanism and epsilon", ["bayesldp.bayes.mechanism_check"]),
         ("Saving and loading fits", ["bayesldp.bayes.io"]),
         ("Priors", ["bayesldp.bayes.prior"]),
     ]),
