@@ -76,6 +76,16 @@ class MechanismCheck:
         The law the p-value comes from.
     n : int
         Number of reports.
+
+    Examples
+    --------
+    What :func:`check_mechanism` returns, for SUE reports of 2,000 users:
+
+    >>> import numpy as np, bayesldp
+    >>> mech = bayesldp.SUE(4, 1.0)
+    >>> result = bayesldp.check_mechanism(mech.tally(mech.perturb(np.arange(2000) % 4, rng=0)))
+    >>> round(result.expected, 4), result.statistic, result.n
+    (1.7551, 'support size', 2000)
     """
 
     mechanism: str
