@@ -146,7 +146,8 @@ def check_mechanism(tally: Tally) -> MechanismCheck:
         unless that population leaves the simplex, which
         :func:`~bayesldp.sample_posterior_predictive` can then show), Hadamard response and
         subset selection (every report supports the same number of categories), SHE (tally
-        its reports with THE instead), tallies that mix mechanisms, and the others (CMS,
+        its reports with THE instead), the heavy hitters' ``CandidateOLH`` (users may hold
+        values outside the candidates), tallies that mix mechanisms, and the others (CMS,
         RAPPOR, wrappers).
 
     Examples
@@ -204,6 +205,13 @@ def _check_applies(mech: Any) -> None:
             "bayesldp.sample_posterior_predictive's p-value is near 0 or 1). Check the epsilon "
             "where the reports are made (bayesldp.audit.audit on the client's mechanism), or "
             "collect them with OUE, SUE, OLH or THE, which this check covers"
+        )
+    if type(mech).__name__ == "CandidateOLH":
+        raise NotSupportedError(
+            "check_mechanism: a CandidateOLH tally reads OLH reports against candidate values; "
+            "users holding other values support no candidate with probability p*, so the mean "
+            "support size depends on how many there are. Check the OLH reports' tally over the "
+            "whole domain instead, where that fits in memory"
         )
     if isinstance(mech, SHE):
         raise NotSupportedError(

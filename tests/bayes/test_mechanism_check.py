@@ -132,6 +132,25 @@ def test_mechanisms_without_a_theta_free_statistic_say_what_to_use(mech, words):
         assert word in str(info.value)
 
 
+def test_a_candidate_olh_tally_is_rejected():
+    from bayesldp.heavy_hitters.candidates import CandidateOLH
+
+    source = bayesldp.OLH(64, 1.0)
+    reports = source.perturb(np.arange(200) % 64, rng=0)
+    tally = CandidateOLH([1, 5, 9], 1.0, source.g, other=True).tally(reports)
+    with pytest.raises(NotSupportedError, match="candidate"):
+        bayesldp.check_mechanism(tally)
+
+
+def test_local_hashing_variants_are_checked():
+    """BLH, OLHXX and BLHXX (K = 100, n = 3,000) at the right epsilon: p > 1e-4 on each (a
+    uniform p-value falls below with probability 1e-4)."""
+    for make in (bayesldp.BLH, bayesldp.OLHXX, bayesldp.BLHXX):
+        mech = make(100, 1.0)
+        result = bayesldp.check_mechanism(mech.tally(mech.perturb(np.arange(3000) % 100, rng=4)))
+        assert result.p_value > 1e-4 and "t-test" in result.law, result
+
+
 def test_a_mixed_tally_and_a_non_tally_are_rejected():
     mech = bayesldp.GRR(3, 1.0)
     mixed = Tally([3, 2], rows=mech.channel.T[:2], stat=[3.0, 2.0, 0.0], family=mech.family)
