@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-ex
     from bayesldp.bayes import RandomWalkPrior as RandomWalkPrior
     from bayesldp.bayes import SmoothDensity as SmoothDensity
     from bayesldp.bayes import build_model as build_model
+    from bayesldp.bayes import check_mechanism as check_mechanism
     from bayesldp.bayes import fit as fit
     from bayesldp.bayes import fit_rounds as fit_rounds
     from bayesldp.bayes import load_fit as load_fit
@@ -120,6 +121,7 @@ _LAZY = {
     "loo_compare": "bayesldp.bayes",
     "sample_posterior_predictive": "bayesldp.bayes",
     "sample_shares": "bayesldp.bayes",
+    "check_mechanism": "bayesldp.bayes",
     "Dirichlet": "bayesldp.bayes",
     "AdaptiveDirichlet": "bayesldp.bayes",
     "SmoothDensity": "bayesldp.bayes",

@@ -603,6 +603,18 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         kind="investigation",
     ),
     Benchmark(
+        "mechanism_check", "mechanism_check.py",
+        "calibration and power of check_mechanism (OUE, SUE, OLH, THE) and of GRR's in-sample "
+        "and held-out posterior predictive p-values, eps 1 / 2 made and analysed (K = 10, "
+        "n = 10,000, 200 tallies per cell)",
+        "exact: Uniform(0, 1) p-values under the right model (KS)",
+        ("--out", "benchmarks/investigations/results/mechanism_check.md",
+         "--json", "benchmarks/investigations/results/mechanism_check.json"),
+        ("mechanism_check.md", "mechanism_check.json"),
+        ("--reps", "5", "--n", "2000", "--out", "{tmp}/mechanism_check.md"),
+        kind="investigation",
+    ),
+    Benchmark(
         "likelihood_forms", "likelihood_forms.py",
         "us per gradient of support-form rows, compressed against packed (OUE, OLH, SUE; random "
         "masks: the crossover); fit(method='hmc') of posterior_warm's oue50 in each form",

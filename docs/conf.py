@@ -280,6 +280,7 @@ API_TASKS = [
         ("Model comparison: LOO", ["bayesldp.bayes.elpd"]),
         ("The sample's own frequencies", ["bayesldp.bayes.sample_shares"]),
         ("Posterior predictive checks", ["bayesldp.bayes.ppc"]),
+        ("Checking the mechanism and epsilon", ["bayesldp.bayes.mechanism_check"]),
         ("Saving and loading fits", ["bayesldp.bayes.io"]),
         ("Priors", ["bayesldp.bayes.prior"]),
     ]),

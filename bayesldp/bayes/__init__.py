@@ -5,13 +5,14 @@
 cost, and by the data's weight against the prior);
 ``save_fit`` / ``load_fit`` round-trip it through netCDF; ``loo`` / ``loo_compare``
 cross-validate fits one report at a time; ``sample_posterior_predictive`` adds the posterior
-predictive check ArviZ plots; ``sample_shares`` the posterior of the sample's own frequencies.
-Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`)
-or a symmetric Dirichlet with an unknown concentration (:class:`AdaptiveDirichlet`,
-``prior="adaptive"``), or, for ordered bins, a smoothness prior on the log-weights
-(:class:`SmoothDensity`, ``prior="smooth"``).  ``fit_rounds`` fits one tally per round
-under a random walk on the log-frequencies (:class:`RandomWalkPrior`), per-round posteriors
-that borrow strength over time (:mod:`bayesldp.bayes.dynamic`).
+predictive check ArviZ plots; ``sample_shares`` the posterior of the sample's own frequencies;
+``check_mechanism`` tests, free of ``theta``, that a tally's reports came from its mechanism at
+its epsilon.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`) or a symmetric
+Dirichlet with an unknown concentration (:class:`AdaptiveDirichlet`, ``prior="adaptive"``), or,
+for ordered bins, a smoothness prior on the log-weights (:class:`SmoothDensity`,
+``prior="smooth"``).  ``fit_rounds`` fits one tally per round under a random walk on the
+log-frequencies (:class:`RandomWalkPrior`), per-round posteriors that borrow strength over time
+(:mod:`bayesldp.bayes.dynamic`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from bayesldp.bayes.dynamic import (
 from bayesldp.bayes.elpd import loo, loo_compare
 from bayesldp.bayes.fit import BACKENDS, build_inference_data, fit
 from bayesldp.bayes.io import fit_prior, load_fit, save_fit
+from bayesldp.bayes.mechanism_check import MechanismCheck, check_mechanism
 from bayesldp.bayes.model import build_model, tally_likelihood
 from bayesldp.bayes.ppc import sample_posterior_predictive
 from bayesldp.bayes.prior import (
@@ -40,6 +42,7 @@ __all__ = [
     "BACKENDS",
     "AdaptiveDirichlet",
     "Dirichlet",
+    "MechanismCheck",
     "RandomWalkPrior",
     "SmoothDensity",
     "as_dirichlet",
@@ -47,6 +50,7 @@ __all__ = [
     "build_inference_data",
     "build_model",
     "build_rounds_model",
+    "check_mechanism",
     "fit",
     "fit_prior",
     "fit_rounds",

@@ -112,6 +112,15 @@ def sample_posterior_predictive(
           ``tally_rows`` or ``tally_support`` + ``tally_levels`` (:func:`bayesldp.loo` and this
           function read it there).
 
+    Notes
+    -----
+    A Bayesian p-value of these replications (``az.plot_bpv``) is not a calibrated test: the
+    posterior was fitted to the same tally, so under the right model it piles up near 1/2
+    (Bayarri and Berger, "P Values for Composite Null Models", 2000), and for a saturated
+    channel (GRR) a wrong epsilon is another ``theta`` of the right one unless that ``theta``
+    leaves the simplex.  :func:`~bayesldp.check_mechanism` tests the mechanism and epsilon with
+    a p-value free of ``theta`` (unary encoding, THE, local hashing).
+
     Examples
     --------
     >>> import numpy as np, bayesldp
