@@ -11,15 +11,17 @@
   Škorić and Li, "Improving Frequency Estimation under Local Differential Privacy", WPES 2020,
   section 4.4, Proposition 4.6), which the tests check.
 * :func:`l2_lower_bound`, :func:`optimal_support_size`, :func:`extremal_l2_loss`: the smallest
-  expected L2 loss ``sum_x E(f_hat_x - f_x)^2`` of an unbiased linear frequency estimator under
-  eps-LDP.  Pan, "Strict Optimality of Frequency and Distribution Estimation Under Local
-  Differential Privacy" (arXiv 2603.11523, 2026) proves that a linear estimator with a symmetric
-  extremal configuration and a support size set to its optimum attains the lower bound of this
-  loss; the loss of that configuration at each support size is derived here (the paper's own
-  statement of it was not available) and checked numerically: against the exact channel of
-  :class:`~bayesldp.SubsetSelection`, and as a floor under the exact variance of GRR, OUE, OLH,
-  Hadamard response and subset selection, under the smallest loss of any linear unbiased
-  estimator of random eps-LDP channels, and under the MLE's asymptotic loss.
+  worst-case expected L2 loss ``sum_x E(f_hat_x - f_x)^2`` of an unbiased linear frequency
+  estimator under eps-LDP.  Pan, "Strict Optimality of Frequency and Distribution Estimation
+  Under Local Differential Privacy" (arXiv 2603.11523, 2026) proves that a linear estimator with
+  a symmetric extremal configuration and a support size set to its optimum attains the lower
+  bound of this loss; the loss of that configuration at each support size is derived here (the
+  paper's own statement of it was not available) and checked numerically: against the exact
+  channel of :class:`~bayesldp.SubsetSelection`, and as a floor under the exact variance of GRR,
+  OUE, OLH, Hadamard response and subset selection, under the smallest loss of any linear
+  unbiased estimator of random eps-LDP channels, and under the MLE's asymptotic loss at uniform
+  ``theta`` (at a skewed dataset an estimator tuned to it can go a little below: the bound is on
+  the worst case).
 
 Not implemented: the lower bounds of Lopuhaä-Zwakenberg, Li, Škorić and Li, "Improving Frequency
 Estimation under Local Differential Privacy" (WPES 2020, arXiv 1911.10499) -- the
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayesldp._validation import (
+    check_bool,
     check_epsilon,
     check_instance,
     check_int,
@@ -456,8 +459,8 @@ def optimal_support_size(k: int, epsilon: float) -> int:
     return int(np.argmin(losses)) + 1
 
 
-def l2_lower_bound(k: int, epsilon: float, n: int, *, theta: Any = None) -> float:
-    """Lower bound on the L2 loss of unbiased linear frequency estimators under eps-LDP.
+def l2_lower_bound(k: int, epsilon: float, n: int, *, distribution: bool = False) -> float:
+    """Lower bound on the worst-case L2 loss of unbiased linear frequency estimators under eps-LDP.
 
     Pan, "Strict Optimality of Frequency and Distribution Estimation Under Local Differential
     Privacy" (arXiv 2603.11523, 2026), proves that a linear estimator with a symmetric extremal
@@ -468,15 +471,19 @@ def l2_lower_bound(k: int, epsilon: float, n: int, *, theta: Any = None) -> floa
     .. math::
 
         \\min_{1 \\le s \\le K - 1} \\frac{s - p_s^2 - (K - 1) q_s^2}{n\\,(p_s - q_s)^2}
-        \\;\\le\\; \\sum_x \\operatorname{E}(\\hat f_x - f_x)^2,
+        \\;\\le\\; \\max_f \\sum_x \\operatorname{E}(\\hat f_x - f_x)^2,
 
     ``f`` the shares of the ``n`` users' own values.  The formula is derived here for that
     configuration (see :func:`extremal_l2_loss`; the paper's statement was not available beyond
-    its abstract); the tests check it under the exact summed variance of the unbiased
-    estimators of GRR, OUE, OLH, Hadamard response and subset selection, under the smallest
-    loss any linear unbiased estimator of random eps-LDP channels reaches, and under the MLE's
-    asymptotic loss.  It bounds unbiased (linear) estimators; a biased one (projected onto the
-    simplex, a posterior mean with a strong prior) can go below it.
+    its abstract).  What it bounds, as the tests find: the loss at the uniform dataset (each
+    category held by ``n / K`` users), hence the worst case over datasets, of every unbiased
+    linear estimator -- the exact summed variance of the unbiased estimators of GRR, OUE, OLH,
+    Hadamard response and subset selection (the same for every dataset), the smallest
+    input-averaged loss of any linear unbiased estimator of random eps-LDP channels, and the
+    MLE's asymptotic loss at uniform ``theta``.  It is not a bound at every dataset: at a
+    skewed one, an unbiased linear estimator tuned to it (the locally efficient one of subset
+    selection) goes a little below.  Nor does it bind biased estimators (projected onto the
+    simplex, a posterior mean with a strong prior).
 
     Parameters
     ----------
@@ -486,11 +493,13 @@ def l2_lower_bound(k: int, epsilon: float, n: int, *, theta: Any = None) -> floa
         Privacy budget, ``> 0``.
     n : int
         Number of users (reports), ``>= 1``.
-    theta : array (K,), optional
-        Distribution estimation: the users' values drawn i.i.d. from ``theta`` and the target
-        ``theta`` itself.  Adds the sampling term ``(1 - sum_x theta_x^2) / n``, the summed
-        multinomial variance of the shares (for a linear unbiased estimator the two losses
-        differ by exactly that; derived here).
+    distribution : bool, default False
+        Distribution estimation instead: the users' values drawn i.i.d. from ``theta`` and the
+        target ``theta``.  Adds ``(1 - 1/K) / n``, the summed multinomial variance of the
+        shares at uniform ``theta`` (for a linear unbiased estimator the distribution loss at
+        ``theta`` is the frequency loss at the dataset ``f = theta`` plus
+        ``(1 - sum_x theta_x^2) / n``; derived here), so it bounds the worst case over
+        ``theta``, which the configuration attains at uniform ``theta``.
 
     Returns
     -------
@@ -521,7 +530,6 @@ def l2_lower_bound(k: int, epsilon: float, n: int, *, theta: Any = None) -> floa
     epsilon = check_epsilon(epsilon)
     n = check_int(n, "n", 1)
     value = extremal_l2_loss(k, epsilon, optimal_support_size(k, epsilon)) / n
-    if theta is not None:
-        theta = check_theta(theta, k)
-        value += (1.0 - float(theta @ theta)) / n
+    if check_bool(distribution, "distribution"):
+        value += (1.0 - 1.0 / k) / n
     return value
