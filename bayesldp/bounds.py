@@ -10,22 +10,46 @@
   unbiased oracle attains it exactly for every ``n`` (the tightness case of Lopuhaä-Zwakenberg, Li,
   Škorić and Li, "Improving Frequency Estimation under Local Differential Privacy", WPES 2020,
   section 4.4, Proposition 4.6), which the tests check.
+* :func:`l2_lower_bound`, :func:`optimal_support_size`, :func:`extremal_l2_loss`: the smallest
+  worst-case expected L2 loss ``sum_x E(f_hat_x - f_x)^2`` of an unbiased linear frequency
+  estimator under eps-LDP.  Pan, "Strict Optimality of Frequency and Distribution Estimation
+  Under Local Differential Privacy" (arXiv 2603.11523, 2026) proves that a linear estimator with
+  a symmetric extremal configuration and a support size set to its optimum attains the lower
+  bound of this loss; the loss of that configuration at each support size is derived here (the
+  paper's own statement of it was not available) and checked numerically: against the exact
+  channel of :class:`~bayesldp.SubsetSelection`, and as a floor under the exact variance of GRR,
+  OUE, OLH, Hadamard response and subset selection, under the smallest loss of any linear
+  unbiased estimator of random eps-LDP channels, and under the MLE's asymptotic loss at uniform
+  ``theta`` (at a skewed dataset an estimator tuned to it can go a little below: the bound is on
+  the worst case).
 
-What is left out of Lopuhaä-Zwakenberg et al. 2020: its information-theoretic lower bounds (Theorem
-4.1, the linear-algebra constants of Theorem 4.2 / Corollary 4.3 and the epsilon-only bounds of
-Theorems 4.4 and 4.5) are stated in equations whose formulas were not available when this module was
-written (only the surrounding prose was), so they are not implemented rather than reconstructed from
-memory.  Theorem 4.1 would also need the differential entropy of the posterior of ``theta``, which
-has no closed form.
+Not implemented: the lower bounds of Lopuhaä-Zwakenberg, Li, Škorić and Li, "Improving Frequency
+Estimation under Local Differential Privacy" (WPES 2020, arXiv 1911.10499) -- the
+information-theoretic bound of Theorem 4.1, the linear-algebra constants of Theorem 4.2 /
+Corollary 4.3 and the epsilon-only bounds of Theorems 4.4 and 4.5.  The stored copies of that
+paper reachable when this module was written hold its abstract and the start of its
+introduction only, not section 4, so its formulas could not be checked and are not reconstructed
+from memory.  Its tightness case (``K = 2`` randomised response, Proposition 4.6) is covered
+above through :func:`cramer_rao`, and by :func:`l2_lower_bound`, which ``K = 2`` randomised
+response attains.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import check_instance, check_memory, check_theta
+from bayesldp._validation import (
+    check_bool,
+    check_epsilon,
+    check_instance,
+    check_int,
+    check_k,
+    check_memory,
+    check_theta,
+)
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
@@ -333,3 +357,179 @@ def asymptotic_mse(
         raise NotSupportedError(f"{mechanism!r}: its Fisher information is singular at theta")
     trace = float(np.trace(full_covariance(np.linalg.inv(info)))) / n
     return (trace * (m - mechanism.k) / m if m else trace), m
+
+
+# ------------------------------------------------------------------ the L2 floor of eps-LDP
+def _extremal_losses(k: int, epsilon: float, support: np.ndarray) -> np.ndarray:
+    """``n`` times the L2 loss of the symmetric extremal configuration, one per support size."""
+    s = support.astype(float)
+    e = math.exp(epsilon)
+    denom = s * e + (k - s)
+    p = s * e / denom
+    q = s * ((s - 1.0) * e + (k - s)) / ((k - 1) * denom)
+    gap = s * (k - s) * math.expm1(epsilon) / ((k - 1) * denom)  # p - q, without cancellation
+    return (s - p * p - (k - 1) * q * q) / (gap * gap)
+
+
+def extremal_l2_loss(k: int, epsilon: float, support: int) -> float:
+    """``n`` times the L2 loss of the symmetric extremal configuration with support size ``s``.
+
+    Each report favours a set of ``s`` of the ``K`` categories: its probability is ``e^eps``
+    times larger for a user holding one of them than for a user holding any other (the extremal
+    ratio), and the sets are balanced over the categories and over their pairs (the symmetric
+    configuration; :class:`~bayesldp.SubsetSelection` with ``d = s`` is one, reporting the set
+    itself).  A user holding ``v`` then reports a set containing ``v`` with probability ``p``
+    and one containing any given ``x != v`` with probability ``q``:
+
+    .. math::
+
+        p = \\frac{s e^\\varepsilon}{s e^\\varepsilon + K - s}, \\qquad
+        q = \\frac{s\\,((s - 1) e^\\varepsilon + K - s)}{(K - 1)(s e^\\varepsilon + K - s)}.
+
+    The unbiased linear estimator ``f_hat_x = (1/n) sum_i ([x in S_i] - q) / (p - q)`` has, for
+    every dataset, since the indicators of one report sum to ``s``,
+
+    .. math::
+
+        n \\sum_x \\operatorname{E}(\\hat f_x - f_x)^2
+          = \\frac{(K - 1)\\,q(1 - q) + p(1 - p)}{(p - q)^2}
+          = \\frac{s - p^2 - (K - 1) q^2}{(p - q)^2}.
+
+    This closed form is derived here from the configuration (the text of Pan, "Strict
+    Optimality of Frequency and Distribution Estimation Under Local Differential Privacy",
+    arXiv 2603.11523, 2026, was not available beyond its abstract); the tests check it against
+    the exact channel of :class:`~bayesldp.SubsetSelection`.  ``s = 1`` is GRR.
+
+    Parameters
+    ----------
+    k : int
+        Domain size ``K >= 2``.
+    epsilon : float
+        Privacy budget, ``> 0``.
+    support : int
+        Support size ``s`` in ``1..K-1``.
+
+    Returns
+    -------
+    float
+        ``n`` times the expected summed squared error of the shares ``f_x`` (for counts,
+        multiply by ``n``).
+
+    Examples
+    --------
+    At ``s = 1`` it is GRR's summed oracle variance:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.bounds import extremal_l2_loss
+    >>> round(extremal_l2_loss(10, 1.0, 1), 4)
+    40.9583
+    >>> round(float(bayesldp.GRR(10, 1.0).oracle_variance(np.full(10, 0.1), 1).sum()), 4)
+    40.9583
+    """
+    k = check_k(k)
+    epsilon = check_epsilon(epsilon)
+    support = check_int(support, "support", 1)
+    if support >= k:
+        raise InvalidInputError(f"support: must be in 1..{k - 1} (K = {k}), got {support}")
+    return float(_extremal_losses(k, epsilon, np.array([support]))[0])
+
+
+def optimal_support_size(k: int, epsilon: float) -> int:
+    """The support size ``s`` in ``1..K-1`` minimising :func:`extremal_l2_loss`.
+
+    The optimised support size of Pan's symmetric extremal configuration ("Strict Optimality of
+    Frequency and Distribution Estimation Under Local Differential Privacy", arXiv 2603.11523,
+    2026): an exact search over all ``K - 1`` sizes (ties go to the smaller), cost O(K).  It is
+    close to ``K / (e^eps + 1)`` for large ``K`` (Wang et al. 2016 and Ye and Barg 2018 give that
+    size for subset selection) and is 1, GRR, for ``K = 2`` or large ``eps``.  It can differ from
+    :func:`bayesldp.mechanisms.subset.optimal_subset_size`, which minimises the variance of a
+    category nobody holds (``Var*``) rather than the summed loss.
+
+    Examples
+    --------
+    >>> from bayesldp.bounds import optimal_support_size
+    >>> optimal_support_size(100, 1.0), optimal_support_size(100, 4.0), optimal_support_size(2, 0.5)
+    (27, 2, 1)
+    """
+    k = check_k(k)
+    epsilon = check_epsilon(epsilon)
+    check_memory(8.0 * 8 * k, f"optimal_support_size(K={k})", "use fewer categories")
+    losses = _extremal_losses(k, epsilon, np.arange(1, k))
+    return int(np.argmin(losses)) + 1
+
+
+def l2_lower_bound(k: int, epsilon: float, n: int, *, distribution: bool = False) -> float:
+    """Lower bound on the worst-case L2 loss of unbiased linear frequency estimators under eps-LDP.
+
+    Pan, "Strict Optimality of Frequency and Distribution Estimation Under Local Differential
+    Privacy" (arXiv 2603.11523, 2026), proves that a linear estimator with a symmetric extremal
+    configuration and a support size equal to an optimised value attains the theoretical lower
+    bound of the L2 loss of frequency estimation under eps-LDP.  This returns that attained
+    value, :func:`extremal_l2_loss` at :func:`optimal_support_size`, over ``n``:
+
+    .. math::
+
+        \\min_{1 \\le s \\le K - 1} \\frac{s - p_s^2 - (K - 1) q_s^2}{n\\,(p_s - q_s)^2}
+        \\;\\le\\; \\max_f \\sum_x \\operatorname{E}(\\hat f_x - f_x)^2,
+
+    ``f`` the shares of the ``n`` users' own values.  The formula is derived here for that
+    configuration (see :func:`extremal_l2_loss`; the paper's statement was not available beyond
+    its abstract).  What it bounds, as the tests find: the loss at the uniform dataset (each
+    category held by ``n / K`` users), hence the worst case over datasets, of every unbiased
+    linear estimator -- the exact summed variance of the unbiased estimators of GRR, OUE, OLH,
+    Hadamard response and subset selection (the same for every dataset), the smallest
+    input-averaged loss of any linear unbiased estimator of random eps-LDP channels, and the
+    MLE's asymptotic loss at uniform ``theta``.  It is not a bound at every dataset: at a
+    skewed one, an unbiased linear estimator tuned to it (the locally efficient one of subset
+    selection) goes a little below.  Nor does it bind biased estimators (projected onto the
+    simplex, a posterior mean with a strong prior).
+
+    Parameters
+    ----------
+    k : int
+        Domain size ``K >= 2``.
+    epsilon : float
+        Privacy budget, ``> 0``.
+    n : int
+        Number of users (reports), ``>= 1``.
+    distribution : bool, default False
+        Distribution estimation instead: the users' values drawn i.i.d. from ``theta`` and the
+        target ``theta``.  Adds ``(1 - 1/K) / n``, the summed multinomial variance of the
+        shares at uniform ``theta`` (for a linear unbiased estimator the distribution loss at
+        ``theta`` is the frequency loss at the dataset ``f = theta`` plus
+        ``(1 - sum_x theta_x^2) / n``; derived here), so it bounds the worst case over
+        ``theta``, which the configuration attains at uniform ``theta``.
+
+    Returns
+    -------
+    float
+        The bound on the expected summed squared error of the ``K`` shares (for counts,
+        multiply by ``n^2``).
+
+    Examples
+    --------
+    ``K = 2`` randomised response attains it:
+
+    >>> import numpy as np
+    >>> import bayesldp
+    >>> from bayesldp.bounds import l2_lower_bound
+    >>> round(l2_lower_bound(2, 1.0, 1000), 7)
+    0.0018413
+    >>> round(float(bayesldp.GRR(2, 1.0).oracle_variance(np.array([0.3, 0.7]), 1000).sum()), 7)
+    0.0018413
+
+    For ``K = 100`` OUE comes within 3% of it:
+
+    >>> mech = bayesldp.OUE(100, 1.0)
+    >>> float(mech.oracle_variance(np.full(100, 0.01), 1).sum()) / l2_lower_bound(100, 1.0, 1)
+    ... # doctest: +ELLIPSIS
+    1.025...
+    """
+    k = check_k(k)
+    epsilon = check_epsilon(epsilon)
+    n = check_int(n, "n", 1)
+    value = extremal_l2_loss(k, epsilon, optimal_support_size(k, epsilon)) / n
+    if check_bool(distribution, "distribution"):
+        value += (1.0 - 1.0 / k) / n
+    return value
