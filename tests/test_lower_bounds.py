@@ -274,3 +274,15 @@ def test_support_functions_reject_bad_input():
         optimal_support_size(5, 0)
     with pytest.raises(InvalidTypeError):
         optimal_support_size("5", 1.0)
+
+
+@pytest.mark.parametrize("k", [2, 10, 100])
+@pytest.mark.parametrize("eps", [0.5, 1.0, 2.0, 4.0])
+def test_the_l2_optimal_subset_selection_attains_the_bound_within_its_epsilon(k, eps):
+    """Pan's optimal configuration as a mechanism: subset selection at the optimal support size
+    has the bound's summed variance at the uniform dataset, and its channel realises exactly
+    eps (the largest likelihood ratio of its reports)."""
+    mech = bayesldp.SubsetSelection.l2_optimal(k, eps)
+    loss = mech.oracle_variance(np.full(k, 1.0 / k), 1000).sum()
+    assert loss == pytest.approx(l2_lower_bound(k, eps, 1000), rel=1e-10)
+    assert mech.realised_epsilon() == pytest.approx(eps, abs=1e-12)

@@ -146,6 +146,29 @@ class SubsetSelection(DirectSupportProtocol):
             raise InvalidInputError(f"d: the subset size must be in 1..{self.k - 1}, got {d}")
         self.p, self.q = _ss_probabilities(self.k, self.d, self.epsilon)
 
+    @classmethod
+    def l2_optimal(cls, k: int, epsilon: float) -> SubsetSelection:
+        """Subset selection at the size with the smallest summed L2 loss: the optimal
+        configuration of Pan, "Strict Optimality of Frequency and Distribution Estimation Under
+        Local Differential Privacy" (arXiv 2603.11523, 2026), a symmetric extremal
+        configuration at its optimised support size, whose loss is
+        :func:`bayesldp.bounds.l2_lower_bound` (``d`` from
+        :func:`bayesldp.bounds.optimal_support_size`; the default ``d`` minimises ``Var*``
+        instead, and the two can differ by one).
+
+        Examples
+        --------
+        >>> import numpy as np, bayesldp
+        >>> from bayesldp.bounds import l2_lower_bound
+        >>> mech = bayesldp.SubsetSelection.l2_optimal(20, 1.0)
+        >>> loss = mech.oracle_variance(np.full(20, 0.05), 10_000).sum()
+        >>> mech.d, bool(np.isclose(loss, l2_lower_bound(20, 1.0, 10_000)))
+        (5, True)
+        """
+        from bayesldp.bounds import optimal_support_size
+
+        return cls(k, epsilon, d=optimal_support_size(k, epsilon))
+
     def params(self) -> dict[str, Any]:
         return {"k": self.k, "epsilon": self.epsilon, "d": self.d}
 
