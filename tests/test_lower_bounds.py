@@ -286,3 +286,18 @@ def test_the_l2_optimal_subset_selection_attains_the_bound_within_its_epsilon(k,
     loss = mech.oracle_variance(np.full(k, 1.0 / k), 1000).sum()
     assert loss == pytest.approx(l2_lower_bound(k, eps, 1000), rel=1e-10)
     assert mech.realised_epsilon() == pytest.approx(eps, abs=1e-12)
+
+
+@pytest.mark.parametrize("k, eps", [(10, 1.0), (100, 0.5)])
+def test_recommend_shows_each_mechanism_against_the_floor(k, eps):
+    """``recommend --method oracle`` ranks by the exact summed variance, and its "x the L2
+    floor" column is that variance over l2_lower_bound: at least 1 for every unbiased oracle."""
+    from bayesldp.workflows.recommend import recommend_table
+
+    table = recommend_table(k, eps, 10_000, "oracle")
+    floor = l2_lower_bound(k, eps, 10_000)
+    col = table.columns.index("x_floor")
+    mse = table.columns.index("mse")
+    for row in table.rows:
+        assert row[col] == pytest.approx(row[mse] / floor) and row[col] >= 1 - 1e-12
+    assert [r[col] for r in table.rows] == sorted(r[col] for r in table.rows)
