@@ -411,6 +411,14 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("posterior_large_n.md",), ("--parts", "auto"),
     ),
     Benchmark(
+        "limits", "limits.py",
+        "each mechanism's oracle, MLE and posterior-mean error as a multiple of the L2 floor of "
+        "eps-LDP (K = 2, 10, 100; eps 0.5-4; n = 10,000 uniform users)",
+        "bayesldp.bounds.l2_lower_bound (Pan 2026), attained by SubsetSelection.l2_optimal",
+        ("--repeats", "20", "--posterior-repeats", "10", "--out", "benchmarks/results/limits.md"),
+        ("limits.md", "limits.png"), ("--repeats", "1", "--posterior-repeats", "0"),
+    ),
+    Benchmark(
         "first_run", "first_run.py",
         "the main job's first run (empty numba cache) and second run: whole-process seconds, "
         "seconds compiling, the longest silence, whether the compile counters restart",

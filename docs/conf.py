@@ -214,15 +214,21 @@ def _heading_levels_stepped(text: str) -> str:
 def benchmark_pages(where: str = "benchmarks/results") -> list[str]:
     """One page per ``<where>/*.md`` (``benchmarks/results``, the suite's, or
     ``benchmarks/investigations/results``) at ``docs/<where>/``: the file's text, its heading
-    levels stepped (:func:`_heading_levels_stepped`), the file itself untouched."""
+    levels stepped (:func:`_heading_levels_stepped`), the file itself untouched; the figures
+    (``*.png``) beside them copied."""
     target = DOCS / where
     names = []
     for source in sorted((ROOT / where).glob("*.md")):
         text = _heading_levels_stepped(source.read_text(encoding="utf-8"))
         _write(target / source.name, f"{GENERATED_NOTE}\n{text}")
         names.append(source.stem)
-    for stale in target.glob("*.md"):
-        if stale.stem not in names:
+    figures = []
+    for figure in sorted((ROOT / where).glob("*.png")):  # figures a results file shows
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(figure, target / figure.name)
+        figures.append(figure.name)
+    for stale in [*target.glob("*.md"), *target.glob("*.png")]:
+        if stale.stem not in names and stale.name not in figures:
             stale.unlink()
     return names
 
