@@ -61,6 +61,8 @@ from bayesldp.mechanisms.hashing import MERSENNE_31, OLH, HashReports, optimal_g
 
 #: the largest first-round domain (every prefix of ``s_0`` bits is a candidate)
 MAX_FIRST_ROUND = 1 << 16
+#: the default share of users in the estimation group (PEM's and SFP's ``holdout``)
+DEFAULT_HOLDOUT = 0.2
 
 
 @dataclass(frozen=True, eq=False)
@@ -237,6 +239,13 @@ class SharePosterior:
                                     "bound": ["lower", "upper"]})  # fmt: skip
 
 
+def _check_share(value: object, name: str) -> float:
+    """A share of the users: a real number (not a bool or a string)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidTypeError(f"{name}: expected a number in [0, 1), got {value!r}")
+    return float(value)
+
+
 def _check_positive_int(value: object, name: str, low: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidTypeError(f"{name}: expected an integer >= {low}, got {value!r}")
@@ -325,7 +334,7 @@ class PEM:
         max_length: int | None = None,
         encoder: ItemEncoder | PositionalEncoder | None = None,
         g: int | None = None,
-        holdout: float = 0.0,
+        holdout: float = DEFAULT_HOLDOUT,
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.k = _check_positive_int(k, "k")
@@ -334,7 +343,7 @@ class PEM:
         self.g = optimal_g(self.epsilon) if g is None else _check_positive_int(g, "g", 2)
         if self.g > MERSENNE_31:
             raise InvalidInputError(f"g: must be <= {MERSENNE_31}, got {self.g}")
-        holdout = float(holdout)
+        holdout = _check_share(holdout, "holdout")
         if not 0.0 <= holdout < 1.0:
             raise InvalidInputError(f"holdout: must lie in [0, 1), got {holdout}")
         self.holdout = holdout

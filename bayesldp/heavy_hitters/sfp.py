@@ -53,9 +53,11 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters.candidates import CandidateCMS, CandidateOLH, candidate_estimates
 from bayesldp.heavy_hitters.encoding import DEFAULT_KEY, ItemEncoder
 from bayesldp.heavy_hitters.pem import (
+    DEFAULT_HOLDOUT,
     HeavyHitters,
     SharePosterior,
     _check_positive_int,
+    _check_share,
     share_posterior,
 )
 from bayesldp.mechanisms.base import check_report_field
@@ -273,7 +275,7 @@ class SFP:
         alphabet: bytes | str | None = None,
         fragments: int | None = None,
         word_share: float = 0.2,
-        holdout: float = 0.0,
+        holdout: float = DEFAULT_HOLDOUT,
         bits: int = 24,
         key: bytes | str = DEFAULT_KEY,
         m: int = 1024,
@@ -306,7 +308,8 @@ class SFP:
             )
         self.fragments = _check_positive_int(2 * self.k if fragments is None else fragments,
                                              "fragments")  # fmt: skip
-        word_share, holdout = float(word_share), float(holdout)
+        word_share = _check_share(word_share, "word_share")
+        holdout = _check_share(holdout, "holdout")
         if not 0.0 < word_share < 1.0:
             raise InvalidInputError(f"word_share: must lie in (0, 1), got {word_share}")
         if not 0.0 <= holdout < 1.0 - word_share:

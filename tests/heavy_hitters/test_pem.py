@@ -53,7 +53,7 @@ def test_recall_of_the_true_top_10(m, s):
 
 
 def test_rounds_follow_the_paper_layout():
-    pem = PEM(4.0, 10, bits=24, eta=4)
+    pem = PEM(4.0, 10, bits=24, eta=4, holdout=0.0)  # the paper's protocol: every user searches
     assert pem.prefix_lengths == (8, 12, 16, 20, 24)  # gamma = ceil(log2 10) = 4, + eta each
     assert PEM(4.0, 10, bits=18, eta=4).prefix_lengths == (8, 12, 16, 18)
     items, w = zipf_population(2**12, 1.0)
@@ -112,7 +112,7 @@ def test_bad_reports_are_refused_in_one_line():
     empty = dataclasses.replace(reports, group=np.where(reports.group == 2, 1, reports.group))
     with pytest.raises(InvalidInputError, match=r"group 2 \(round 2, prefix length 11\) has no"):
         pem.identify(empty)
-    with pytest.raises(InvalidInputError, match=r"reports\.group: must lie in 0\.\.3, got 4"):
+    with pytest.raises(InvalidInputError, match=r"reports\.group: must lie in 0\.\.4, got 5"):
         pem.identify(dataclasses.replace(reports, group=reports.group + 1))
     with pytest.raises(InvalidInputError, match=r"reports\.y: has 399 entries"):
         pem.identify(dataclasses.replace(reports, y=reports.y[1:]))
@@ -120,7 +120,7 @@ def test_bad_reports_are_refused_in_one_line():
         pem.identify(reports.round(0))
     with pytest.raises(InvalidInputError, match=r"codes: must lie in 0\.\.4095 \(bits = 12\)"):
         pem.perturb_codes(np.array([1, 4096, 3, 4]), rng=0)
-    with pytest.raises(InvalidInputError, match="3 users cannot fill the 4 groups"):
+    with pytest.raises(InvalidInputError, match="3 users cannot fill the 5 groups"):
         pem.perturb(["a", "b", "c"], rng=0)
     with pytest.raises(InvalidInputError, match="at most 2\\^16"):
         PEM(1.0, 2**10, bits=30, eta=8)

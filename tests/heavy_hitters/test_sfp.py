@@ -131,7 +131,7 @@ def test_bad_reports_are_refused_in_one_line():
         (SFP(2.0, 3, max_length=5, m=64, key="a"), "made with max_length=4, this SFP uses max"),
         (SFP(2.0, 3, max_length=4, m=32, key="a"), "made with m=64, this SFP uses m=32"),
         (SFP(2.0, 3, max_length=4, m=64, key="a", hash_bits=6), "hash_bits=8"),
-        (SFP(2.0, 3, max_length=4, m=64, key="a", holdout=0.1), "holdout=0.0"),
+        (SFP(2.0, 3, max_length=4, m=64, key="a", holdout=0.1), "holdout=0.2"),
         (SFP(1.0, 3, max_length=4, m=64, key="a"), "made with epsilon=2, g=8"),
     ]  # fmt: skip
     for other, message in cases:
