@@ -78,11 +78,25 @@ def clopper_pearson(x: int, m: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
-def one_run(eps: float, holdout: float, k: int, n: int, repeat: int, codes: np.ndarray,
-            share: np.ndarray) -> dict[str, Any]:  # fmt: skip
+_POPULATION: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def population_codes() -> tuple[np.ndarray, np.ndarray]:
+    """The words' 24-bit codes (PEM's default key) and their shares, once per process."""
+    global _POPULATION
+    if _POPULATION is None:
+        from bayesldp.heavy_hitters import PEM
+
+        words, share = word_population()
+        _POPULATION = PEM(1.0).encoder.encode(words), share
+    return _POPULATION
+
+
+def one_run(eps: float, holdout: float, k: int, n: int, repeat: int) -> dict[str, Any]:
     """One repeat: draw the users, search, fit, and score the found codes."""
     from bayesldp.heavy_hitters import PEM
 
+    codes, share = population_codes()
     pem = PEM(eps, k, holdout=holdout)
     rng = np.random.default_rng([SEED, repeat])
     users = rng.choice(share.size, size=n, p=share)  # the same users for every eps and holdout
@@ -135,7 +149,7 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, command: str,
         f"holdout); `PEM(eps, k={args.k})` (keyed 24-bit code, eta = 4), `posterior` with "
         "`bayesldp.fit`'s defaults; 90% equal-tailed intervals.  Holdout 0 is the paper's "
         f"protocol (the posterior reads the last round's reports); the default is holdout = "
-        f"{default:g}.",
+        f"{default:g}; {args.jobs} worker process(es).",
         "",
         "Coverage: covered / intervals = rate [95% Clopper-Pearson interval on the rate].  "
         "False positives: found codes no word has (their true share is 0), and the mean of "
@@ -167,18 +181,20 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, command: str,
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
-                        help="n = 20,000, eps 4, holdout 0 and 0.2, 2 repeats; writes nothing")
+                        help="n = 20,000, eps 4, holdout 0 and 0.2, 2 repeats, one process; "
+                        "writes nothing")
     parser.add_argument("--out", type=Path, default=None, metavar="PATH",
                         help="markdown file (default benchmarks/results/heavy_hitter_coverage.md;"
                         " with --quick nothing unless given)")
     parser.add_argument("--n", type=int, default=100_000, help="users a repeat")
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
+    parser.add_argument("--eps", type=float, nargs="+", default=[1.0, 2.0, 4.0])
     parser.add_argument("--holdouts", type=float, nargs="+", default=[0.0, 0.1, 0.2])
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (1: none)")
     args = parser.parse_args(argv)  # fmt: skip
     if args.quick:
-        args.n, args.eps, args.holdouts, args.repeats = 20_000, [4.0], [0.0, 0.2], 2
+        args.n, args.eps, args.holdouts, args.repeats, args.jobs = 20_000, [4.0], [0.0, 0.2], 2, 1
     return args
 
 
@@ -192,28 +208,37 @@ def main(argv: list[str] | None = None) -> int:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                           capture_output=True, check=False)  # fmt: skip
     commit = head.stdout.strip() or "unknown"
-    from bayesldp.heavy_hitters import PEM
+    from concurrent.futures import ProcessPoolExecutor
 
-    words, share = word_population()
-    codes = PEM(1.0).encoder.encode(words)
+    population_codes()
     t0 = time.perf_counter()
     rows = []
-    for eps in args.eps:
-        for holdout in args.holdouts:
-            runs = [one_run(eps, holdout, args.k, args.n, r, codes, share)
-                    for r in range(args.repeats)]  # fmt: skip
-            row = {"eps": eps, "holdout": holdout, "repeats": args.repeats,
-                   "word_cov": sum(r["word_cov"] for r in runs),
-                   "word_n": sum(r["word_n"] for r in runs),
-                   "other_cov": sum(r["other_cov"] for r in runs),
-                   "fp_means": [m for r in runs for m in r["fp_means"]],
-                   "recall": float(np.mean([r["recall"] for r in runs])),
-                   "methods": {r["method"] for r in runs}}  # fmt: skip
-            rows.append(row)
-            words_text = fmt_cov(row["word_cov"], row["word_n"])
-            print(f"eps {eps:g} holdout {holdout:g}: words {words_text}"
-                  f", other {fmt_cov(row['other_cov'], args.repeats)}, recall {row['recall']:.3f}"
-                  f" ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip
+    cells = [(eps, holdout) for eps in args.eps for holdout in args.holdouts]
+    tasks = [(eps, holdout, args.k, args.n, r) for eps, holdout in cells
+             for r in range(args.repeats)]  # fmt: skip
+    def progress(results: Any) -> list[dict[str, Any]]:
+        out = []
+        for i, result in enumerate(results, 1):
+            out.append(result)
+            if i % args.repeats == 0:
+                print(f"{i}/{len(tasks)} runs ({time.perf_counter() - t0:.0f} s)",
+                      file=sys.stderr, flush=True)  # fmt: skip
+        return out
+
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            done = progress(pool.map(one_run, *zip(*tasks, strict=True)))
+    else:
+        done = progress(one_run(*task) for task in tasks)
+    for c, (eps, holdout) in enumerate(cells):
+        runs = done[c * args.repeats : (c + 1) * args.repeats]
+        rows.append({"eps": eps, "holdout": holdout, "repeats": args.repeats,
+                     "word_cov": sum(r["word_cov"] for r in runs),
+                     "word_n": sum(r["word_n"] for r in runs),
+                     "other_cov": sum(r["other_cov"] for r in runs),
+                     "fp_means": [m for r in runs for m in r["fp_means"]],
+                     "recall": float(np.mean([r["recall"] for r in runs])),
+                     "methods": {r["method"] for r in runs}})  # fmt: skip
     text = markdown(rows, args, command, load, started, commit, time.perf_counter() - t0)
     print(text)
     out = args.out if args.out is not None else (None if args.quick else DEFAULT_OUT)
