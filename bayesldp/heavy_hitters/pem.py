@@ -37,9 +37,12 @@ a code is shared with another of ``N`` distinct items with probability about ``N
 fixed-length items over a known alphabet the positional code (:class:`PositionalEncoder`) is that
 narrow width with no shared code at all (the rule: :class:`PEM`'s notes).
 
-:meth:`PEM.posterior` then puts a posterior on the shares of the found items and of everything
-else, from the last group's reports, through :func:`bayesldp.fit`
-(:class:`CandidateOLH` with ``other=True`` gives the likelihood).
+By default a share ``holdout`` (0.2) of the users forms one more group, the estimation group,
+that reports its full code and takes no part in the search; :meth:`PEM.posterior` puts a
+posterior on the shares of the found items and of everything else from that group's reports
+alone, through :func:`bayesldp.fit` (:class:`CandidateOLH` with ``other=True`` gives the
+likelihood).  With ``holdout=0`` (the paper's protocol) it reads the last round's reports, which
+also chose the found codes (the winner's curse: ``holdout`` in :class:`PEM`).
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ Client.  The users are split at random (independently of their items) into three
   :class:`bayesldp.CMS` with width ``m``, ``k_hash`` hash rows, seed ``hash_seed``);
 * word users (share ``word_share``): report their full code through OLH
   (:class:`bayesldp.OLH`), where Apple uses a second sketch (see below);
-* with ``holdout > 0``, an estimation group reporting its full code through OLH too, read by
-  :meth:`SFP.posterior` only.
+* an estimation group (share ``holdout``, 0.2 by default; none with 0) reporting its full code
+  through OLH too, read by :meth:`SFP.posterior` only: the word users' reports chose the final
+  ``k``, so a posterior reading them would be pulled upward (see :class:`PEM`'s ``holdout``).
 
 Each user sends **one** report (Apple's devices send both a fragment and the word, each at its
 own budget), so each user's epsilon is exactly the mechanisms' ``epsilon``
@@ -243,7 +244,9 @@ class SFP:
     word_share : float
         Share of the users reporting their whole code, in ``(0, 1)``.
     holdout : float
-        Share of the users in an estimation group (as :class:`PEM`'s ``holdout``).
+        Share of the users in an estimation group, in ``[0, 1 - word_share)``; default 0.2, as
+        :class:`PEM`'s ``holdout`` (which states why and what it costs); 0 is Apple's protocol,
+        the posterior then reading the word users, whose reports chose the final ``k``.
     bits, key : int, bytes or str
         The code (:class:`ItemEncoder`); the tag is its top ``hash_bits`` bits.
     m, k_hash, hash_seed : int
