@@ -107,7 +107,7 @@ class SFPReports(StampedReports):
     >>> sfp = SFP(epsilon=4.0, k=2, max_length=3, m=64)
     >>> reports = sfp.perturb(people, rng=1)
     >>> reports.position.shape, type(reports.fragments).__name__, type(reports.word).__name__
-    ((2400,), 'CMSReports', 'HashReports')
+    ((1800,), 'CMSReports', 'HashReports')
     """
 
     position: np.ndarray
