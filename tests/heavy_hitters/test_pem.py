@@ -35,7 +35,7 @@ def true_shares(pem: PEM, items, w, codes) -> np.ndarray:
 def recall(m: int, s: float, seed: int, n: int = 100_000, eps: float = 4.0, k: int = 10):
     items, w = zipf_population(m, s)
     rng = np.random.default_rng(seed)
-    pem = PEM(eps, k, bits=24, eta=4)
+    pem = PEM(eps, k, bits=24, eta=4, holdout=0.0)  # the search of the paper: every user in it
     found = pem.identify(pem.perturb(items[rng.choice(m, size=n, p=w)], rng))
     return np.isin(pem.encoder.encode(items[:k]), found.codes).mean()
 
