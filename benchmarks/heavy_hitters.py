@@ -18,18 +18,18 @@ items (ties broken by the item string), the true frequency of an item its share 
 
 Methods (the layouts are stated in the results file):
 
-* bayesldp ``PEM(eps, k, eta=4)`` with its code chosen by the rule of ``PEM``'s docstring
-  (:func:`pem_code`): the positional code ``PositionalEncoder(alphabet, L)`` where the items have
-  one length ``L`` and ``ceil(L log2 |alphabet|) <= 24`` bits (zipf20: 5 hex digits, 20 bits, 4
-  rounds; its codes are the items, decoded with no dictionary), else the keyed hash of 24 bits
-  (zipf32: 32 bits do not fit OLH's 30; words: 1 to 6 letters; 5 rounds for k = 10, 20, 50),
-  whose codes are named by looking them up among the population's distinct items
-  (``ItemEncoder.decode``).  Naming is timed with the server; a code naming none is a false
-  positive of its own, true frequency 0.  ``SFP(eps, k, max_length=L,
+* bayesldp ``PEM(eps, k, eta=4, holdout=0)`` (the paper's protocol, as pure-ldp's; SFP too) with
+  its code chosen by the rule of ``PEM``'s docstring (:func:`pem_code`): the positional code
+  ``PositionalEncoder(alphabet, L)`` where the items have one length ``L`` and ``ceil(L log2
+  |alphabet|) <= 24`` bits (zipf20: 5 hex digits, 20 bits, 4 rounds; its codes are the items,
+  decoded with no dictionary), else the keyed hash of 24 bits (zipf32: 32 bits do not fit OLH's 30;
+  words: 1 to 6 letters; 5 rounds for k = 10, 20, 50), whose codes are named by looking them up
+  among the population's distinct items (``ItemEncoder.decode``).  Naming is timed with the server;
+  a code naming none is a false positive of its own, true frequency 0.  ``SFP(eps, k, max_length=L,
   fragment_length=1, hash_bits=8, alphabet, m=1024, k_hash=32)``, defaults otherwise (``2 k``
-  fragments kept per position, 20 % word users).  ``TreeHist(eps)`` with its defaults and
-  PEM's code (24 levels with the hash, 20 on zipf20), shown alone: pure-ldp's TreeHist is not
-  part of the comparison.
+  fragments kept per position, 20 % word users).  ``TreeHist(eps)`` with its defaults and PEM's
+  code (24 levels with the hash, 20 on zipf20), shown alone: pure-ldp's TreeHist is not part of the
+  comparison.
 * pure-ldp ``PEMClient/PEMServer`` and ``SFPClient/SFPServer`` with its count-mean sketch
   (``CMSClient/CMSServer``, m = 1024, k = 32: the oracle and sketch of pure-ldp's own
   heavy-hitter experiments, ``pure_ldp/simulations/paper_experiments.py``); its default OLH
@@ -294,7 +294,7 @@ def named(encoder: Any, codes: np.ndarray, pop: Population) -> list[str]:
 def ours_pem(pop: Population, eps: float, k: int, seed: int) -> Run:
     from bayesldp.heavy_hitters import PEM
 
-    pem = PEM(eps, k, eta=4, **pem_code(pop))
+    pem = PEM(eps, k, eta=4, holdout=0.0, **pem_code(pop))  # the paper's protocol, as pure-ldp's
     assert pem.n_rounds == PEM_ROUNDS - pem.encoder.names_items, pem  # 4 rounds positional
     clock = Clock()
     reports = pem.perturb(pop.items, rng=np.random.default_rng([SEED, 1, seed]))
@@ -309,7 +309,7 @@ def ours_sfp(pop: Population, eps: float, k: int, seed: int) -> Run:
     from bayesldp.heavy_hitters import SFP
 
     sfp = SFP(eps, k, max_length=pop.length, fragment_length=1, hash_bits=8,
-              alphabet=pop.alphabet, m=CMS_M, k_hash=CMS_K)  # fmt: skip
+              alphabet=pop.alphabet, m=CMS_M, k_hash=CMS_K, holdout=0.0)  # fmt: skip
     clock = Clock()
     reports = sfp.perturb(pop.items, rng=np.random.default_rng([SEED, 2, seed]))
     client = clock.lap()

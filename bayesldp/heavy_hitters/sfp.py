@@ -15,8 +15,9 @@ Client.  The users are split at random (independently of their items) into three
   :class:`bayesldp.CMS` with width ``m``, ``k_hash`` hash rows, seed ``hash_seed``);
 * word users (share ``word_share``): report their full code through OLH
   (:class:`bayesldp.OLH`), where Apple uses a second sketch (see below);
-* with ``holdout > 0``, an estimation group reporting its full code through OLH too, read by
-  :meth:`SFP.posterior` only.
+* an estimation group (share ``holdout``, 0.2 by default; none with 0) reporting its full code
+  through OLH too, read by :meth:`SFP.posterior` only: the word users' reports chose the final
+  ``k``, so a posterior reading them would be pulled upward (see :class:`PEM`'s ``holdout``).
 
 Each user sends **one** report (Apple's devices send both a fragment and the word, each at its
 own budget), so each user's epsilon is exactly the mechanisms' ``epsilon``
@@ -53,9 +54,11 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError
 from bayesldp.heavy_hitters.candidates import CandidateCMS, CandidateOLH, candidate_estimates
 from bayesldp.heavy_hitters.encoding import DEFAULT_KEY, ItemEncoder
 from bayesldp.heavy_hitters.pem import (
+    DEFAULT_HOLDOUT,
     HeavyHitters,
     SharePosterior,
     _check_positive_int,
+    _check_share,
     share_posterior,
 )
 from bayesldp.mechanisms.base import check_report_field
@@ -104,7 +107,7 @@ class SFPReports(StampedReports):
     >>> sfp = SFP(epsilon=4.0, k=2, max_length=3, m=64)
     >>> reports = sfp.perturb(people, rng=1)
     >>> reports.position.shape, type(reports.fragments).__name__, type(reports.word).__name__
-    ((2400,), 'CMSReports', 'HashReports')
+    ((1800,), 'CMSReports', 'HashReports')
     """
 
     position: np.ndarray
@@ -241,7 +244,9 @@ class SFP:
     word_share : float
         Share of the users reporting their whole code, in ``(0, 1)``.
     holdout : float
-        Share of the users in an estimation group (as :class:`PEM`'s ``holdout``).
+        Share of the users in an estimation group, in ``[0, 1 - word_share)``; default 0.2, as
+        :class:`PEM`'s ``holdout`` (which states why and what it costs); 0 is Apple's protocol,
+        the posterior then reading the word users, whose reports chose the final ``k``.
     bits, key : int, bytes or str
         The code (:class:`ItemEncoder`); the tag is its top ``hash_bits`` bits.
     m, k_hash, hash_seed : int
@@ -273,7 +278,7 @@ class SFP:
         alphabet: bytes | str | None = None,
         fragments: int | None = None,
         word_share: float = 0.2,
-        holdout: float = 0.0,
+        holdout: float = DEFAULT_HOLDOUT,
         bits: int = 24,
         key: bytes | str = DEFAULT_KEY,
         m: int = 1024,
@@ -306,7 +311,8 @@ class SFP:
             )
         self.fragments = _check_positive_int(2 * self.k if fragments is None else fragments,
                                              "fragments")  # fmt: skip
-        word_share, holdout = float(word_share), float(holdout)
+        word_share = _check_share(word_share, "word_share")
+        holdout = _check_share(holdout, "holdout")
         if not 0.0 < word_share < 1.0:
             raise InvalidInputError(f"word_share: must lie in (0, 1), got {word_share}")
         if not 0.0 <= holdout < 1.0 - word_share:

@@ -70,9 +70,9 @@ def add_heavy_hitter_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--key", help="the survey's public hash key (default the package's)")
     group.add_argument("--max-length", type=int,
                        help="longest item in bytes (default PEM, TreeHist 64; SFP 10)")  # fmt: skip
-    group.add_argument("--holdout", type=float, default=0.0,
-                       help="PEM, SFP: share of users in the estimation group "
-                       "(default 0)")  # fmt: skip
+    group.add_argument("--holdout", type=float, default=None,
+                       help="PEM, SFP: share of users in the estimation group (default the "
+                       "classes', 0.2; 0: the papers' protocol)")  # fmt: skip
     group.add_argument("--z", type=float, default=4.0,
                        help="TreeHist: threshold in standard errors (default 4)")  # fmt: skip
     group.add_argument("--max-survivors", type=int, default=64,
@@ -110,12 +110,13 @@ def protocol(args: argparse.Namespace) -> Any:
     key = DEFAULT_KEY if args.key is None else args.key
     if args.k is None and name != "TreeHist":
         raise InvalidInputError(f"--k: required with --mechanism {name} (heavy hitters to find)")
+    holdout = {} if args.holdout is None else {"holdout": args.holdout}
     if name == "SFP":
         sketch = {"m": args.m, "k_hash": args.k_hash, "hash_seed": args.hash_seed}
         return SFP(args.epsilon, args.k, max_length=10 if args.max_length is None
                    else args.max_length, fragment_length=args.fragment_length,
                    hash_bits=args.hash_bits, alphabet=args.alphabet, fragments=args.fragments,
-                   word_share=args.word_share, holdout=args.holdout,
+                   word_share=args.word_share, **holdout,
                    bits=DEFAULT_BITS if args.bits is None else args.bits, key=key,
                    g=args.g, **{k: v for k, v in sketch.items() if v is not None})  # fmt: skip
     common = {"encoder": positional_encoder(args), "g": args.g}
@@ -123,7 +124,7 @@ def protocol(args: argparse.Namespace) -> Any:
         common.update(bits=args.bits, key=args.key, max_length=args.max_length)
     if name == "PEM":
         eta = 4 if args.eta is None else args.eta
-        return PEM(args.epsilon, args.k, eta=eta, holdout=args.holdout, **common)
+        return PEM(args.epsilon, args.k, eta=eta, **holdout, **common)
     eta = 1 if args.eta is None else args.eta
     return TreeHist(args.epsilon, eta=eta, z=args.z, max_survivors=args.max_survivors,
                     final_share=args.final_share, **common)  # fmt: skip

@@ -83,13 +83,13 @@ def layout(variant: str, eps: float, k: int, pop=None):
     from bayesldp.heavy_hitters import PEM
 
     if variant == "positional":
-        return PEM(eps, k, eta=4, **pem_code(pop))
+        return PEM(eps, k, eta=4, holdout=0.0, **pem_code(pop))
     if variant == "first4":
-        pem = PEM(eps, k, bits=24, eta=4)
+        pem = PEM(eps, k, bits=24, eta=4, holdout=0.0)
         pem.prefix_lengths = (4, *pem.prefix_lengths)  # PEM has no layout argument
         return pem
     bits, eta = {"ours": (24, 4), "eta5": (24, 5), "bits20": (20, 4)}[variant]
-    return PEM(eps, k, bits=bits, eta=eta)
+    return PEM(eps, k, bits=bits, eta=eta, holdout=0.0)  # the search as measured (no holdout)
 
 
 def ours_run(variant: str, pop, eps: float, k: int, seed: int) -> dict[str, float]:

@@ -56,7 +56,7 @@ def report_width(pop: hh.Population) -> int:
     from bayesldp.heavy_hitters import SFP
 
     sfp = SFP(EPS, K, max_length=pop.length, fragment_length=1, hash_bits=8,
-              alphabet=pop.alphabet, m=hh.CMS_M, k_hash=hh.CMS_K)  # fmt: skip
+              alphabet=pop.alphabet, m=hh.CMS_M, k_hash=hh.CMS_K, holdout=0.0)  # fmt: skip
     fragments = sfp.perturb(pop.items, rng=0).fragments
     return fragments.packed.shape[1] if getattr(fragments, "is_packed", False) else hh.CMS_M
 

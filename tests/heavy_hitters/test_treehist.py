@@ -86,7 +86,7 @@ def test_bad_input_is_refused_in_one_line():
         (TreeHist(2.0, bits=12, eta=3, key="a", final_share=0.3),
          "final_share=0.2, this TreeHist uses final_share=0.3"),
         (TreeHist(1.0, bits=12, eta=3, key="a"), "OLH epsilon=2"),
-        (PEM(2.0, 1, bits=12, eta=3, key="a"), "holdout=0.2, this PEM uses holdout=0"),
+        (PEM(2.0, 1, bits=12, eta=3, key="a", holdout=0.0), "holdout=0.2, this PEM uses holdout=0"),
     ]  # fmt: skip
     for other, message in cases:
         with pytest.raises(InvalidInputError, match=message) as info:

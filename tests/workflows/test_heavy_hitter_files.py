@@ -170,7 +170,7 @@ def test_sfp_posterior_from_a_parquet_file(people, tmp_path, capsys):
 
 
 def test_sfp_bad_files_are_refused_in_one_line(people, tmp_path, capsys):
-    sfp = SFP(4.0, 3, **SFP_OPTIONS)
+    sfp = SFP(4.0, 3, holdout=0.0, **SFP_OPTIONS)  # no holdout rows: a mislabelled one is refused
     frame = sfp.perturb(people[:2000], rng=6).to_frame()
     word = int(np.flatnonzero(frame["kind"] == "word")[0])
 
@@ -180,7 +180,7 @@ def test_sfp_bad_files_are_refused_in_one_line(people, tmp_path, capsys):
             path.write_text(table)
         else:
             table.to_csv(path, index=False)
-        assert main(["estimate", str(path), *SFP_ARGS, *extra]) == 2
+        assert main(["estimate", str(path), *SFP_ARGS, "--holdout", "0", *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], (message, err)
 
