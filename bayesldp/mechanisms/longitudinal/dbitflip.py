@@ -59,6 +59,8 @@ from bayesldp.tally import Tally
 MAX_CHANNEL_COLUMNS = 1 << 20
 #: cells of the uniforms drawn at once to sample buckets (bounds their memory)
 _BLOCK_CELLS = 1 << 22
+#: up to this many sampled buckets they are drawn by repeated argmins, else by argpartition
+_ARGMIN_MAX_D = 8
 
 
 class DBitReports(NamedTuple):
@@ -163,12 +165,21 @@ class DBitFlipPM(Mechanism):
         return first + (as_generator(rng).random(x.size) * size).astype(np.int64)
 
     def _draw_buckets(self, n: int, gen: np.random.Generator) -> np.ndarray:
-        """``d`` distinct buckets per user, ascending: the ``d`` smallest of ``k`` uniforms."""
+        """``d`` distinct buckets per user, ascending: the ``d`` smallest of ``k`` uniforms
+        (found by ``d`` row-wise argmins, each masking its pick, when ``d <= 8``: 2x faster than
+        ``argpartition``)."""
         out = np.empty((n, self.d), dtype=np.int64)
         rows = max(1, _BLOCK_CELLS // self.k)
         for start in range(0, n, rows):
             keys = gen.random((min(rows, n - start), self.k))
-            pick = np.argpartition(keys, self.d - 1, axis=1)[:, : self.d]
+            if self.d <= _ARGMIN_MAX_D:
+                pick = np.empty((keys.shape[0], self.d), dtype=np.int64)
+                flat, starts = keys.reshape(-1), np.arange(0, keys.size, self.k)
+                for p in range(self.d):
+                    pick[:, p] = keys.argmin(axis=1)
+                    flat[starts + pick[:, p]] = 2.0  # above every uniform
+            else:
+                pick = np.argpartition(keys, self.d - 1, axis=1)[:, : self.d]
             out[start : start + rows] = np.sort(pick, axis=1)
         return out
 
@@ -277,8 +288,11 @@ class DBitFlipPM(Mechanism):
                 f"{bits.dtype} {bits.shape}"
             )
         bits = bits_as_bool(bits, "reports: field 'bits'")
+        buckets = buckets.astype(np.int64, copy=False)
+        if np.all(buckets[:, 1:] > buckets[:, :-1]):  # ascending (perturb's order): as they are
+            return DBitReports(buckets, bits)
         order = np.argsort(buckets, axis=1, kind="stable")
-        buckets = np.take_along_axis(buckets.astype(np.int64), order, axis=1)
+        buckets = np.take_along_axis(buckets, order, axis=1)
         twice = np.flatnonzero(np.any(buckets[:, 1:] == buckets[:, :-1], axis=1))
         if twice.size:
             raise InvalidInputError(
@@ -295,21 +309,67 @@ class DBitFlipPM(Mechanism):
         sums = np.bincount(buckets.reshape(-1), weights=z.reshape(-1), minlength=self.k)
         return sums * (self.k / self.d)
 
+    def _distinct_reports(
+        self, buckets: np.ndarray, bits: np.ndarray
+    ) -> tuple[DBitReports, np.ndarray]:
+        """The distinct reports (ascending buckets) and how many times each occurs.
+
+        A report is coded by one integer, ``2^d r + sum_p b_p 2^p`` with ``r`` the colex rank
+        ``sum_p C(j_p, p + 1)`` of its bucket set (``0 <= r < C(k, d)``); the codes are counted
+        with a bincount when their range is small, else sorted (``np.unique`` on int64), and
+        the distinct codes decoded back.  Codes that do not fit in int64 fall back to
+        ``np.unique`` on the rows of ``(buckets, bits)``.
+        """
+        d, n = self.d, buckets.shape[0]
+        space = math.comb(self.k, d) << d
+        if space >= 1 << 62:
+            key = np.ascontiguousarray(np.concatenate([buckets, bits.astype(np.int64)], axis=1))
+            _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+            counts = np.bincount(inverse.reshape(-1), minlength=first.size).astype(np.int64)
+            return DBitReports(buckets[first], bits[first]), counts
+        table = self._colex_table()
+        code = bits.view(np.uint8) @ (1 << np.arange(d, dtype=np.int64))
+        for p in range(d):
+            code += table[buckets[:, p], p] << d
+        if space <= max(1 << 22, 4 * n):
+            counts = np.bincount(code, minlength=space)
+            codes = np.flatnonzero(counts)
+            counts = counts[codes].astype(np.int64)
+        else:
+            codes, counts = np.unique(code, return_counts=True)
+            counts = counts.astype(np.int64)
+        return self._decode(codes, table), counts
+
+    def _colex_table(self) -> np.ndarray:
+        """``T[v, p] = C(v, p + 1)`` for ``v < k``, ``p < d`` (int64; the colex rank's terms)."""
+        return np.array([[math.comb(v, p + 1) for p in range(self.d)] for v in range(self.k)],
+                        dtype=np.int64).reshape(self.k, self.d)  # fmt: skip
+
+    def _decode(self, codes: np.ndarray, table: np.ndarray) -> DBitReports:
+        """Reports of the codes of :meth:`_distinct_reports`: greedy colex unranking (bucket
+        ``j_p`` the largest ``v`` with ``C(v, p + 1) <= `` the rank left), bits the low ``d``."""
+        d = self.d
+        bits = ((codes[:, None] >> np.arange(d)) & 1).astype(bool)
+        rank = codes >> d
+        buckets = np.empty((codes.size, d), dtype=np.int64)
+        for p in range(d - 1, -1, -1):
+            buckets[:, p] = np.searchsorted(table[:, p], rank, side="right") - 1
+            rank = rank - table[buckets[:, p], p]
+        return DBitReports(buckets, bits)
+
     def tally(self, reports: Any) -> Tally:
         """Dense tally: one row per distinct report, ``exp(+-eps/2)`` at its sampled buckets (as
         their bits are 1 or 0) and 1 elsewhere, scaled to a maximum of 1; ``stat`` is the
         paper's count estimate (:meth:`unbiased_frequencies`)."""
         buckets, bits = self.check_reports(reports)
-        key = np.ascontiguousarray(np.concatenate([buckets, bits.astype(np.int64)], axis=1))
-        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        counts = np.bincount(inverse.reshape(-1), minlength=first.size).astype(np.int64)
-        check_memory(8.0 * first.size * self.k * 2, f"a DBitFlipPM tally with {first.size:,} "
+        seen, counts = self._distinct_reports(buckets, bits)
+        check_memory(8.0 * counts.size * self.k * 2, f"a DBitFlipPM tally with {counts.size:,} "
                      f"distinct reports and k = {self.k}",
                      "tally the reports in batches and add the tallies")  # fmt: skip
-        log_rows = np.zeros((first.size, self.k))
+        log_rows = np.zeros((counts.size, self.k))
         half = self.epsilon / 2
-        signs = np.where(bits[first], half, -half)
-        np.put_along_axis(log_rows, buckets[first], signs, axis=1)
+        signs = np.where(seen.bits, half, -half)
+        np.put_along_axis(log_rows, seen.buckets, signs, axis=1)
         rows = np.exp(log_rows - log_rows.max(axis=1, keepdims=True))
         return Tally(counts, rows=rows, stat=self._statistic(buckets, bits), mechanism=self)
 
