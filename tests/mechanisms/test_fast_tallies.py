@@ -146,3 +146,13 @@ def test_rsfd_oue_r_estimates_on_a_seed_are_the_formula():
         h = part.sum(axis=0)
         expected = (h / n - mech.q_star) / (mech.p_star - mech.q_star)
         np.testing.assert_allclose(mech.unbiased_frequencies(tally), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize(("k", "d"), [(2, 2), (5, 3), (20, 4), (40, 16), (16, 16)])
+def test_compiled_bucket_draw_picks_the_smallest_keys(k, d):
+    from bayesldp.mechanisms.longitudinal.dbitflip import _smallest_ascending
+
+    keys = np.random.default_rng([k, d]).random((3000, k))
+    out = np.empty((keys.shape[0], d), dtype=np.int64)
+    _smallest_ascending(keys, out)
+    assert np.array_equal(out, np.sort(np.argpartition(keys, d - 1, axis=1)[:, :d], axis=1))

@@ -42,6 +42,7 @@ import os
 from typing import Any, NamedTuple
 
 import numpy as np
+from numba import njit
 
 from bayesldp._validation import RNGLike, as_generator, check_int, check_memory, check_values
 from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedError
@@ -59,8 +60,43 @@ from bayesldp.tally import Tally
 MAX_CHANNEL_COLUMNS = 1 << 20
 #: cells of the uniforms drawn at once to sample buckets (bounds their memory)
 _BLOCK_CELLS = 1 << 22
-#: up to this many sampled buckets they are drawn by repeated argmins, else by argpartition
-_ARGMIN_MAX_D = 8
+#: up to this many sampled buckets they are picked by a compiled pass, else by argpartition
+_KERNEL_MAX_D = 16
+
+
+@njit(cache=True, nogil=True)
+def _smallest_ascending(keys, out):  # pragma: no cover
+    """``out[r]``: the columns of the ``d = out.shape[1]`` smallest ``keys[r]``, ascending
+    (the keys distinct: the first ``d`` sorted by insertion, each later key compared with the
+    largest kept and inserted when below it, then the kept columns sorted)."""
+    n, k = keys.shape
+    d = out.shape[1]
+    vals = np.empty(d)
+    cols = np.empty(d, dtype=np.int64)
+    for r in range(n):
+        row = keys[r]
+        for c in range(k):
+            v = row[c]
+            if c < d:
+                j = c
+            elif v < vals[d - 1]:
+                j = d - 1
+            else:
+                continue
+            while j > 0 and vals[j - 1] > v:
+                vals[j] = vals[j - 1]
+                cols[j] = cols[j - 1]
+                j -= 1
+            vals[j] = v
+            cols[j] = c
+        dest = out[r]
+        for a in range(d):  # columns ascending: insertion sort of d values
+            c = cols[a]
+            b = a
+            while b > 0 and dest[b - 1] > c:
+                dest[b] = dest[b - 1]
+                b -= 1
+            dest[b] = c
 
 
 class DBitReports(NamedTuple):
@@ -166,21 +202,16 @@ class DBitFlipPM(Mechanism):
 
     def _draw_buckets(self, n: int, gen: np.random.Generator) -> np.ndarray:
         """``d`` distinct buckets per user, ascending: the ``d`` smallest of ``k`` uniforms
-        (found by ``d`` row-wise argmins, each masking its pick, when ``d <= 8``: 2x faster than
-        ``argpartition``)."""
+        (found in one compiled pass when ``d <= 16``, 5x faster than ``argpartition``)."""
         out = np.empty((n, self.d), dtype=np.int64)
         rows = max(1, _BLOCK_CELLS // self.k)
         for start in range(0, n, rows):
             keys = gen.random((min(rows, n - start), self.k))
-            if self.d <= _ARGMIN_MAX_D:
-                pick = np.empty((keys.shape[0], self.d), dtype=np.int64)
-                flat, starts = keys.reshape(-1), np.arange(0, keys.size, self.k)
-                for p in range(self.d):
-                    pick[:, p] = keys.argmin(axis=1)
-                    flat[starts + pick[:, p]] = 2.0  # above every uniform
+            if self.d <= _KERNEL_MAX_D:
+                _smallest_ascending(keys, out[start : start + rows])
             else:
                 pick = np.argpartition(keys, self.d - 1, axis=1)[:, : self.d]
-            out[start : start + rows] = np.sort(pick, axis=1)
+                out[start : start + rows] = np.sort(pick, axis=1)
         return out
 
     def _draw_bits(self, inside: np.ndarray, gen: np.random.Generator) -> np.ndarray:
@@ -211,20 +242,30 @@ class DBitFlipPM(Mechanism):
         width = memo.width
         ids = memo_keys(users, np.zeros(x.size, dtype=np.int64), width) // width
         has, first = memo.user_entries(ids)
-        buckets = np.empty((x.size, self.d), dtype=np.int64)
-        buckets[has] = memo.responses[first[has], 0]
-        buckets[~has] = self._draw_buckets(int(np.count_nonzero(~has)), gen)
+        if not has.any():  # a first round: no masks, no gathers (the same draws)
+            buckets = self._draw_buckets(x.size, gen)
+        else:
+            buckets = np.empty((x.size, self.d), dtype=np.int64)
+            buckets[has] = memo.responses[first[has], 0]
+            buckets[~has] = self._draw_buckets(int(np.count_nonzero(~has)), gen)
         inside = buckets == u[:, None]
         slot = np.where(inside.any(axis=1), inside.argmax(axis=1), self.d)
         keys = ids * width + slot
         found, pos = memo.find(keys)
+        if not found.any():
+            bits = self._draw_bits(inside, gen)
+            entries = np.empty((x.size, 2, self.d), dtype=np.int64)
+            entries[:, 0], entries[:, 1] = buckets, bits
+            memo.insert(keys, entries, owned=True)
+            return DBitReports(buckets, bits)
         bits = np.empty((x.size, self.d), dtype=bool)
         bits[found] = memo.responses[pos[found], 1].astype(bool)
         missing = np.flatnonzero(~found)
         if missing.size:
             fresh = self._draw_bits(inside[missing], gen)
             bits[missing] = fresh
-            memo.insert(keys[missing], np.stack([buckets[missing], fresh.astype(np.int64)], 1))
+            memo.insert(keys[missing], np.stack([buckets[missing], fresh.astype(np.int64)], 1),
+                        owned=True)  # fmt: skip
         return DBitReports(buckets, bits)
 
     # ------------------------------------------------------------------ memo
