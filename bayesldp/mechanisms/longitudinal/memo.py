@@ -260,14 +260,16 @@ class Memo(Mapping):
         has[inside] = self.codes[pos[inside]] // self.width == users[inside]
         return has, pos
 
-    def insert(self, keys: np.ndarray, responses: np.ndarray) -> None:
+    def insert(self, keys: np.ndarray, responses: np.ndarray, *, owned: bool = False) -> None:
         """Add new entries (keys not yet in the memo, distinct), keeping the keys sorted: a
-        merge of the sorted new keys into the codes (new arrays; the old ones are untouched)."""
+        merge of the sorted new keys into the codes (new arrays; the old ones are untouched).
+        ``owned``: the caller hands ``keys`` and ``responses`` over (arrays it made and no
+        longer uses), so an empty memo keeps them without a copy."""
         if keys.size > 1 and not np.all(keys[1:] > keys[:-1]):
             order = np.argsort(keys, kind="stable")
             keys, responses = keys[order], responses[order]
         if not self.codes.size:
-            self._commit(keys.copy(), responses.copy())
+            self._commit(keys if owned else keys.copy(), responses if owned else responses.copy())
             return
         total = self.codes.size + keys.size
         at = np.searchsorted(self.codes, keys) + np.arange(keys.size)  # places in the merge

@@ -50,7 +50,9 @@ from bayesldp.mechanisms.unary import (
     SUE,
     UnaryEncoding,
     _bernoulli_into,
+    _column_sums,
     _count_patterns,
+    _row_sums,
     support_tally,
 )
 from bayesldp.tally import Tally
@@ -304,15 +306,18 @@ class FakeDataUnary(PureProtocol):
             return support_tally(bits, self)
         if self.k <= _BINCOUNT_MAX_K:
             support, counts = _count_patterns(bits)
+            stat = (counts @ support).astype(float)
         else:
             check_memory(8.0 * bits.size, f"{self.name} tally of {bits.shape[0]:,} reports "
                          f"(k = {self.k}: one dense row per report)",
                          "tally batches of users and add the tallies")  # fmt: skip
             support, counts = bits, np.ones(bits.shape[0], dtype=np.int64)
+            stat = _column_sums(bits).astype(float)
         r0, r1 = self._r
-        lo = r0 / self.d + (1.0 - 1.0 / self.d) * self._m(support.sum(axis=1))
-        rows = lo[:, None] + ((r1 - r0) / self.d) * support
-        stat = (counts @ support).astype(float)
+        ones = _row_sums(support)
+        lo = r0 / self.d + (1.0 - 1.0 / self.d) * self._m(ones)
+        # lo + c b, bit for bit (lo + c * 0 = lo), in one pass over the (U, k) rows
+        rows = np.where(support, (lo + (r1 - r0) / self.d)[:, None], lo[:, None])
         return Tally(counts, rows=rows, stat=stat, mechanism=self,
                      dedupe=False)  # fmt: skip
 
