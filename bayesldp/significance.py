@@ -38,14 +38,14 @@ skewed and the nominal level is approximate (measured in
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
 
-from bayesldp.errors import InvalidInputError, InvalidTypeError
+from bayesldp._validation import check_choice, check_open_unit, check_probability
+from bayesldp.errors import InvalidInputError
 
 if TYPE_CHECKING:
     import arviz
@@ -94,14 +94,11 @@ class FrequentItems:
                 f"rule={self.rule!r}{fdr})")  # fmt: skip
 
 
-def _check_share(value: Any, name: str, low_open: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidTypeError(f"{name}: expected a number, got {type(value).__name__}")
-    value = float(value)
-    ok = (0.0 < value < 1.0) if low_open else (0.0 <= value < 1.0)
-    if not ok:
-        span = "(0, 1)" if low_open else "[0, 1)"
-        raise InvalidInputError(f"{name}: must lie in {span}, got {value!r}")
+def _check_threshold(value: Any) -> float:
+    """A share ``t`` in ``[0, 1)``."""
+    value = check_probability(value, "threshold", low_open=False)
+    if value >= 1.0:
+        raise InvalidInputError(f"threshold: must lie in [0, 1), got {value}")
     return value
 
 
@@ -182,11 +179,9 @@ def frequent_items(tally: Tally, threshold: float = 0.0, alpha: float = 0.05,
     from bayesldp.estimators.oracle import check_tally, unbiased
 
     tally = check_tally(tally)
-    threshold = _check_share(threshold, "threshold", low_open=False)
-    alpha = _check_share(alpha, "alpha", low_open=True)
-    if correction not in CORRECTIONS:
-        raise InvalidInputError(f"correction: must be one of {', '.join(CORRECTIONS)}, "
-                                f"got {correction!r}")  # fmt: skip
+    threshold = _check_threshold(threshold)
+    alpha = check_open_unit(alpha, "alpha")
+    check_choice(correction, "correction", CORRECTIONS)
     f, _ = unbiased(tally)
     sd = null_sd(tally.mechanism, tally.n, threshold)
     p = stats.norm.sf((f - threshold) / sd)
@@ -239,11 +234,11 @@ def posterior_frequent_items(idata: arviz.InferenceData, threshold: float,
     >>> found.items, found.expected_fdr < 0.05
     (array([0, 1, 2]), True)
     """
-    threshold = _check_share(threshold, "threshold", low_open=True)
+    threshold = check_open_unit(threshold, "threshold")
     if level is not None and fdr is not None:
         raise InvalidInputError("give level or fdr, not both")
     rule, value = ("fdr", fdr) if fdr is not None else ("level", 0.95 if level is None else level)
-    value = _check_share(value, rule, low_open=True)
+    value = check_open_unit(value, rule)
     posterior = getattr(idata, "posterior", None)
     if posterior is None or "theta" not in posterior:
         raise InvalidInputError("idata: expected a fit of categories (posterior['theta'])")
