@@ -304,7 +304,7 @@ def _compute_distributed(
     if address is None:
         with _workers_ignore_ctrl_c():
             cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                                   processes=True, dashboard_address=None,
+                                   processes=True, dashboard_address=":0",
                                    silence_logs=logging.ERROR)  # fmt: skip
         client = Client(cluster)
     else:

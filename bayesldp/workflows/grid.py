@@ -312,7 +312,7 @@ def _run_cells(
     cluster = None
     if scheduler is None:
         cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                               dashboard_address=None)  # fmt: skip
+                               dashboard_address=":0")  # fmt: skip
     try:
         client = Client(cluster if cluster is not None else scheduler, timeout="10s")
     except (OSError, TimeoutError) as exc:
