@@ -37,10 +37,13 @@ vanishes at 0 and would rule the static population out a priori.  Its scale ``ta
 0.5) is in log-frequency per round: a change of a category by half its size (about ``e^0.5``)
 per round is one prior sd, far more than most populations move.
 
-Sampling: PyMC's NUTS (any ``nuts_sampler`` PyMC takes) on ``1 + K T - T`` free dimensions
-(181 for K = 10, T = 20); each round's likelihood is its tally's, ``sum_u c_tu log(L_tu .
-theta_t)`` as :func:`bayesldp.bayes.model.tally_likelihood` writes it, all rounds in one
-observed variable ``counts`` (dims ``round, row``; :func:`stacked_rows`).
+Sampling: NUTS on ``1 + K T - T`` free dimensions (181 for K = 10, T = 20), PyMC's
+coordinates for this model; each round's likelihood is its tally's, ``sum_u c_tu log(L_tu .
+theta_t)`` over its distinct rows.  By default (``method="hmc"``) the package's own sampler,
+the density compiled and the rounds' rows read by the package's likelihood operator
+(:mod:`bayesldp.bayes.hmc.walk`); with ``method="nuts"`` PyMC's (any ``nuts_sampler`` PyMC
+takes) on :func:`build_rounds_model` (the rounds' rows as :func:`stacked_rows`), the same
+log-density to a constant (a test checks both and their gradients at random points).
 """
 
 from __future__ import annotations
@@ -53,7 +56,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesldp._validation import as_list, check_bool, check_instance, check_int, check_positive
+from bayesldp._validation import (
+    as_list,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_int,
+    check_positive,
+)
 from bayesldp._version import __version__
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes.prior import _SerialisedPrior
@@ -313,6 +323,7 @@ def fit_rounds(
     target_accept: float = 0.9,
     compute_convergence_checks: bool = True,
     users: Sequence[Any] | None = None,
+    method: str = "hmc",
     **sample_kwargs: Any,
 ) -> arviz.InferenceData:
     """Per-round posteriors of ``theta_t`` under a random walk that borrows strength over time.
@@ -339,6 +350,11 @@ def fit_rounds(
         :class:`~bayesldp.InvalidInputError` (a ``ValueError``) naming the round.
     draws, tune, chains : int
         Posterior draws and warm-up iterations per chain, and chains (PyMC's meaning).
+    method : {"hmc", "nuts"}
+        "hmc" (default): the package's NUTS with the model's density compiled
+        (:mod:`bayesldp.bayes.hmc.walk`; its options ``max_treedepth`` and ``metric`` go in
+        ``**sample_kwargs``).  "nuts": PyMC's NUTS on :func:`build_rounds_model`, quiet unless
+        ``progressbar`` is on.  Same model, same posterior (module docstring).
     prior : RandomWalkPrior or None
         Default ``RandomWalkPrior()`` (``sigma ~ HalfNormal(0.5)``, ``eta_1`` sd 2).
     random_seed : int, sequence of int, Generator, SeedSequence or None
@@ -347,7 +363,7 @@ def fit_rounds(
         Coordinates of ``category`` (K labels) and ``round`` (T labels); default ``0..K-1`` and
         ``0..T-1``.
     progressbar, cores
-        As :func:`bayesldp.fit`'s (PyMC's progress bar; chains sampled at once).
+        As :func:`bayesldp.fit`'s (a progress bar per chain; chains sampled at once).
     target_accept : float
         NUTS's target acceptance rate (default 0.9: the walk's posterior has a range of scales
         where 0.8 diverged now and then in trials).
@@ -362,18 +378,19 @@ def fit_rounds(
         :class:`~bayesldp.errors.PanelWarning` says that the intervals under-cover and what to
         do instead.
     **sample_kwargs
-        Passed to :func:`pymc.sample` (e.g. ``nuts_sampler="nutpie"``).
+        ``method="hmc"``: ``max_treedepth`` (default 10) and ``metric`` ("dense" or "diag").
+        ``method="nuts"``: passed to :func:`pymc.sample` (e.g. ``nuts_sampler="nutpie"``).
 
     Returns
     -------
     arviz.InferenceData
         ``posterior``: ``theta`` and ``eta`` (dims ``chain, draw, round, category``), ``sigma``
-        (the step size), ``eta_init`` and ``innovation`` (the free variables);
-        ``sample_stats`` (PyMC's); ``observed_data`` ``counts`` (dims ``round, row``, short
-        rounds padded with count 0);
+        (the step size), ``eta_init`` and ``innovation`` (the walk's variables, in PyMC's
+        names); ``sample_stats`` (the sampler's, ArviZ's names); ``observed_data`` ``counts``
+        (dims ``round, row``, short rounds padded with count 0);
         ``constant_data`` ``n_reports`` (dims ``round``).  Posterior attrs: ``method``
-        ("nuts"), ``model`` ("random_walk"), ``prior`` (JSON), ``mechanism``, ``random_seed``,
-        ``seconds`` (whole fit), ``r_hat_max``, ``ess_bulk_min``, ``divergences``.
+        ("hmc" or "nuts"), ``model`` ("random_walk"), ``prior`` (JSON), ``mechanism``,
+        ``random_seed``, ``seconds`` (whole fit), ``r_hat_max``, ``ess_bulk_min``, ``divergences``.
         :func:`summarize_rounds` gives the per-round means and 90% intervals;
         :func:`bayesldp.plotting.plot_rounds` the trajectories.
 
@@ -384,12 +401,10 @@ def fit_rounds(
     >>> rng = np.random.default_rng(0)
     >>> rounds = [mech.tally(mech.perturb(rng.integers(0, 3, 200), rng)) for _ in range(3)]
     >>> idata = bayesldp.fit_rounds(rounds, draws=100, tune=100, chains=2, random_seed=0,
-    ...                             compute_convergence_checks=False)  # doctest: +SKIP
-    >>> idata.posterior["theta"].dims  # doctest: +SKIP
+    ...                             compute_convergence_checks=False)
+    >>> idata.posterior["theta"].dims
     ('chain', 'draw', 'round', 'category')
     """
-    import pymc as pm
-
     from bayesldp.bayes import _feedback
     from bayesldp.bayes.fit import _resolve_seed
     from bayesldp.bayes.inference_data import _standard_attrs, to_json
@@ -416,32 +431,28 @@ def fit_rounds(
     warn = check_bool(compute_convergence_checks, "compute_convergence_checks")
     if "random_seed" in sample_kwargs or "model" in sample_kwargs:
         raise InvalidInputError("sample_kwargs: random_seed and model are fit_rounds' own")
-    model = build_rounds_model(rounds, prior, labels=labels, round_labels=round_labels)
-    with model, warnings.catch_warnings():
-        # PyMC's own convergence warnings are replaced by ours (below)
-        warnings.filterwarnings("ignore", module="pymc.stats.convergence")
-        idata = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            random_seed=seed,
-            progressbar=bool(progressbar),
-            target_accept=target_accept,
-            compute_convergence_checks=False,
-            **sample_kwargs,
-        )
+    method = check_choice(method, "method", ("hmc", "nuts"))
+    category = _labels(labels, rounds[0].k, "labels")
+    round_coord = _labels(round_labels, len(rounds), "round_labels")
+    sampling = dict(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
+                    progressbar=bool(progressbar), target_accept=target_accept)  # fmt: skip
+    if method == "hmc":
+        from bayesldp.bayes.hmc.walk import fit_walk
+
+        idata = fit_walk(rounds, prior, category, round_coord, sampling, sample_kwargs)
+    else:
+        idata = _sample_pymc(rounds, prior, category, round_coord, sampling, sample_kwargs)
     import xarray as xr
 
     n_reports = np.array([tally.n for tally in rounds], dtype=np.int64)
     constant = xr.Dataset({"n_reports": (("round",), n_reports)},
-                          coords={"round": list(model.coords["round"])})  # fmt: skip
+                          coords={"round": round_coord})  # fmt: skip
     constant.attrs.update(_standard_attrs())
     idata.add_groups(constant_data=constant)
     first = rounds[0]
     attrs = {
         "bayesldp_version": __version__,
-        "method": "nuts",
+        "method": method,
         "model": "random_walk",
         "prior": prior.to_json(),
         "mechanism": repr(first.mechanism) if first.mechanism is not None else "None",
@@ -454,6 +465,29 @@ def fit_rounds(
     _diagnose(idata, warn)
     idata.posterior.attrs["seconds"] = time.perf_counter() - start
     return idata
+
+
+def _sample_pymc(rounds: list[Tally], prior: RandomWalkPrior, category: list[Any],
+                 round_coord: list[Any], sampling: dict[str, Any],
+                 sample_kwargs: dict[str, Any]) -> arviz.InferenceData:  # fmt: skip
+    """PyMC's NUTS on :func:`build_rounds_model`; its "Initializing NUTS" and "Sequential
+    sampling" lines only with the progress bar on."""
+    import logging
+
+    import pymc as pm
+
+    model = build_rounds_model(rounds, prior, labels=category, round_labels=round_coord)
+    pymc_log = logging.getLogger("pymc")
+    level = pymc_log.level
+    if not sampling["progressbar"]:
+        pymc_log.setLevel(logging.WARNING)
+    try:
+        with model, warnings.catch_warnings():
+            # PyMC's own convergence warnings are replaced by ours (_diagnose)
+            warnings.filterwarnings("ignore", module="pymc.stats.convergence")
+            return pm.sample(**sampling, compute_convergence_checks=False, **sample_kwargs)
+    finally:
+        pymc_log.setLevel(level)
 
 
 def _diagnose(idata: Any, warn: bool) -> dict[str, float]:

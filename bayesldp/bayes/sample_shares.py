@@ -93,7 +93,8 @@ def sample_shares(idata: arviz.InferenceData, tally: Tally | None = None, *,
     posterior = idata.posterior.assign({VARIABLE: (("chain", "draw", "category"), f)})
     posterior[VARIABLE].attrs["definition"] = (
         "the frequencies of the values of the n users who reported (the sample), drawn from "
-        "their conditional given theta and the reports")
+        "their conditional given theta and the reports"
+    )
     posterior.attrs = {**idata.posterior.attrs, "sample_shares_seed": int(seed)}
     groups = {name: idata[name] for name in idata.groups()}
     groups["posterior"] = posterior

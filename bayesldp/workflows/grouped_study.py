@@ -20,7 +20,6 @@ Seeds: ``SeedSequence(seed)`` spawns the population's, the users' and one stream
 from __future__ import annotations
 
 import csv
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,15 +125,9 @@ def _point(tally: Any, method: str):
 def _fit_rounds(result, name, eps, tallies, truths, bayes, seq) -> None:
     from bayesldp.bayes.dynamic import fit_rounds, summarize_rounds
 
-    pymc_log = logging.getLogger("pymc")
-    level = pymc_log.level
-    pymc_log.setLevel(logging.WARNING)  # no "Initializing NUTS ..." lines in a report run
-    try:
-        idata = fit_rounds(tallies, draws=bayes["draws"], tune=bayes["tune"],
-                           chains=bayes["chains"], random_seed=int(seq.generate_state(1)[0]),
-                           progressbar=False, compute_convergence_checks=False)  # fmt: skip
-    finally:
-        pymc_log.setLevel(level)
+    idata = fit_rounds(tallies, draws=bayes["draws"], tune=bayes["tune"], chains=bayes["chains"],
+                       random_seed=int(seq.generate_state(1)[0]), progressbar=False,
+                       compute_convergence_checks=False)  # fmt: skip
     _convergence(result, f"{name}, epsilon {eps:g}, fit_rounds", idata)
     summary = summarize_rounds(idata)
     for t, truth in enumerate(truths, start=1):

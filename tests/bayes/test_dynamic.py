@@ -83,16 +83,19 @@ def _nuts_moments(idata, n_rounds):
     return out
 
 
-def test_tiny_case_matches_importance_sampling():
+@pytest.mark.parametrize("method", ["hmc", "nuts"])
+def test_tiny_case_matches_importance_sampling(method):
     """K = 3, T = 2, GRR eps = 1, 40 reports per round: NUTS's posterior means and second
-    moments of theta_t and sigma against importance sampling from the prior (2e5 draws)."""
+    moments of theta_t and sigma against importance sampling from the prior (2e5 draws), for
+    the package's sampler and PyMC's."""
     mech = bayesldp.GRR(3, 1.0)
     tallies = _rounds(mech, [[0.6, 0.3, 0.1], [0.3, 0.3, 0.4]], 40, seed=3)
     prior = RandomWalkPrior()
     reference, ess = _importance(tallies, prior, 200_000, seed=4)
     assert ess > 5_000  # the importance sampler itself is trustworthy here
     idata = fit_rounds(tallies, 1000, tune=1000, chains=2, random_seed=5, progressbar=False,
-                       cores=1)  # fmt: skip
+                       cores=1, method=method)  # fmt: skip
+    assert idata.posterior.attrs["method"] == method
     assert idata.posterior.attrs["divergences"] == 0
     nuts = _nuts_moments(idata, 2)
     z = np.concatenate([(nuts[key][0] - reference[key][0])
@@ -100,6 +103,123 @@ def test_tiny_case_matches_importance_sampling():
                         for key in reference])  # fmt: skip
     assert z.size == 13
     assert np.max(np.abs(z)) < Z_MAX, z
+
+
+def _pymc_point(q, k, n_rounds, learnt):
+    """The package's coordinates ``q`` as PyMC's value variables (the same zero-sum basis)."""
+    m = k - 1
+    point = {"eta_init_zerosum__": q[:m]}
+    if n_rounds > 1:
+        point["innovation_zerosum__"] = q[m : m * n_rounds].reshape(n_rounds - 1, m)
+    if learnt:
+        point["sigma_log__"] = q[-1]
+    return point
+
+
+@pytest.mark.parametrize(
+    ("mech", "n_rounds", "prior"),
+    [
+        (bayesldp.GRR(4, 1.0), 3, RandomWalkPrior()),
+        (bayesldp.OUE(5, 0.5), 2, RandomWalkPrior(step_scale=0.2, initial_sd=1.0)),
+        (bayesldp.GRR(3, 2.0), 3, RandomWalkPrior(step=0.3)),
+        (bayesldp.OUE(4, 1.0), 1, RandomWalkPrior()),
+    ],
+)  # fmt: skip
+def test_compiled_density_is_pymcs_up_to_a_constant(mech, n_rounds, prior):
+    """The package's compiled log-density (method="hmc") against PyMC's for the same model
+    (method="nuts", :func:`build_rounds_model`) at 6 random points: the log-densities differ by
+    one constant (1e-9) and the gradients agree (1e-9 relative), short rounds padded."""
+    from bayesldp.bayes.hmc.walk import _WalkTarget
+
+    rng = np.random.default_rng(7)
+    tallies = _rounds(mech, rng.dirichlet(np.ones(mech.k), size=n_rounds), 150, seed=8)
+    if n_rounds > 1:
+        tallies[1] = tallies[1] + _rounds(mech, [np.ones(mech.k) / mech.k], 30, seed=9)[0]
+    target = _WalkTarget(tallies, prior)
+    model = build_rounds_model(tallies, prior)
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    names = [v.name for v in model.value_vars]
+    q = rng.normal(0.0, 1.0, size=(6, target.d))
+    ours, grad = target(q)
+    points = [_pymc_point(point, mech.k, n_rounds, prior.step is None) for point in q]
+    theirs = np.array([logp(point) for point in points])
+    np.testing.assert_allclose(ours - theirs, (ours - theirs)[0], rtol=0, atol=1e-9)
+    for point, ours_grad in zip(points, grad, strict=True):
+        sizes = {name: np.size(point[name]) for name in names}
+        parts = np.split(dlogp(point), np.cumsum([sizes[name] for name in names])[:-1])
+        pymc_grad = dict(zip(names, parts, strict=True))
+        order = [n for n in ("eta_init_zerosum__", "innovation_zerosum__", "sigma_log__")
+                 if n in pymc_grad]  # fmt: skip
+        expected = np.concatenate([pymc_grad[name] for name in order])
+        np.testing.assert_allclose(ours_grad, expected, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("form", ["onehot", "support", "complement", "dense"])
+def test_block_tally_is_the_rounds_likelihoods(form):
+    """The block tally's log-likelihood at Theta = (theta_1, ..., theta_T) / T minus the rounds'
+    own at theta_t is one constant over 8 random draws: GRR (one column a row), OUE (support),
+    a support form whose level off the support is the higher one, and RRRR (dense rows)."""
+    from bayesldp.bayes.hmc.walk import block_tally
+    from bayesldp.tally import Tally
+
+    rng = np.random.default_rng(4)
+    if form == "complement":
+        support = rng.random((5, 4)) < 0.5
+        support[:, 0] = True
+        tallies = [Tally(rng.integers(1, 9, 5), support=support[rng.permutation(5)],
+                         levels=(0.8, 0.2), stat=np.zeros(4), family="x")
+                   for _ in range(3)]  # fmt: skip
+    else:
+        mech = {"onehot": bayesldp.GRR(4, 1.0), "support": bayesldp.OUE(4, 1.0),
+                "dense": bayesldp.RRRR(4, 1.0, subset=(0, 1))}[form]  # fmt: skip
+        tallies = _rounds(mech, rng.dirichlet(np.ones(4), size=3), 80, seed=5)
+    block = block_tally(tallies)
+    assert block.k == 12 and block.is_support_form == (form != "dense")
+    gaps = []
+    for thetas in rng.dirichlet(np.ones(4), size=(8, 3)):
+        own = sum(tally.loglik(theta) for tally, theta in zip(tallies, thetas, strict=True))
+        gaps.append(block.loglik(thetas.ravel() / 3) - own)
+    np.testing.assert_allclose(gaps, gaps[0], rtol=0, atol=1e-9)
+
+
+def test_own_sampler_agrees_with_pymcs():
+    """K = 6, T = 4, OUE eps = 1, 500 reports a round (the third 300): the posterior means and
+    sds of theta_t and sigma of the package's sampler against PyMC's, each with its ESS-based
+    Monte Carlo error (z-scores; sd errors by the delta method on the second moment)."""
+    mech = bayesldp.OUE(6, 1.0)
+    rng = np.random.default_rng(21)
+    base = rng.dirichlet(np.ones(6))
+    thetas = [base, base, np.roll(base, 1), np.roll(base, 1)]
+    tallies = _rounds(mech, thetas, 500, seed=22)
+    tallies[2] = _rounds(mech, [thetas[2]], 300, seed=23)[0]
+    fits = {method: fit_rounds(tallies, 1000, tune=1000, chains=2, random_seed=6,
+                               progressbar=False, cores=1, method=method)
+            for method in ("hmc", "nuts")}  # fmt: skip
+    z = []
+    for name in ("theta", "sigma"):
+        moments = []
+        for idata in fits.values():
+            draws = idata.posterior[name]
+            mean, se = draws.mean(("chain", "draw")).values, _mcse(draws)
+            sq = draws**2
+            moments.append((mean, se, sq.mean(("chain", "draw")).values, _mcse(sq)))
+        (m1, s1, q1, e1), (m2, s2, q2, e2) = moments
+        z.append(np.ravel((m1 - m2) / np.sqrt(s1**2 + s2**2)))
+        z.append(np.ravel((q1 - q2) / np.sqrt(e1**2 + e2**2)))
+    z = np.concatenate(z)
+    assert z.size == 2 * (4 * 6 + 1)
+    assert np.max(np.abs(z)) < Z_MAX, z
+
+
+def test_pymcs_route_is_quiet_without_a_progress_bar(capfd):
+    """method="nuts" with progressbar=False prints nothing (PyMC's "Initializing NUTS" and
+    "Sequential sampling" lines are log records at INFO)."""
+    mech = bayesldp.GRR(3, 1.0)
+    tallies = _rounds(mech, [[0.5, 0.3, 0.2]] * 2, 50, seed=1)
+    fit_rounds(tallies, 20, tune=20, chains=1, random_seed=0, progressbar=False, cores=1,
+               method="nuts", compute_convergence_checks=False)  # fmt: skip
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", (out, err)
 
 
 def test_step_near_zero_pools_the_rounds():
@@ -209,6 +329,17 @@ def test_bad_rounds_are_one_line_value_errors(tallies, error, match):
         assert isinstance(info.value, ValueError)
     with pytest.raises(error, match=match):
         fit_rounds(tallies, 10)
+
+
+def test_bad_method_and_options():
+    tallies = [_grr(), _grr()]
+    with pytest.raises(InvalidInputError, match=r"method: .*'hmc', 'nuts'"):
+        fit_rounds(tallies, 10, method="mcmc")
+    with pytest.raises(InvalidInputError, match=r"'nuts_sampler' is not an option of "
+                       r"fit_rounds' method 'hmc'.*method='nuts'"):  # fmt: skip
+        fit_rounds(tallies, 10, nuts_sampler="nutpie")
+    with pytest.raises(InvalidInputError, match="metric"):
+        fit_rounds(tallies, 10, metric="full")
 
 
 def test_bad_prior_and_labels():

@@ -43,6 +43,8 @@ The modules (each docstring has its part's details and measurements):
 * :mod:`~bayesldp.bayes.hmc.gamma` -- log-gamma coordinates (a fixed prior at large K);
 * :mod:`~bayesldp.bayes.hmc.joint` -- the adaptive prior's joint scheme, ``(u, log a)``;
 * :mod:`~bayesldp.bayes.hmc.smooth` -- the smoothness prior's target and its pilot chain;
+* :mod:`~bayesldp.bayes.hmc.walk` -- the random walk across rounds (:func:`bayesldp.fit_rounds`),
+  its compiled density in :mod:`~bayesldp.bayes.hmc.walk_density`;
 * :mod:`~bayesldp.bayes.hmc.run` -- the chains: starts, warm-up and sampling, threads, output.
 
 Draws, sample statistics and their names follow ArviZ ("diverging", "energy", "tree_depth",

@@ -6,10 +6,12 @@ Each density reads the data tuple its target's ``data()`` builds
 ``n + A``, the log normalising constant, the adaptive prior's grid (``data[10:12]``), then one
 slot per kind of coordinates: the joint scheme's (``data[12:15]``,
 :mod:`bayesldp.bayes.hmc.joint`), log-gamma (``data[15]``, :mod:`bayesldp.bayes.hmc.gamma`),
-the smoothness prior's (``data[16]``, :mod:`bayesldp.bayes.hmc.smooth`) and nested log-ratios'
-(``data[17]``, :mod:`bayesldp.bayes.hmc.nested`).  A slot is None where unused, and each
-density is reached through a ``numba.extending.overload`` hook (:func:`_where_set`) that
-compiles it only where its slot holds arrays, so a fit compiles only the density it uses (the
+the smoothness prior's (``data[16]``, :mod:`bayesldp.bayes.hmc.smooth`), nested log-ratios'
+(``data[17]``, :mod:`bayesldp.bayes.hmc.nested`) and the random walk across rounds'
+(``data[18]``, :mod:`bayesldp.bayes.hmc.walk`, whose ``data[:18]`` are None).  A slot is None
+where unused, and each density is reached through a ``numba.extending.overload`` hook
+(:func:`_where_set`) that compiles it only where its slot holds arrays (the ALR density where
+``data[6]``, the counts, does), so a fit compiles only the density it uses (the
 kernels' style: :mod:`bayesldp.bayes.hmc.tree`).  Kept in one module: the densities call one
 another's helpers (the joint density the nested hooks, the nested density the marginal prior)
 and the dispatcher calls them all.
@@ -24,6 +26,7 @@ import numpy as np
 from numba.extending import overload
 
 from bayesldp import likelihood as lk
+from bayesldp.bayes.hmc.walk_density import _logp_grad_walk
 
 _S_LIMIT = 50.0  # |log a| beyond this has prior mass 0 (the grid spans log_a_mean +- 8 sd)
 
@@ -512,12 +515,11 @@ _smooth_density = _where_set(16, _logp_grad_smooth)  # the smoothness prior's ar
 
 @nb.njit(cache=True)
 def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
-    """Log-density at ``z`` (returned) and its gradient (into ``grad``), one likelihood pass.
-
-    Fixed prior: ``sum_x alpha_x log theta_x``; adaptive prior (``pa`` non-empty):
-    ``log sum_j exp(pc_j + pa_j S)``, ``S = sum_x log theta_x``, whose gradient is the fixed
-    prior's with every ``alpha_x`` equal to ``abar = E[a | S]``.
-    """
+    """Log-density at ``z`` (returned) and its gradient (into ``grad``): the density of the
+    target whose slot of ``data`` holds arrays (module docstring), else the ALR density
+    (:func:`_logp_grad_alr`)."""
+    if data[18] is not None:  # the random walk across rounds (fit_rounds)
+        return _walk_density(z, data, work, grad)
     if data[12] is not None:  # the adaptive prior sampled jointly with s = log a
         return _joint_density(z, data, work, grad)
     if data[15] is not None:  # the fixed prior on log-gamma coordinates
@@ -526,6 +528,18 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
         return _smooth_density(z, data, work, grad)
     if data[17] is not None:  # nested log-ratios (a group measured mostly through its total)
         return _nested_density(z, data, work, grad)
+    return _alr_density(z, data, work, grad)
+
+
+@nb.njit(cache=True)
+def _logp_grad_alr(z, data, work, grad):  # pragma: no cover - compiled
+    """The ALR density: log-density at ``z`` (returned) and its gradient (into ``grad``), one
+    likelihood pass.
+
+    Fixed prior: ``sum_x alpha_x log theta_x``; adaptive prior (``pa`` non-empty):
+    ``log sum_j exp(pc_j + pa_j S)``, ``S = sum_x log theta_x``, whose gradient is the fixed
+    prior's with every ``alpha_x`` equal to ``abar = E[a | S]``.
+    """
     dense, indptr, indices, delta, complement, offset, counts, alpha = data[:8]
     shift, const, pa, pc = data[8:12]
     theta, g, r, lth, w = work
@@ -562,3 +576,7 @@ def _logp_grad(z, data, work, grad):  # pragma: no cover - compiled
         for i in range(d):
             grad[i] = theta[i] * (g[i] - shift) + alpha[i]
     return lp
+
+
+_alr_density = _where_set(6, _logp_grad_alr)  # every target with a tally's counts but the walk's
+_walk_density = _where_set(18, _logp_grad_walk)  # the random walk's arrays (fit_rounds)

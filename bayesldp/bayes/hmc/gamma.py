@@ -17,7 +17,14 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from bayesldp.bayes.hmc.targets import _NO_JOINT, _NO_NEST, _NO_SMOOTH, _CompiledTarget, _Target
+from bayesldp.bayes.hmc.targets import (
+    _NO_JOINT,
+    _NO_NEST,
+    _NO_SMOOTH,
+    _NO_WALK,
+    _CompiledTarget,
+    _Target,
+)
 
 #: ``coordinates="auto"`` samples a fixed prior on log-gamma coordinates from this K on
 _LOG_GAMMA_MIN_K = 200
@@ -47,7 +54,8 @@ class _GammaTarget(_CompiledTarget):
         self.adaptive = None
         const = self.lik.scale_const - float(gammaln(self.alpha).sum())
         self._data = (*self.lik.arrays, self.lik.counts, self.alpha, float(self.n), const,
-                      None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH, *_NO_NEST)  # fmt: skip
+                      None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH, *_NO_NEST,
+                      *_NO_WALK)  # fmt: skip
         theta, log_theta = marginal.theta(z_mode[None, :])
         theta, log_theta = theta[0], log_theta[0]
         self.start = log_theta + math.log(float(self.alpha.sum()))  # sum(g) at its prior mean

@@ -58,6 +58,7 @@ from bayesldp.bayes.hmc.targets import (
     _NO_GAMMA,
     _NO_NEST,
     _NO_SMOOTH,
+    _NO_WALK,
     _CompiledTarget,
     _find_mode,
     _Target,
@@ -124,7 +125,7 @@ class _JointTarget(_CompiledTarget):
         nest = _NO_NEST if codes is None else ((codes, self.idx),)
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
                       self.lik.scale_const, None, None, tails, self.idx,
-                      par, *_NO_GAMMA, *_NO_SMOOTH, *nest)  # fmt: skip
+                      par, *_NO_GAMMA, *_NO_SMOOTH, *nest, *_NO_WALK)  # fmt: skip
         self.start = np.concatenate([np.zeros(self.k - 1), [math.log(a0)]])
         self.knots, self.centres, self.slopes = knots, centres, slopes
 

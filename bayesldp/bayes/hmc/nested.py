@@ -182,7 +182,7 @@ class _NestedTarget(_CompiledTarget):
         self.adaptive, self.alpha = marginal.adaptive, marginal.alpha
         theta, log_theta = marginal.theta(z_mode[None, :])
         self.codes, self.idx = codes, _nested_order(codes, theta[0])
-        self._data = (*marginal.data()[:17], (codes, self.idx))
+        self._data = (*marginal.data()[:17], (codes, self.idx), *marginal.data()[18:])
         self.start = _nested_coords(log_theta, codes, self.idx)[0]
 
     def theta(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

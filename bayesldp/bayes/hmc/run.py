@@ -26,7 +26,14 @@ from bayesldp.bayes.hmc.adaptation import (
 from bayesldp.bayes.hmc.gamma import _GammaTarget
 from bayesldp.bayes.hmc.joint import _JointTarget
 from bayesldp.bayes.hmc.nested import _information, _NestedTarget, _nesting, _shared_ratio
-from bayesldp.bayes.hmc.targets import _NO_JOINT, _NO_NEST, _NO_SMOOTH, _find_mode, _Target
+from bayesldp.bayes.hmc.targets import (
+    _NO_JOINT,
+    _NO_NEST,
+    _NO_SMOOTH,
+    _NO_WALK,
+    _find_mode,
+    _Target,
+)
 from bayesldp.bayes.hmc.tree import _N_SLOTS, _dot, _leapfrog, _matvec, _transition
 
 _BAR_STEP = 20  # iterations between progress-bar updates
@@ -131,7 +138,7 @@ def _pending_kernels(target: _Target, max_depth: int, joint: bool, gamma: bool =
     d = target.k if joint or gamma else target.d
     data = target.data()
     if nested:  # the nested coordinates' codes and order (see _NestedTarget)
-        data = (*data[:17], (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)))
+        data = (*data[:17], (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)), *data[18:])
     if joint:  # the joint scheme's slots hold arrays (see _JointTarget)
         data = (
             *data[:10],
@@ -145,14 +152,14 @@ def _pending_kernels(target: _Target, max_depth: int, joint: bool, gamma: bool =
             *data[17:],
         )
     elif gamma:  # the log-gamma marker (see _GammaTarget)
-        data = (*data[:10], None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH, *_NO_NEST)
+        data = (*data[:10], None, None, *_NO_JOINT, np.empty(0), *_NO_SMOOTH, *_NO_NEST, *_NO_WALK)
     z, grad, work = np.zeros(d), np.zeros(d), target.work()
     mat, ws = np.eye(d), np.empty((_N_SLOTS, d))
     lik = target.lik
     rows = np.empty(lik.n_rows)
     return [
-        (lk.gradient, (*lik.arrays, lik.counts, np.zeros(target.k), 0.0, rows, rows, rows,
-                       np.zeros(target.k))),
+        (lk.gradient, (*lik.arrays, lik.counts, np.zeros(lik.k), 0.0, rows, rows, rows,
+                       np.zeros(lik.k))),
         (_leapfrog, (z, grad, z, grad, 1.0, mat, data, work)),
         (_matvec, (mat, z, z)),
         (_dot, (z, z)),
@@ -204,10 +211,14 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     joint = scheme == "joint" and target.adaptive is not None
     gamma = coordinates == "log_gamma"
     smooth = coordinates == "rw2"
+    walk = coordinates == "walk"
     shared, codes = 1.0, None
     if smooth:  # the target found its mode; the Laplace covariance there, then the map
         _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma))
         mode, laplace = target.decorrelate(target.start, target.laplace(target.start))
+    elif walk:  # the target found its mode; the Laplace covariance there
+        _feedback.compile_notice(_pending_kernels(target, max_treedepth, False))
+        mode, laplace = target.start, target.laplace(target.start)
     else:  # the mode (numpy), then the coordinates, then the compiled kernels they need
         alpha = target.alpha
         mode, laplace = _find_mode(target, np.log(alpha[:-1]) - np.log(alpha[-1]))
@@ -219,7 +230,8 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         _feedback.compile_notice(_pending_kernels(target, max_treedepth, joint, gamma,
                                                   codes is not None))  # fmt: skip
     if target_accept is None:  # nested log-ratios remove what 0.95 was for (_default_accept)
-        target_accept = _default_accept(1.0 if codes is not None else shared, smooth or joint)
+        target_accept = _default_accept(1.0 if codes is not None else shared,
+                                        smooth or joint or walk)  # fmt: skip
     if joint:  # from the marginal mode, a pilot; then (u, log a) jointly
         target = _JointTarget(target, mode, codes)
         mode = target.start
@@ -268,6 +280,8 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
         theta, hyper = target.theta_hyper(out_z.reshape(-1, d))
         theta = theta.reshape(chains, draws, -1)
         extra["a" if joint else "smoothness"] = hyper.reshape(chains, draws)
+    elif walk:  # theta (chains, draws, T, K), the step size and the walk's variables
+        theta, extra = target.draws(out_z)
     else:
         theta, _ = target.theta(out_z)
     stats = {
@@ -282,9 +296,11 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     info = {
         "backend": "bayesldp.hmc",
         "sampler": "NUTS (multinomial, generalised no-U-turn) on "
-        + {"log_gamma": "log-gamma", "rw2": "RW2-coefficient"}.get(
-            coordinates, "ALR" if codes is None else "nested ALR"
-        )
+        + {
+            "log_gamma": "log-gamma",
+            "rw2": "RW2-coefficient",
+            "walk": "random-walk (non-centred, zero-sum)",
+        }.get(coordinates, "ALR" if codes is None else "nested ALR")
         + " coordinates, numba"
         + (", adaptive prior: (u, log a) jointly, tails rescaled by a" if joint else ""),
         "coordinates": "nested" if codes is not None else coordinates,

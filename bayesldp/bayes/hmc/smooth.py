@@ -17,7 +17,13 @@ import time
 import numpy as np
 
 from bayesldp.bayes.hmc.run import _run
-from bayesldp.bayes.hmc.targets import _NO_GAMMA, _NO_JOINT, _NO_NEST, _CompiledTarget
+from bayesldp.bayes.hmc.targets import (
+    _NO_GAMMA,
+    _NO_JOINT,
+    _NO_NEST,
+    _NO_WALK,
+    _CompiledTarget,
+)
 from bayesldp.bayes.prior import SmoothDensity
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
@@ -83,7 +89,7 @@ class _SmoothTarget(_CompiledTarget):
     def _set_map(self, idx: np.ndarray, centre: np.ndarray, t: np.ndarray) -> None:
         self._data = (*self.lik.arrays, self.lik.counts, np.ones(self.k), float(self.n),
                       self.lik.scale_const, None, None, *_NO_JOINT, *_NO_GAMMA,
-                      (*self._smooth, idx, centre, t), *_NO_NEST)  # fmt: skip
+                      (*self._smooth, idx, centre, t), *_NO_NEST, *_NO_WALK)  # fmt: skip
 
     def decorrelate(self, mode: np.ndarray, cov: np.ndarray,
                     n_modes: int = 1) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip

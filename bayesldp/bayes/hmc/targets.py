@@ -111,7 +111,7 @@ class _Target(_CompiledTarget):
         """What the compiled kernels read: the likelihood's arrays, counts and the prior."""
         return (*self.lik.arrays, self.lik.counts, self.alpha, self.shift,
                 self.const + self.lik.scale_const, self.prior_a, self.prior_c,
-                *_NO_JOINT, *_NO_GAMMA, *_NO_SMOOTH, *_NO_NEST)  # fmt: skip
+                *_NO_JOINT, *_NO_GAMMA, *_NO_SMOOTH, *_NO_NEST, *_NO_WALK)  # fmt: skip
 
     def theta(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``theta = softmax([z, 0])`` and ``log theta`` for ``z`` of shape (..., d)."""
@@ -182,6 +182,8 @@ _NO_SMOOTH = (None,)
 #: the nested coordinates' slot (data[17]: category codes and order, :func:`_nesting`) when the
 #: coordinates are plain log-ratios: None, so numba compiles the nested density only where used
 _NO_NEST = (None,)
+#: the random walk's slot (data[18], :mod:`bayesldp.bayes.hmc.walk`) for every other target
+_NO_WALK = (None,)
 
 
 def _find_mode(target: _Target, z0: np.ndarray, iters: int = 100) -> tuple[np.ndarray, np.ndarray]:
