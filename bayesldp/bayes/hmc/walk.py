@@ -184,7 +184,7 @@ def fit_walk(rounds: list[Tally], prior: Any, category: list[Any], round_coord: 
     import xarray as xr
 
     from bayesldp.bayes._arviz import import_arviz
-    from bayesldp.bayes.dynamic import stacked_rows
+    from bayesldp.bayes.dynamic import stacked_counts
     from bayesldp.bayes.inference_data import _standard_attrs
 
     az = import_arviz()
@@ -207,7 +207,7 @@ def fit_walk(rounds: list[Tally], prior: Any, category: list[Any], round_coord: 
     stats = xr.Dataset({name: (("chain", "draw"), value)
                         for name, value in out.sample_stats.items()},
                        coords=chain_draw, attrs=dict(standard))  # fmt: skip
-    _, counts = stacked_rows(rounds)
+    counts = stacked_counts(rounds)
     observed = xr.Dataset({"counts": (("round", "row"), counts)},
                           coords={"round": round_coord, "row": np.arange(counts.shape[1])},
                           attrs=dict(standard))  # fmt: skip
