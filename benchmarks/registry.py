@@ -384,6 +384,14 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("--n", "2000", "--reps", "1", "--no-posterior", "--out", "{tmp}/rappor.md"),
     ),
     Benchmark(
+        "fit_rounds_speed", "fit_rounds_speed.py",
+        "fit_rounds (K = 12, 4 rounds of 20,000 reports, GRR and OUE at eps = 1) on the "
+        "package's NUTS: seconds, min-ESS/s, against the rounds' separate fits and PyMC's NUTS",
+        "fit_rounds(method='nuts'), PyMC's NUTS on the same model and draws",
+        ("--out", "benchmarks/results/fit_rounds_speed.md"), ("fit_rounds_speed.md",),
+        ("--mechanisms", "GRR", "--n", "2000", "--draws", "200", "--out", "{tmp}/rounds.md"),
+    ),
+    Benchmark(
         "longitudinal_drift", "longitudinal_drift.py",
         "fit_rounds (random walk across rounds) on a drifting L-GRR population, K = 10, "
         "T = 20, n = 2,000 per round: TV per round, 90% coverage, seconds",
@@ -550,6 +558,15 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "r_hat, divergences, steps of the adaptive prior's 192 GRR fits by the width of a",
         "none: an internal comparison (Dirichlet(1) and Dirichlet(a median) on the same tally)",
         (), ("adaptive_convergence.md",), None, "no small mode (192 fits)",
+        kind="investigation",
+    ),
+    Benchmark(
+        "fit_rounds_cost", "fit_rounds_cost.py",
+        "fit_rounds' time on GRR and OUE rounds as steps per draw x a gradient's cost (the block "
+        "tally's against the rounds' own, one by one)",
+        "none: an internal comparison (the same rounds as fit_rounds_speed)",
+        ("--out", "benchmarks/investigations/results/fit_rounds_cost.md"),
+        ("fit_rounds_cost.md",), None, "no small mode (two fits of 4 x 600 iterations)",
         kind="investigation",
     ),
     Benchmark(
