@@ -175,6 +175,9 @@ def fmt_ratio(x: float) -> str:
     return "-" if not np.isfinite(x) else f"{x:.2f}"
 
 
+#: "at most 1.0x" up to rounding: a rule that returns the reference's own answer in a cell (the
+#: same MSEs averaged in another order) counts as at most 1.0x there
+ONE = 1.0 + 1e-9
 #: thresholds on T tried by :func:`threshold_rules`
 TAUS = (1.02, 1.05, 1.1, 1.15, 1.2, 1.3, 1.4, 1.5, 1.7, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
 
@@ -193,9 +196,9 @@ def threshold_rules(df: pd.DataFrame, ref: pd.Series) -> list[str]:
                 pick = np.where(w["T"] < t1, w["uniform"],
                                 np.where(w["T"] < t2, w["norm_mul"], w["norm_sub"]))  # fmt: skip
                 r = pd.Series(pick, index=w.index).groupby(level=CELL).mean() / rk
-                score = ((r <= 1.0).mean(), -r.max())
+                score = ((r <= ONE).mean(), -r.max())
                 if best is None or score > best[0]:
-                    best = (score, t1, t2, (r <= 1.1).mean())
+                    best = (score, t1, t2, (r <= 1.1 * ONE).mean())
         (share, worst), t1, t2, share11 = best
         lines.append(f"- K = {k}: t1 = {t1:g}, t2 = {t2:g}: at most 1.0x in {share:.1%} of "
                      f"its {len(rk)} cells, at most 1.1x in {share11:.1%}, worst "
@@ -216,9 +219,9 @@ def tables(df: pd.DataFrame) -> tuple[str, dict]:
     for name in order:
         r = ratio[name].dropna()
         worst = r.idxmax()
-        summary[name] = (float((r <= 1.0).mean()), float(r.max()), worst)
+        summary[name] = (float((r <= ONE).mean()), float(r.max()), worst)
         lines.append(
-            f"| {name} | {r.size} | {(r <= 1.0).mean():.1%} | {(r <= 1.1).mean():.1%} | "
+            f"| {name} | {r.size} | {(r <= ONE).mean():.1%} | {(r <= 1.1 * ONE).mean():.1%} | "
             f"{r.median():.2f} | {r.max():.2f} | {', '.join(str(v) for v in worst)} |"
         )
     skipped = ratio[[m for m in LIKELIHOOD if m in ratio]].isna().any(axis=1)
@@ -243,12 +246,20 @@ def tables(df: pd.DataFrame) -> tuple[str, dict]:
             f"repeats) in {better} of {len(p)} cells, higher by more than 2 in {worse}."
         )
     by = ratio["default"]
-    lines += ["", "Default, share of cells at most 1.0x by factor:", ""]
+    share, worst = float((by <= ONE).mean()), float(by.max())
+    lines += ["", "Target (the default at most 1.0x in at least 95% of cells and never above "
+              f"1.1x): at most 1.0x in {share:.1%} of {by.size} cells "
+              f"({'met' if share >= 0.95 else 'not met'}); worst {worst:.2f} "
+              f"({'met' if worst <= 1.1 * ONE else 'not met'}); above 1.1x in "
+              f"{int((by > 1.1 * ONE).sum())} cells."]  # fmt: skip
+    lines += ["", "Default, by factor: share of cells at most 1.0x, cells above 1.1x, worst:", ""]
     for col in ("mechanism", "epsilon", "k", "population", "n"):
-        g = (by <= 1.0).groupby(level=col).mean()
+        g = (by <= ONE).groupby(level=col).mean()
+        a = (by > 1.1 * ONE).groupby(level=col).sum()
         w = by.groupby(level=col).max()
         lines.append(f"- {col}: " + "; ".join(
-            f"{key}: {v:.0%} (worst {w[key]:.2f})" for key, v in g.items()))  # fmt: skip
+            f"{key}: {v:.0%}, {a[key]} above 1.1x (worst {w[key]:.2f})"
+            for key, v in g.items()))  # fmt: skip
     # per-cell table
     pv = paired(df, "default", "norm_mul")
     pv[["diff_u", "se_u"]] = paired(df, "default", "uniform")
@@ -326,11 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     text = "\n".join(header) + "\n" + text + "\n"
-    if args.quick:
-        print(text[:3000])
-    else:
+    if not args.quick:
         args.out.write_text(text)
-        print(text[: text.index("## Per cell")])
+    print(text[: text.index("## Per cell")])
     return 0
 
 
