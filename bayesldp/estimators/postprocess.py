@@ -204,7 +204,19 @@ def pretest(f: Any, sd: Any, alpha: float = 1e-4) -> np.ndarray:
     detectable departure from it.  ``alpha = 1e-4`` was chosen from ``{1e-2, 1e-3, 1e-4,
     1e-6}`` on a benchmark grid of six mechanisms, eps 0.25-4, K 8-256 and n 10^3-10^5
     (``benchmarks/estimator_default.py``; see the estimators benchmark page), on repeats apart
-    from those the committed table reports.
+    from those the committed table reports.  It does not make the answer the better of
+    clip-and-renormalise and the uniform answer in every cell: between no signal and a clear
+    one either may still win (``benchmarks/results/estimator_default.md``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesldp.estimators.postprocess import pretest
+    >>> sd = np.full(4, 0.05)  # trace 0.01; 3 T is compared with chi2_3(1 - 1e-4) = 21.1
+    >>> pretest(np.array([0.5, 0.3, 0.2, 0.0]), sd)  # T = 0.13 / 0.01: Norm-Sub
+    array([0.5, 0.3, 0.2, 0. ])
+    >>> pretest(np.array([0.3, 0.25, 0.25, 0.2]), sd)  # T = 0.005 / 0.01: uniform
+    array([0.25, 0.25, 0.25, 0.25])
     """
     arr = _check_f(f)
     sd_arr = _check_sd(sd, arr, required=True)
