@@ -308,6 +308,15 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("--repeats", "8"), ("default_prior.md",), ("--repeats", "1", "--out", "{tmp}/dp.md"),
     ),
     Benchmark(
+        "estimator_default", "estimator_default.py",
+        "estimate's default and every frequentist estimator (Norm-Sub family, MLE, EM, IBU) on "
+        "six mechanisms, eps 0.25-4, K 8-256, three populations, n 1e3-1e5, 20 repeats: MSE / "
+        "min(MSE of clip-and-renormalise, MSE of the uniform answer)",
+        "none: an internal comparison (clip-and-renormalise, multi-freq-ldpy's output rule, and "
+        "the uniform answer)",
+        (), ("estimator_default.md",), ("--quick",),
+    ),
+    Benchmark(
         "adaptive_bins", "adaptive_bins.py",
         "the adaptive prior on SW reports at 16, 64, 256 bins: W1, seconds, steps, r_hat",
         "ems_mr and Dirichlet(1) (the package's own; none external)", (), ("adaptive_bins.md",),

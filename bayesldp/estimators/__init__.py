@@ -4,8 +4,10 @@
 
 * ``"oracle"``: the mechanism's unbiased estimate, with exact (plug-in) standard errors;
 * post-processing of the unbiased estimate (Wang et al., NDSS 2020): ``"base_pos"``, ``"norm"``,
-  ``"norm_mul"``, ``"norm_cut"``, ``"norm_sub"`` (the default), ``"base_cut"``,
-  ``"projection"``;
+  ``"norm_mul"`` (clip and renormalise), ``"norm_cut"``, ``"norm_sub"``, ``"base_cut"``,
+  ``"projection"``; and ``"pretest"`` (the default): the uniform answer unless a test on the
+  unbiased estimate rejects uniformity, Norm-Sub otherwise
+  (:func:`~bayesldp.estimators.postprocess.pretest`);
 * likelihood-based, for any tally including mixed-mechanism ones: ``"mle"`` (Lopuhaä-Zwakenberg, Li,
   Škorić and Li, "Improving Frequency Estimation under Local Differential Privacy", WPES 2020),
   ``"em"`` (EM run to the MLE, SQUAREM-accelerated), ``"ibu"`` (the iterative Bayesian update as
@@ -81,7 +83,7 @@ def _check_options(method: str, options: dict[str, Any], allowed: list[str]) -> 
         )
 
 
-def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate:
+def estimate(tally: Tally, method: str = "pretest", **options: Any) -> Estimate:
     """Estimate the category frequencies from a tally.
 
     Parameters
@@ -91,12 +93,19 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
         mechanisms or budgets is estimated jointly (:func:`bayesldp.tally.joint_tally`; the
         likelihood methods then apply).
     method : str
-        One of ``"oracle"``, ``"base_pos"``, ``"norm"``, ``"norm_mul"``, ``"norm_cut"``,
-        ``"norm_sub"`` (default; the best all-round post-processing in Wang et al. 2020),
-        ``"base_cut"``, ``"projection"``, ``"mle"``, ``"em"``, ``"ibu"``, ``"em_mr"``,
-        ``"ems"``; for a RAPPOR tally also ``"rappor_decode"``.
+        One of ``"pretest"`` (default), ``"oracle"``, ``"base_pos"``, ``"norm"``,
+        ``"norm_mul"``, ``"norm_cut"``, ``"norm_sub"``, ``"base_cut"``, ``"projection"``,
+        ``"mle"``, ``"em"``, ``"ibu"``, ``"em_mr"``, ``"ems"``; for a RAPPOR tally also
+        ``"rappor_decode"``.  ``"pretest"`` answers the uniform distribution unless the
+        tally rejects uniformity (``||f - 1/K||^2`` against the trace of the oracle's
+        covariance, chi-square calibrated), Norm-Sub (the best all-round post-processing in
+        Wang et al. 2020) otherwise: Norm-Sub alone can be worse than the uniform answer, by
+        large factors, where the signal is weak
+        (:func:`~bayesldp.estimators.postprocess.pretest`).  Up to version 0.1.0 the default
+        was ``"norm_sub"``.
     **options
-        Method options: ``alpha`` for ``base_cut`` (default 0.05); see :func:`mle`,
+        Method options: ``alpha`` for ``base_cut`` (default 0.05) and for ``pretest`` (the
+        test's level, default 1e-4); see :func:`mle`,
         :func:`em`, :func:`ibu`, :func:`em_mr` for theirs, and
         :func:`bayesldp.mechanisms.rappor.decode.decode_tally` for ``rappor_decode``'s
         (``lambda_ratio``, ``alpha``).
@@ -109,7 +118,8 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
     -----
     Post-processing methods read the oracle estimate ``f`` and, for ``base_cut``, the standard
     deviation of a zero frequency ``sqrt(Var*_x / n)``
-    (:func:`bayesldp.bounds.var_star_by_category`).
+    (:func:`bayesldp.bounds.var_star_by_category`); ``pretest`` reads the oracle's plug-in
+    standard deviations (those of ``"oracle"``).
     They need the tally's mechanism; for a tally mixing mechanisms use ``mle``, ``em`` or
     ``em_mr``.  Post-processed estimates carry no standard errors (``std_errors=None``).
 
@@ -118,9 +128,9 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
     >>> import bayesldp
     >>> mech = bayesldp.GRR(4, 2.0)
     >>> tally = mech.simulate_tally([400, 300, 200, 100], rng=1)
-    >>> est = bayesldp.estimate(tally, "norm_sub")
-    >>> round(float(est.frequencies.sum()), 12), est.on_simplex
-    (1.0, True)
+    >>> est = bayesldp.estimate(tally)
+    >>> est.method, round(float(est.frequencies.sum()), 12), est.on_simplex
+    ('pretest', 1.0, True)
     """
     tally = _oracle.check_tally(joint_tally(tally) if isinstance(tally, list | tuple) else tally)
     if not isinstance(method, str):
@@ -142,10 +152,12 @@ def estimate(tally: Tally, method: str = "norm_sub", **options: Any) -> Estimate
     if method == "oracle":
         _check_options(method, options, [])
         return _oracle.oracle(tally)
-    _check_options(method, options, ["alpha"] if method == "base_cut" else [])
+    _check_options(method, options, ["alpha"] if method in ("base_cut", "pretest") else [])
     _oracle.require_mechanism(tally, method)
-    f, _ = _oracle.unbiased(tally)
-    if method == "base_cut":
+    f, sd = _oracle.unbiased(tally)
+    if method == "pretest":
+        freq = POSTPROCESSORS[method](f, sd, **options)
+    elif method == "base_cut":
         from bayesldp.bounds import var_star_by_category
 
         sd = np.sqrt(var_star_by_category(tally.mechanism) / tally.n)

@@ -149,7 +149,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                           "--save-posterior")  # fmt: skip
     if is_heavy_hitter(args.mechanism):  # PEM, TreeHist, SFP: found items, not K categories
         return estimate_heavy_hitters(args)
-    args.method = "norm_sub" if args.method is None else args.method
+    args.method = "pretest" if args.method is None else args.method
     if args.method not in (*METHODS, *POSTERIORS):  # before any file is read
         valid = ", ".join([*METHODS, *POSTERIORS])
         raise InvalidInputError(f"--method: unknown method {args.method!r}; valid: {valid}")
@@ -452,12 +452,14 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument(
         "--method",
         default=None,
-        help="an estimator name (oracle, norm_sub, mle, em, ...) or 'posterior': the posterior "
-        "mean with its 90%% credible interval (bayesldp.fit; seconds, after a one-time compile "
-        "of the sampler's kernels; on large tallies of one row per report, unary or hashing "
-        "mechanisms, fit takes a Laplace approximation that may warn); or, for a file of "
-        "rounds, 'rounds': every round's posterior under a random walk (bayesldp.fit_rounds). "
-        "Default norm_sub (Norm-Sub, Wang et al. 2020): no sampler and no wait, but no "
+        help="an estimator name (pretest, norm_sub, oracle, mle, em, ...) or 'posterior': the "
+        "posterior mean with its 90%% credible interval (bayesldp.fit; seconds, after a "
+        "one-time compile of the sampler's kernels; on large tallies of one row per report, "
+        "unary or hashing mechanisms, fit takes a Laplace approximation that may warn); or, "
+        "for a file of rounds, 'rounds': every round's posterior under a random walk "
+        "(bayesldp.fit_rounds). Default pretest (bayesldp.estimate's: the uniform answer "
+        "unless the reports reject uniformity, Norm-Sub otherwise): no sampler and no wait, "
+        "but no "
         "interval; mle gives a normal one. PEM, TreeHist, SFP: oracle (the default) or posterior",
     )
     est.add_argument("--fit-method", default="auto", help="posterior method: auto, exact, ...")

@@ -14,6 +14,7 @@ from bayesldp.estimators import METHODS, Estimate, estimate
 from bayesldp.estimators.oracle import oracle
 
 SIMPLEX_METHODS = {
+    "pretest",
     "norm_mul",
     "norm_cut",
     "norm_sub",
@@ -31,7 +32,7 @@ def test_public_names():
     assert bayesldp.Estimate is Estimate
     assert METHODS == (
         "oracle", "base_pos", "norm", "norm_mul", "norm_cut", "norm_sub", "base_cut",
-        "projection", "mle", "em", "ibu", "em_mr", "ems", "ems_mr",
+        "projection", "pretest", "mle", "em", "ibu", "em_mr", "ems", "ems_mr",
     )  # fmt: skip
 
 

@@ -452,14 +452,14 @@ def test_mechanism_names_are_case_insensitive_and_aliases(tmp_path, capsys):
 
 
 def test_estimate_without_interval_says_so(tmp_path, capsys):
-    """norm_sub has no standard errors: a note instead of empty 5% / 95% columns."""
+    """The default (pretest) has no standard errors: a note instead of empty 5% / 95% columns."""
     path = tmp_path / "reports.csv"
     _write_grr_reports(path, n=500)
     args = ["estimate", str(path), "--mechanism", "GRR", "--k", "4", "--epsilon", "2"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "| category | estimate |" in out and "5%" not in out and "|  |" not in out
-    assert "note: norm_sub gives no interval" in out
+    assert "note: pretest gives no interval" in out
     assert main([*args, "--method", "mle"]) == 0
     out = capsys.readouterr().out
     assert "| category | estimate | 5% | 95% |" in out and "no interval" not in out
@@ -480,7 +480,7 @@ def test_estimate_machine_readable_output(tmp_path, capsys):
     assert result["mechanism"] == "GRR" and result["reports"] == 500
     assert result["interval"] is None and set(result["rows"][0]) == {"category", "estimate"}
     assert abs(sum(r["estimate"] for r in result["rows"]) - 1) < 1e-9
-    assert result["notes"][0].startswith("note: norm_sub gives no interval")
+    assert result["notes"][0].startswith("note: pretest gives no interval")
 
 
 def test_estimate_help_lists_every_layout(capsys):

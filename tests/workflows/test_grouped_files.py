@@ -58,7 +58,7 @@ def test_rounds_round_trip(tmp_path, capsys, name, options):
     out = capsys.readouterr().out
     assert "3 rounds (1..3), 1,200 reports" in out
     assert out.count("| category | label | estimate |") == 3 and "round 2: 400 reports" in out
-    assert "note: norm_sub gives no interval" in out
+    assert "note: pretest gives no interval" in out
 
 
 def test_rounds_json_and_per_round_posteriors(tmp_path, capsys):
