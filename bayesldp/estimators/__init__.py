@@ -157,6 +157,8 @@ def estimate(tally: Tally, method: str = "pretest", **options: Any) -> Estimate:
     f, sd = _oracle.unbiased(tally)
     if method == "pretest":
         freq = POSTPROCESSORS[method](f, sd, **options)
+        return Estimate(freq, None, method, on_simplex=is_on_simplex(freq),
+                        details=pretest_details(f, sd, **options))  # fmt: skip
     elif method == "base_cut":
         from bayesldp.bounds import var_star_by_category
 
@@ -165,6 +167,21 @@ def estimate(tally: Tally, method: str = "pretest", **options: Any) -> Estimate:
     else:
         freq = POSTPROCESSORS[method](f, None)
     return Estimate(freq, None, method, on_simplex=is_on_simplex(freq))
+
+
+def pretest_details(f: np.ndarray, sd: np.ndarray, alpha: float = 1e-4) -> dict[str, Any]:
+    """What the default (``"pretest"``) decided: its statistic ``(K - 1) T``, the chi-square
+    threshold it was compared with, and ``answer`` ("uniform" or "norm_sub")."""
+    from scipy import stats
+
+    from bayesldp.estimators.postprocess import pretest_statistic
+
+    k = f.shape[-1]
+    statistic = (k - 1) * float(pretest_statistic(f, sd))
+    threshold = float(stats.chi2.ppf(1.0 - alpha, k - 1)) if k > 1 else 0.0
+    uniform = k > 1 and statistic < threshold
+    return {"statistic": statistic, "threshold": threshold,
+            "answer": "uniform" if uniform else "norm_sub"}  # fmt: skip
 
 
 __all__ = ["MECHANISM_METHODS", "METHODS", "Estimate", "estimate"]

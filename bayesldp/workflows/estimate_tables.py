@@ -63,11 +63,16 @@ def posterior_estimate(args: argparse.Namespace, tally, labels=None):
 
 
 def frequentist_estimate(method: str, tally):
-    """The estimate of ``method``, its 90% normal interval (None without standard errors)."""
+    """The estimate of ``method``, its 90% normal interval (None without standard errors) and
+    what it is (the default's uniform answer says why)."""
     from bayesldp.estimators import estimate
 
     result = estimate(tally, method=method)
     point = result.frequencies
+    if result.details.get("answer") == "uniform":  # the default ("pretest") kept uniformity
+        statistic, threshold = result.details["statistic"], result.details["threshold"]
+        return point, None, (f"{method}: the uniform distribution (the reports do not reject it: "
+                             f"statistic {statistic:.1f} below {threshold:.1f})")  # fmt: skip
     if result.std_errors is None:
         return point, None, method
     half = Z90 * result.std_errors

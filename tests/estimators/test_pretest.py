@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import bayesldp
 from bayesldp.errors import InvalidInputError, NotSupportedError
@@ -42,15 +43,21 @@ def test_strong_signal_is_norm_sub_exactly():
         tally = mech.simulate_tally(counts, rng=seed)
         f, sd = unbiased(tally)
         assert pretest_statistic(f, sd) > 10
-        np.testing.assert_array_equal(
-            estimate(tally).frequencies, estimate(tally, "norm_sub").frequencies
-        )
+        result = estimate(tally)
+        np.testing.assert_array_equal(result.frequencies, estimate(tally, "norm_sub").frequencies)
+        assert result.details["answer"] == "norm_sub"
+        assert result.details["statistic"] == pytest.approx(7 * pretest_statistic(f, sd))
+        assert result.details["statistic"] > result.details["threshold"]
 
 
 def test_no_signal_is_uniform_exactly():
     mech = bayesldp.OUE(64, 0.25)
     tally = mech.simulate_tally(np.full(64, 100), rng=3)
-    np.testing.assert_array_equal(estimate(tally).frequencies, np.full(64, 1 / 64))
+    result = estimate(tally)
+    np.testing.assert_array_equal(result.frequencies, np.full(64, 1 / 64))
+    assert result.details["answer"] == "uniform"
+    assert result.details["threshold"] == pytest.approx(stats.chi2.ppf(1 - 1e-4, 63))
+    assert result.details["statistic"] < result.details["threshold"]
 
 
 @pytest.mark.parametrize(
@@ -119,3 +126,14 @@ def test_old_default_still_by_name():
     tally = _hand_tally()
     assert estimate(tally, "norm_sub").method == "norm_sub"
     np.testing.assert_allclose(estimate(tally, "norm_sub").frequencies, [0.875, 0.125, 0.0])
+
+
+def test_the_command_line_says_when_it_answered_uniform():
+    from bayesldp.workflows.estimate_tables import frequentist_estimate
+
+    weak = bayesldp.OUE(64, 0.25).simulate_tally(np.full(64, 100), rng=3)
+    _, interval, kind = frequentist_estimate("pretest", weak)
+    assert interval is None
+    assert kind.startswith("pretest: the uniform distribution (the reports do not reject it")
+    strong = bayesldp.GRR(8, 4.0).simulate_tally(np.full(8, 500) * np.arange(1, 9), rng=0)
+    assert frequentist_estimate("pretest", strong)[2] == "pretest"
