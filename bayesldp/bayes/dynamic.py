@@ -450,6 +450,13 @@ def fit_rounds(
         idata = _sample_pymc(rounds, prior, category, round_coord, sampling, sample_kwargs)
     import xarray as xr
 
+    if method == "hmc":  # PyMC's route has its model's observed counts already
+        counts = stacked_counts(rounds)
+        observed = xr.Dataset({"counts": (("round", "row"), counts)},
+                              coords={"round": round_coord, "row": np.arange(counts.shape[1])},
+                              attrs=_standard_attrs())  # fmt: skip
+        idata.add_groups(observed_data=observed)
+
     n_reports = np.array([tally.n for tally in rounds], dtype=np.int64)
     constant = xr.Dataset({"n_reports": (("round",), n_reports)},
                           coords={"round": round_coord})  # fmt: skip

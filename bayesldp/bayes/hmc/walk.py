@@ -179,12 +179,11 @@ def sample_walk(
 
 def fit_walk(rounds: list[Tally], prior: Any, category: list[Any], round_coord: list[Any],
              sampling: dict[str, Any], options: dict[str, Any]) -> Any:  # fmt: skip
-    """:func:`sample_walk`'s draws as an InferenceData labelled as
+    """:func:`sample_walk`'s draws as an InferenceData (posterior and sample_stats) labelled as
     :func:`bayesldp.fit_rounds`' PyMC route labels them (``sampling``: its arguments)."""
     import xarray as xr
 
     from bayesldp.bayes._arviz import import_arviz
-    from bayesldp.bayes.dynamic import stacked_counts
     from bayesldp.bayes.inference_data import _standard_attrs
 
     az = import_arviz()
@@ -207,8 +206,4 @@ def fit_walk(rounds: list[Tally], prior: Any, category: list[Any], round_coord: 
     stats = xr.Dataset({name: (("chain", "draw"), value)
                         for name, value in out.sample_stats.items()},
                        coords=chain_draw, attrs=dict(standard))  # fmt: skip
-    counts = stacked_counts(rounds)
-    observed = xr.Dataset({"counts": (("round", "row"), counts)},
-                          coords={"round": round_coord, "row": np.arange(counts.shape[1])},
-                          attrs=dict(standard))  # fmt: skip
-    return az.InferenceData(posterior=posterior, sample_stats=stats, observed_data=observed)
+    return az.InferenceData(posterior=posterior, sample_stats=stats)
