@@ -172,16 +172,13 @@ def estimate(tally: Tally, method: str = "pretest", **options: Any) -> Estimate:
 def pretest_details(f: np.ndarray, sd: np.ndarray, alpha: float = 1e-4) -> dict[str, Any]:
     """What the default (``"pretest"``) decided: its statistic ``(K - 1) T``, the chi-square
     threshold it was compared with, and ``answer`` ("uniform" or "norm_sub")."""
-    from scipy import stats
+    from bayesldp.estimators.postprocess import pretest_decision
 
-    from bayesldp.estimators.postprocess import pretest_statistic
-
-    k = f.shape[-1]
-    statistic = (k - 1) * float(pretest_statistic(f, sd))
-    threshold = float(stats.chi2.ppf(1.0 - alpha, k - 1)) if k > 1 else 0.0
-    uniform = k > 1 and statistic < threshold
-    return {"statistic": statistic, "threshold": threshold,
-            "answer": "uniform" if uniform else "norm_sub"}  # fmt: skip
+    if f.shape[-1] < 2:
+        return {"statistic": 0.0, "threshold": 0.0, "answer": "norm_sub"}
+    statistic, threshold = pretest_decision(f, sd, alpha)
+    return {"statistic": float(statistic), "threshold": threshold,
+            "answer": "uniform" if statistic < threshold else "norm_sub"}  # fmt: skip
 
 
 __all__ = ["MECHANISM_METHODS", "METHODS", "Estimate", "estimate"]

@@ -226,9 +226,15 @@ def pretest(f: Any, sd: Any, alpha: float = 1e-4) -> np.ndarray:
     ns = norm_sub(arr)
     if k == 1:
         return ns
-    stat = _statistic(arr, sd_arr)[..., None]
-    uniform = (k - 1) * stat < stats.chi2.ppf(1.0 - alpha, k - 1)
-    return np.where(uniform, 1.0 / k, ns)
+    statistic, threshold = pretest_decision(arr, sd_arr, alpha)
+    return np.where((statistic < threshold)[..., None], 1.0 / k, ns)
+
+
+def pretest_decision(f: np.ndarray, sd: np.ndarray, alpha: float = 1e-4) -> tuple[Any, float]:
+    """:func:`pretest`'s ``(K - 1) T`` (per row of ``f``) and the threshold
+    ``chi2_{K-1}(1 - alpha)`` it is compared with (uniform below it); ``K >= 2``."""
+    k = f.shape[-1]
+    return (k - 1) * _statistic(f, sd), float(stats.chi2.ppf(1.0 - alpha, k - 1))
 
 
 def pretest_statistic(f: Any, sd: Any) -> np.ndarray:
