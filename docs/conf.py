@@ -243,6 +243,7 @@ API_MODULES = [
     "bayesldp.bayes",
     "bayesldp.bayes.hmc",
     "bayesldp.adaptive",
+    "bayesldp.serve",
     "bayesldp.datasets",
     "bayesldp.workflows.spec",
     "bayesldp.workflows.tally_store",
@@ -292,6 +293,7 @@ API_TASKS = [
     ]),
     ("adaptive", "The adaptive survey", [
         ("AdOBEst-LDP", ["bayesldp.adaptive"]),
+        ("A live survey: assignments and reports", ["bayesldp.serve"]),
     ]),
     ("heavy_hitters", "Heavy hitters", [
         ("Protocols and their results", ["bayesldp.heavy_hitters"]),

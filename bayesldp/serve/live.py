@@ -1,0 +1,128 @@
+"""The adaptive survey for real respondents: assignments out, reports in, batches recorded.
+
+:class:`LiveSurvey` joins an :class:`~bayesldp.AdaptiveSurvey` (its checkpoint in the data
+directory) and a :class:`~bayesldp.serve.store.ReportStore`.  A respondent is assigned the
+subset the survey's current posterior draw selects (:meth:`AdaptiveSurvey.next_subset`); its
+report is stored durably at once; a background thread records the stored reports in the
+survey's batches (``batch_size`` reports in their order of arrival, each with its own
+assignment's subset) and then moves the subset for the next assignments, so that no request
+waits on a refit.  A restart resumes the survey from its checkpoint and records the batches
+that were stored but not yet recorded: the same reports, in the same order, the same state.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from bayesldp.adaptive import AdaptiveSurvey
+from bayesldp.errors import InvalidInputError
+from bayesldp.serve.store import Assignment, ReportStore
+
+
+class LiveSurvey:
+    """A live AdOBEst-LDP survey kept in ``directory`` (``survey.npz``, ``reports.sqlite``).
+
+    Parameters
+    ----------
+    directory : str or PathLike
+        The data directory (created if missing).  If it holds a survey, that survey resumes and
+        ``survey_options`` must be None.
+    survey_options : dict, optional
+        Arguments of :class:`~bayesldp.AdaptiveSurvey` (``k``, ``epsilon``, ``utility``, ...)
+        for a new survey.
+    batch_size : int
+        Reports per recorded batch (one subset update per batch).
+    ttl : float
+        Seconds an assignment's token stays valid.
+    background : bool
+        Record batches in a background thread (a server); False records them within
+        :meth:`submit` (tests, scripts).
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        survey_options: dict | None = None,
+        *,
+        batch_size: int = 100,
+        ttl: float = 3600.0,
+        background: bool = True,
+    ) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        state = self.directory / "survey.npz"
+        if state.exists():
+            if survey_options is not None:
+                raise InvalidInputError(
+                    f"directory: {str(self.directory)!r} holds a survey already; resume it "
+                    "without survey_options"
+                )
+            self.survey = AdaptiveSurvey.resume(state)
+        else:
+            if survey_options is None:
+                raise InvalidInputError("survey_options: a new survey needs k, epsilon, ...")
+            self.survey = AdaptiveSurvey(**survey_options, checkpoint=state)
+        self.store = ReportStore(self.directory / "reports.sqlite", self.survey.k)
+        self.batch_size, self.ttl = int(batch_size), float(ttl)
+        self._lock = threading.Lock()
+        self._subset = tuple(self.survey.next_subset().subset)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+        self.record_ready()  # a restart: record what was stored but not recorded
+        self._thread = None
+        if background:
+            self._thread = threading.Thread(target=self._run, name="bayesldp-refit", daemon=True)
+            self._thread.start()
+
+    @property
+    def subset(self) -> tuple[int, ...]:
+        """The subset new assignments get."""
+        with self._lock:
+            return self._subset
+
+    def assign(self) -> Assignment:
+        """A new respondent's assignment (token, subset, expiry)."""
+        return self.store.issue(self.subset, self.ttl)
+
+    def submit(self, token: str, report: Any) -> int:
+        """Store one report (see :meth:`ReportStore.accept`); returns its sequence number."""
+        seq = self.store.accept(token, report)
+        if self._thread is None:
+            self.record_ready()
+        else:
+            self._wake.set()
+        return seq
+
+    def record_ready(self) -> int:
+        """Record every full batch of stored reports not yet in the survey; returns how many."""
+        done = 0
+        while self.store.count() >= self.survey.n_users + self.batch_size:
+            start = self.survey.n_users
+            reports, masks = self.store.batch(start, start + self.batch_size)
+            self.survey.record(reports, masks, batch=self.survey.n_batches)
+            with self._lock:
+                self._subset = tuple(self.survey.next_subset().subset)
+            done += 1
+        return done
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(timeout=1.0)
+            self._wake.clear()
+            try:
+                self.record_ready()
+            except BaseException as exc:  # kept for the server to report; the loop stops
+                self.error = exc
+                return
+
+    def close(self) -> None:
+        """Stop the background thread (after its current batch) and close the store."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.store.close()
