@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bayesldp.adaptive import AdaptiveSurvey
 from bayesldp.errors import InvalidInputError
 from bayesldp.serve.store import Assignment, ReportStore
@@ -72,6 +74,7 @@ class LiveSurvey:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.error: BaseException | None = None
+        self._snapshot = self._summary()
         self.record_ready()  # a restart: record what was stored but not recorded
         self._thread = None
         if background:
@@ -104,10 +107,41 @@ class LiveSurvey:
             start = self.survey.n_users
             reports, masks = self.store.batch(start, start + self.batch_size)
             self.survey.record(reports, masks, batch=self.survey.n_batches)
+            subset, summary = tuple(self.survey.next_subset().subset), self._summary()
             with self._lock:
-                self._subset = tuple(self.survey.next_subset().subset)
+                self._subset, self._snapshot = subset, summary
             done += 1
         return done
+
+    def snapshot(self) -> dict[str, Any]:
+        """The survey as of its last recorded batch (what the dashboard shows), plus the
+        reports stored so far: plain JSON types."""
+        with self._lock:
+            out = dict(self._snapshot)
+        out["stored"] = self.store.count()
+        out["error"] = None if self.error is None else str(self.error)
+        return out
+
+    def _summary(self) -> dict[str, Any]:
+        """Recorded users, the subset sizes per batch and the posterior's trajectory (the mean
+        and 90% band at each refresh of the survey's pool of draws)."""
+        history = self.survey.history
+        out: dict[str, Any] = {
+            "k": self.survey.k,
+            "epsilon": self.survey.epsilon,
+            "recorded": self.survey.n_users,
+            "batches": self.survey.n_batches,
+            "subset": list(self._subset) if hasattr(self, "_subset") else [],
+            "subset_sizes": history["subset_size"]
+            .values[np.cumsum(history["batch_size"].values) - 1]
+            .tolist()
+            if self.survey.n_batches
+            else [],
+        }
+        if "posterior_users" in history:
+            for key in ("posterior_users", "posterior_mean", "posterior_lower", "posterior_upper"):
+                out[key.removeprefix("posterior_")] = history[key].values.tolist()
+        return out
 
     def _run(self) -> None:
         while not self._stop.is_set():

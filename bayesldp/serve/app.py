@@ -1,0 +1,146 @@
+"""The live survey's web application (Starlette): the respondent page, its API and the dashboard.
+
+Routes:
+
+* ``GET /``: the respondent page.  It asks for an assignment, shows the question and, on
+  submit, draws the report from the assigned channel's row of the chosen answer *in the
+  browser* (``crypto.getRandomValues``); only the report and the token are sent.
+* ``POST /api/assignment``: a single-use token, the RRRR subset and its exact channel
+  (``k x k``, rows the answers), from :meth:`LiveSurvey.assign`.
+* ``POST /api/report``: ``{"token": ..., "report": ...}`` (JSON, at most ``MAX_BODY`` bytes);
+  200 with the report's sequence number, or a 4xx with ``{"error": message}`` and nothing
+  stored (see :class:`~bayesldp.serve.store.ReportStore`).
+* ``GET /dashboard``: the dashboard page (it reads its token from the address's fragment,
+  ``#token=...``, which browsers do not send, and passes it as a bearer token).
+* ``GET /api/posterior``: the survey's state as JSON (:meth:`LiveSurvey.snapshot`), behind
+  ``Authorization: Bearer <dashboard token>``.
+
+Needs the ``serve`` extra (``pip install 'bayesldp[serve]'``: Starlette and uvicorn).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from bayesldp.errors import InvalidInputError
+from bayesldp.mechanisms.rrrr import RRRR
+from bayesldp.serve.live import LiveSurvey
+from bayesldp.serve.store import ReportRefused
+
+#: the largest request body taken (bytes); a report is a token and a small integer
+MAX_BODY = 1024
+
+
+def _starlette():
+    try:
+        import starlette  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            "bayesldp serve needs the 'serve' extra: pip install 'bayesldp[serve]' (Starlette "
+            "and uvicorn)"
+        ) from None
+
+
+def _error(status: int, message: str):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def _json_body(request) -> tuple[dict | None, Any]:
+    """The request's JSON object, or ``(None, error response)``: 415 for another content type,
+    413 for a body over :data:`MAX_BODY`, 400 for malformed JSON or not an object."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        return None, _error(415, f"content type: application/json expected, got {kind or 'none'}")
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
+        return None, _error(413, f"body: at most {MAX_BODY} bytes")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            return None, _error(413, f"body: at most {MAX_BODY} bytes")
+    try:
+        value = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None, _error(400, "body: not valid JSON")
+    if not isinstance(value, dict):
+        return None, _error(400, "body: a JSON object expected")
+    return value, None
+
+
+def _page(name: str, settings: dict[str, Any]) -> str:
+    text = resources.files("bayesldp.serve").joinpath("static", name).read_text("utf-8")
+    return text.replace("/*SETTINGS*/null", json.dumps(settings))
+
+
+def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_token: str):
+    """The Starlette application serving ``live`` (see the module docstring for its routes)."""
+    _starlette()
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route
+
+    if len(labels) != live.survey.k:
+        raise InvalidInputError(f"labels: {live.survey.k} category labels, got {len(labels)}")
+    eps, eps1 = live.survey.epsilon, live.survey.eps1
+    settings = {"question": question, "labels": labels, "epsilon": eps}
+
+    async def respondent(request):
+        return HTMLResponse(_page("respondent.html", settings))
+
+    channels: dict[tuple[int, ...], list] = {}
+
+    def channel(subset: tuple[int, ...]) -> list:
+        """The assigned RRRR's exact channel (rows: answers), computed once per subset."""
+        if subset not in channels:
+            mech = RRRR(live.survey.k, eps, list(subset), eps1=eps1)
+            channels[subset] = np.asarray(mech.channel).tolist()
+        return channels[subset]
+
+    async def assignment(request):
+        a = await run_in_threadpool(live.assign)
+        return JSONResponse({"token": a.token, "subset": list(a.subset), "expires": a.expires,
+                             "channel": channel(a.subset)})  # fmt: skip
+
+    async def report(request):
+        body, failure = await _json_body(request)
+        if failure is not None:
+            return failure
+        if set(body) != {"token", "report"} or not isinstance(body["token"], str):
+            return _error(422, 'body: {"token": string, "report": integer} expected')
+        try:
+            seq = await run_in_threadpool(live.submit, body["token"], body["report"])
+        except ReportRefused as refused:
+            return _error(refused.status, str(refused))
+        return JSONResponse({"accepted": seq})
+
+    def authorised(request) -> bool:
+        given = request.headers.get("authorization", "")
+        return given.startswith("Bearer ") and hmac.compare_digest(
+            given.removeprefix("Bearer ").encode(), dashboard_token.encode()
+        )
+
+    async def dashboard(request):
+        return HTMLResponse(_page("dashboard.html", {**settings, "k": live.survey.k}))
+
+    async def posterior(request):
+        if not authorised(request):
+            return _error(401, "dashboard: missing or wrong token (Authorization: Bearer ...)")
+        return JSONResponse(live.snapshot())
+
+    routes = [
+        Route("/", respondent),
+        Route("/api/assignment", assignment, methods=["POST"]),
+        Route("/api/report", report, methods=["POST"]),
+        Route("/dashboard", dashboard),
+        Route("/api/posterior", posterior),
+    ]
+    return Starlette(routes=routes)
