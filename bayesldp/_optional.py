@@ -3,7 +3,8 @@
 The scale-out paths (a directory or glob of report files, ``--scheduler``, the grid's dask
 schedulers) need dask and distributed, and Parquet report files need pyarrow; a plain
 ``pip install bayesldp`` leaves them out (they weigh about half the install), so each is imported
-here with an error naming ``pip install 'bayesldp[dask]'``.
+here with an error naming ``pip install 'bayesldp[dask]'``; the live survey's web stack
+(Starlette, uvicorn) comes with ``bayesldp[serve]``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from types import ModuleType
 from bayesldp.errors import NotSupportedError
 
 #: module -> the extra that installs it
-EXTRAS = {"dask": "dask", "distributed": "dask", "pyarrow": "dask"}
+EXTRAS = {
+    "dask": "dask",
+    "distributed": "dask",
+    "pyarrow": "dask",
+    "starlette": "serve",
+    "uvicorn": "serve",
+}
 
 
 def require(module: str, what: str) -> ModuleType:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from bayesldp._optional import require
 from bayesldp.errors import InvalidInputError
 from bayesldp.mechanisms.rrrr import RRRR
 from bayesldp.serve.live import LiveSurvey
@@ -34,16 +35,6 @@ from bayesldp.serve.store import ReportRefused
 
 #: the largest request body taken (bytes); a report is a token and a small integer
 MAX_BODY = 1024
-
-
-def _starlette():
-    try:
-        import starlette  # noqa: F401
-    except ImportError:
-        raise ImportError(
-            "bayesldp serve needs the 'serve' extra: pip install 'bayesldp[serve]' (Starlette "
-            "and uvicorn)"
-        ) from None
 
 
 def _error(status: int, message: str):
@@ -82,7 +73,7 @@ def _page(name: str, settings: dict[str, Any]) -> str:
 
 def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_token: str):
     """The Starlette application serving ``live`` (see the module docstring for its routes)."""
-    _starlette()
+    require("starlette", "the live survey's web application")
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.responses import HTMLResponse, JSONResponse

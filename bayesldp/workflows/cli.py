@@ -528,6 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
     sur.add_argument("--resume", metavar="DIR", help="continue the survey checkpointed in DIR")
     sur.add_argument("--quiet", action="store_true", help="no progress output")
     sur.set_defaults(func=cmd_survey)
+    from bayesldp.serve.cli import add_parser as add_serve
+
+    add_serve(sub)
     return parser
 
 

@@ -258,7 +258,7 @@ def _stop_line(name: str, survey: Any, cfg: dict[str, Any]) -> str:
     target = _stop(cfg)
     if target is None:
         return ""
-    (measure, value), = target.items()
+    ((measure, value),) = target.items()
     if survey.stopped is None and survey.n_users < cfg["n"]:  # never met, never finished
         return (f"- {name}: interrupted at {survey.n_users:,} of {cfg['n']:,} users, before the "
                 f"target {measure} <= {value:g} was met; resume it to continue.")  # fmt: skip

@@ -29,7 +29,16 @@ SURVEY = {
     "stop_width": Field((int, float), doc="stop once every 90% interval is at most this wide"),
     "stop_expected_tv": Field((int, float), doc="stop once the posterior expected TV is this"),
 }
-TABLES = {"survey": SURVEY, "population": POPULATION}
+#: ``bayesldp serve``: the live survey's address, data directory and wording
+SERVE = {
+    "host": Field(str, default="127.0.0.1", doc="address to listen on"),
+    "port": Field(int, default=8000),
+    "data_dir": Field(str, default="out/live-survey", doc="the survey's state and reports"),
+    "question": Field(str, default="", doc="the question the respondents answer"),
+    "labels": Field(list, items=str, doc="one label per category (default: 0..k-1)"),
+    "ttl": Field((int, float), default=3600, doc="seconds an assignment stays valid"),
+}
+TABLES = {"survey": SURVEY, "population": POPULATION, "serve": SERVE}
 #: the largest survey a 24 GiB machine holds comfortably: about 64 bytes a user (the simulated
 #: users, their reports and the survey's history) and the K x K tables of 16 bytes of RRRR's
 #: channel
@@ -83,7 +92,18 @@ def validate_survey(raw: Mapping[str, Any], source: str = "spec") -> dict[str, A
         if survey[key] is not None:
             check_value(check_positive, survey[key], f"{source}: [survey].{key}")
     _check_settings(survey, source)
+    _check_serve(spec["serve"], survey["k"], source)
     return spec
+
+
+def _check_serve(serve: dict[str, Any], k: int, source: str) -> None:
+    """The ``[serve]`` table: a port in 1..65535, one label per category, a positive ttl."""
+    if not 0 < serve["port"] < 65536:
+        raise SpecError(f"{source}: [serve].port: 1..65535, got {serve['port']}")
+    if serve["labels"] is not None and len(serve["labels"]) != k:
+        raise SpecError(f"{source}: [serve].labels: {k} labels (one per category), got "
+                        f"{len(serve['labels'])}")  # fmt: skip
+    check_value(check_positive, serve["ttl"], f"{source}: [serve].ttl")
 
 
 def _check_sizes(survey: dict[str, Any], source: str) -> None:
