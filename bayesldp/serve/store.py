@@ -3,7 +3,10 @@
 One SQLite file in write-ahead-log mode, ``synchronous=FULL``: a report is acknowledged only
 after its transaction is on disk, so a crash (``kill -9``) loses no acknowledged report.  Each
 respondent gets an *assignment*: a single-use token, the RRRR subset its browser must randomise
-with and an expiry time.  A report names its token; the token is the idempotency key:
+with and an expiry time.  The token carries its subset and expiry and is signed (HMAC-SHA256
+with a key made once per store and kept in it), so issuing one writes nothing and a token the
+store did not issue, or one altered, is refused.  A report names its token; the token is the
+idempotency key:
 
 * an unknown token, an expired one, or a report outside the channel's outputs (``0..K-1``) is
   refused (:class:`ReportRefused`, with the HTTP status a server answers with) and nothing is
@@ -18,6 +21,8 @@ report with the subset of its own assignment.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -34,15 +39,10 @@ from bayesldp.errors import InvalidInputError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS assignments (
-    token TEXT PRIMARY KEY,
-    subset TEXT NOT NULL,
-    issued REAL NOT NULL,
-    expires REAL NOT NULL
-);
 CREATE TABLE IF NOT EXISTS reports (
     seq INTEGER PRIMARY KEY,
-    token TEXT NOT NULL UNIQUE REFERENCES assignments (token),
+    token TEXT NOT NULL UNIQUE,
+    subset TEXT NOT NULL,
     report INTEGER NOT NULL,
     received REAL NOT NULL
 );
@@ -108,12 +108,15 @@ class ReportStore:
         stored = self._db.execute("SELECT value FROM meta WHERE key = 'k'").fetchone()
         if stored is None:
             self._db.execute("INSERT INTO meta VALUES ('k', ?)", (str(self.k),))
+            self._db.execute("INSERT INTO meta VALUES ('key', ?)", (secrets.token_hex(32),))
         elif int(stored[0]) != self.k:
             self._db.close()
             raise InvalidInputError(
                 f"store: {str(self.path)!r} holds a survey of k = {stored[0]} categories, not "
                 f"{self.k}; give another data directory"
             )
+        key = self._db.execute("SELECT value FROM meta WHERE key = 'key'").fetchone()[0]
+        self._key = bytes.fromhex(key)
 
     def close(self) -> None:
         self._db.close()
@@ -133,11 +136,21 @@ class ReportStore:
                                     f"{list(subset)}")  # fmt: skip
         if not ttl > 0:
             raise InvalidInputError(f"ttl: seconds a token stays valid, > 0; got {ttl}")
-        token, now = secrets.token_urlsafe(24), self._clock()
-        with self._lock:
-            self._db.execute("INSERT INTO assignments VALUES (?, ?, ?, ?)",
-                             (token, json.dumps(subset), now, now + ttl))  # fmt: skip
-        return Assignment(token, subset, now + ttl)
+        expires = int((self._clock() + ttl) * 1000)  # milliseconds
+        claims = f"{secrets.token_urlsafe(12)}.{expires}.{'-'.join(map(str, subset))}"
+        return Assignment(f"{claims}.{self._sign(claims)}", subset, expires / 1000)
+
+    def _sign(self, claims: str) -> str:
+        return hmac.new(self._key, claims.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def _claims(self, token: str) -> tuple[float, str]:
+        """A token's expiry and subset (as stored: JSON), or a 404 for one not issued here."""
+        claims, _, signature = token.rpartition(".")
+        if not hmac.compare_digest(self._sign(claims).encode(), signature.encode()):
+            raise ReportRefused(404, "report: unknown token; ask for an assignment first")
+        _, expires, subset = claims.split(".")  # signed here: the issued form
+        members = [int(v) for v in subset.split("-")] if subset else []
+        return int(expires) / 1000, json.dumps(members)
 
     def accept(self, token: str, report: int) -> int:
         """Store ``report`` under ``token`` (one transaction, on disk before this returns) and
@@ -159,17 +172,15 @@ class ReportStore:
         return seq
 
     def _insert(self, token: str, report: int, now: float) -> int:
-        row = self._db.execute("SELECT expires FROM assignments WHERE token = ?",
-                               (token,)).fetchone()  # fmt: skip
-        if row is None:
-            raise ReportRefused(404, "report: unknown token; ask for an assignment first")
+        expires, subset = self._claims(token)
         if self._db.execute("SELECT 1 FROM reports WHERE token = ?", (token,)).fetchone():
             raise ReportRefused(409, "report: this token was used already; a report is counted "
                                 "once")  # fmt: skip
-        if now > row[0]:
+        if now > expires:
             raise ReportRefused(410, "report: this token has expired; ask for a new assignment")
         seq = int(self._db.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM reports").fetchone()[0])
-        self._db.execute("INSERT INTO reports VALUES (?, ?, ?, ?)", (seq, token, report, now))
+        self._db.execute("INSERT INTO reports VALUES (?, ?, ?, ?, ?)",
+                         (seq, token, subset, report, now))  # fmt: skip
         return seq
 
     # ------------------------------------------------------------------ reads
@@ -181,8 +192,8 @@ class ReportStore:
         """Reports ``start..stop-1`` in their order and the ``(n, k)`` boolean masks of their
         assignments' subsets (what :meth:`bayesldp.AdaptiveSurvey.record` takes)."""
         rows = self._db.execute(
-            "SELECT r.report, a.subset FROM reports r JOIN assignments a USING (token) "
-            "WHERE r.seq >= ? AND r.seq < ? ORDER BY r.seq", (start, stop)
+            "SELECT report, subset FROM reports WHERE seq >= ? AND seq < ? ORDER BY seq",
+            (start, stop),
         ).fetchall()  # fmt: skip
         if len(rows) != stop - start:
             raise InvalidInputError(f"batch: reports {start}..{stop - 1} are not all stored "

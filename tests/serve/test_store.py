@@ -25,8 +25,12 @@ def test_refusals_carry_their_status_and_store_nothing(tmp_path):
     clock = Clock()
     store = ReportStore(tmp_path / "s.sqlite", k=4, clock=clock)
     a, b = store.issue([1, 3], ttl=10), store.issue([], ttl=10)
-    cases = [("nope", 1, 404), (a.token, 4, 422), (a.token, -1, 422), (a.token, "2", 422),
-             (a.token, True, 422), (a.token, 2.0, 422)]  # fmt: skip
+    nonce, expires, subset, signature = a.token.split(".")
+    forged = [f"{nonce}.{expires}.1.{signature}", f"{nonce}.{int(expires) + 1}.{subset}."
+              f"{signature}", f"{nonce}.{expires}.{subset}.{'0' * len(signature)}"]  # fmt: skip
+    cases = [*((token, 1, 404) for token in forged), ("nope", 1, 404), (a.token, 4, 422),
+             (a.token, -1, 422), (a.token, "2", 422), (a.token, True, 422),
+             (a.token, 2.0, 422)]  # fmt: skip
     for token, report, status in cases:
         with pytest.raises(ReportRefused) as err:
             store.accept(token, report)

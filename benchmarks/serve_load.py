@@ -1,0 +1,168 @@
+"""``bayesldp serve`` under load: accepted reports per second and their latency, refits running.
+
+A server (``python -m bayesldp serve``, a fresh data directory, the default posterior engine:
+its pool of draws refitted whenever the reports have grown by 25%, in the background) and
+``--concurrency`` respondent threads on the loopback address, each asking for an assignment
+and sending one report, over and over, until ``--reports`` are acknowledged.  Measured: the
+reports acknowledged per second over the run (wall clock), and the latency of each report
+request (from sending it to its 200) at the 50th and 99th percentiles; the assignment
+requests are timed too.  The load generator shares the machine's cores with the server, so
+the rates are a floor for a server with a machine to itself.
+
+Goals (the live survey's): at least 500 reports a second and a p99 latency under 100 ms at a
+concurrency of 50 on 2 cores, while refits run.  There is no peer to measure beside it (no LDP
+library serves a survey); the anchor is an absolute goal.
+
+Usage::
+
+    python benchmarks/serve_load.py --out benchmarks/results/serve_load.md
+    python benchmarks/serve_load.py --quick --out /tmp/serve.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+SPEC = """kind = "survey"
+[survey]
+name = "load"
+n = 1000000
+k = {k}
+epsilon = 1.0
+batch_size = {batch}
+[population]
+kind = "uniform"
+[serve]
+question = "Which one?"
+"""
+
+
+def post(conn: http.client.HTTPConnection, path: str, value=None) -> tuple[int, dict]:
+    body = None if value is None else json.dumps(value)
+    conn.request("POST", path, body=body, headers={"content-type": "application/json"})
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def start(spec: Path, data: Path, port: int) -> subprocess.Popen:
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "bayesldp", "serve", str(spec), "--port",
+                             str(port), "--data-dir", str(data)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return proc
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("the server did not start within 120 s")
+
+
+def load(port: int, reports: int, concurrency: int, k: int) -> dict[str, object]:
+    """Run the respondents; per-request latencies (s) and the wall time."""
+    lock, done = threading.Lock(), [0]
+    latency: dict[str, list[float]] = {"report": [], "assignment": []}
+
+    def respondent(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        while True:
+            with lock:
+                if done[0] >= reports:
+                    break
+                done[0] += 1
+            t0 = time.perf_counter()
+            status, a = post(conn, "/api/assignment")
+            t1 = time.perf_counter()
+            value = {"token": a["token"], "report": int(rng.integers(0, k))}
+            status, body = post(conn, "/api/report", value)
+            t2 = time.perf_counter()
+            if status != 200:
+                raise SystemExit(f"report refused: {status} {body}")
+            with lock:
+                latency["assignment"].append(t1 - t0)
+                latency["report"].append(t2 - t1)
+        conn.close()
+
+    threads = [threading.Thread(target=respondent, args=(i,)) for i in range(concurrency)]
+    start_time = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"wall": time.perf_counter() - start_time, **latency}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reports", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=500, help="reports per recorded batch")
+    parser.add_argument("--quick", action="store_true", help="2,000 reports; needs --out")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.reports = 2000
+    load_start = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.toml"
+        spec.write_text(SPEC.format(k=args.k, batch=args.batch))
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        server = start(spec, Path(tmp) / "data", port)
+        try:
+            result = load(port, args.reports, args.concurrency, args.k)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    rate = args.reports / result["wall"]
+    ms = {key: np.percentile(np.array(result[key]) * 1e3, [50, 99])
+          for key in ("report", "assignment")}  # fmt: skip
+    command = " ".join(["python benchmarks/serve_load.py", *(argv or sys.argv[1:])])
+    lines = [
+        "# `bayesldp serve` under load",
+        "",
+        f"- Command: `{command}`",
+        f"- Date: {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores; load "
+        f"average at start {', '.join(f'{v:.2f}' for v in load_start)}; Python "
+        f"{sys.version.split()[0]}",
+        f"- {args.reports:,} reports from {args.concurrency} concurrent respondents (threads of "
+        f"the same machine, keep-alive connections), K = {args.k}, batches of {args.batch} "
+        "recorded in the background with the default posterior engine (refits as the reports "
+        "grow by 25%). See the script's docstring.",
+        "",
+        "| quantity | value | goal | met? |",
+        "|---|---:|---:|---|",
+        f"| reports acknowledged per second | {rate:,.0f} | 500 | {'yes' if rate >= 500 else 'NO'}"
+        " |",
+        f"| report latency p50 (ms) | {ms['report'][0]:.1f} | | |",
+        f"| report latency p99 (ms) | {ms['report'][1]:.1f} | 100 | "
+        f"{'yes' if ms['report'][1] < 100 else 'NO'} |",
+        f"| assignment latency p50 / p99 (ms) | {ms['assignment'][0]:.1f} / "
+        f"{ms['assignment'][1]:.1f} | | |",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
