@@ -24,6 +24,7 @@ GENERATED = [
     "docs/examples",  # copies of notebooks/*.ipynb; docs/examples/index.md is checked below
 ]
 
+
 def _files():
     for name in SCANNED:
         path = ROOT / name

@@ -51,8 +51,12 @@ def test_package_and_benchmark_imports_are_declared():
     assert "bayesldp[dask]" in extras["bench"] and "bayesldp[dask]" in extras["test"]
     package = _third_party_imports((ROOT / "bayesldp").rglob("*.py")) - OPTIONAL
     optional_backends = {"nutpie", "numpyro", "jax", "blackjax"}  # lazily imported, own extras
-    missing = {_distribution(m) for m in package - optional_backends} - core
+    serve = _declared(extras["serve"])  # the live survey's web stack, imported by serve/ only
+    missing = {_distribution(m) for m in package - optional_backends} - core - serve
     assert not missing, f"imported by bayesldp but not in [project].dependencies: {missing}"
+    elsewhere = [p for p in (ROOT / "bayesldp").rglob("*.py") if "serve" not in p.parts]
+    web = {_distribution(m) for m in _third_party_imports(elsewhere)} & serve
+    assert not web, f"the web stack imported outside bayesldp/serve: {web}"
     scripts = list((ROOT / "benchmarks").glob("*.py"))
     siblings = {path.stem for path in scripts}  # a benchmark may import another one's helpers
     siblings |= {"tests", "benchmarks"}  # or the checkout's test helpers, or benchmarks.<sibling>

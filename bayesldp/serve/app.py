@@ -14,6 +14,9 @@ Routes:
   ``#token=...``, which browsers do not send, and passes it as a bearer token).
 * ``GET /api/posterior``: the survey's state as JSON (:meth:`LiveSurvey.snapshot`), behind
   ``Authorization: Bearer <dashboard token>``.
+* ``GET /api/idata``: ``bayesldp.fit`` of the recorded reports as an ArviZ InferenceData netCDF
+  file (:func:`bayesldp.save_fit`), behind the same token; it fits on request (seconds), off the
+  respondents' path.
 
 Needs the ``serve`` extra (``pip install 'bayesldp[serve]'``: Starlette and uvicorn).
 """
@@ -22,7 +25,9 @@ from __future__ import annotations
 
 import hmac
 import json
+import tempfile
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -76,7 +81,7 @@ def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_
     require("starlette", "the live survey's web application")
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
-    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.responses import HTMLResponse, JSONResponse, Response
     from starlette.routing import Route
 
     if len(labels) != live.survey.k:
@@ -127,11 +132,32 @@ def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_
             return _error(401, "dashboard: missing or wrong token (Authorization: Bearer ...)")
         return JSONResponse(live.snapshot())
 
+    def fitted_file() -> bytes:
+        from bayesldp.bayes.fit import fit
+        from bayesldp.bayes.io import save_fit
+
+        if live.survey.n_users == 0:
+            raise ReportRefused(409, "idata: no batch recorded yet; nothing to fit")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save_fit(fit(live.survey.tally(), progressbar=False), Path(tmp) / "fit.nc")
+            return path.read_bytes()
+
+    async def idata(request):
+        if not authorised(request):
+            return _error(401, "dashboard: missing or wrong token (Authorization: Bearer ...)")
+        try:
+            content = await run_in_threadpool(fitted_file)
+        except ReportRefused as refused:
+            return _error(refused.status, str(refused))
+        attachment = {"content-disposition": 'attachment; filename="posterior.nc"'}
+        return Response(content, media_type="application/x-netcdf", headers=attachment)
+
     routes = [
         Route("/", respondent),
         Route("/api/assignment", assignment, methods=["POST"]),
         Route("/api/report", report, methods=["POST"]),
         Route("/dashboard", dashboard),
         Route("/api/posterior", posterior),
+        Route("/api/idata", idata),
     ]
     return Starlette(routes=routes)

@@ -42,6 +42,17 @@ class LiveSurvey:
     background : bool
         Record batches in a background thread (a server); False records them within
         :meth:`submit` (tests, scripts).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> live = LiveSurvey(tempfile.mkdtemp(), {"k": 3, "epsilon": 1.0, "random_seed": 0},
+    ...                   batch_size=2, background=False)
+    >>> for report in [0, 2, 1]:
+    ...     seq = live.submit(live.assign().token, report)
+    >>> live.survey.n_users, live.store.count()
+    (2, 3)
+    >>> live.close()
     """
 
     def __init__(

@@ -50,7 +50,14 @@ CREATE TABLE IF NOT EXISTS reports (
 
 
 class ReportRefused(InvalidInputError):
-    """A report the store does not take; ``status`` is the HTTP status to answer with."""
+    """A report the store does not take; ``status`` is the HTTP status to answer with.
+
+    Examples
+    --------
+    >>> refused = ReportRefused(409, "report: this token was used already")
+    >>> refused.status, str(refused)
+    (409, 'report: this token was used already')
+    """
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -59,7 +66,16 @@ class ReportRefused(InvalidInputError):
 
 @dataclass(frozen=True)
 class Assignment:
-    """What one respondent is told: its token, the RRRR subset and when the token expires."""
+    """What one respondent is told: its token, the RRRR subset and when the token expires.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> store = ReportStore(os.path.join(tempfile.mkdtemp(), "s.sqlite"), k=4)
+    >>> a = store.issue([2, 0], ttl=60)
+    >>> a.subset
+    (0, 2)
+    """
 
     token: str
     subset: tuple[int, ...]

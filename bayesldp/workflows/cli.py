@@ -528,7 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     sur.add_argument("--resume", metavar="DIR", help="continue the survey checkpointed in DIR")
     sur.add_argument("--quiet", action="store_true", help="no progress output")
     sur.set_defaults(func=cmd_survey)
-    from bayesldp.serve.cli import add_parser as add_serve
+    from bayesldp.workflows.serve import add_parser as add_serve
 
     add_serve(sub)
     return parser

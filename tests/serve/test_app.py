@@ -146,3 +146,26 @@ def test_labels_must_match_the_categories(tmp_path):
     with pytest.raises(InvalidInputError, match="4 category labels"):
         create_app(live, question="?", labels=["a"], dashboard_token="t")
     live.close()
+
+
+def test_the_posterior_downloads_as_inference_data(served, tmp_path):
+    """``/api/idata``: behind the token, 409 before any batch, then a netCDF file that
+    :func:`bayesldp.load_fit` reads: the posterior of the recorded reports."""
+    import bayesldp
+
+    live, client = served
+    auth = {"Authorization": "Bearer s3cret"}
+    assert client.request("GET", "/api/idata")[0] == 401
+    assert client.request("GET", "/api/idata", headers=auth)[0] == 409
+    for i in range(10):
+        a = _assignment(client)
+        client.json("POST", "/api/report", {"token": a["token"], "report": i % 4})
+    conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=120)
+    conn.request("GET", "/api/idata", headers=auth)
+    response = conn.getresponse()
+    assert response.status == 200
+    (tmp_path / "p.nc").write_bytes(response.read())
+    conn.close()
+    idata = bayesldp.load_fit(tmp_path / "p.nc")
+    assert idata.posterior["theta"].shape[-1] == 4
+    assert int(idata.observed_data["counts"].sum()) == live.survey.n_users == 10
