@@ -102,7 +102,10 @@ def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_
         return channels[subset]
 
     async def assignment(request):
-        a = await run_in_threadpool(live.assign)
+        try:
+            a = await run_in_threadpool(live.assign)
+        except ReportRefused as refused:
+            return _error(refused.status, str(refused))
         return JSONResponse({"token": a.token, "subset": list(a.subset), "expires": a.expires,
                              "channel": channel(a.subset)})  # fmt: skip
 

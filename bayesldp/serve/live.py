@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from bayesldp.adaptive import AdaptiveSurvey
+from bayesldp.adaptive.stopping import StopRule
 from bayesldp.errors import InvalidInputError
-from bayesldp.serve.store import Assignment, ReportStore
+from bayesldp.serve.store import Assignment, ReportRefused, ReportStore
 
 
 class LiveSurvey:
@@ -42,6 +43,11 @@ class LiveSurvey:
     background : bool
         Record batches in a background thread (a server); False records them within
         :meth:`submit` (tests, scripts).
+    stop : dict, optional
+        A stopping target as :meth:`AdaptiveSurvey.simulate` takes it (``{"width": w}`` or
+        ``{"expected_tv": t}``; the posterior engine only), checked after every batch as
+        ``simulate`` checks it; once met, new assignments are refused (410) and the
+        dashboard says where it stopped.  The stop is kept in the store across restarts.
 
     Examples
     --------
@@ -63,6 +69,7 @@ class LiveSurvey:
         batch_size: int = 100,
         ttl: float = 3600.0,
         background: bool = True,
+        stop: dict | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -79,6 +86,13 @@ class LiveSurvey:
                 raise InvalidInputError("survey_options: a new survey needs k, epsilon, ...")
             self.survey = AdaptiveSurvey(**survey_options, checkpoint=state)
         self.store = ReportStore(self.directory / "reports.sqlite", self.survey.k)
+        self.rule = StopRule.parse(stop)
+        if self.rule is not None and self.survey.engine != "posterior":
+            raise InvalidInputError(
+                f"stop: checked on the posterior engine's pool of draws; this survey's engine is "
+                f"{self.survey.engine!r}"
+            )
+        self.stopped: dict[str, Any] | None = self.store.get("stopped")
         self.batch_size, self.ttl = int(batch_size), float(ttl)
         self._lock = threading.Lock()
         self._subset = tuple(self.survey.next_subset().subset)
@@ -99,7 +113,10 @@ class LiveSurvey:
             return self._subset
 
     def assign(self) -> Assignment:
-        """A new respondent's assignment (token, subset, expiry)."""
+        """A new respondent's assignment (token, subset, expiry); a 410
+        :class:`~bayesldp.serve.store.ReportRefused` once the stopping target is met."""
+        if self.stopped is not None:
+            raise ReportRefused(410, "survey: it has stopped (its target was met); thank you")
         return self.store.issue(self.subset, self.ttl)
 
     def submit(self, token: str, report: Any) -> int:
@@ -118,11 +135,21 @@ class LiveSurvey:
             start = self.survey.n_users
             reports, masks = self.store.batch(start, start + self.batch_size)
             self.survey.record(reports, masks, batch=self.survey.n_batches)
+            self._check_stop()
             subset, summary = tuple(self.survey.next_subset().subset), self._summary()
             with self._lock:
                 self._subset, self._snapshot = subset, summary
             done += 1
         return done
+
+    def _check_stop(self) -> None:
+        """After a batch: whether the survey's posterior meets the stopping target now (the
+        check of ``simulate(stop=...)``); the stop is stored."""
+        if self.rule is None or self.stopped is not None or not self.survey._met(self.rule):
+            return
+        self.stopped = {key: (float(v) if isinstance(v, float) else v)
+                        for key, v in self.survey.stopped.items()}  # fmt: skip
+        self.store.put("stopped", self.stopped)
 
     def snapshot(self) -> dict[str, Any]:
         """The survey as of its last recorded batch (what the dashboard shows), plus the
@@ -143,6 +170,8 @@ class LiveSurvey:
             "recorded": self.survey.n_users,
             "batches": self.survey.n_batches,
             "subset": list(self._subset) if hasattr(self, "_subset") else [],
+            "stop": None if self.rule is None else self.rule.describe(),
+            "stopped": self.stopped,
             "subset_sizes": history["subset_size"]
             .values[np.cumsum(history["batch_size"].values) - 1]
             .tolist()

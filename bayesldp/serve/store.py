@@ -31,6 +31,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -198,6 +199,18 @@ class ReportStore:
         self._db.execute("INSERT INTO reports VALUES (?, ?, ?, ?, ?)",
                          (seq, token, subset, report, now))  # fmt: skip
         return seq
+
+    def put(self, key: str, value: Any) -> None:
+        """Keep a JSON value under ``key`` (the survey's stop, say), on disk when this returns."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             (f"value:{key}", json.dumps(value)))  # fmt: skip
+
+    def get(self, key: str) -> Any:
+        """The value :meth:`put` kept under ``key``, or None."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (f"value:{key}",))
+        found = row.fetchone()
+        return None if found is None else json.loads(found[0])
 
     # ------------------------------------------------------------------ reads
     def count(self) -> int:

@@ -36,7 +36,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not (directory / "survey.npz").exists():
         options = {"k": cfg["k"], "epsilon": float(cfg["epsilon"]),
                    **survey_settings(cfg, cfg["utility"])}  # fmt: skip
-    live = LiveSurvey(directory, options, batch_size=cfg["batch_size"], ttl=serve["ttl"])
+    from bayesldp.workflows.survey import stop_target
+
+    live = LiveSurvey(directory, options, batch_size=cfg["batch_size"], ttl=serve["ttl"],
+                      stop=stop_target(cfg))  # fmt: skip
     labels = serve["labels"] or [str(j) for j in range(cfg["k"])]
     token = dashboard_token(directory)
     app = create_app(live, question=serve["question"] or cfg["name"], labels=labels,

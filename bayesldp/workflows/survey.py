@@ -70,7 +70,7 @@ def run_survey(spec: dict[str, Any], out: Path, *, resume: bool, quiet: bool) ->
         start, done = time.perf_counter(), survey.n_users
         progress = None if quiet else _progress(names[label], utility, survey, theta, start)
         if done < cfg["n"]:
-            survey.simulate(x[done:], progress=progress, stop=_stop(cfg))
+            survey.simulate(x[done:], progress=progress, stop=stop_target(cfg))
         collected += survey.n_users - done
         surveys[label] = survey
     if resume and not collected and (out / "report.md").is_file():
@@ -244,7 +244,7 @@ def _mean_subset_size(utility: str, sizes: np.ndarray) -> str:
     return "none (GRR, no subset)" if utility == "non_adaptive" else f"{sizes.mean():.2f}"
 
 
-def _stop(cfg: dict[str, Any]) -> dict[str, float] | None:
+def stop_target(cfg: dict[str, Any]) -> dict[str, float] | None:
     """The spec's stopping target as ``simulate(stop=...)`` takes it."""
     if cfg.get("stop_width") is not None:
         return {"width": float(cfg["stop_width"])}
@@ -255,7 +255,7 @@ def _stop(cfg: dict[str, Any]) -> dict[str, float] | None:
 
 def _stop_line(name: str, survey: Any, cfg: dict[str, Any]) -> str:
     """Where a survey with a stopping target stopped, or that it ran out of users."""
-    target = _stop(cfg)
+    target = stop_target(cfg)
     if target is None:
         return ""
     ((measure, value),) = target.items()

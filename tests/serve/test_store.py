@@ -150,3 +150,25 @@ def test_the_background_thread_records_off_the_request_path(tmp_path):
     assert live.survey.n_users == 50 and live.error is None
     live.close()
     assert not live._thread.is_alive()
+
+
+def test_a_met_stopping_target_closes_the_survey_across_a_restart(tmp_path):
+    """A target every posterior meets (the largest 90% interval at most 1) stops the survey
+    after its first batch: assignments are refused with 410, the snapshot says where, and a
+    restart keeps the stop."""
+    options = {"k": 3, "epsilon": 1.0, "random_seed": 0}
+    live = LiveSurvey(tmp_path / "d", options, batch_size=5, background=False,
+                      stop={"width": 1.0})  # fmt: skip
+    for report in [0, 1, 2, 0, 0]:
+        live.submit(live.assign().token, report)
+    assert live.stopped is not None and live.stopped["users"] == 5
+    with pytest.raises(ReportRefused) as err:
+        live.assign()
+    assert err.value.status == 410
+    assert live.snapshot()["stopped"]["value"] <= 1.0
+    live.close()
+    again = LiveSurvey(tmp_path / "d", background=False, stop={"width": 1.0})
+    assert again.stopped == live.stopped
+    again.close()
+    with pytest.raises(InvalidInputError, match="engine"):
+        LiveSurvey(tmp_path / "e", OPTIONS, stop={"width": 0.1}, background=False)
