@@ -82,6 +82,7 @@ SHIPPED = {
     "quickstart.toml": "study",
     "real_data.toml": "study",
     "survey.toml": "survey",
+    "live_survey.toml": "survey",
     "adobest_grid.toml": "grid",
     "accuracy.toml": "accuracy",
     "longitudinal.toml": "rounds",
