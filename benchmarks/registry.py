@@ -443,6 +443,23 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
          "0.5", "1"),
         ("posterior_vs_peer.md",), ("--quick", "--out", "{tmp}/peer.md"),
     ),
+    Benchmark(
+        "serve_load", "serve_load.py",
+        "bayesldp serve on the loopback address: reports acknowledged per second and their "
+        "p50 / p99 latency at a concurrency of 50, refits running in the background",
+        "absolute goals (500 reports/s, p99 under 100 ms on 2 cores): no LDP library serves a "
+        "survey to compare with",
+        ("--out", "benchmarks/results/serve_load.md"), ("serve_load.md",),
+        ("--quick", "--out", "{tmp}/serve.md"),
+    ),
+    Benchmark(
+        "serve_load_no_refits", "serve_load.py",
+        "serve_load with batches larger than the run (no batch recorded, no refit): what the "
+        "refits cost the respondents' latency",
+        "serve_load's own run (refits on)",
+        ("--batch", "100000", "--out", "benchmarks/results/serve_load_no_refits.md"),
+        ("serve_load_no_refits.md",), None, quick_note="serve_load --quick",
+    ),
     # --- posterior speed ---
     Benchmark(
         "posterior", "posterior.py",

@@ -16,6 +16,7 @@ library serves a survey); the anchor is an absolute goal.
 Usage::
 
     python benchmarks/serve_load.py --out benchmarks/results/serve_load.md
+    python benchmarks/serve_load.py --batch 100000 --out benchmarks/results/serve_load_no_refits.md
     python benchmarks/serve_load.py --quick --out /tmp/serve.md
 """
 

@@ -71,6 +71,42 @@ async def _json_body(request) -> tuple[dict | None, Any]:
     return value, None
 
 
+class _Committer:
+    """Group commit: the reports that arrive while a transaction is on its way to disk wait and
+    go to disk together in the next one (one ``fsync`` for many), each answered once its own
+    transaction is committed."""
+
+    def __init__(self, live: LiveSurvey) -> None:
+        self.live = live
+        self.pending: list[tuple[str, Any, Any]] = []
+        self.task = None
+
+    async def submit(self, token: str, report: Any) -> int | ReportRefused:
+        import asyncio
+
+        done = asyncio.get_running_loop().create_future()
+        self.pending.append((token, report, done))
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._drain())
+        return await done
+
+    async def _drain(self) -> None:
+        from starlette.concurrency import run_in_threadpool
+
+        while self.pending:
+            batch, self.pending = self.pending, []
+            try:
+                outcomes = await run_in_threadpool(self.live.submit_many,
+                                                   [(t, r) for t, r, _ in batch])  # fmt: skip
+            except Exception as exc:  # the store failed: every waiting request learns it
+                outcomes = [exc] * len(batch)
+            for (_, _, done), outcome in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, Exception) and not isinstance(outcome, ReportRefused):
+                    done.set_exception(outcome)
+                else:
+                    done.set_result(outcome)
+
+
 def _page(name: str, settings: dict[str, Any]) -> str:
     text = resources.files("bayesldp.serve").joinpath("static", name).read_text("utf-8")
     return text.replace("/*SETTINGS*/null", json.dumps(settings))
@@ -88,6 +124,8 @@ def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_
         raise InvalidInputError(f"labels: {live.survey.k} category labels, got {len(labels)}")
     eps, eps1 = live.survey.epsilon, live.survey.eps1
     settings = {"question": question, "labels": labels, "epsilon": eps}
+
+    committer = _Committer(live)
 
     async def respondent(request):
         return HTMLResponse(_page("respondent.html", settings))
@@ -115,11 +153,10 @@ def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_
             return failure
         if set(body) != {"token", "report"} or not isinstance(body["token"], str):
             return _error(422, 'body: {"token": string, "report": integer} expected')
-        try:
-            seq = await run_in_threadpool(live.submit, body["token"], body["report"])
-        except ReportRefused as refused:
-            return _error(refused.status, str(refused))
-        return JSONResponse({"accepted": seq})
+        outcome = await committer.submit(body["token"], body["report"])
+        if isinstance(outcome, ReportRefused):
+            return _error(outcome.status, str(outcome))
+        return JSONResponse({"accepted": outcome})
 
     def authorised(request) -> bool:
         given = request.headers.get("authorization", "")

@@ -121,12 +121,19 @@ class LiveSurvey:
 
     def submit(self, token: str, report: Any) -> int:
         """Store one report (see :meth:`ReportStore.accept`); returns its sequence number."""
-        seq = self.store.accept(token, report)
+        outcome = self.submit_many([(token, report)])[0]
+        if isinstance(outcome, ReportRefused):
+            raise outcome
+        return outcome
+
+    def submit_many(self, items: list[tuple[str, Any]]) -> list[int | ReportRefused]:
+        """Store many reports in one transaction (:meth:`ReportStore.accept_many`)."""
+        outcomes = self.store.accept_many(items)
         if self._thread is None:
             self.record_ready()
         else:
             self._wake.set()
-        return seq
+        return outcomes
 
     def record_ready(self) -> int:
         """Record every full batch of stored reports not yet in the survey; returns how many."""

@@ -173,20 +173,36 @@ class ReportStore:
         """Store ``report`` under ``token`` (one transaction, on disk before this returns) and
         return its sequence number; :class:`ReportRefused` (nothing stored) for an unknown,
         expired or used token or a report outside ``0..k-1``."""
-        if not isinstance(report, int | np.integer) or isinstance(report, bool):
-            raise ReportRefused(422, f"report: an integer category, got {type(report).__name__}")
-        if not 0 <= int(report) < self.k:
-            raise ReportRefused(422, f"report: a category in 0..{self.k - 1}, got {report}")
-        now = self._clock()
+        outcome = self.accept_many([(token, report)])[0]
+        if isinstance(outcome, ReportRefused):
+            raise outcome
+        return outcome
+
+    def accept_many(self, items: list[tuple[str, Any]]) -> list[int | ReportRefused]:
+        """:meth:`accept` for many reports in one transaction (one write to disk: a server
+        commits the reports that arrived together at once); each item's sequence number, or
+        the :class:`ReportRefused` that says why it was not stored."""
+        now, outcomes = self._clock(), []
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                seq = self._insert(token, int(report), now)
+                for token, report in items:
+                    try:
+                        outcomes.append(self._insert(token, self._category(report), now))
+                    except ReportRefused as refused:
+                        outcomes.append(refused)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
-        return seq
+        return outcomes
+
+    def _category(self, report: Any) -> int:
+        if not isinstance(report, int | np.integer) or isinstance(report, bool):
+            raise ReportRefused(422, f"report: an integer category, got {type(report).__name__}")
+        if not 0 <= int(report) < self.k:
+            raise ReportRefused(422, f"report: a category in 0..{self.k - 1}, got {report}")
+        return int(report)
 
     def _insert(self, token: str, report: int, now: float) -> int:
         expires, subset = self._claims(token)
