@@ -27,8 +27,6 @@ import datetime as _dt
 import http.client
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,6 +34,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.serve.server import free_port, start_server
 
 SPEC = """kind = "survey"
 [survey]
@@ -56,22 +57,6 @@ def post(conn: http.client.HTTPConnection, path: str, value=None) -> tuple[int, 
     conn.request("POST", path, body=body, headers={"content-type": "application/json"})
     response = conn.getresponse()
     return response.status, json.loads(response.read())
-
-
-def start(spec: Path, data: Path, port: int) -> subprocess.Popen:
-    root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    proc = subprocess.Popen([sys.executable, "-m", "bayesldp", "serve", str(spec), "--port",
-                             str(port), "--data-dir", str(data)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit("the server did not start within 120 s")
 
 
 def load(port: int, reports: int, concurrency: int, k: int) -> dict[str, object]:
@@ -124,10 +109,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.toml"
         spec.write_text(SPEC.format(k=args.k, batch=args.batch))
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        server = start(spec, Path(tmp) / "data", port)
+        port = free_port()
+        server = start_server(spec, Path(tmp) / "data", port, Path(tmp) / "server.log")
         try:
             result = load(port, args.reports, args.concurrency, args.k)
         finally:

@@ -10,19 +10,14 @@ reports in their order.
 
 import http.client
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bayesldp.serve import LiveSurvey, ReportStore
+from tests.serve.server import free_port, start_server
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -39,31 +34,6 @@ kind = "uniform"
 [serve]
 question = "Which one?"
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _start(spec: Path, data: Path, port: int) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    log = spec.with_suffix(".log")
-    with log.open("a") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "bayesldp", "serve", str(spec), "--port",
-                                 str(port), "--data-dir", str(data)], stdout=out,
-                                stderr=subprocess.STDOUT, env=env)  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise AssertionError(log.read_text()) from None
-            time.sleep(0.1)
-    raise AssertionError("the server did not start within 120 s")
 
 
 def _post(port: int, path: str, value=None) -> tuple[int, dict]:
@@ -127,16 +97,16 @@ class Respondents:
 def test_no_acknowledged_report_is_lost_or_counted_twice(tmp_path):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
-    data, port = tmp_path / "data", _free_port()
+    data, port = tmp_path / "data", free_port()
     respondents = Respondents(target=5000, seed=1)
-    server = _start(spec, data, port)
+    server = start_server(spec, data, port, tmp_path / "server.log")
     killer = threading.Timer(8.0, lambda: server.send_signal(signal.SIGKILL))
     killer.start()
     respondents.run(port)
     killer.join()
     server.wait()
     assert len(respondents.acked) < 5000, "the kill came after the first half; raise the load"
-    server = _start(spec, data, port)
+    server = start_server(spec, data, port, tmp_path / "server.log")
     try:
         respondents.retry(port)
         respondents.target = 10_000
