@@ -109,7 +109,8 @@ class _Committer:
 
 def _page(name: str, settings: dict[str, Any]) -> str:
     text = resources.files("bayesldp.serve").joinpath("static", name).read_text("utf-8")
-    return text.replace("/*SETTINGS*/null", json.dumps(settings))
+    # "</" escaped: a label holding "</script>" stays text inside the page's script
+    return text.replace("/*SETTINGS*/null", json.dumps(settings).replace("</", "<\\/"))
 
 
 def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_token: str):

@@ -169,3 +169,19 @@ def test_the_posterior_downloads_as_inference_data(served, tmp_path):
     idata = bayesldp.load_fit(tmp_path / "p.nc")
     assert idata.posterior["theta"].shape[-1] == 4
     assert int(idata.observed_data["counts"].sum()) == live.survey.n_users == 10
+
+
+def test_labels_cannot_close_the_pages_script(tmp_path):
+    """The page's settings are JSON inside a script: a label holding ``</script>`` stays text."""
+    live = LiveSurvey(tmp_path / "d", OPTIONS, background=False)
+    app = create_app(live, question="</script><b>x</b>", labels=["a", "b", "c", "</script>"],
+                     dashboard_token="t")  # fmt: skip
+    server, thread, port = serve(app)
+    try:
+        status, page = Client(port).request("GET", "/")
+    finally:
+        server.should_exit = True
+        thread.join()
+        live.close()
+    assert status == 200 and page.count("</script>") == 1  # the page's own closing tag
+    assert '"<\\/script>"' in page
