@@ -1,13 +1,13 @@
-"""``bayesldp serve SPEC.toml``: the survey of a spec, live, for real respondents."""
+"""``bayesldp serve SPEC.toml``: the survey of a spec, live, for real respondents.
+
+The live survey's modules are imported by the command itself, not when the parser is built, so
+that every other command starts as fast as before."""
 
 from __future__ import annotations
 
 import argparse
 import secrets
 from pathlib import Path
-
-from bayesldp.serve.app import create_app
-from bayesldp.serve.live import LiveSurvey
 
 
 def dashboard_token(directory: Path) -> str:
@@ -24,6 +24,8 @@ def dashboard_token(directory: Path) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start (or resume) the survey of ``args.spec`` and serve it until interrupted."""
     from bayesldp._optional import require
+    from bayesldp.serve.app import create_app
+    from bayesldp.serve.live import LiveSurvey
     from bayesldp.workflows.spec import load_spec
 
     uvicorn = require("uvicorn", "bayesldp serve")
