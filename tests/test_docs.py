@@ -19,11 +19,8 @@ def test_readme_links_into_docs_exist():
 
 def _assigned(tree: ast.Module, name: str):
     for node in tree.body:
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else ([node.target] if isinstance(node, ast.AnnAssign) else [])
-        )
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
         if any(getattr(t, "id", None) == name for t in targets):
             return node.value
     return None

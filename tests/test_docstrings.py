@@ -33,10 +33,8 @@ def _module_members(module) -> dict[str, object]:
     if names is not None:
         return {name: getattr(module, name) for name in names}
     return {
-        name: obj
-        for name, obj in vars(module).items()
-        if not name.startswith("_")
-        and (inspect.isfunction(obj) or inspect.isclass(obj))
+        name: obj for name, obj in vars(module).items()
+        if not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
         and obj.__module__ == module.__name__
     }
 

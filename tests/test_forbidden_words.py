@@ -24,7 +24,6 @@ GENERATED = [
     "docs/examples",  # copies of notebooks/*.ipynb; docs/examples/index.md is checked below
 ]
 
-
 def _files():
     for name in SCANNED:
         path = ROOT / name

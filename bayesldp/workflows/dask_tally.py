@@ -105,7 +105,9 @@ def report_files(source: Any) -> list[Path]:
     missing = [str(p) for p in files if not p.is_file()]
     if missing:
         link = " (a link to a missing file)" if Path(missing[0]).is_symlink() else ""
-        raise InvalidInputError(f"source: no such file {missing[0]}{link} ({len(missing)} missing)")
+        raise InvalidInputError(
+            f"source: no such file {missing[0]}{link} ({len(missing)} missing)"
+        )
     _check_distinct_files(files)
     return files
 

@@ -114,10 +114,8 @@ def recover_staging(out: Path) -> None:
                     continue
                 os.replace(item, target)
                 moved.append(item.name)
-            _note(
-                f"{out}: a run was killed while moving its results into place; moved the "
-                f"rest of them ({', '.join(moved) or 'none left'}), so they land together"
-            )
+            _note(f"{out}: a run was killed while moving its results into place; moved the "
+                  f"rest of them ({', '.join(moved) or 'none left'}), so they land together")
         else:
             _note(f"{out}: removed the unfinished results of a run that was killed "
                   f"({stale.name})")  # fmt: skip

@@ -157,10 +157,8 @@ def recommend_table(k: int, epsilon: float, n: int, method: str) -> Table:
         "skipped": skipped,
     }
     title = [f"K = {k}, epsilon = {epsilon:g}, n = {n:,}, method = {method}"]
-    title.append(
-        f"Ranked: {RANKED[method]}; x the L2 floor: that error over "
-        f"bayesldp.bounds.l2_lower_bound, {floor:.4g} (Pan 2026)."
-    )
+    title.append(f"Ranked: {RANKED[method]}; x the L2 floor: that error over "
+                 f"bayesldp.bounds.l2_lower_bound, {floor:.4g} (Pan 2026).")
     return Table(
         columns,
         rows,

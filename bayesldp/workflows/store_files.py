@@ -44,10 +44,8 @@ def creating(path: Path) -> Iterator[None]:
     leaves :data:`CREATING`, so the directory is no store and the next creation starts afresh
     (removing what it left); a failed one removes what it wrote but the lock."""
     for item in path.iterdir():  # a killed creation's files
-        if (
-            creation_leftover(item.name)
-            or item.name.endswith(".tmp")
-            or item.name.startswith("state-")
+        if creation_leftover(item.name) or item.name.endswith(".tmp") or item.name.startswith(
+            "state-"
         ):
             item.unlink(missing_ok=True)
     marker = path / CREATING

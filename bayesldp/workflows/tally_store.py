@@ -320,8 +320,7 @@ class TallyStore:
             return rebuild_mechanism(manifest["mechanism"], manifest["params"])
         except (BayesLDPError, KeyError, TypeError, ValueError) as exc:
             raise sf.damaged(
-                self.path,
-                f"{sf.manifest_name(generation)} names no valid mechanism: {exc}",
+                self.path, f"{sf.manifest_name(generation)} names no valid mechanism: {exc}",
                 generation,
             ) from None
 

@@ -153,7 +153,6 @@ def test_compile_notice_once(capsys, monkeypatch):
     import numba
 
     monkeypatch.setattr(_feedback, "_noticed", False)
-
     @numba.njit
     def fresh(x):
         return x + 1.0
@@ -473,11 +472,8 @@ def test_the_command_s_quiet_option_silences_the_watch_while_it_runs(monkeypatch
     from bayesldp.workflows.cli import main
 
     seen = []
-    monkeypatch.setattr(
-        bayesldp.bayes,
-        "fit",
-        lambda *a, **k: seen.append(compile_watch.COMPILE_WATCH.quiet) or 1 / 0,
-    )
+    monkeypatch.setattr(bayesldp.bayes, "fit",
+                        lambda *a, **k: seen.append(compile_watch.COMPILE_WATCH.quiet) or 1 / 0)
     csv = tmp_path / "r.csv"
     csv.write_text("report\n0\n1\n")
     with pytest.raises(ZeroDivisionError):

@@ -58,10 +58,8 @@ class Mixture:
         self.var = second - self.mean**2
         cross = np.einsum("m,mx,my->xy", self.w / (tot[:, 0] * (tot[:, 0] + 1)), self.comps,
                           self.comps)  # fmt: skip
-        self.cov = (
-            cross
-            + np.diag(self.w @ (self.comps / (tot * (tot + 1))))
-            - np.outer(self.mean, self.mean)
+        self.cov = cross + np.diag(self.w @ (self.comps / (tot * (tot + 1)))) - np.outer(
+            self.mean, self.mean
         )
 
     @classmethod
@@ -318,13 +316,8 @@ def adaptive_reference(tally, prior):
     z = np.arange(-60, 61) * 0.1  # +-6 prior sd, step 0.1 sd
     log_a = prior.log_a_mean + prior.log_a_sd * z
     a = np.exp(log_a)[:, None]
-    logw = (
-        log_c
-        + gammaln(a[:, :, None] + m).sum(axis=2)
-        - gammaln(k * a + size)
-        - k * gammaln(a)
-        + gammaln(k * a)
-    )  # fmt: skip  (nodes, components)
+    logw = (log_c + gammaln(a[:, :, None] + m).sum(axis=2) - gammaln(k * a + size)
+            - k * gammaln(a) + gammaln(k * a))  # fmt: skip  (nodes, components)
     logw += -0.5 * z[:, None] ** 2  # trapezoid weights are equal inside; the ends carry 2e-9
     logw -= logw.max()
     w = np.exp(logw)
@@ -618,10 +611,8 @@ def test_sgld_is_within_its_documented_bias_of_the_exact_posterior(reference):
              1.12 * reference.var[x]),
         ]:  # fmt: skip
             mcse = g.std() / math.sqrt(float(az.ess(g, method="mean")))
-            z[name, x] = (
-                max(g.mean() - hi, lo - g.mean(), 0.0) / mcse,
-                mcse / sd[x] ** (1 if name == "mean" else 2),
-            )
+            z[name, x] = (max(g.mean() - hi, lo - g.mean(), 0.0) / mcse, mcse / sd[x] ** (
+                1 if name == "mean" else 2))
     assert_no_z_beyond(z, z_max)
 
 

@@ -151,8 +151,7 @@ def test_default_holds_users_out_and_the_posterior_reads_only_theirs():
     found = pem.identify(reports)
     rng = np.random.default_rng(3)
     scrambled = dataclasses.replace(
-        reports, y=np.where(held, reports.y, rng.integers(0, pem.g, reports.y.size))
-    )
+        reports, y=np.where(held, reports.y, rng.integers(0, pem.g, reports.y.size)))
     mine, theirs = pem.final_tally(reports, found.codes), pem.final_tally(scrambled, found.codes)
     assert mine.n == held.sum()
     np.testing.assert_array_equal(mine.rows, theirs.rows)

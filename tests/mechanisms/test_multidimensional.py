@@ -36,9 +36,8 @@ RSFD_VARIANTS = [("GRR", None), ("OUE", "zero"), ("OUE", "random"), ("SUE", "zer
 
 
 def _make(protocol, ks, epsilon, base, fake):
-    return (
-        protocol(ks, epsilon, base, fake=fake) if protocol is RSFD else protocol(ks, epsilon, base)
-    )
+    return protocol(ks, epsilon, base, fake=fake) if protocol is RSFD else protocol(ks, epsilon,
+                                                                                   base)
 
 
 def _attribute_brute_force(protocol):

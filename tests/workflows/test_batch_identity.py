@@ -34,9 +34,8 @@ def test_prefix_digests_across_chunks(monkeypatch, chunk):
     frames = [
         pd.DataFrame({"report": rng.integers(0, 5, 11)}),
         pd.DataFrame({"report": rng.normal(size=11), "w": rng.integers(0, 2, 11)}),
-        pd.DataFrame(
-            {"cohort": rng.integers(0, 3, 11), "bits": ["01", "10", "11", "0"] * 2 + ["1"] * 3}
-        ),
+        pd.DataFrame({"cohort": rng.integers(0, 3, 11),
+                      "bits": ["01", "10", "11", "0"] * 2 + ["1"] * 3}),
     ]
     for frame in frames:
         grown = batch_content(frame)

@@ -253,11 +253,8 @@ def test_ctrl_c_while_writing_the_report_leaves_none_of_it(tmp_path, capsys, mon
     from bayesldp.workflows import study_report
 
     spec = tmp_path / "study.toml"
-    spec.write_text(
-        STUDY.replace('methods = ["oracle", "mle"]', 'methods = ["oracle"]')
-        .replace("chains = 2", "chains = 1")
-        .replace("draws = 200", "draws = 50")
-    )
+    spec.write_text(STUDY.replace("methods = [\"oracle\", \"mle\"]", "methods = [\"oracle\"]")
+                    .replace("chains = 2", "chains = 1").replace("draws = 200", "draws = 50"))
     real = study_report._write_csv
 
     def write_then_interrupt(path, rows):  # metrics.csv written, then Ctrl-C
@@ -325,9 +322,8 @@ def test_ctrl_c_swallowed_by_a_callback_from_c_still_ends_the_command(
 
 
 @pytest.mark.parametrize("link", ["cause", "context"])
-def test_an_error_a_ctrl_c_caused_ends_the_command_as_an_interrupt(
-    tmp_path, capsys, monkeypatch, link
-):
+def test_an_error_a_ctrl_c_caused_ends_the_command_as_an_interrupt(tmp_path, capsys,
+                                                                    monkeypatch, link):
     """An interrupt during a class body's ``__set_name__`` (a lazy import, such as xarray's of
     dask.array) reaches the command as a RuntimeError raised from the KeyboardInterrupt; the
     command answers it as the Ctrl-C it was: one line, exit 130, no traceback."""
@@ -467,30 +463,10 @@ def test_concurrent_save_posterior_onto_one_file_is_always_one_complete_posterio
         go = tmp_path / f"go{round_}"
         procs = [
             subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    RACER,
-                    str(go),
-                    "estimate",
-                    str(csv),
-                    "--mechanism",
-                    "GRR",
-                    "--k",
-                    "3",
-                    "--epsilon",
-                    "1",
-                    "--method",
-                    "posterior",
-                    "--quiet",
-                    "--seed",
-                    str(seed),
-                    "--save-posterior",
-                    str(saved),
-                ],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
+                [sys.executable, "-c", RACER, str(go), "estimate", str(csv), "--mechanism",
+                 "GRR", "--k", "3", "--epsilon", "1", "--method", "posterior", "--quiet",
+                 "--seed", str(seed), "--save-posterior", str(saved)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
             for seed in range(3)
         ]
@@ -521,7 +497,9 @@ def test_save_fit_that_cannot_write_leaves_the_old_file(tmp_path, monkeypatch):
     monkeypatch.setattr(az.InferenceData, "to_netcdf", full_disk)
     with pytest.raises(StoreWriteError, match=r"No space left on device.*file there is unchanged"):
         save_fit(idata, path)
-    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["post.nc"]
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [
+        "post.nc"
+    ]
     monkeypatch.undo()
     assert load_fit(path).posterior["theta"].shape[-1] == 3
 

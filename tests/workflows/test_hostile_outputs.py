@@ -115,11 +115,8 @@ def test_a_survey_spec_is_checked_whole_before_anything_is_written(
 
 @pytest.mark.slow
 def test_a_semi_adaptive_survey_beside_its_baseline_runs(tmp_path, capsys):
-    spec = survey_spec(
-        tmp_path,
-        compare=True,
-        replace=[('utility = "fisher"', 'utility = "semi_adaptive"\nalpha = 0.2')],
-    )
+    spec = survey_spec(tmp_path, compare=True,
+                       replace=[('utility = "fisher"', 'utility = "semi_adaptive"\nalpha = 0.2')])
     out = tmp_path / "out"
     assert main(["survey", str(spec), "--out", str(out), "--quiet"]) == 0
     assert "| non-adaptive baseline" in (out / "report.md").read_text()
@@ -371,14 +368,10 @@ MEMORY = "more than half of this machine's"
         (["--mechanism", "GRR", "--k", "1e11"], ["k: 100,000,000,000 categories", "at most"]),
         (["--mechanism", "GRR", "--k", "100000000000"], ["k: 100,000,000,000 categories"]),
         (["--mechanism", "SPL", "--k", "3,4,1e10"], ["ks[2]: 10,000,000,000 categories"]),
-        (
-            ["--mechanism", "Laplace", "--k", "4", "--output-bins", "1e9"],
-            ["counts of 1,000,000,000 output bins", "output bins)"],
-        ),
-        (
-            ["--mechanism", "Laplace", "--k", "4", "--output-bins", "100000000"],
-            ["counts of 100,000,000 output bins", "at most"],
-        ),
+        (["--mechanism", "Laplace", "--k", "4", "--output-bins", "1e9"],
+         ["counts of 1,000,000,000 output bins", "output bins)"]),
+        (["--mechanism", "Laplace", "--k", "4", "--output-bins", "100000000"],
+         ["counts of 100,000,000 output bins", "at most"]),
     ],
 )
 def test_huge_sizes_are_refused_before_any_allocation_saying_the_limit(
@@ -420,11 +413,8 @@ def test_sizes_written_as_floats_are_read_alike_or_refused_clearly(tmp_path, cap
 
 def test_toml_floats_for_sizes_say_how_to_write_them(tmp_path):
     spec = survey_spec(tmp_path, replace=[("k = 4", "k = 1e8")])
-    with pytest.raises(
-        SpecError,
-        match=r"\[survey\]\.k: expected an integer, got 100000000\.0 "
-        r"\(TOML reads 1e\+08 as a number with a fraction: write 100_000_000\)",
-    ):
+    with pytest.raises(SpecError, match=r"\[survey\]\.k: expected an integer, got 100000000\.0 "
+                       r"\(TOML reads 1e\+08 as a number with a fraction: write 100_000_000\)"):
         load_spec(spec)
 
 
@@ -441,38 +431,18 @@ def _model(tmp_path: Path, name: str, *replace: tuple[str, str]) -> Path:
 @pytest.mark.parametrize(
     ("model", "old", "new", "needles"),
     [
-        (
-            "heavy_hitters.toml",
-            r"^k = 65536",
-            "k = 1_000_000_000",
-            ["[population].k: 1,000,000,000 items", MEMORY, "items"],
-        ),
-        (
-            "heavy_hitters.toml",
-            r"^repeats = 3",
-            "repeats = 1_000_000_000",
-            ["[study].repeats: 1,000,000,000 repeats", "at most"],
-        ),
-        (
-            "heavy_hitters.toml",
-            r"^n = 100000",
-            "n = 10_000_000_000",
-            ["[study].n: 10,000,000,000 users", "at most"],
-        ),
-        (
-            "longitudinal.toml",
-            r"^rounds = 6",
-            "rounds = 100_000_000",
-            ["[study].n x [study].rounds: 500,000,000,000 user-rounds", "at most"],
-        ),
+        ("heavy_hitters.toml", r"^k = 65536", "k = 1_000_000_000",
+         ["[population].k: 1,000,000,000 items", MEMORY, "items"]),
+        ("heavy_hitters.toml", r"^repeats = 3", "repeats = 1_000_000_000",
+         ["[study].repeats: 1,000,000,000 repeats", "at most"]),
+        ("heavy_hitters.toml", r"^n = 100000", "n = 10_000_000_000",
+         ["[study].n: 10,000,000,000 users", "at most"]),
+        ("longitudinal.toml", r"^rounds = 6", "rounds = 100_000_000",
+         ["[study].n x [study].rounds: 500,000,000,000 user-rounds", "at most"]),
         ("longitudinal.toml", r"^rounds = 6", "rounds = 1_000_000_000_000", ["user-rounds"]),
         ("longitudinal.toml", r"^rounds = 6", "rounds = 0", ["[study].rounds: must be >= 2"]),
-        (
-            "longitudinal.toml",
-            r"^step = 0.3",
-            "step = nan",
-            ["[drift].step", "must be >= 0 and finite", "nan"],
-        ),
+        ("longitudinal.toml", r"^step = 0.3", "step = nan",
+         ["[drift].step", "must be >= 0 and finite", "nan"]),
         ("longitudinal.toml", r"^alpha = 1.0", "alpha = inf", ["[population].alpha", "inf"]),
         ("quickstart.toml", r"^alpha = 1.0", "alpha = inf", ["[population].alpha", "inf"]),
     ],

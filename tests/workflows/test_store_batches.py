@@ -295,3 +295,4 @@ def test_a_repeated_column_name_is_refused(tmp_path, capsys, header):
     path.write_text(header + "\n" + ",".join(["1"] * width) + "\n")
     code, _, err = run_cli(capsys, ["estimate", path, *GRR3])
     one_line_error(code, err, "names the column(s) 'report' more than once")
+

@@ -98,24 +98,9 @@ def race_pairs(tmp_path: Path, pairs: int, seed: int) -> tuple[int, int]:
         go, store = root / "go", root / "store"
         procs = [
             subprocess.Popen(
-                [
-                    sys.executable,
-                    "-c",
-                    RACER,
-                    str(go),
-                    "append",
-                    str(store),
-                    str(path),
-                    *GRR3,
-                    "--epsilon",
-                    str(eps),
-                    "--output",
-                    "json",
-                ],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
+                [sys.executable, "-c", RACER, str(go), "append", str(store), str(path),
+                 *GRR3, "--epsilon", str(eps), "--output", "json"],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
             for path, eps in runs.items()
         ]
@@ -359,12 +344,7 @@ def three_generations(tmp_path: Path) -> tuple[Path, list[Path]]:
     for path in files:
         TallyStore.append_to(store, [path], bayesldp.GRR(3, 1.0))
     assert sorted(p.name for p in store.iterdir() if not p.name.startswith(".")) == [
-        "CURRENT",
-        "manifest-2.json",
-        "manifest-3.json",
-        "state-2.npz",
-        "state-3.npz",
-    ]
+        "CURRENT", "manifest-2.json", "manifest-3.json", "state-2.npz", "state-3.npz"]
     return store, files
 
 
