@@ -460,6 +460,14 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("--batch", "100000", "--out", "benchmarks/results/serve_load_no_refits.md"),
         ("serve_load_no_refits.md",), None, quick_note="serve_load --quick",
     ),
+    Benchmark(
+        "serve_load_k100", "serve_load.py",
+        "serve_load with K = 100 categories (the assignment's channel and the refits grow with "
+        "K)",
+        "the same absolute goals as serve_load",
+        ("--k", "100", "--out", "benchmarks/results/serve_load_k100.md"),
+        ("serve_load_k100.md",), None, quick_note="serve_load --quick",
+    ),
     # --- posterior speed ---
     Benchmark(
         "posterior", "posterior.py",

@@ -7,11 +7,14 @@ and sending one report, over and over, until ``--reports`` are acknowledged.  Me
 reports acknowledged per second over the run (wall clock), and the latency of each report
 request (from sending it to its 200) at the 50th and 99th percentiles; the assignment
 requests are timed too.  The load generator shares the machine's cores with the server, so
-the rates are a floor for a server with a machine to itself.
+the rates are a floor for a server with a machine to itself.  The server records batches and
+refits in a separate process of lower priority (:mod:`bayesldp.serve.recorder`).
 
 Goals (the live survey's): at least 500 reports a second and a p99 latency under 100 ms at a
-concurrency of 50 on 2 cores, while refits run.  There is no peer to measure beside it (no LDP
-library serves a survey); the anchor is an absolute goal.
+concurrency of 50 on 2 cores, while refits run.  ``--repeats`` runs (each a fresh server and
+data directory) are reported one per row, and a goal is met only if every run meets it: the
+latency's tail moves from run to run with what else the machine does.  There is no peer to
+measure beside it (no LDP library serves a survey); the anchor is an absolute goal.
 
 Usage::
 
@@ -94,18 +97,9 @@ def load(port: int, reports: int, concurrency: int, k: int) -> dict[str, object]
     return {"wall": time.perf_counter() - start_time, **latency}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reports", type=int, default=20_000)
-    parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=500, help="reports per recorded batch")
-    parser.add_argument("--quick", action="store_true", help="2,000 reports; needs --out")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.reports = 2000
-    load_start = os.getloadavg()
+def one_run(args: argparse.Namespace) -> dict[str, object]:
+    """One fresh server under load: the rate and the report and assignment latencies' p50 and
+    p99 (ms)."""
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.toml"
         spec.write_text(SPEC.format(k=args.k, batch=args.batch))
@@ -116,9 +110,25 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             server.terminate()
             server.wait(timeout=60)
-    rate = args.reports / result["wall"]
     ms = {key: np.percentile(np.array(result[key]) * 1e3, [50, 99])
           for key in ("report", "assignment")}  # fmt: skip
+    return {"rate": args.reports / result["wall"], **ms}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reports", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=500, help="reports per recorded batch")
+    parser.add_argument("--repeats", type=int, default=3, help="runs, each on a fresh server")
+    parser.add_argument("--quick", action="store_true", help="2,000 reports, one run")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.reports, args.repeats = 2000, 1
+    load_start = os.getloadavg()
+    runs = [one_run(args) for _ in range(args.repeats)]
     command = " ".join(["python benchmarks/serve_load.py", *(argv or sys.argv[1:])])
     lines = [
         "# `bayesldp serve` under load",
@@ -130,17 +140,24 @@ def main(argv: list[str] | None = None) -> None:
         f"- {args.reports:,} reports from {args.concurrency} concurrent respondents (threads of "
         f"the same machine, keep-alive connections), K = {args.k}, batches of {args.batch} "
         "recorded in the background with the default posterior engine (refits as the reports "
-        "grow by 25%). See the script's docstring.",
+        f"grow by 25%); {args.repeats} runs, each on a fresh server. See the script's docstring.",
         "",
-        "| quantity | value | goal | met? |",
-        "|---|---:|---:|---|",
-        f"| reports acknowledged per second | {rate:,.0f} | 500 | {'yes' if rate >= 500 else 'NO'}"
-        " |",
-        f"| report latency p50 (ms) | {ms['report'][0]:.1f} | | |",
-        f"| report latency p99 (ms) | {ms['report'][1]:.1f} | 100 | "
-        f"{'yes' if ms['report'][1] < 100 else 'NO'} |",
-        f"| assignment latency p50 / p99 (ms) | {ms['assignment'][0]:.1f} / "
-        f"{ms['assignment'][1]:.1f} | | |",
+        "| run | reports acknowledged per second | report latency p50 (ms) | report latency p99 "
+        "(ms) | assignment latency p50 / p99 (ms) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for i, run in enumerate(runs, 1):
+        lines.append(f"| {i} | {run['rate']:,.0f} | {run['report'][0]:.1f} | "
+                     f"{run['report'][1]:.1f} | {run['assignment'][0]:.1f} / "
+                     f"{run['assignment'][1]:.1f} |")  # fmt: skip
+    slowest = min(run["rate"] for run in runs)
+    tail = max(run["report"][1] for run in runs)
+    lines += [
+        "",
+        f"- At least 500 reports per second in every run: {'yes' if slowest >= 500 else 'NO'} "
+        f"(slowest run {slowest:,.0f}).",
+        f"- Report latency p99 under 100 ms in every run: {'yes' if tail < 100 else 'NO'} "
+        f"(largest {tail:.1f} ms).",
         "",
     ]
     text = "\n".join(lines)

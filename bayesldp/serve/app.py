@@ -5,8 +5,9 @@ Routes:
 * ``GET /``: the respondent page.  It asks for an assignment, shows the question and, on
   submit, draws the report from the assigned channel's row of the chosen answer *in the
   browser* (``crypto.getRandomValues``); only the report and the token are sent.
-* ``POST /api/assignment``: a single-use token, the RRRR subset and its exact channel
-  (``k x k``, rows the answers), from :meth:`LiveSurvey.assign`.
+* ``POST /api/assignment``: a single-use token, the RRRR subset and its exact channel in
+  :func:`channel_table`'s compact form (eight numbers, not ``K x K``), from
+  :meth:`LiveSurvey.assign`.
 * ``POST /api/report``: ``{"token": ..., "report": ...}`` (JSON, at most ``MAX_BODY`` bytes);
   200 with the report's sequence number, or a 4xx with ``{"error": message}`` and nothing
   stored (see :class:`~bayesldp.serve.store.ReportStore`).
@@ -23,6 +24,7 @@ Needs the ``serve`` extra (``pip install 'bayesldp[serve]'``: Starlette and uvic
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import tempfile
@@ -107,6 +109,46 @@ class _Committer:
                     done.set_result(outcome)
 
 
+def channel_table(mech: RRRR) -> dict[str, Any]:
+    """RRRR's exact channel as the respondent's page takes it: ``{"k", "subset", "table"}``.
+
+    ``P(y | x)`` depends only on whether ``x`` and ``y`` are in the subset ``S`` and whether
+    ``y = x`` (:func:`~bayesldp.mechanisms.rrrr.rrrr_channel`), so the channel is the
+    ``2 x 2 x 2`` table ``table[x in S][y in S][y == x]`` of its own entries (0 where no
+    ``(x, y)`` has that pattern): an assignment is a few hundred bytes at any ``K``, where the
+    ``K x K`` matrix is about 200 kB at ``K = 100``.  The table is checked to give the channel
+    back exactly (:func:`expand_channel`).
+
+    Examples
+    --------
+    >>> table = channel_table(RRRR(4, 1.0, [0, 3]))
+    >>> np.array_equal(expand_channel(table), RRRR(4, 1.0, [0, 3]).channel)
+    True
+    """
+    k, subset = mech.k, [int(v) for v in mech.subset]
+    channel, member = np.asarray(mech.channel), np.isin(np.arange(k), subset)
+    table = np.zeros((2, 2, 2))
+    x_in, y_in = np.meshgrid(member, member, indexing="ij")
+    same = np.eye(k, dtype=bool)
+    for a, b, c in np.ndindex(2, 2, 2):
+        cells = channel[(x_in == a) & (y_in == b) & (same == c)]
+        if cells.size:
+            table[a, b, c] = cells[0]
+    out = {"k": k, "subset": subset, "table": table.tolist()}
+    if not np.array_equal(expand_channel(out), channel):
+        raise InvalidInputError(f"mechanism: {mech!r}'s channel is not symmetric within S and "
+                                "outside it; it has no compact table")  # fmt: skip
+    return out
+
+
+def expand_channel(compact: dict[str, Any]) -> np.ndarray:
+    """The ``K x K`` channel of :func:`channel_table`'s compact form (what the page computes
+    for one row: ``table[x in S][y in S][y == x]``)."""
+    k, table = compact["k"], np.asarray(compact["table"])
+    member = np.isin(np.arange(k), compact["subset"]).astype(int)
+    return table[member[:, None], member[None, :], np.eye(k, dtype=int)]
+
+
 def _page(name: str, settings: dict[str, Any]) -> str:
     text = resources.files("bayesldp.serve").joinpath("static", name).read_text("utf-8")
     # "</" escaped: a label holding "</script>" stays text inside the page's script
@@ -121,9 +163,9 @@ def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_
     from starlette.responses import HTMLResponse, JSONResponse, Response
     from starlette.routing import Route
 
-    if len(labels) != live.survey.k:
-        raise InvalidInputError(f"labels: {live.survey.k} category labels, got {len(labels)}")
-    eps, eps1 = live.survey.epsilon, live.survey.eps1
+    if len(labels) != live.k:
+        raise InvalidInputError(f"labels: {live.k} category labels, got {len(labels)}")
+    eps, eps1 = live.epsilon, live.eps1
     settings = {"question": question, "labels": labels, "epsilon": eps}
 
     committer = _Committer(live)
@@ -131,14 +173,10 @@ def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_
     async def respondent(request):
         return HTMLResponse(_page("respondent.html", settings))
 
-    channels: dict[tuple[int, ...], list] = {}
-
-    def channel(subset: tuple[int, ...]) -> list:
-        """The assigned RRRR's exact channel (rows: answers), computed once per subset."""
-        if subset not in channels:
-            mech = RRRR(live.survey.k, eps, list(subset), eps1=eps1)
-            channels[subset] = np.asarray(mech.channel).tolist()
-        return channels[subset]
+    @functools.lru_cache(maxsize=1024)
+    def channel(subset: tuple[int, ...]) -> dict[str, Any]:
+        """The assigned RRRR's exact channel, compact (:func:`channel_table`)."""
+        return channel_table(RRRR(live.k, eps, list(subset), eps1=eps1))
 
     async def assignment(request):
         try:
@@ -166,7 +204,7 @@ def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_
         )
 
     async def dashboard(request):
-        return HTMLResponse(_page("dashboard.html", {**settings, "k": live.survey.k}))
+        return HTMLResponse(_page("dashboard.html", {**settings, "k": live.k}))
 
     async def posterior(request):
         if not authorised(request):
@@ -177,10 +215,11 @@ def create_app(live: LiveSurvey, *, question: str, labels: list[str], dashboard_
         from bayesldp.bayes.fit import fit
         from bayesldp.bayes.io import save_fit
 
-        if live.survey.n_users == 0:
+        survey = live.survey
+        if survey.n_users == 0:
             raise ReportRefused(409, "idata: no batch recorded yet; nothing to fit")
         with tempfile.TemporaryDirectory() as tmp:
-            path = save_fit(fit(live.survey.tally(), progressbar=False), Path(tmp) / "fit.nc")
+            path = save_fit(fit(survey.tally(), progressbar=False), Path(tmp) / "fit.nc")
             return path.read_bytes()
 
     async def idata(request):

@@ -1,27 +1,28 @@
 """The adaptive survey for real respondents: assignments out, reports in, batches recorded.
 
-:class:`LiveSurvey` joins an :class:`~bayesldp.AdaptiveSurvey` (its checkpoint in the data
-directory) and a :class:`~bayesldp.serve.store.ReportStore`.  A respondent is assigned the
-subset the survey's current posterior draw selects (:meth:`AdaptiveSurvey.next_subset`); its
-report is stored durably at once; a background thread records the stored reports in the
-survey's batches (``batch_size`` reports in their order of arrival, each with its own
-assignment's subset) and then moves the subset for the next assignments, so that no request
-waits on a refit.  A restart resumes the survey from its checkpoint and records the batches
-that were stored but not yet recorded: the same reports, in the same order, the same state.
+:class:`LiveSurvey` joins a :class:`~bayesldp.serve.store.ReportStore` (``reports.sqlite``) and
+the :class:`~bayesldp.serve.recorder.Recorder` of the data directory's
+:class:`~bayesldp.AdaptiveSurvey` (``survey.npz``).  A respondent is assigned the subset the
+survey's current posterior draw selects (:meth:`AdaptiveSurvey.next_subset`); its report is
+stored durably at once; the recorder records the stored reports in the survey's batches
+(``batch_size`` reports in their order of arrival, each with its own assignment's subset) and
+then moves the subset for the next assignments.  In a server the recorder is a separate
+process of lower priority whose published state the server reads, so that no request waits on
+a refit.  A restart resumes the survey from its checkpoint and records the batches that were
+stored but not yet recorded: the same reports, in the same order, the same state.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from bayesldp.adaptive import AdaptiveSurvey
-from bayesldp.adaptive.stopping import StopRule
-from bayesldp.errors import InvalidInputError
+from bayesldp.serve import recorder
+from bayesldp.serve.recorder import Recorder, exclusive, read_state
 from bayesldp.serve.store import Assignment, ReportRefused, ReportStore
 
 
@@ -41,8 +42,8 @@ class LiveSurvey:
     ttl : float
         Seconds an assignment's token stays valid.
     background : bool
-        Record batches in a background thread (a server); False records them within
-        :meth:`submit` (tests, scripts).
+        Record batches in a separate process of lower priority (a server; what it publishes is
+        read every 0.1 s); False records them within :meth:`submit` (tests, scripts).
     stop : dict, optional
         A stopping target as :meth:`AdaptiveSurvey.simulate` takes it (``{"width": w}`` or
         ``{"expected_tv": t}``; the posterior engine only), checked after every batch as
@@ -73,44 +74,75 @@ class LiveSurvey:
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        state = self.directory / "survey.npz"
-        if state.exists():
-            if survey_options is not None:
-                raise InvalidInputError(
-                    f"directory: {str(self.directory)!r} holds a survey already; resume it "
-                    "without survey_options"
-                )
-            self.survey = AdaptiveSurvey.resume(state)
-        else:
-            if survey_options is None:
-                raise InvalidInputError("survey_options: a new survey needs k, epsilon, ...")
-            self.survey = AdaptiveSurvey(**survey_options, checkpoint=state)
-        self.store = ReportStore(self.directory / "reports.sqlite", self.survey.k)
-        self.rule = StopRule.parse(stop)
-        if self.rule is not None and self.survey.engine != "posterior":
-            raise InvalidInputError(
-                f"stop: checked on the posterior engine's pool of draws; this survey's engine is "
-                f"{self.survey.engine!r}"
-            )
-        self.stopped: dict[str, Any] | None = self.store.get("stopped")
         self.batch_size, self.ttl = int(batch_size), float(ttl)
-        self._lock = threading.Lock()
-        self._subset = tuple(self.survey.next_subset().subset)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self.error: BaseException | None = None
-        self._snapshot = self._summary()
-        self.record_ready()  # a restart: record what was stored but not recorded
-        self._thread = None
+        with exclusive(self.directory):  # a restart: record what was stored but not recorded
+            self._recorder: Recorder | None = Recorder(self.directory, survey_options,
+                                                       self.batch_size, stop)  # fmt: skip
+            self._recorder.record_ready()
+        survey = self._recorder.survey
+        self.k, self.epsilon, self.eps1 = survey.k, survey.epsilon, survey.eps1
+        self.store = ReportStore(self.directory / "reports.sqlite", self.k)
+        self._published = read_state(self.directory)
+        self._quit = threading.Event()
+        self._process = self._watcher = None
         if background:
-            self._thread = threading.Thread(target=self._run, name="bayesldp-refit", daemon=True)
-            self._thread.start()
+            self._recorder.close()
+            self._recorder = None
+            self._start_recorder(survey_options, stop)
+
+    def _start_recorder(self, survey_options: dict | None, stop: dict | None) -> None:
+        """The recorder process (spawned: a fresh interpreter, nothing shared but the files)
+        and the thread that reads what it publishes."""
+        context = multiprocessing.get_context("spawn")
+        self._process_quit = context.Event()
+        self._process = context.Process(
+            target=recorder.run, name="bayesldp-recorder", daemon=True,
+            args=(str(self.directory), survey_options, self.batch_size, stop, os.getpid(),
+                  self._process_quit),
+        )  # fmt: skip
+        self._process.start()
+        self._watcher = threading.Thread(target=self._watch, name="bayesldp-watch", daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        """Read the recorder's ``state.json`` when it changes (looking every
+        :data:`~bayesldp.serve.recorder.POLL` seconds)."""
+        seen = None
+        while not self._quit.wait(recorder.POLL):
+            stamp = (self.directory / "state.json").stat().st_mtime_ns
+            if stamp != seen:
+                seen, self._published = stamp, read_state(self.directory)
+
+    @property
+    def survey(self) -> AdaptiveSurvey:
+        """The survey as of its last recorded batch: the recorder's own in the foreground; with
+        a recorder process, a read-only copy loaded from its checkpoint (a 409
+        :class:`~bayesldp.serve.store.ReportRefused` before the first batch)."""
+        if self._recorder is not None:
+            return self._recorder.survey
+        state = self.directory / "survey.npz"
+        if not state.exists():
+            raise ReportRefused(409, "survey: no batch recorded yet")
+        return AdaptiveSurvey.resume(state, checkpoint=False)
 
     @property
     def subset(self) -> tuple[int, ...]:
         """The subset new assignments get."""
-        with self._lock:
-            return self._subset
+        return tuple(self._published["subset"])
+
+    @property
+    def stopped(self) -> dict[str, Any] | None:
+        """Where the stopping target was met (None while it has not been)."""
+        return self._published["stopped"]
+
+    @property
+    def error(self) -> str | None:
+        """Why the recorder process stopped recording, if it did."""
+        if self._published["error"] is not None:
+            return self._published["error"]
+        if self._process is not None and not self._process.is_alive() and not self._quit.is_set():
+            return f"recorder: the process exited (code {self._process.exitcode})"
+        return None
 
     def assign(self) -> Assignment:
         """A new respondent's assignment (token, subset, expiry); a 410
@@ -127,83 +159,30 @@ class LiveSurvey:
         return outcome
 
     def submit_many(self, items: list[tuple[str, Any]]) -> list[int | ReportRefused]:
-        """Store many reports in one transaction (:meth:`ReportStore.accept_many`)."""
+        """Store many reports in one transaction (:meth:`ReportStore.accept_many`); in the
+        foreground, record the batches they fill."""
         outcomes = self.store.accept_many(items)
-        if self._thread is None:
-            self.record_ready()
-        else:
-            self._wake.set()
+        if self._recorder is not None and self._recorder.record_ready():
+            self._published = read_state(self.directory)
         return outcomes
-
-    def record_ready(self) -> int:
-        """Record every full batch of stored reports not yet in the survey; returns how many."""
-        done = 0
-        while self.store.count() >= self.survey.n_users + self.batch_size:
-            start = self.survey.n_users
-            reports, masks = self.store.batch(start, start + self.batch_size)
-            self.survey.record(reports, masks, batch=self.survey.n_batches)
-            self._check_stop()
-            subset, summary = tuple(self.survey.next_subset().subset), self._summary()
-            with self._lock:
-                self._subset, self._snapshot = subset, summary
-            done += 1
-        return done
-
-    def _check_stop(self) -> None:
-        """After a batch: whether the survey's posterior meets the stopping target now (the
-        check of ``simulate(stop=...)``); the stop is stored."""
-        if self.rule is None or self.stopped is not None or not self.survey._met(self.rule):
-            return
-        self.stopped = {key: (float(v) if isinstance(v, float) else v)
-                        for key, v in self.survey.stopped.items()}  # fmt: skip
-        self.store.put("stopped", self.stopped)
 
     def snapshot(self) -> dict[str, Any]:
         """The survey as of its last recorded batch (what the dashboard shows), plus the
         reports stored so far: plain JSON types."""
-        with self._lock:
-            out = dict(self._snapshot)
+        out = dict(self._published["snapshot"])
         out["stored"] = self.store.count()
-        out["error"] = None if self.error is None else str(self.error)
+        out["error"] = self.error
         return out
-
-    def _summary(self) -> dict[str, Any]:
-        """Recorded users, the subset sizes per batch and the posterior's trajectory (the mean
-        and 90% band at each refresh of the survey's pool of draws)."""
-        history = self.survey.history
-        out: dict[str, Any] = {
-            "k": self.survey.k,
-            "epsilon": self.survey.epsilon,
-            "recorded": self.survey.n_users,
-            "batches": self.survey.n_batches,
-            "subset": list(self._subset) if hasattr(self, "_subset") else [],
-            "stop": None if self.rule is None else self.rule.describe(),
-            "stopped": self.stopped,
-            "subset_sizes": history["subset_size"]
-            .values[np.cumsum(history["batch_size"].values) - 1]
-            .tolist()
-            if self.survey.n_batches
-            else [],
-        }
-        if "posterior_users" in history:
-            for key in ("posterior_users", "posterior_mean", "posterior_lower", "posterior_upper"):
-                out[key.removeprefix("posterior_")] = history[key].values.tolist()
-        return out
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(timeout=1.0)
-            self._wake.clear()
-            try:
-                self.record_ready()
-            except BaseException as exc:  # kept for the server to report; the loop stops
-                self.error = exc
-                return
 
     def close(self) -> None:
-        """Stop the background thread (after its current batch) and close the store."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
+        """Stop the recorder (after its current batch) and close the store."""
+        self._quit.set()
+        if self._process is not None:
+            self._process_quit.set()
+            self._process.join(timeout=120)
+            if self._process.is_alive():
+                self._process.terminate()
+            self._watcher.join()
+        if self._recorder is not None:
+            self._recorder.close()
         self.store.close()

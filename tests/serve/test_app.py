@@ -11,7 +11,7 @@ import pytest
 
 from bayesldp.mechanisms.rrrr import RRRR
 from bayesldp.serve import LiveSurvey
-from bayesldp.serve.app import MAX_BODY, create_app
+from bayesldp.serve.app import MAX_BODY, channel_table, create_app, expand_channel
 
 pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
@@ -80,9 +80,20 @@ def test_pages_and_an_assignment_with_its_exact_channel(served):
     assert status == 200 and "Favourite colour?" in page
     assert "crypto.getRandomValues" in page and "Math.random" not in page
     a = _assignment(client)
-    expected = RRRR(4, 1.0, a["subset"], eps1=live.survey.eps1).channel
-    np.testing.assert_array_equal(np.array(a["channel"]), expected)
+    expected = RRRR(4, 1.0, a["subset"], eps1=live.eps1).channel
+    assert a["channel"]["subset"] == a["subset"]
+    np.testing.assert_array_equal(expand_channel(a["channel"]), expected)
     assert client.request("GET", "/dashboard")[0] == 200
+
+
+@pytest.mark.parametrize("subset", [[], [0], [3, 57], list(range(99))])
+def test_the_channel_travels_compact_and_exact(subset):
+    """An assignment carries RRRR's channel as eight numbers, exact at K = 100 for empty, small
+    and largest subsets (its K x K matrix would be about 200 kB of JSON)."""
+    mech = RRRR(100, 1.0, subset, eps1=0.6)
+    compact = channel_table(mech)
+    np.testing.assert_array_equal(expand_channel(compact), mech.channel)
+    assert len(json.dumps(compact)) < 700
 
 
 def test_reports_are_counted_once_and_recorded_in_batches(served):

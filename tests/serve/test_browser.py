@@ -12,7 +12,7 @@ import pytest
 
 from bayesldp.mechanisms.rrrr import RRRR
 from bayesldp.serve import LiveSurvey
-from bayesldp.serve.app import create_app
+from bayesldp.serve.app import channel_table, create_app
 from tests.serve.test_app import OPTIONS, serve
 from tests.stats_helpers import assert_chi_square_fit_with_power
 
@@ -53,7 +53,7 @@ def _respond(live, n):
     for _ in range(n):
         a = live.assign()
         x = rng.choice(4, p=[0.55, 0.3, 0.1, 0.05])
-        row = RRRR(4, 1.0, list(a.subset), eps1=live.survey.eps1).channel[x]
+        row = RRRR(4, 1.0, list(a.subset), eps1=live.eps1).channel[x]
         live.submit(a.token, int(rng.choice(4, p=row)))
 
 
@@ -67,11 +67,15 @@ def test_the_pages_draws_follow_the_channel(page_at, subset, answer):
     page = browser.new_page()
     page.goto(url + "/")
     page.wait_for_function("() => assignment !== null")
-    eps1 = live.survey.eps1
+    eps1 = live.eps1
+    compact = channel_table(RRRR(4, 1.0, list(subset), eps1=eps1))
     channel = RRRR(4, 1.0, list(subset), eps1=eps1).channel
+    rows = page.evaluate("([c]) => Array.from({length: c.k}, (_, x) => channelRow(c, x))",
+                         [compact])  # fmt: skip
+    np.testing.assert_array_equal(np.array(rows), channel)  # the page's channel is exact
     draws = page.evaluate(
         "([channel, x, n]) => Array.from({length: n}, () => randomise({channel}, x))",
-        [np.asarray(channel).tolist(), answer, 20_000],
+        [compact, answer, 20_000],
     )
     page.close()
     observed = np.bincount(draws, minlength=4)
@@ -105,7 +109,7 @@ def test_a_respondent_sends_the_report_only(page_at, tmp_path):
     page.close()
     _respond(live, 600)  # respondents answering in Python, for the dashboard to show
     deadline = time.monotonic() + 120
-    while live.survey.n_users < 600 and time.monotonic() < deadline:
+    while live.snapshot()["recorded"] < 600 and time.monotonic() < deadline:
         time.sleep(0.1)
     dash = browser.new_page(viewport={"width": 1000, "height": 900})
     dash.goto(url + "/dashboard#token=s3cret")

@@ -1,5 +1,6 @@
 """The live survey's store: exactly once, refusals that store nothing, durable across a kill."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -137,19 +138,25 @@ def test_a_new_survey_needs_options_and_an_old_one_none(tmp_path):
         LiveSurvey(tmp_path / "d", OPTIONS, background=False)
 
 
-def test_the_background_thread_records_off_the_request_path(tmp_path):
-    """With ``background=True`` submit only stores; the thread records the full batches (polled
-    for up to 60 s) and moves the subset; close() joins it."""
+def test_the_background_process_records_off_the_request_path(tmp_path):
+    """With ``background=True`` submit only stores; the recorder process records the full
+    batches (polled for up to 120 s: it starts a fresh interpreter) and publishes the state the
+    server reads; close() ends it; a restart in the foreground finds the same survey."""
     import time
 
     live = LiveSurvey(tmp_path / "d", OPTIONS, batch_size=25, background=True)
+    assert live._process.pid != os.getpid()
     _answer(live, np.random.default_rng(1), 60)
-    deadline = time.monotonic() + 60
-    while live.survey.n_users < 50 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120
+    while live.snapshot()["recorded"] < 50 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert live.survey.n_users == 50 and live.error is None
+    assert live.snapshot()["recorded"] == 50 and live.error is None
+    assert live.survey.n_users == 50  # the checkpoint's copy
     live.close()
-    assert not live._thread.is_alive()
+    assert not live._process.is_alive() and live._process.exitcode == 0
+    again = LiveSurvey(tmp_path / "d", batch_size=25, background=False)
+    assert again.survey.n_users == 50 and again.subset == live.subset
+    again.close()
 
 
 def test_a_met_stopping_target_closes_the_survey_across_a_restart(tmp_path):
