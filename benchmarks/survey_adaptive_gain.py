@@ -38,7 +38,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+from paired_ratios import holm, paired_ratio, pooled_ratio, worse_p_value
 from survey_coupling import coupled_grr_reports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,16 +82,6 @@ def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> di
     }
 
 
-def _ratio(a: np.ndarray, g: np.ndarray) -> tuple[float, float]:
-    """mean(a) / mean(g) and its delta-method standard error over the populations."""
-    r = a.mean() / g.mean()
-    if a.size < 2:
-        return float(r), 0.0
-    cov = np.cov(a, g)
-    var = (cov[0, 0] - 2 * r * cov[0, 1] + r**2 * cov[1, 1]) / (g.mean() ** 2 * a.size)
-    return float(r), float(np.sqrt(max(var, 0.0)))
-
-
 #: "worse than GRR by more than this factor" is the one-sided test's alternative
 MARGIN = 1.05
 
@@ -101,22 +91,9 @@ def _cell(cell: tuple[int, float, float], res: list[dict[str, float]]) -> dict:
     col = {key: np.array([r[key] for r in res]) for key in res[0]}
     out = {"cell": cell, "col": col}
     for est in ("mle", "post"):
-        ratio, se = _ratio(col[f"{est}_a"], col[f"{est}_g"])
-        p = float(stats.norm.sf((ratio - MARGIN) / se)) if se > 0 else float(ratio <= MARGIN)
-        out[est] = (ratio, se, p)
+        ratio, se = paired_ratio(col[f"{est}_a"], col[f"{est}_g"])
+        out[est] = (ratio, se, worse_p_value(ratio, se, MARGIN))
     return out
-
-
-def _holm(p: list[float], alpha: float = 0.05) -> list[bool]:
-    """Holm's step-down rejections of the hypotheses with p-values ``p``, family level
-    ``alpha``."""
-    order = np.argsort(p, kind="stable")
-    rejected = [False] * len(p)
-    for rank, i in enumerate(order):
-        if p[i] > alpha / (len(p) - rank):
-            break
-        rejected[i] = True
-    return rejected
 
 
 def _row(c: dict, worse: dict[str, bool]) -> str:
@@ -132,18 +109,6 @@ def _row(c: dict, worse: dict[str, bool]) -> str:
     return "".join(parts)
 
 
-def _pooled(cells: list[dict], est: str) -> str:
-    """Inverse-variance mean of the log ratios and its 95% interval, as ratios."""
-    logs = np.array([np.log(c[est][0]) for c in cells])
-    var = np.array([(c[est][1] / c[est][0]) ** 2 for c in cells])
-    if not cells or np.any(var <= 0):
-        return "n/a"
-    w = 1.0 / var
-    mean, se = float(np.sum(w * logs) / np.sum(w)), float(1.0 / np.sqrt(np.sum(w)))
-    low, high = np.exp(mean - 1.96 * se), np.exp(mean + 1.96 * se)
-    return f"{np.exp(mean):.3f} (95%: {low:.3f}-{high:.3f})"
-
-
 def _summary(cells: list[dict]) -> list[str]:
     groups = {"all cells": cells,
               "sparse (rho = 0.01)": [c for c in cells if c["cell"][1] == 0.01],
@@ -151,8 +116,8 @@ def _summary(cells: list[dict]) -> list[str]:
     lines = ["| pooled over | cells | MLE ratio | posterior mean ratio |", "|---|---:|---:|---:|"]
     for name, group in groups.items():
         if group:
-            lines.append(f"| {name} | {len(group)} | {_pooled(group, 'mle')} | "
-                         f"{_pooled(group, 'post')} |")  # fmt: skip
+            mle, post = (pooled_ratio([c[est][:2] for c in group]) for est in ("mle", "post"))
+            lines.append(f"| {name} | {len(group)} | {mle} | {post} |")
     return lines
 
 
@@ -181,7 +146,7 @@ def main() -> None:
 
 def _write(args: argparse.Namespace, cells: list[dict], n_cells: int, load: float, secs: float):
     """The results file with the cells done so far (Holm's verdicts over those cells)."""
-    worse = {est: _holm([c[est][2] for c in cells]) for est in ("mle", "post")}
+    worse = {est: holm([c[est][2] for c in cells]) for est in ("mle", "post")}
     rows = [_row(c, {est: worse[est][i] for est in worse}) for i, c in enumerate(cells)]
     print(rows[-1], flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
