@@ -558,7 +558,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "TV of the default survey's MLE and posterior mean over plain GRR's, the paper's grid",
         "none: an internal comparison (GRR at the full budget on the same users)",
         ("--repeats", "20", "--utility", "default", "--workers", "2", "--cells", "all"),
-        ("survey_adaptive_gain.md",), ("--repeats", "1", "--cells", "0", "--out", "{tmp}/g.md"),
+        ("survey_adaptive_gain.md", "survey_adaptive_gain.jsonl"),
+        ("--repeats", "1", "--cells", "0", "--out", "{tmp}/g.md"),
     ),
     Benchmark(
         "survey_stopping", "survey_stopping.py",

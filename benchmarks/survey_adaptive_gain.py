@@ -18,6 +18,10 @@ Pooled: the inverse-variance mean of the log ratios (se of log ratio = se / rati
 interval, over all cells, over the sparse cells (rho = 0.01) and over the sparse cells at
 eps <= 1.
 
+Each finished population is a line of ``results/survey_adaptive_gain.jsonl`` (the ``--out``
+path with ``.jsonl``); a rerun with the same utility takes those and runs only the rest, and
+its seconds are its own.
+
 Usage::
 
     python benchmarks/survey_adaptive_gain.py --workers 2   # results/survey_adaptive_gain.md
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import itertools
+import json
 import os
 import platform
 import subprocess
@@ -133,22 +138,47 @@ def main() -> None:
     load = os.getloadavg()
     started = time.perf_counter()
     cells = GRID if args.cells == "all" else [GRID[int(i)] for i in args.cells.split(",")]
-    jobs = [(*cell, rep, args.utility) for cell in cells for rep in range(args.repeats)]
-    done, res = [], []
-    with ProcessPoolExecutor(args.workers) as pool:  # the file is rewritten as each cell ends
-        for result in pool.map(one_population, *zip(*jobs, strict=True)):
-            res.append(result)
-            if len(res) == args.repeats:
-                done.append(_cell(cells[len(done)], res))
-                res = []
-                _write(args, done, len(cells), load[0], time.perf_counter() - started)
+    cache = args.out.with_suffix(".jsonl")  # one line per finished population: a rerun resumes
+    done = _cached(cache, args.utility)
+    results = {cell: [done[(*cell, rep)] for rep in range(args.repeats) if (*cell, rep) in done]
+               for cell in cells}  # fmt: skip
+    todo = [(*cell, rep, args.utility) for cell in cells for rep in range(args.repeats)
+            if (*cell, rep) not in done]  # fmt: skip
+
+    def finished() -> list[dict]:
+        return [_cell(c, results[c]) for c in cells if len(results[c]) == args.repeats]
+
+    with ProcessPoolExecutor(args.workers) as pool, cache.open("a") as log:
+        outcomes = pool.map(one_population, *zip(*todo, strict=True)) if todo else []
+        for job, result in zip(todo, outcomes, strict=True):
+            k, rho, eps, rep, utility = job
+            results[(k, rho, eps)].append(result)
+            line = {"k": k, "rho": rho, "eps": eps, "rep": rep, "utility": utility, **result}
+            log.write(json.dumps(line) + "\n")
+            log.flush()
+            if len(results[(k, rho, eps)]) == args.repeats:  # the file, as each cell ends
+                _write(args, finished(), len(cells), load[0], time.perf_counter() - started)
+    _write(args, finished(), len(cells), load[0], time.perf_counter() - started)
+
+
+def _cached(cache: Path, utility: str) -> dict[tuple, dict]:
+    """Populations already run with this utility, by (K, rho, eps, rep), from the JSON lines."""
+    done = {}
+    if cache.exists():
+        for line in cache.read_text().splitlines():
+            row = json.loads(line)
+            if row.pop("utility") == utility:
+                key = tuple(row.pop(name) for name in ("k", "rho", "eps", "rep"))
+                done[key] = row
+    return done
 
 
 def _write(args: argparse.Namespace, cells: list[dict], n_cells: int, load: float, secs: float):
     """The results file with the cells done so far (Holm's verdicts over those cells)."""
     worse = {est: holm([c[est][2] for c in cells]) for est in ("mle", "post")}
     rows = [_row(c, {est: worse[est][i] for est in worse}) for i, c in enumerate(cells)]
-    print(rows[-1], flush=True)
+    if rows:
+        print(rows[-1], flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     done = "" if len(rows) == n_cells else f" (so far: {len(rows)} of {n_cells} cells)"
