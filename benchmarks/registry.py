@@ -37,7 +37,7 @@ RESULTS_DIRS = {"suite": RESULTS, "investigation": INVESTIGATION_RESULTS}
 
 #: files of benchmarks/ (and of benchmarks/investigations/) that are not benchmarks
 HELPERS = ("__init__.py", "__main__.py", "registry.py", "heavy_hitters_tables.py",
-           "investigations/__init__.py")  # fmt: skip
+           "investigations/__init__.py", "paired_ratios.py", "survey_coupling.py")  # fmt: skip
 
 #: placeholder -> (environment variable, the option that gives it on the command line, what)
 PLACEHOLDERS = {
