@@ -5,7 +5,10 @@ per population family, theta ~ Dirichlet(rho) fresh for each, users drawn from i
 ``--n-max``, run with ``simulate(x, stop={"width": w})``: stop at the first refresh of the
 posterior pool where every category's 90% interval is at most ``w`` wide.  At the stop the
 survey's default ``posterior()`` (bayesldp.fit, 4 chains x 1000 draws) gives the 90% intervals
-whose coverage of the true frequencies is pooled over categories and surveys.
+whose coverage of the true frequencies is pooled over categories and surveys.  With ``--rule
+cs_width`` the surveys stop where every anytime-valid 90% confidence sequence
+(``AdaptiveSurvey.confidence_sequences``) is at most ``w`` wide instead, and the table gives
+the sequences' coverage at the stop beside the posterior's.
 
 Users saved: a fixed-size survey must be sized before it starts, for the population that needs
 the most users.  GRR's exact oracle variance of a frequency, ``(q (1 - q) + theta_x (p - q)
@@ -42,19 +45,22 @@ ROOT = Path(__file__).resolve().parents[1]
 Z90 = 1.6448536269514722
 
 
-def one_survey(rho: float, rep: int, k: int, eps: float, width: float, n_max: int) -> dict:
+def one_survey(rho: float, rep: int, k: int, eps: float, width: float, n_max: int,
+               rule: str = "width") -> dict:  # fmt: skip
     warnings.simplefilter("ignore")
     from bayesldp.adaptive import AdaptiveSurvey
 
     gen = np.random.default_rng([int(rho * 100), rep, k])
     theta = gen.dirichlet(np.full(k, rho))
     x = gen.choice(k, size=n_max, p=theta)
-    survey = AdaptiveSurvey(k, eps, random_seed=rep).simulate(x, stop={"width": width})
+    survey = AdaptiveSurvey(k, eps, random_seed=rep).simulate(x, stop={rule: width})
     draws = survey.posterior(progressbar=False, compute_convergence_checks=False)
     draws = draws.posterior["theta"].values.reshape(-1, k)
     lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
     plo, phi = np.quantile(survey._pool.draws, [0.05, 0.95], axis=0)
+    cs_lo, cs_hi = survey.confidence_sequences(target_width=width if rule == "cs_width" else None)
     return {
+        "cs_covered": ((cs_lo <= theta) & (theta <= cs_hi)).mean(),
         "users": survey.n_users,
         "stopped": survey.stopped is not None,
         "covered": ((lo <= theta) & (theta <= hi)).mean(),
@@ -79,13 +85,15 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--width", type=float, default=0.1)
     parser.add_argument("--n-max", type=int, default=50_000)
+    parser.add_argument("--rule", choices=("width", "cs_width"), default="width",
+                        help="stop on the posterior's intervals or on the confidence sequences")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/survey_stopping.md")
     args = parser.parse_args()
     load = os.getloadavg()
     started = time.perf_counter()
     rhos = (0.1, 1.0)
-    jobs = [(rho, rep, args.k, args.epsilon, args.width, args.n_max)
+    jobs = [(rho, rep, args.k, args.epsilon, args.width, args.n_max, args.rule)
             for rep in range(args.surveys) for rho in rhos]  # fmt: skip
     n_fixed = fixed_size(args.k, args.epsilon, args.width)
     cache = args.out.with_suffix(".jsonl")  # one line per finished survey: a rerun resumes
@@ -107,7 +115,8 @@ def main() -> None:
 
 
 def _settings(args: argparse.Namespace) -> dict:
-    return {"k": args.k, "epsilon": args.epsilon, "target_width": args.width, "n_max": args.n_max}
+    return {"k": args.k, "epsilon": args.epsilon, "target_width": args.width, "n_max": args.n_max,
+            "rule": args.rule}  # fmt: skip
 
 
 def _cached(cache: Path, args: argparse.Namespace) -> dict[tuple, dict]:
@@ -116,9 +125,10 @@ def _cached(cache: Path, args: argparse.Namespace) -> dict[tuple, dict]:
     if cache.exists():
         for line in cache.read_text().splitlines():
             row = json.loads(line)
+            row.setdefault("rule", "width")  # the lines written before the rule was a choice
             if all(row[key] == value for key, value in _settings(args).items()):
-                result = {key: row[key] for key in ("users", "stopped", "covered", "pool_covered",
-                                                    "width")}  # fmt: skip
+                keys = ("users", "stopped", "covered", "pool_covered", "width", "cs_covered")
+                result = {key: row[key] for key in keys if key in row}
                 done[(row["rho"], row["rep"])] = result
     return done
 
@@ -131,8 +141,16 @@ def _row(rho: float | str, res: list[dict], n_fixed: int) -> str:
         f"{covered.std(ddof=1) / np.sqrt(len(res)):.3f} | "
         f"{np.mean([r['pool_covered'] for r in res]):.3f} | "
         f"{np.mean([r['width'] for r in res]):.4f} | {np.median(users):,.0f} | "
-        f"{np.quantile(users, 0.9):,.0f} | {users.mean() / n_fixed:.3f} |"
+        f"{np.quantile(users, 0.9):,.0f} | {users.mean() / n_fixed:.3f} | {_cs_coverage(res)} |"
     )
+
+
+def _cs_coverage(res: list[dict]) -> str:
+    """The confidence sequences' coverage at the stop ("n/a" for surveys run before they
+    were measured)."""
+    if not all("cs_covered" in r for r in res):
+        return "n/a"
+    return f"{np.mean([r['cs_covered'] for r in res]):.3f}"
 
 
 def _write(args, results: dict[float, list[dict]], n_fixed: int, load: float, secs: float):
@@ -146,15 +164,17 @@ def _write(args, results: dict[float, list[dict]], n_fixed: int, load: float, se
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     text = "\n".join([
-        "# Stopping a survey at a target width: coverage and users saved",
+        "# Stopping a survey at a target width: coverage and users saved"
+        + (" (the confidence sequences' rule)" if args.rule == "cs_width" else ""),
         "",
         f"`python benchmarks/survey_stopping.py --surveys {args.surveys} --k {args.k} "
         f"--epsilon {args.epsilon} --width {args.width} --n-max {args.n_max} --workers "
-        f"{args.workers}`; {_dt.date.today()}, commit {commit}; {platform.machine()}, "
+        f"{args.workers}" + (" --rule cs_width" if args.rule == "cs_width" else "") + "`;"
+        f" {_dt.date.today()}, commit {commit}; {platform.machine()}, "
         f"{os.cpu_count()} cores, load average at the start {load:.2f}; "
         f"{secs:.0f} s{so_far}.",
         "",
-        f"K = {args.k}, eps = {args.epsilon}, the default survey with `stop={{'width': "
+        f"K = {args.k}, eps = {args.epsilon}, the default survey with `stop={{'{args.rule}': "
         f"{args.width}}}`, at most {args.n_max:,} users.  Coverage: share of the true "
         "frequencies inside the 90% intervals at the stop, pooled over categories and surveys "
         "(the default `posterior()`), with its standard error over the surveys; pool: the "
@@ -163,11 +183,12 @@ def _write(args, results: dict[float, list[dict]], n_fixed: int, load: float, se
         f"n_fixed = {n_fixed:,}, the users a fixed-size GRR survey needs for that width "
         "whatever the population (GRR's exact oracle variance at its worst case, a category "
         "holding every user), against which the last column sets the mean users of the "
-        "stopped surveys.",
+        "stopped surveys.  CS coverage: the same share for the anytime-valid 90% confidence "
+        "sequences at the stop (`AdaptiveSurvey.confidence_sequences`).",
         "",
         "| rho | surveys | stopped | coverage | se | pool coverage | mean width | median users | "
-        "90% quantile users | mean users / n_fixed |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "90% quantile users | mean users / n_fixed | CS coverage |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
     ])

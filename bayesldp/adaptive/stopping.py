@@ -11,7 +11,13 @@ posterior's width was up to 0.084.  The targets:
 * ``{"width": w}``: the largest 90% equal-tailed interval of a category, ``max_x (q95_x - q5_x)``;
 * ``{"expected_tv": t}``: the posterior expected total variation of the posterior mean,
   ``E[TV(theta, E theta)] = E[1/2 sum_x |theta_x - E theta_x|]`` (the Bayes risk of the mean in
-  TV, estimated from the pool's draws).
+  TV, estimated from the pool's draws);
+* ``{"cs_width": w}``: the widest of the categories' anytime-valid 90% confidence sequences
+  (:mod:`bayesldp.adaptive.confseq`: betting, on each user's unbiased estimate under its own
+  channel), a frequentist rule beside the Bayesian ones: each sequence covers its category at
+  every refresh at once with probability at least 0.9, so it covers at the stop whatever the
+  population and whatever the rule; it is wider than the posterior's interval for the same
+  reports, the price of that guarantee.
 
 Why a Bayesian rule keeps its coverage: the posterior depends on the reports only through the
 likelihood, and a stopping time that looks only at the reports so far multiplies the likelihood
@@ -35,7 +41,9 @@ import numpy as np
 from bayesldp._validation import check_positive
 from bayesldp.errors import InvalidInputError, InvalidTypeError, StoppingWarning
 
-MEASURES = ("width", "expected_tv")
+MEASURES = ("width", "expected_tv", "cs_width")
+#: the miscoverage of each category's confidence sequence under the ``cs_width`` rule
+CS_ALPHA = 0.1
 
 
 @dataclass(frozen=True)
@@ -56,8 +64,9 @@ class StopRule:
             )
         if len(stop) != 1 or next(iter(stop)) not in MEASURES:
             raise InvalidInputError(
-                f"stop: give one target, {{'width': w}} (the largest 90% interval) or "
-                f"{{'expected_tv': t}} (the posterior expected TV), got {stop!r}"
+                f"stop: give one target, {{'width': w}} (the largest 90% interval), "
+                f"{{'expected_tv': t}} (the posterior expected TV) or {{'cs_width': w}} (the "
+                f"widest 90% confidence sequence), got {stop!r}"
             )
         measure, target = next(iter(stop.items()))
         return cls(measure, check_positive(target, f"stop[{measure!r}]"))
@@ -70,7 +79,8 @@ class StopRule:
         return float(0.5 * np.abs(draws - draws.mean(axis=0)).sum(axis=1).mean())
 
     def describe(self) -> str:
-        name = "the largest 90% interval" if self.measure == "width" else "the expected TV"
+        name = {"width": "the largest 90% interval", "expected_tv": "the expected TV",
+                "cs_width": "the widest 90% confidence sequence"}[self.measure]  # fmt: skip
         return f"{name} <= {self.target:g}"
 
 
@@ -83,16 +93,56 @@ def theta_draws(idata: Any) -> np.ndarray:
 class SurveyStopping:
     """The stop checks of ``AdaptiveSurvey.simulate`` (mixed into the survey class)."""
 
+    def confidence_sequences(
+        self, alpha: float = CS_ALPHA, target_width: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each category's anytime-valid ``1 - alpha`` confidence sequence after the reports so
+        far, ``(lower, upper)`` (:class:`~bayesldp.adaptive.confseq.BettingConfidenceSequences`
+        over the recorded users, each with its own RRRR channel): valid at any stopping time,
+        however the subsets were chosen.  ``target_width``: the width a stop rule waits for
+        (its bets are tuned to it; the ``cs_width`` rule passes its target).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from bayesldp.adaptive import AdaptiveSurvey
+        >>> x = np.random.default_rng(0).choice(3, size=3000, p=[0.6, 0.3, 0.1])
+        >>> survey = AdaptiveSurvey(3, 1.0, random_seed=0).simulate(x)
+        >>> lower, upper = survey.confidence_sequences()
+        >>> bool(np.all(lower <= upper))
+        True
+        """
+        from bayesldp.adaptive.confseq import sequences_from_reports
+        from bayesldp.mechanisms.rrrr import RRRR
+
+        history = self.history
+        subsets, of_user = np.unique(history["subset"].values, axis=0, return_inverse=True)
+        channels = [RRRR(self.k, self.epsilon, np.flatnonzero(mask).tolist(), eps1=self.eps1)
+                    .channel for mask in subsets]  # fmt: skip
+        reports = history["report"].values
+        sequences = sequences_from_reports(self.k, channels, of_user.ravel(), reports, alpha,
+                                           target_width=target_width)  # fmt: skip
+        return sequences.intervals()
+
+    def _rule_values(self, rule: StopRule) -> tuple[float, float | None]:
+        """``rule``'s measure on ``posterior()``'s draws and on the pool's (the confidence
+        sequences' width, and no pool value, for ``cs_width``)."""
+        if rule.measure == "cs_width":
+            lower, upper = self.confidence_sequences(target_width=rule.target)
+            return float((upper - lower).max()), None
+        value = rule.value(theta_draws(self._returned_posterior(progressbar=False)))
+        return value, rule.value(self._pool.draws)
+
     def _met(self, rule: StopRule) -> bool:
-        """Whether ``posterior()`` meets ``rule`` now (screened by the pool's draws).
+        """Whether ``posterior()`` meets ``rule`` now (screened by the pool's draws; the
+        confidence sequences for ``cs_width``).
 
         If it does, :attr:`stopped` records where, the value on ``posterior()``'s draws
         (``"value"``) and on the pool's (``"pool_value"``).
         """
-        pool_value = rule.value(self._pool.draws)
-        if pool_value > rule.target:
+        if rule.measure != "cs_width" and rule.value(self._pool.draws) > rule.target:
             return False
-        value = rule.value(theta_draws(self._returned_posterior(progressbar=False)))
+        value, pool_value = self._rule_values(rule)
         if value > rule.target:
             return False
         self.stopped = {"users": self._n, "measure": rule.measure, "target": rule.target,
@@ -102,14 +152,15 @@ class SurveyStopping:
     def _end_unmet(self, rule: StopRule, total: int) -> None:
         """At the last user of ``total``: stopped there if ``posterior()`` meets ``rule``, else a
         :class:`~bayesldp.errors.StoppingWarning` says by how much it misses."""
-        value = rule.value(theta_draws(self._returned_posterior(progressbar=False)))
+        value, pool_value = self._rule_values(rule)
         if value <= rule.target:
             self.stopped = {"users": self._n, "measure": rule.measure, "target": rule.target,
-                            "value": value, "pool_value": rule.value(self._pool.draws)}  # fmt: skip
+                            "value": value, "pool_value": pool_value}  # fmt: skip
             return
+        measured = "the confidence sequences" if rule.measure == "cs_width" else "posterior()"
         warnings.warn(
             f"stop: {rule.describe()} was not met within the {total:,} users given "
-            f"({value:.4g} for posterior() at {self._n:,} reports, {value - rule.target:.4g} "
+            f"({value:.4g} for {measured} at {self._n:,} reports, {value - rule.target:.4g} "
             "over the target); the survey ended at the last user",
             StoppingWarning,
             stacklevel=3,

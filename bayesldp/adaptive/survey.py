@@ -447,7 +447,10 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
             Stop at the first refresh of the posterior pool where a target is met:
             ``{"width": w}`` (the largest 90% interval of a category at most ``w``) or
             ``{"expected_tv": t}`` (the posterior expected TV of the posterior mean at most
-            ``t``); :mod:`bayesldp.adaptive.stopping`.  ``engine="posterior"`` only.  The
+            ``t``) or ``{"cs_width": w}`` (every category's anytime-valid 90% confidence
+            sequence, :meth:`confidence_sequences`, at most ``w`` wide: coverage at the stop
+            guaranteed, not only on average over populations);
+            :mod:`bayesldp.adaptive.stopping`.  ``engine="posterior"`` only.  The
             target is measured on the draws of :meth:`posterior` (its default ``draws`` and
             ``chains``, all chains stacked), and that same posterior is what ``posterior()``
             then returns: a survey that says it stopped on target hands back a posterior that

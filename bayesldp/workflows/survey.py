@@ -246,10 +246,9 @@ def _mean_subset_size(utility: str, sizes: np.ndarray) -> str:
 
 def stop_target(cfg: dict[str, Any]) -> dict[str, float] | None:
     """The spec's stopping target as ``simulate(stop=...)`` takes it."""
-    if cfg.get("stop_width") is not None:
-        return {"width": float(cfg["stop_width"])}
-    if cfg.get("stop_expected_tv") is not None:
-        return {"expected_tv": float(cfg["stop_expected_tv"])}
+    for measure in ("width", "expected_tv", "cs_width"):
+        if cfg.get(f"stop_{measure}") is not None:
+            return {measure: float(cfg[f"stop_{measure}"])}
     return None
 
 

@@ -237,7 +237,7 @@ def test_survey_bad_spec(tmp_path, capsys):
         SURVEY_SPEC.replace("n = 600", "n = 600\nstop_width = 0.1\nstop_expected_tv = 0.1")
     )
     assert main(["survey", str(spec), "--quiet"]) == 2
-    assert "stop_width or stop_expected_tv, not both" in capsys.readouterr().err
+    assert "give one of stop_width, stop_expected_tv, stop_cs_width" in capsys.readouterr().err
 
 
 TINY_SPECS = {

@@ -28,6 +28,8 @@ SURVEY = {
     "compare_non_adaptive": Field(bool, default=True),
     "stop_width": Field((int, float), doc="stop once every 90% interval is at most this wide"),
     "stop_expected_tv": Field((int, float), doc="stop once the posterior expected TV is this"),
+    "stop_cs_width": Field((int, float), doc="stop once every anytime-valid 90% confidence "
+                           "sequence is at most this wide"),
 }
 #: ``bayesldp serve``: the live survey's address, data directory and wording
 SERVE = {
@@ -86,14 +88,19 @@ def validate_survey(raw: Mapping[str, Any], source: str = "spec") -> dict[str, A
     check_population_values(population, f"{source}: [population]")
     check_value(check_int, survey["seed"], f"{source}: [survey].seed", 0)
     _check_sizes(survey, source)
-    if survey["stop_width"] is not None and survey["stop_expected_tv"] is not None:
-        raise SpecError(f"{source}: [survey]: give stop_width or stop_expected_tv, not both")
-    for key in ("stop_width", "stop_expected_tv"):
+    stops = [key for key in STOPS if survey[key] is not None]
+    if len(stops) > 1:
+        raise SpecError(f"{source}: [survey]: give one of {', '.join(STOPS)}, not {stops}")
+    for key in STOPS:
         if survey[key] is not None:
             check_value(check_positive, survey[key], f"{source}: [survey].{key}")
     _check_settings(survey, source)
     _check_serve(spec["serve"], survey["k"], source)
     return spec
+
+
+#: the stopping targets a survey spec may give (one at most)
+STOPS = ("stop_width", "stop_expected_tv", "stop_cs_width")
 
 
 def _check_serve(serve: dict[str, Any], k: int, source: str) -> None:
