@@ -10,6 +10,8 @@ Adaptive Randomized Response Mechanism", ACM TKDD 2025.  The subpackage in modul
 * :mod:`~bayesldp.adaptive.config` -- :class:`SurveyConfig`, its validated, frozen settings;
 * :mod:`~bayesldp.adaptive.store` -- the deduplicated report storage the kernels read;
 * :mod:`~bayesldp.adaptive.checkpoint` -- atomic, checksummed state files;
+* :mod:`~bayesldp.adaptive.stopping` and :mod:`~bayesldp.adaptive.confseq` -- stopping on
+  the posterior or on anytime-valid confidence sequences;
 * :mod:`~bayesldp.adaptive._kernels` -- the compiled loops.
 
 The paper's experiment grid is an application of this package: :mod:`bayesldp.workflows.grid`.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from bayesldp.adaptive.checkpoint import CheckpointError
 from bayesldp.adaptive.config import SurveyConfig
+from bayesldp.adaptive.confseq import BettingConfidenceSequences, sequences_from_reports
 from bayesldp.adaptive.selection import (
     candidate_channels,
     non_adaptive_subset,
@@ -31,6 +34,7 @@ from bayesldp.adaptive.utilities import UTILITIES, get_utility
 __all__ = [
     "UTILITIES",
     "AdaptiveSurvey",
+    "BettingConfidenceSequences",
     "CheckpointError",
     "SurveyConfig",
     "candidate_channels",
@@ -38,4 +42,5 @@ __all__ = [
     "non_adaptive_subset",
     "select_subset",
     "semi_adaptive_subset",
+    "sequences_from_reports",
 ]
