@@ -4,7 +4,8 @@ A cell's ratio is ``mean(a) / mean(g)`` over populations that each give one ``a`
 (an adaptive survey and its GRR baseline on the same users, say); its standard error is the
 delta method's over the pairs, numerator and denominator both random.  Cells are tested
 one-sided against a margin with Holm's step-down correction, and pooled as the inverse-variance
-mean of their log ratios (the standard error of a log ratio is ``se / ratio``).
+mean of their log ratios (the standard error of a log ratio is ``se / ratio``; cells without
+variation are left out of the pooling).
 """
 
 from __future__ import annotations
@@ -46,12 +47,16 @@ def holm(p: list[float], alpha: float = 0.05) -> list[bool]:
 
 def pooled_ratio(pairs: list[tuple[float, float]]) -> str:
     """The inverse-variance mean of the log ratios of ``(ratio, se)`` pairs, as a ratio with its
-    95% interval ("n/a" where a standard error is 0)."""
-    logs = np.array([np.log(r) for r, _ in pairs])
-    var = np.array([(se / r) ** 2 for r, se in pairs])
-    if not pairs or np.any(var <= 0):
+    95% interval.  A pair without a standard error (a cell whose populations all gave the same
+    ratio, such as a survey that never adapted against its coupled baseline) carries no
+    uncertainty to weigh by: it is left out, and the text says how many were."""
+    kept = [(r, se) for r, se in pairs if se > 0]
+    if not kept:
         return "n/a"
-    w = 1.0 / var
+    logs = np.array([np.log(r) for r, _ in kept])
+    w = np.array([(r / se) ** 2 for r, se in kept])
     mean, se = float(np.sum(w * logs) / np.sum(w)), float(1.0 / np.sqrt(np.sum(w)))
     low, high = np.exp(mean - 1.96 * se), np.exp(mean + 1.96 * se)
-    return f"{np.exp(mean):.3f} (95%: {low:.3f}-{high:.3f})"
+    left = len(pairs) - len(kept)
+    note = f"; {left} cell{'s' * (left > 1)} without variation left out" if left else ""
+    return f"{np.exp(mean):.3f} (95%: {low:.3f}-{high:.3f}{note})"

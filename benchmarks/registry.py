@@ -648,7 +648,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "survey_oracle_posterior", "survey_oracle_posterior.py",
         "the oracle bound for the posterior mean on the sparse cells (top-s, s <= 5)",
         "none: an internal comparison (GRR's posterior mean)",
-        ("--repeats", "10", "--inner", "2", "--max-s", "5", "--workers", "1", "--cells", "all"),
+        ("--repeats", "10", "--inner", "2", "--max-s", "5", "--workers", "2", "--cells", "all"),
         ("survey_oracle_posterior.md",),
         ("--repeats", "1", "--inner", "1", "--max-s", "1", "--cells", "0", "--out", "{tmp}/o.md"),
         kind="investigation",

@@ -36,3 +36,5 @@ def test_holm_steps_down_and_stops_at_the_first_kept_hypothesis():
 def test_the_pooled_ratio_of_equal_cells_is_their_ratio():
     text = pooled_ratio([(0.8, 0.08), (0.8, 0.08)])
     assert text.startswith("0.800 (95%: ") and pooled_ratio([(0.8, 0.0)]) == "n/a"
+    # a cell without variation is left out, and said to be
+    assert pooled_ratio([(0.8, 0.08), (1.0, 0.0)]).endswith("1 cell without variation left out)")
