@@ -157,8 +157,9 @@ def main() -> None:
             log.write(json.dumps(line) + "\n")
             log.flush()
             if len(results[(k, rho, eps)]) == args.repeats:  # the file, as each cell ends
-                _write(args, finished(), len(cells), load[0], time.perf_counter() - started)
-    _write(args, finished(), len(cells), load[0], time.perf_counter() - started)
+                _write(args, finished(), len(cells), load[0], time.perf_counter() - started,
+                       len(done))  # fmt: skip
+    _write(args, finished(), len(cells), load[0], time.perf_counter() - started, len(done))
 
 
 def _cached(cache: Path, utility: str) -> dict[tuple, dict]:
@@ -173,8 +174,10 @@ def _cached(cache: Path, utility: str) -> dict[tuple, dict]:
     return done
 
 
-def _write(args: argparse.Namespace, cells: list[dict], n_cells: int, load: float, secs: float):
-    """The results file with the cells done so far (Holm's verdicts over those cells)."""
+def _write(args: argparse.Namespace, cells: list[dict], n_cells: int, load: float, secs: float,
+           cached: int) -> None:  # fmt: skip
+    """The results file with the cells done so far (Holm's verdicts over those cells);
+    ``cached``: the populations read from the JSON lines, not run."""
     worse = {est: holm([c[est][2] for c in cells]) for est in ("mle", "post")}
     rows = [_row(c, {est: worse[est][i] for est in worse}) for i, c in enumerate(cells)]
     if rows:
@@ -190,7 +193,8 @@ def _write(args: argparse.Namespace, cells: list[dict], n_cells: int, load: floa
             f"`python benchmarks/survey_adaptive_gain.py --repeats {args.repeats} --utility "
             f"{args.utility} --workers {args.workers} --cells {args.cells}`; {_dt.date.today()}, "
             f"commit {commit}; {platform.machine()}, {os.cpu_count()} cores, load average at "
-            f"the start {load:.2f}; {secs:.0f} s{done}.",
+            f"the start {load:.2f}; {secs:.0f} s{done}"
+            + (f" ({cached} populations read from its .jsonl, run earlier)." if cached else "."),
             "",
             f"n = 500 K users, {args.repeats} populations per cell, every report eps-LDP (the "
             "exact budget).  Adaptive: the default survey (`AdaptiveSurvey(K, eps)`, utility "
