@@ -22,6 +22,9 @@ Each finished population is a line of ``results/survey_adaptive_gain.jsonl`` (th
 path with ``.jsonl``); a rerun with the same utility takes those and runs only the rest, and
 its seconds are its own.
 
+``--utility default+split`` runs the default survey with the lookahead rule's split-half test
+(``AdaptiveSurvey(..., lookahead_test="split")``; write it to another ``--out``).
+
 Usage::
 
     python benchmarks/survey_adaptive_gain.py --workers 2   # results/survey_adaptive_gain.md
@@ -66,7 +69,10 @@ def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> di
         return 0.5 * np.abs(mle - theta).sum(), 0.5 * np.abs(mean - theta).sum()
 
     started = time.perf_counter()
-    options = {} if utility == "default" else {"utility": utility}
+    base, split = utility.removesuffix("+split"), utility.endswith("+split")
+    options = {} if base == "default" else {"utility": base}
+    if split:  # the lookahead rule's split-half admission test
+        options["lookahead_test"] = "split"
     survey = AdaptiveSurvey(k, eps, random_seed=rep, **options).simulate(x)
     seconds = time.perf_counter() - started
     mle_a = estimate(survey.tally(), "mle", std_errors=False).frequencies

@@ -29,7 +29,10 @@ from bayesldp.errors import InvalidInputError, InvalidTypeError, NotSupportedErr
 ENGINES = ("posterior", "sgld", "fit")
 #: settings added after the first checkpoints were written, with the value that reproduces them
 #: (a checkpoint without them was made by the "sgld" or "fit" engine, which do not read them)
-LATER_SETTINGS = {"refresh": 0.25, "pool_draws": 100, "pool_tune": 200}
+LATER_SETTINGS = {"refresh": 0.25, "pool_draws": 100, "pool_tune": 200,
+                  "lookahead_test": "per_size"}  # fmt: skip
+#: how the lookahead rule admits a subset over GRR (bayesldp.adaptive.lookahead)
+LOOKAHEAD_TESTS = ("per_size", "split")
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class SurveyConfig:
     refresh: float
     pool_draws: int
     pool_tune: int
+    lookahead_test: str
     entropy: int
     spawn_key: tuple[int, ...]
 
@@ -107,6 +111,7 @@ class SurveyConfig:
             refresh=check_positive(settings["refresh"], "refresh"),
             pool_draws=check_int(settings["pool_draws"], "pool_draws", 1),
             pool_tune=check_int(settings["pool_tune"], "pool_tune", 0),
+            lookahead_test=_check_lookahead_test(settings["lookahead_test"]),
             entropy=_check_entropy(settings["entropy"]),
             spawn_key=tuple(int(v) for v in settings["spawn_key"]),
         )
@@ -289,3 +294,10 @@ def _check_entropy(entropy: Any) -> int:
         return int(entropy)
     except (TypeError, ValueError):
         raise InvalidInputError("random_seed: the recorded entropy is not an integer") from None
+
+
+def _check_lookahead_test(test: Any) -> str:
+    if test not in LOOKAHEAD_TESTS:
+        raise InvalidInputError(f"lookahead_test: one of {', '.join(LOOKAHEAD_TESTS)}, got "
+                                f"{test!r}")  # fmt: skip
+    return test

@@ -31,6 +31,13 @@ simulated in pieces chooses alike.  Each batch then uses the top ``s*`` categori
 pool draw, so which categories enter ``S`` still follows the posterior.  The choice is made at
 the pool's refreshes where the reports have doubled since the last choice (15 choices for
 500,000 users at K = 20), each ``J K`` simulated MLEs.
+
+The per-size admission tests ``K - 1`` sizes on the draws that also pick the best, with no
+correction: the winner's gain is biased upward.  ``test="split"`` removes that: ``2 J`` draws,
+the size chosen on the first ``J`` (the smallest mean error), then one test of its gain over
+GRR on the other ``J`` (admitted above ``MARGIN_SE`` standard errors), and GRR while the
+survey holds fewer than ``K^2`` reports (too few for a posterior that tells which categories
+are on top).
 """
 
 from __future__ import annotations
@@ -44,9 +51,19 @@ MARGIN_SE = 2.0
 
 
 def lookahead_size(
-    draws: np.ndarray, epsilon: float, eps1: float, horizon: int, rng: np.random.Generator
+    draws: np.ndarray,
+    epsilon: float,
+    eps1: float,
+    horizon: int,
+    rng: np.random.Generator,
+    *,
+    test: str = "per_size",
+    users: int | None = None,
 ) -> int:
-    """``s*`` for the pool ``draws`` (shape (D, K)) at ``horizon`` users (module docstring)."""
+    """``s*`` for the pool ``draws`` (shape (D, K)) at ``horizon`` users (module docstring);
+    ``test="split"`` needs ``users``, the reports so far."""
+    if test == "split":
+        return _split_size(draws, epsilon, eps1, horizon, rng, users)
     errors = simulated_errors(draws, epsilon, eps1, horizon, rng)
     gain = errors[:, :1] - errors
     se = gain.std(axis=0, ddof=1) / np.sqrt(gain.shape[0])
@@ -56,21 +73,41 @@ def lookahead_size(
     return int(np.flatnonzero(mean <= mean.min() * (1 + 1e-12))[0])
 
 
+def _split_size(draws: np.ndarray, epsilon: float, eps1: float, horizon: int,
+                rng: np.random.Generator, users: int | None) -> int:  # fmt: skip
+    """The split-half choice: the size chosen on half of ``2 J`` draws, tested on the rest."""
+    k = draws.shape[1]
+    if users is None or users < k * k:
+        return 0
+    errors = simulated_errors(draws, epsilon, eps1, horizon, rng, n_draws=2 * N_DRAWS)
+    choose, check = errors[::2], errors[1::2]  # interleaved: both halves span the pool
+    size = int(np.argmin(choose.mean(axis=0)))
+    if size == 0:
+        return 0
+    gain = check[:, 0] - check[:, size]
+    return size if gain.mean() > MARGIN_SE * gain.std(ddof=1) / np.sqrt(gain.size) else 0
+
+
 def simulated_errors(
-    draws: np.ndarray, epsilon: float, eps1: float, horizon: int, rng: np.random.Generator
+    draws: np.ndarray,
+    epsilon: float,
+    eps1: float,
+    horizon: int,
+    rng: np.random.Generator,
+    n_draws: int = N_DRAWS,
 ) -> np.ndarray:
-    """``e_{js}`` of the module docstring, shape (J, K)."""
+    """``e_{js}`` of the module docstring, shape (``n_draws``, K)."""
     from bayesldp.adaptive.selection import candidate_channels
     from bayesldp.estimators.mle import mle
     from bayesldp.tally import Tally
 
     k = draws.shape[1]
-    picks = np.linspace(0, draws.shape[0] - 1, N_DRAWS).round().astype(int)
+    picks = np.linspace(0, draws.shape[0] - 1, n_draws).round().astype(int)
     thetas = np.maximum(draws[picks], 0.0)
     thetas /= thetas.sum(axis=1, keepdims=True)
-    errors = np.zeros((N_DRAWS, k))
+    errors = np.zeros((n_draws, k))
     for j, theta in enumerate(thetas):
-        guide = thetas[(j + 1) % N_DRAWS]
+        guide = thetas[(j + 1) % n_draws]
         channels = candidate_channels(np.argsort(-guide, kind="stable"), epsilon, eps1)
         users = rng.multinomial(horizon, theta)
         for s in range(k):

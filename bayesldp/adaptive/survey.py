@@ -137,6 +137,11 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
         ``engine="posterior"``'s schedule (refresh once the reports have grown by this
         fraction, > 0; default 0.25) and the size of each refresh fit (100 draws after 200
         warm-up iterations).
+    lookahead_test : str
+        How the ``lookahead`` rule admits a subset over GRR: ``"per_size"`` (each size tested
+        against GRR on the same simulations that chose it, the default) or ``"split"`` (the
+        size chosen on half of the simulated draws and tested once against GRR on the other
+        half, and no subset before ``K^2`` reports; :mod:`bayesldp.adaptive.lookahead`).
 
     Notes
     -----
@@ -191,6 +196,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
         refresh: float = 0.25,
         pool_draws: int = 100,
         pool_tune: int = 200,
+        lookahead_test: str = "per_size",
     ) -> None:
         self._setup(
             SurveyConfig.create(
@@ -212,6 +218,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
                 refresh=refresh,
                 pool_draws=pool_draws,
                 pool_tune=pool_tune,
+                lookahead_test=lookahead_test,
                 random_seed=random_seed,
             )
         )
@@ -560,7 +567,9 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
                 # the users this choice governs: until the reports double (or n_expected)
                 horizon = max(self.config.n_expected or 0, 2 * self._n)
                 rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
-                pool.size = lookahead_size(pool.draws, self.epsilon, self.eps1, horizon, rng)
+                test = self.config.lookahead_test
+                pool.size = lookahead_size(pool.draws, self.epsilon, self.eps1, horizon, rng,
+                                           test=test, users=self._n)  # fmt: skip
                 pool.size_users = self._n
         self._theta_hist[b] = self._pool.pick(self._key0, self._key1, b)
         self._phi = self._theta_hist[b] * self._rho.sum()

@@ -9,6 +9,7 @@ from bayesldp.adaptive import AdaptiveSurvey
 from bayesldp.adaptive import _kernels as kn
 from bayesldp.adaptive.pool import REFRESH_STREAM, PosteriorPool, pick_index
 from bayesldp.bayes import AdaptiveDirichlet
+from bayesldp.errors import InvalidInputError
 
 THETA = np.array([0.45, 0.25, 0.15, 0.1, 0.05])
 
@@ -122,6 +123,35 @@ def test_lookahead_picks_a_subset_where_it_beats_grr_and_grr_where_it_does_not()
     spread = np.tile([0.96, 0.01, 0.01, 0.01, 0.01], (100, 1))
     picks = [lookahead_size(spread, 1.0, 0.8, 50_000, np.random.default_rng(r)) for r in range(12)]
     assert picks.count(0) >= 10, picks
+
+
+def test_the_split_test_admits_a_subset_where_it_beats_grr_and_waits_for_k_squared_reports():
+    """``test="split"``: the size chosen on half of 16 draws and tested once on the other half.
+    On the sparse population above it picked s >= 1 for 30 of 40 seeds, so 5 of 12 here fails
+    with probability about 0.3% at that rate; on the spread one s = 0 for 40 of 40 (10 of 12
+    fails under 5% at a false-subset rate of 7%).  Before K^2 reports it keeps GRR."""
+    from bayesldp.adaptive.lookahead import lookahead_size
+
+    sparse = np.tile([0.7, 0.3] + [0.0] * 8, (100, 1))
+    picks = [lookahead_size(sparse, 1.0, 0.8, 5_000, np.random.default_rng(r), test="split",
+                            users=5_000) for r in range(12)]  # fmt: skip
+    assert sum(s >= 1 for s in picks) >= 5, picks
+    spread = np.tile([0.96, 0.01, 0.01, 0.01, 0.01], (100, 1))
+    picks = [lookahead_size(spread, 1.0, 0.8, 50_000, np.random.default_rng(r), test="split",
+                            users=50_000) for r in range(12)]  # fmt: skip
+    assert picks.count(0) >= 10, picks
+    early = [lookahead_size(sparse, 1.0, 0.8, 5_000, np.random.default_rng(r), test="split",
+                            users=99) for r in range(3)]  # fmt: skip
+    assert early == [0, 0, 0]
+
+
+def test_the_lookahead_test_is_kept_across_a_resume(tmp_path):
+    survey = AdaptiveSurvey(4, 1.0, random_seed=0, batch_size=50, lookahead_test="split",
+                            checkpoint=tmp_path / "s.npz")  # fmt: skip
+    survey.simulate(np.random.default_rng(0).choice(4, size=100))
+    assert AdaptiveSurvey.resume(tmp_path / "s.npz").config.lookahead_test == "split"
+    with pytest.raises(InvalidInputError, match="lookahead_test"):
+        AdaptiveSurvey(4, 1.0, lookahead_test="bonferroni")
 
 
 def test_lookahead_orders_the_subset_by_another_draw_than_the_truth():
