@@ -116,8 +116,8 @@ def channel_table(mech: RRRR) -> dict[str, Any]:
     ``y = x`` (:func:`~bayesldp.mechanisms.rrrr.rrrr_channel`), so the channel is the
     ``2 x 2 x 2`` table ``table[x in S][y in S][y == x]`` of its own entries (0 where no
     ``(x, y)`` has that pattern): an assignment is a few hundred bytes at any ``K``, where the
-    ``K x K`` matrix is about 200 kB at ``K = 100``.  The table is checked to give the channel
-    back exactly (:func:`expand_channel`).
+    ``K x K`` matrix is ``K^2`` numbers (10,000 at ``K = 100``).  The table is checked to give
+    the channel back exactly (:func:`expand_channel`).
 
     Examples
     --------

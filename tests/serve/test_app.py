@@ -89,7 +89,7 @@ def test_pages_and_an_assignment_with_its_exact_channel(served):
 @pytest.mark.parametrize("subset", [[], [0], [3, 57], list(range(99))])
 def test_the_channel_travels_compact_and_exact(subset):
     """An assignment carries RRRR's channel as eight numbers, exact at K = 100 for empty, small
-    and largest subsets (its K x K matrix would be about 200 kB of JSON)."""
+    and largest subsets (its K x K matrix would be 10,000 numbers)."""
     mech = RRRR(100, 1.0, subset, eps1=0.6)
     compact = channel_table(mech)
     np.testing.assert_array_equal(expand_channel(compact), mech.channel)
