@@ -43,8 +43,9 @@ def _grr(lower, upper):
     return GRR(THETA.size, 1.0).channel
 
 
-@pytest.mark.parametrize(("choose", "target_width"), [(_grr, None), (_adaptive, None),
-                                                      (_grr, 0.15)])  # fmt: skip
+@pytest.mark.parametrize(("choose", "target_width"), [
+    pytest.param(_grr, None, marks=pytest.mark.slow), (_adaptive, None),
+    pytest.param(_grr, 0.15, marks=pytest.mark.slow)])  # fmt: skip
 def test_each_sequence_covers_at_all_times_at_once(choose, target_width):
     """300 replications of 15 batches: the share of replications in which a category's sequence
     ever excluded its theta is at most 0.1 (one-sided binomial test at level 0.001: it fails a
