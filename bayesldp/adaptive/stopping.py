@@ -124,14 +124,17 @@ class SurveyStopping:
                                            target_width=target_width)  # fmt: skip
         return sequences.intervals()
 
-    def _rule_values(self, rule: StopRule) -> tuple[float, float | None]:
-        """``rule``'s measure on ``posterior()``'s draws and on the pool's (the confidence
-        sequences' width, and no pool value, for ``cs_width``)."""
+    def _measure(self, rule: StopRule) -> float:
+        """``rule``'s measure now: on ``posterior()``'s draws, or the confidence sequences' width
+        for ``cs_width``."""
         if rule.measure == "cs_width":
             lower, upper = self.confidence_sequences(target_width=rule.target)
-            return float((upper - lower).max()), None
-        value = rule.value(theta_draws(self._returned_posterior(progressbar=False)))
-        return value, rule.value(self._pool.draws)
+            return float((upper - lower).max())
+        return rule.value(theta_draws(self._returned_posterior(progressbar=False)))
+
+    def _pool_value(self, rule: StopRule) -> float | None:
+        """``rule``'s measure on the pool's draws (none for ``cs_width``)."""
+        return None if rule.measure == "cs_width" else rule.value(self._pool.draws)
 
     def _met(self, rule: StopRule) -> bool:
         """Whether ``posterior()`` meets ``rule`` now (screened by the pool's draws; the
@@ -140,9 +143,10 @@ class SurveyStopping:
         If it does, :attr:`stopped` records where, the value on ``posterior()``'s draws
         (``"value"``) and on the pool's (``"pool_value"``).
         """
-        if rule.measure != "cs_width" and rule.value(self._pool.draws) > rule.target:
+        pool_value = self._pool_value(rule)
+        if pool_value is not None and pool_value > rule.target:
             return False
-        value, pool_value = self._rule_values(rule)
+        value = self._measure(rule)
         if value > rule.target:
             return False
         self.stopped = {"users": self._n, "measure": rule.measure, "target": rule.target,
@@ -152,10 +156,10 @@ class SurveyStopping:
     def _end_unmet(self, rule: StopRule, total: int) -> None:
         """At the last user of ``total``: stopped there if ``posterior()`` meets ``rule``, else a
         :class:`~bayesldp.errors.StoppingWarning` says by how much it misses."""
-        value, pool_value = self._rule_values(rule)
+        value = self._measure(rule)
         if value <= rule.target:
             self.stopped = {"users": self._n, "measure": rule.measure, "target": rule.target,
-                            "value": value, "pool_value": pool_value}  # fmt: skip
+                            "value": value, "pool_value": self._pool_value(rule)}  # fmt: skip
             return
         measured = "the confidence sequences" if rule.measure == "cs_width" else "posterior()"
         warnings.warn(
