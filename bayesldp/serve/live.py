@@ -45,10 +45,11 @@ class LiveSurvey:
         Record batches in a separate process of lower priority (a server; what it publishes is
         read every 0.1 s); False records them within :meth:`submit` (tests, scripts).
     stop : dict, optional
-        A stopping target as :meth:`AdaptiveSurvey.simulate` takes it (``{"width": w}`` or
-        ``{"expected_tv": t}``; the posterior engine only), checked after every batch as
-        ``simulate`` checks it; once met, new assignments are refused (410) and the
-        dashboard says where it stopped.  The stop is kept in the store across restarts.
+        A stopping target as :meth:`AdaptiveSurvey.simulate` takes it (``{"width": w}``,
+        ``{"expected_tv": t}`` or ``{"cs_width": w}``; the posterior engine only), checked
+        after every batch as ``simulate`` checks it; once met, new assignments are refused
+        (410) and the dashboard says where it stopped.  The stop is kept in the store across
+        restarts.
 
     Examples
     --------

@@ -53,7 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"bayesldp serve: data in {directory} ({live.snapshot()['recorded']} reports recorded, "
           f"{live.store.count()} stored)", flush=True)  # fmt: skip
     # the server's heap holds the whole scientific stack (millions of objects); a full garbage
-    # collection over it stalls every request for 100 ms or more every few seconds under load.
+    # collection over it stalls every request in flight, every few seconds under load.
     # Frozen, those objects are out of the collector's scans; the requests' own garbage is not.
     gc.collect()
     gc.freeze()
