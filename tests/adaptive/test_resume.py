@@ -111,6 +111,7 @@ DRIVER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_then_resume(tmp_path):
     """Kill the survey process (SIGKILL) at seeded random points, resume until done."""
     driver = tmp_path / "driver.py"

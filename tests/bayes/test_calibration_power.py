@@ -27,6 +27,7 @@ strongly autocorrelated but exact chain passes only if it is thinned before rank
 import math
 
 import numpy as np
+import pytest
 from scipy.signal import lfilter
 from scipy.special import digamma, polygamma
 from scipy.stats import beta as beta_dist
@@ -122,8 +123,8 @@ FAST_L = 1000  # replications of the fast hmc tier
 
 def test_the_exact_sampler_passes():
     """The exact posterior passes.  False-rejection rate at L = 3000, measured over seeds
-    1000..1499: 0.002 (1 of 500; scratch ``python /tmp/s36/power.py 3000 500 none``, see the
-    commit); at L = 200: 0.004 over seeds 1000..1999 (nominal: 4 chi-square tests at 0.001)."""
+    1000..1499: 0.002 (1 of 500; ``python tests/bayes/test_calibration_power.py 3000 500 none``);
+    at L = 200: 0.004 over seeds 1000..1999 (nominal: 4 chi-square tests at 0.001)."""
     summary = conjugate_sbc(REPS, 1)
     assert summary.passed, summary.verdict
     assert summary.min_p > 1e-3 and summary.loglik_pvalue > 1e-3
@@ -157,9 +158,10 @@ def test_prior_draws_are_rejected_by_run_sbc_at_200_replications():
 
 def test_a_posterior_ten_percent_too_wide_is_rejected():
     """Log-ratio draws scaled by 1.1 about their mean: rejected at L = 3000 in 200 of 200 seeds
-    (1000..1199; the chi-square over 10 bins needs L ~ 3000: at L = 2000 0.91, at L = 1000 0.35
-    and at L = 200 0.051 over 1000 seeds, i.e. the slow tier's L = 200 cannot see it).  Ranks
-    hump in the middle; the 90 % intervals over-cover."""
+    (1000..1199); at L = 2000 in 1.000 and at L = 1000 in 0.745 of 200 seeds, at L = 200 in
+    0.051 of 1000 seeds (``python tests/bayes/test_calibration_power.py 200 1000 wide``), i.e.
+    the slow tier's L = 200 cannot see it.  Ranks hump in the middle; the 90 % intervals
+    over-cover."""
     summary = conjugate_sbc(REPS, 1, "wide")
     assert not summary.passed and summary.min_p < 1e-3, summary.pvalues
     counts = summary.rank_counts.sum(axis=1)
@@ -234,18 +236,20 @@ def _fit_hmc(tally, alpha, seed):
     return np.asarray(idata.posterior["theta"].values)
 
 
+@pytest.mark.slow
 def test_hmc_passes_a_fast_sbc_on_grr():
-    """Fast SBC tier of the default sampler, in the default suite: GRR, K = 3, eps = 1, n = 200,
+    """Fast SBC of the default sampler (71 s, in the statistical tier since the default suite
+    neared its 15-minute budget): GRR, K = 3, eps = 1, n = 200,
     Dirichlet(1), L = FAST_L replications of ``bayesldp.fit(method="hmc")``; the harness's
     verdict (each coordinate's and the log-likelihood's chi-square p > 0.001, pooled 90 %
     coverage in 85-95 %) must pass; it did (p 0.56, 0.99, 0.38, log-likelihood 0.57, coverage
     0.886-0.902).  Power at this L, measured on the conjugate SBC above at L = 1000 over seeds
-    1000..1199 (``python /tmp/s36/power.py 1000 200 none,prior,wide,shift``; the wrong samplers
-    give the same rank histograms wherever the posterior is near normal): prior draws 1.000,
-    a quarter-sd shift 1.000, 10 % too wide 0.745; the exact sampler is rejected in 0.005.
-    Not seen at this L (scratch mutants of hmc.py, one run each): the tree's leaf log weight
-    times 0.9 and the initial momentum times 1.1 both pass; moment checks against exact
-    posteriors with many draws are the tool for biases that small."""
+    1000..1199 (``python tests/bayes/test_calibration_power.py 1000 200 none,prior,wide,shift``;
+    the wrong samplers give the same rank histograms wherever the posterior is near normal):
+    prior draws 1.000, a quarter-sd shift 1.000, 10 % too wide 0.745; the exact sampler is
+    rejected in 0.005.  Not seen at this L (scratch mutants of hmc.py, one run each): the
+    tree's leaf log weight times 0.9 and the initial momentum times 1.1 both pass; moment checks
+    against exact posteriors with many draws are the tool for biases that small."""
     summary, _ = run_sbc(bayesldp.GRR(3, 1.0), ALPHA, 200, _fit_hmc, FAST_L, 20261127)
     assert summary.low_ess <= 0.04 * FAST_L, summary.low_ess  # 14 of 1000 below 99 draws
     assert summary.passed, summary.verdict
@@ -268,3 +272,19 @@ def test_sbc_replication_ranks_the_thinned_draws_for_coordinates_and_log_likelih
         assert rep.thin == thinned.thin >= 20 and thinned.sufficient
         np.testing.assert_array_equal(rep.rank, rank_statistics(rep.truth, thinned.draws))
         assert rep.loglik_rank == int(loglik_ranks(seen[-1], rep.truth, thinned.draws))
+
+
+def _print_rejection_rates(argv):
+    """``python tests/bayes/test_calibration_power.py L SEEDS WRONG[,WRONG...]``: the rejection
+    rate of the conjugate SBC at ``L`` replications over seeds 1000..1000+SEEDS-1, for each
+    sampler named (``none`` is the exact one), as the docstrings above quote them."""
+    reps, seeds, wrongs = int(argv[0]), int(argv[1]), argv[2].split(",")
+    for wrong in wrongs:
+        rate = rejection_rate(reps, None if wrong == "none" else wrong, range(1000, 1000 + seeds))
+        print(f"L = {reps}, {seeds} seeds, {wrong}: rejected in {rate:.3f}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    _print_rejection_rates(sys.argv[1:])
