@@ -84,13 +84,18 @@ class PosteriorPool:
         self.draws[:] = prior.sample(self.n_draws, rng=rng)
 
     def refresh(self, tally: Any, prior: Any, seed: int) -> None:
-        """Refit the pool on all reports so far and append to the trajectory."""
-        from bayesldp.bayes.fit import fit
+        """Refit the pool on all reports so far and append to the trajectory.
 
-        idata = fit(tally, self.n_draws, tune=self.tune, chains=1, prior=prior, method="hmc",
-                    random_seed=seed, progressbar=False,
-                    compute_convergence_checks=False)  # fmt: skip
-        self.draws[:] = idata.posterior["theta"].values[0]
+        The draws are ``fit(tally, n_draws, tune=tune, chains=1, prior=prior, method="hmc",
+        random_seed=seed)``'s, from the package's NUTS directly: an InferenceData per refresh
+        cost as much as the sampling it held (a survey refits dozens of times)."""
+        from bayesldp.bayes import hmc
+        from bayesldp.bayes.prior import Dirichlet
+
+        target = prior.alpha.copy() if isinstance(prior, Dirichlet) else prior
+        out = hmc.sample(tally, target, draws=self.n_draws, chains=1, random_seed=seed,
+                         tune=self.tune)  # fmt: skip
+        self.draws[:] = out.theta[0]
         self.users = int(tally.n)
         stats = np.stack([self.draws.mean(axis=0), *np.quantile(self.draws, [0.05, 0.95], axis=0)])
         self.trajectory_users = np.append(self.trajectory_users, self.users)

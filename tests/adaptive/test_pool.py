@@ -59,6 +59,21 @@ def test_the_pool_is_the_fit_of_the_reports_at_its_last_refresh(survey):
         np.testing.assert_array_equal(theta[b], draws[j])
 
 
+@pytest.mark.parametrize("prior", [bayesldp.bayes.Dirichlet([1.0, 2.0, 0.5]), "adaptive"])
+def test_a_refresh_draws_what_fit_draws(prior):
+    """The pool samples without building fit's InferenceData; its draws are fit's, bit for bit,
+    under a Dirichlet prior and the adaptive one."""
+    from bayesldp.bayes.prior import as_prior
+
+    mech = bayesldp.GRR(3, 1.0)
+    tally = mech.tally(mech.perturb(np.random.default_rng(1).choice(3, 300), rng=2))
+    pool = PosteriorPool(3, 0.25, 50, 100)
+    pool.refresh(tally, as_prior(prior, 3), 12345)
+    ref = bayesldp.fit(tally, 50, tune=100, chains=1, prior=prior, method="hmc",
+                       random_seed=12345, compute_convergence_checks=False)  # fmt: skip
+    np.testing.assert_array_equal(pool.draws, ref.posterior["theta"].values[0])
+
+
 def test_trajectory_bands_hold_their_means_and_narrow(survey):
     hist = survey.history
     lo, mean, hi = (hist[f"posterior_{v}"].values for v in ("lower", "mean", "upper"))
