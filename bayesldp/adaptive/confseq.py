@@ -38,6 +38,7 @@ all ``K`` at once with ``alpha / K`` each.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -105,11 +106,15 @@ class BettingConfidenceSequences:
         seen (its bet is set for its middle user)."""
         self.update_epoch([(channel, counts)])
 
-    def update_epoch(self, groups: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    def update_epoch(self, groups: list[tuple[np.ndarray, np.ndarray]],
+                     size: int | None = None) -> None:  # fmt: skip
         """Add an epoch of users whose number was fixed in advance, as ``(channel, counts)``
         groups (the channels chosen before each user reported).  Every user of a group is
         given the bet set at the epoch's start for its channel, so the order of the users
-        within the epoch does not matter; the candidates are checked at the epoch's end."""
+        within the epoch does not matter; the candidates are checked at the epoch's end.
+        ``size``: the epoch's planned users, where the groups hold only its first ones (a look
+        before the epoch ends): they bet as the whole epoch's users do, so the capital at the
+        look is the one process's, as Ville's inequality needs."""
         checked = []
         for channel, counts in groups:
             channel, counts = self._checked(channel, counts)
@@ -118,7 +123,7 @@ class BettingConfidenceSequences:
         if not checked:
             return
         n = sum(counts.sum() for _, counts, _ in checked)
-        t = self.users + n / 2  # the epoch's middle user
+        t = self.users + (n if size is None else size) / 2  # the epoch's middle user
         for channel, counts, z in checked:  # z[y, j]: entry j of the estimate of report y
             variance = self._variance(channel, z)
             bet = np.sqrt(2 * np.log(2 / self.alpha) / (variance * self._horizon(t, variance)))
@@ -184,6 +189,40 @@ class BettingConfidenceSequences:
         return lower, upper
 
 
+class EpochedSequences:
+    """Sequences fed users as they come, in epochs fixed in advance: the first ends at ``k``
+    users, each next one ``growth`` times as long.  :meth:`look` adds the epochs completed
+    since the last look and returns the sequences now (a partial last epoch bets as planned,
+    on a copy), so a survey that looks at every refresh pays for each user once."""
+
+    def __init__(self, k: int, alpha: float = 0.1, growth: float = 1.1,
+                 target_width: float | None = None) -> None:  # fmt: skip
+        self.complete = BettingConfidenceSequences(k, alpha, target_width=target_width)
+        self.k, self.growth = k, growth
+        self.start, self.end = 0, k  # the current epoch's users
+
+    def look(self, channels: list[np.ndarray], codes: np.ndarray) -> BettingConfidenceSequences:
+        """The sequences after the users whose ``codes`` (channel index times ``k`` plus the
+        report) are given, all of them from the first user on."""
+        n = len(codes)
+        if n < self.start:
+            raise InvalidInputError(f"look: {n} users, fewer than the {self.start} seen before")
+        while self.end <= n:
+            self._add(self.complete, channels, codes[self.start : self.end])
+            self.start, self.end = self.end, max(self.end + 1, int(np.ceil(self.end * self.growth)))
+        if n == self.start:
+            return self.complete
+        now = copy.deepcopy(self.complete)
+        self._add(now, channels, codes[self.start : n])
+        return now
+
+    def _add(self, sequences: BettingConfidenceSequences, channels: list[np.ndarray],
+             codes: np.ndarray) -> None:  # fmt: skip
+        counts = np.bincount(codes, minlength=len(channels) * self.k).reshape(-1, self.k)
+        groups = [(channels[c], counts[c]) for c in np.flatnonzero(counts.sum(1))]
+        sequences.update_epoch(groups, size=self.end - self.start)
+
+
 def sequences_from_reports(
     k: int,
     channels: list[np.ndarray],
@@ -208,11 +247,5 @@ def sequences_from_reports(
     >>> bool(np.all((lower <= [0.6, 0.3, 0.1]) & ([0.6, 0.3, 0.1] <= upper)))
     True
     """
-    sequences = BettingConfidenceSequences(k, alpha, target_width=target_width)
-    n, start, end = len(reports), 0, k
     codes = np.asarray(channel_of_user) * k + np.asarray(reports)
-    while start < n:
-        counts = np.bincount(codes[start:end], minlength=len(channels) * k).reshape(-1, k)
-        sequences.update_epoch([(channels[c], counts[c]) for c in np.flatnonzero(counts.sum(1))])
-        start, end = end, max(end + 1, int(np.ceil(end * growth)))
-    return sequences
+    return EpochedSequences(k, alpha, growth, target_width).look(channels, codes)

@@ -112,17 +112,13 @@ class SurveyStopping:
         >>> bool(np.all(lower <= upper))
         True
         """
-        from bayesldp.adaptive.confseq import sequences_from_reports
-        from bayesldp.mechanisms.rrrr import RRRR
-
         history = self.history
-        subsets, of_user = np.unique(history["subset"].values, axis=0, return_inverse=True)
-        channels = [RRRR(self.k, self.epsilon, np.flatnonzero(mask).tolist(), eps1=self.eps1)
-                    .channel for mask in subsets]  # fmt: skip
-        reports = history["report"].values
-        sequences = sequences_from_reports(self.k, channels, of_user.ravel(), reports, alpha,
-                                           target_width=target_width)  # fmt: skip
-        return sequences.intervals()
+        masks, reports = history["subset"].values, history["report"].values
+        looks = self.__dict__.setdefault("_sequence_looks", {})
+        key = (float(alpha), target_width)
+        if key not in looks or looks[key].users > len(reports):
+            looks[key] = _SequenceLooks(self.k, self.epsilon, self.eps1, alpha, target_width)
+        return looks[key].look(masks, reports).intervals()
 
     def _measure(self, rule: StopRule) -> float:
         """``rule``'s measure now: on ``posterior()``'s draws, or the confidence sequences' width
@@ -169,3 +165,36 @@ class SurveyStopping:
             StoppingWarning,
             stacklevel=3,
         )
+
+
+class _SequenceLooks:
+    """A survey's confidence sequences kept between its looks: the epochs already complete are
+    not recomputed, and each subset's RRRR channel is built once (in order of first use)."""
+
+    def __init__(self, k: int, epsilon: float, eps1: float, alpha: float,
+                 target_width: float | None) -> None:  # fmt: skip
+        from bayesldp.adaptive.confseq import EpochedSequences
+
+        self.k, self.epsilon, self.eps1 = k, epsilon, eps1
+        self.sequences = EpochedSequences(k, alpha, target_width=target_width)
+        self.index: dict[bytes, int] = {}
+        self.channels: list[np.ndarray] = []
+        self.codes = np.empty(0, dtype=np.int64)
+        self.users = 0
+
+    def look(self, masks: np.ndarray, reports: np.ndarray) -> Any:
+        """The sequences after every recorded user (``masks``: their subsets)."""
+        from bayesldp.mechanisms.rrrr import RRRR
+
+        new = np.asarray(masks[self.users :], dtype=bool)
+        subsets, of_user = np.unique(new, axis=0, return_inverse=True)
+        for mask in subsets:
+            if mask.tobytes() not in self.index:
+                self.index[mask.tobytes()] = len(self.channels)
+                chosen = np.flatnonzero(mask).tolist()
+                self.channels.append(RRRR(self.k, self.epsilon, chosen, eps1=self.eps1).channel)
+        indices = np.array([self.index[mask.tobytes()] for mask in subsets], dtype=np.int64)
+        codes = indices[of_user.ravel()] * self.k + np.asarray(reports[self.users :])
+        self.codes = np.concatenate([self.codes, codes])
+        self.users = len(reports)
+        return self.sequences.look(self.channels, self.codes)

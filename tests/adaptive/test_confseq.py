@@ -92,3 +92,39 @@ def test_a_survey_stops_on_the_confidence_sequences_width():
     assert stop is not None and stop["measure"] == "cs_width" and stop["users"] < 40_000
     lower, upper = survey.confidence_sequences(target_width=0.1)
     assert (upper - lower).max() == stop["value"] <= 0.1
+
+
+def test_a_look_inside_an_epoch_bets_as_the_whole_epoch():
+    """Users of one epoch bet alike wherever a look falls in it: with every user of the epoch
+    giving the same report, the log capital grows by the same amount per user at two looks."""
+    from bayesldp.adaptive.confseq import EpochedSequences
+
+    mech = GRR(3, 1.0)
+    looks = EpochedSequences(3)
+    codes = np.random.default_rng(2).choice(3, size=400)
+    looks.look([mech.channel], codes)  # the epochs that end by user 400, and part of the next
+    start, end = looks.start, looks.end
+    assert end - start > 20
+    same = np.concatenate([codes[:start], np.zeros(end - start, dtype=int)])
+    base = looks.complete._log_plus.copy()
+    grown = [looks.look([mech.channel], same[: start + m])._log_plus - base for m in (5, 15)]
+    np.testing.assert_allclose(grown[1], 3 * grown[0], rtol=1e-12, atol=1e-12)
+
+
+def test_the_surveys_kept_sequences_are_the_sequences_of_its_reports():
+    """The survey keeps its sequences between looks (each epoch added once); at every look
+    they are the sequences computed from all its reports at once."""
+    from bayesldp.adaptive import sequences_from_reports
+
+    x = np.random.default_rng(3).choice(THETA.size, size=6_000, p=THETA)
+    survey = AdaptiveSurvey(THETA.size, 1.0, batch_size=100, random_seed=2)
+    for part in np.array_split(x, 4):
+        survey.simulate(part)
+        kept = survey.confidence_sequences(target_width=0.2)
+        history = survey.history
+        subsets, of_user = np.unique(history["subset"].values, axis=0, return_inverse=True)
+        channels = [RRRR(THETA.size, 1.0, np.flatnonzero(m).tolist(), eps1=survey.eps1).channel
+                    for m in subsets]  # fmt: skip
+        scratch = sequences_from_reports(THETA.size, channels, of_user.ravel(),
+                                         history["report"].values, target_width=0.2)  # fmt: skip
+        np.testing.assert_allclose(kept, scratch.intervals(), atol=1e-12)
