@@ -31,6 +31,7 @@ The spec is a TOML file (``models/adobest_grid.toml``; its schema:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -311,8 +312,11 @@ def _run_cells(
 
     cluster = None
     if scheduler is None:
+        # workers log CRITICAL only, as the tally's cluster (workflows/dask_tally.py): a
+        # heartbeat racing the scheduler's shutdown logs a traceback at ERROR; a cell's failure
+        # reaches the client as its exception
         cluster = LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
-                               dashboard_address=":0")  # fmt: skip
+                               dashboard_address=":0", silence_logs=logging.CRITICAL)  # fmt: skip
     try:
         client = Client(cluster if cluster is not None else scheduler, timeout="10s")
     except (OSError, TimeoutError) as exc:

@@ -102,6 +102,21 @@ TINY = (
 )
 
 
+@pytest.mark.slow
+def test_grid_on_a_local_cluster_is_bit_identical_and_quiet(tmp_path, capfd):
+    """``scheduler=None`` starts a LocalCluster: the same cells as in this process, and its
+    workers print nothing (they log CRITICAL only)."""
+    pytest.importorskip("distributed")
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    serial = run_grid(spec, tmp_path / "serial")
+    capfd.readouterr()
+    local = run_grid(spec, tmp_path / "local", scheduler=None)
+    for name in ("tv", "tv_mle", "mean_subset_size"):
+        np.testing.assert_array_equal(local[name].values, serial[name].values)
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_grid_on_dask_is_bit_identical_and_resumes(tmp_path):
     pytest.importorskip("dask")
     spec = tmp_path / "tiny.toml"
