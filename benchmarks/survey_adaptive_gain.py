@@ -23,7 +23,9 @@ path with ``.jsonl``); a rerun with the same utility takes those and runs only t
 its seconds are its own.
 
 ``--utility default+split`` runs the default survey with the lookahead rule's split-half test
-(``AdaptiveSurvey(..., lookahead_test="split")``; write it to another ``--out``).
+(``AdaptiveSurvey(..., lookahead_test="split")``), ``default+posterior`` with its score on the
+posterior mean (``lookahead_score="posterior"``), ``default+split+posterior`` with both; write
+each to another ``--out``.
 
 Usage::
 
@@ -53,6 +55,10 @@ ROOT = Path(__file__).resolve().parents[1]
 GRID = list(itertools.product((10, 20), (0.01, 0.1, 1.0), (0.5, 1.0, 5.0)))
 
 
+#: the lookahead rule's variants a ``--utility`` may add, as ``default+split+posterior``
+VARIANTS = {"split": {"lookahead_test": "split"}, "posterior": {"lookahead_score": "posterior"}}
+
+
 def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> dict[str, float]:
     warnings.simplefilter("ignore")
     from bayesldp import GRR, estimate, fit
@@ -69,10 +75,10 @@ def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> di
         return 0.5 * np.abs(mle - theta).sum(), 0.5 * np.abs(mean - theta).sum()
 
     started = time.perf_counter()
-    base, split = utility.removesuffix("+split"), utility.endswith("+split")
+    base, *variants = utility.split("+")
     options = {} if base == "default" else {"utility": base}
-    if split:  # the lookahead rule's split-half admission test
-        options["lookahead_test"] = "split"
+    for variant in variants:
+        options.update(VARIANTS[variant])
     survey = AdaptiveSurvey(k, eps, random_seed=rep, **options).simulate(x)
     seconds = time.perf_counter() - started
     mle_a = estimate(survey.tally(), "mle", std_errors=False).frequencies

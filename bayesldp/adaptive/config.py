@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from bayesldp._validation import (
+    check_choice,
     check_epsilon,
     check_int,
     check_k,
@@ -30,9 +31,11 @@ ENGINES = ("posterior", "sgld", "fit")
 #: settings added after the first checkpoints were written, with the value that reproduces them
 #: (a checkpoint without them was made by the "sgld" or "fit" engine, which do not read them)
 LATER_SETTINGS = {"refresh": 0.25, "pool_draws": 100, "pool_tune": 200,
-                  "lookahead_test": "per_size"}  # fmt: skip
+                  "lookahead_test": "per_size", "lookahead_score": "mle"}  # fmt: skip
 #: how the lookahead rule admits a subset over GRR (bayesldp.adaptive.lookahead)
 LOOKAHEAD_TESTS = ("per_size", "split")
+#: which estimate's simulated error the lookahead rule scores (bayesldp.adaptive.lookahead)
+LOOKAHEAD_SCORES = ("mle", "posterior")
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class SurveyConfig:
     pool_draws: int
     pool_tune: int
     lookahead_test: str
+    lookahead_score: str
     entropy: int
     spawn_key: tuple[int, ...]
 
@@ -111,7 +115,12 @@ class SurveyConfig:
             refresh=check_positive(settings["refresh"], "refresh"),
             pool_draws=check_int(settings["pool_draws"], "pool_draws", 1),
             pool_tune=check_int(settings["pool_tune"], "pool_tune", 0),
-            lookahead_test=_check_lookahead_test(settings["lookahead_test"]),
+            lookahead_test=check_choice(
+                settings["lookahead_test"], "lookahead_test", LOOKAHEAD_TESTS
+            ),
+            lookahead_score=check_choice(
+                settings["lookahead_score"], "lookahead_score", LOOKAHEAD_SCORES
+            ),
             entropy=_check_entropy(settings["entropy"]),
             spawn_key=tuple(int(v) for v in settings["spawn_key"]),
         )
@@ -294,10 +303,3 @@ def _check_entropy(entropy: Any) -> int:
         return int(entropy)
     except (TypeError, ValueError):
         raise InvalidInputError("random_seed: the recorded entropy is not an integer") from None
-
-
-def _check_lookahead_test(test: Any) -> str:
-    if test not in LOOKAHEAD_TESTS:
-        raise InvalidInputError(f"lookahead_test: one of {', '.join(LOOKAHEAD_TESTS)}, got "
-                                f"{test!r}")  # fmt: skip
-    return test

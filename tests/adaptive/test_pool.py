@@ -160,13 +160,46 @@ def test_the_split_test_admits_a_subset_where_it_beats_grr_and_waits_for_k_squar
     assert early == [0, 0, 0]
 
 
-def test_the_lookahead_test_is_kept_across_a_resume(tmp_path):
+def test_the_lookahead_test_and_score_are_kept_across_a_resume(tmp_path):
     survey = AdaptiveSurvey(4, 1.0, random_seed=0, batch_size=50, lookahead_test="split",
-                            checkpoint=tmp_path / "s.npz")  # fmt: skip
+                            lookahead_score="posterior", checkpoint=tmp_path / "s.npz")  # fmt: skip
     survey.simulate(np.random.default_rng(0).choice(4, size=100))
-    assert AdaptiveSurvey.resume(tmp_path / "s.npz").config.lookahead_test == "split"
+    config = AdaptiveSurvey.resume(tmp_path / "s.npz").config
+    assert (config.lookahead_test, config.lookahead_score) == ("split", "posterior")
     with pytest.raises(InvalidInputError, match="lookahead_test"):
         AdaptiveSurvey(4, 1.0, lookahead_test="bonferroni")
+    with pytest.raises(InvalidInputError, match="lookahead_score"):
+        AdaptiveSurvey(4, 1.0, lookahead_score="map")
+
+
+def test_the_posterior_score_is_the_error_of_fits_mean_after_the_reports():
+    """``now=(tally, prior)``: each score is the TV of ``bayesldp.fit``'s posterior mean (the
+    package's NUTS, 100 draws after 100 warm-up iterations) given the survey's reports and
+    the simulated users still to come, here recomputed from the same random numbers."""
+    from bayesldp.adaptive.lookahead import simulated_errors
+    from bayesldp.adaptive.selection import candidate_channels
+    from bayesldp.tally import Tally
+
+    x = np.random.default_rng(5).choice(3, size=300, p=[0.7, 0.2, 0.1])
+    survey = AdaptiveSurvey(3, 1.0, batch_size=50, random_seed=1).simulate(x)
+    now, prior = survey.tally(), survey.prior
+    draws = np.random.default_rng(6).dirichlet([7.0, 2.0, 1.0], size=10)
+    errors = simulated_errors(draws, 1.0, survey.eps1, 600, np.random.default_rng(7), n_draws=2,
+                              now=(now, prior))  # fmt: skip
+    gen = np.random.default_rng(7)
+    thetas = draws[[0, 9]] / draws[[0, 9]].sum(axis=1, keepdims=True)
+    channels = candidate_channels(np.argsort(-thetas[1], kind="stable"), 1.0, survey.eps1)
+    users = gen.multinomial(300, thetas[0])
+    seed = int(gen.integers(2**62))
+    for s in range(3):
+        reports = gen.multinomial(users, channels[s]).sum(axis=0)
+        seen = reports > 0
+        coming = Tally(reports[seen], rows=channels[s].T[seen], stat=reports.astype(float),
+                       family=now.family)  # fmt: skip
+        fitted = bayesldp.fit(now + coming, 100, tune=100, chains=1, prior=prior, method="hmc",
+                              random_seed=seed, compute_convergence_checks=False)  # fmt: skip
+        mean = fitted.posterior["theta"].values[0].mean(axis=0)
+        assert errors[0, s] == pytest.approx(0.5 * np.abs(mean - thetas[0]).sum(), rel=1e-12)
 
 
 def test_lookahead_orders_the_subset_by_another_draw_than_the_truth():
