@@ -146,7 +146,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
         Which estimate's simulated error the ``lookahead`` rule minimises: ``"mle"`` (the MLE of
         the simulated reports alone, the default) or ``"posterior"`` (the posterior mean that
         :meth:`posterior` would report after the survey's reports and the simulated ones, one
-        short fit per draw and size: about ten times the default's simulation time).
+        short fit per draw and size: several times the default's simulation time).
 
     Notes
     -----
