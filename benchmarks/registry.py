@@ -566,7 +566,8 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "coverage at a width-based stop (posterior intervals or confidence sequences), and "
         "users against a worst-case fixed-size GRR survey",
         "exact value: GRR's oracle variance sizes the fixed survey; 90% coverage",
-        ("--workers", "2"),
+        ("--surveys", "50", "--k", "10", "20", "--epsilon", "0.5", "1", "--width", "0.1",
+         "--n-max", "200000", "--rule", "width", "cs_width", "--workers", "1"),
         ("survey_stopping.md", "survey_stopping.jsonl"),
         ("--surveys", "1", "--k", "10", "--epsilon", "1", "--n-max", "5000", "--out",
          "{tmp}/stop.md"),
