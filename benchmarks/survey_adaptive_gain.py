@@ -53,6 +53,7 @@ from survey_coupling import coupled_grr_reports
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = list(itertools.product((10, 20), (0.01, 0.1, 1.0), (0.5, 1.0, 5.0)))
+DEFAULT_OUT = ROOT / "benchmarks/results/survey_adaptive_gain.md"
 
 
 #: the lookahead rule's variants a ``--utility`` may add, as ``default+split+posterior``
@@ -144,8 +145,7 @@ def main() -> None:
     parser.add_argument("--utility", default="default")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--cells", default="all", help="grid indices (K, rho, eps order), or all")
-    default_out = ROOT / "benchmarks/results/survey_adaptive_gain.md"
-    parser.add_argument("--out", type=Path, default=default_out)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     load = os.getloadavg()
     started = time.perf_counter()
@@ -172,6 +172,15 @@ def main() -> None:
                 _write(args, finished(), len(cells), load[0], time.perf_counter() - started,
                        len(done))  # fmt: skip
     _write(args, finished(), len(cells), load[0], time.perf_counter() - started, len(done))
+
+
+def _out(out: Path) -> str:
+    """``--out`` as the header shows it: nothing for the default file, else the path (relative
+    to the repository where it lies inside)."""
+    out = out.resolve()
+    if out == DEFAULT_OUT:
+        return ""
+    return f" --out {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}"
 
 
 def _cached(cache: Path, utility: str) -> dict[tuple, dict]:
@@ -203,7 +212,8 @@ def _write(args: argparse.Namespace, cells: list[dict], n_cells: int, load: floa
             "users (a coupled baseline)",
             "",
             f"`python benchmarks/survey_adaptive_gain.py --repeats {args.repeats} --utility "
-            f"{args.utility} --workers {args.workers} --cells {args.cells}`; {_dt.date.today()}, "
+            f"{args.utility} --workers {args.workers} --cells {args.cells}{_out(args.out)}`; "
+            f"{_dt.date.today()}, "
             f"commit {commit}; {platform.machine()}, {os.cpu_count()} cores, load average at "
             f"the start {load:.2f}; {secs:.0f} s{done}"
             + (f" ({cached} populations read from its .jsonl, run earlier)." if cached else "."),
