@@ -562,6 +562,18 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("--repeats", "1", "--cells", "0", "--out", "{tmp}/g.md"),
     ),
     Benchmark(
+        "survey_adaptive_gain_posterior", "survey_adaptive_gain.py",
+        "survey_adaptive_gain with the lookahead rule scoring the posterior mean "
+        "(lookahead_score='posterior'), on the sparse cell at K = 10, eps 1 (eps 0.5: --cells 1,0)",
+        "none: an internal comparison (GRR at the full budget on the same users; the default "
+        "rule's rows in survey_adaptive_gain.md are the same populations)",
+        ("--repeats", "20", "--utility", "default+posterior", "--workers", "1", "--cells", "1",
+         "--out", "benchmarks/results/survey_adaptive_gain_posterior.md"),
+        ("survey_adaptive_gain_posterior.md", "survey_adaptive_gain_posterior.jsonl"),
+        ("--repeats", "1", "--cells", "1", "--utility", "default+posterior", "--out",
+         "{tmp}/gp.md"),
+    ),
+    Benchmark(
         "survey_stopping", "survey_stopping.py",
         "coverage at a width-based stop (posterior intervals or confidence sequences), and "
         "users against a worst-case fixed-size GRR survey",
