@@ -147,11 +147,7 @@ def _estimate(simulated: Any, now: tuple[Any, Any] | None, seed: int | None) -> 
         from bayesldp.estimators.mle import mle
 
         return mle(simulated, std_errors=False).frequencies
-    from bayesldp.bayes import hmc
-    from bayesldp.bayes.prior import Dirichlet
+    from bayesldp.adaptive.pool import posterior_draws
 
     tally, prior = now
-    target = prior.alpha.copy() if isinstance(prior, Dirichlet) else prior
-    out = hmc.sample(tally + simulated, target, draws=FIT_DRAWS, chains=1, random_seed=seed,
-                     tune=FIT_DRAWS)  # fmt: skip
-    return out.theta[0].mean(axis=0)
+    return posterior_draws(tally + simulated, prior, FIT_DRAWS, FIT_DRAWS, seed).mean(axis=0)

@@ -84,18 +84,10 @@ class PosteriorPool:
         self.draws[:] = prior.sample(self.n_draws, rng=rng)
 
     def refresh(self, tally: Any, prior: Any, seed: int) -> None:
-        """Refit the pool on all reports so far and append to the trajectory.
-
-        The draws are ``fit(tally, n_draws, tune=tune, chains=1, prior=prior, method="hmc",
-        random_seed=seed)``'s, from the package's NUTS directly: an InferenceData per refresh
-        cost as much as the sampling it held (a survey refits dozens of times)."""
-        from bayesldp.bayes import hmc
-        from bayesldp.bayes.prior import Dirichlet
-
-        target = prior.alpha.copy() if isinstance(prior, Dirichlet) else prior
-        out = hmc.sample(tally, target, draws=self.n_draws, chains=1, random_seed=seed,
-                         tune=self.tune)  # fmt: skip
-        self.draws[:] = out.theta[0]
+        """Refit the pool on all reports so far (:func:`posterior_draws`: fit's HMC draws
+        without its InferenceData, which a survey refitting dozens of times does not need) and
+        append to the trajectory."""
+        self.draws[:] = posterior_draws(tally, prior, self.n_draws, self.tune, seed)
         self.users = int(tally.n)
         stats = np.stack([self.draws.mean(axis=0), *np.quantile(self.draws, [0.05, 0.95], axis=0)])
         self.trajectory_users = np.append(self.trajectory_users, self.users)
@@ -179,3 +171,15 @@ def run_simulate_pool(x, u0, b0, batch_sizes, selection, pool, store, theta_hist
         u += size
         theta_hist[b + 1] = pool[pick_index(key0, key1, b + 1, pool.shape[0])]
     return batch_sizes.shape[0]
+
+
+def posterior_draws(tally: Any, prior: Any, draws: int, tune: int, seed: int) -> np.ndarray:
+    """``fit(tally, draws, tune=tune, chains=1, prior=prior, method="hmc", random_seed=seed)``'s
+    draws of theta, shape (draws, K), from the package's NUTS without building an
+    InferenceData (``prior``: a Dirichlet or the adaptive prior)."""
+    from bayesldp.bayes import hmc
+    from bayesldp.bayes.prior import Dirichlet
+
+    target = prior.alpha.copy() if isinstance(prior, Dirichlet) else prior
+    out = hmc.sample(tally, target, draws=draws, chains=1, random_seed=seed, tune=tune)
+    return out.theta[0]
