@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs (`X as X`: re-ex
     from bayesldp.adaptive import AdaptiveSurvey as AdaptiveSurvey
     from bayesldp.bayes import AdaptiveDirichlet as AdaptiveDirichlet
     from bayesldp.bayes import Dirichlet as Dirichlet
+    from bayesldp.bayes import LogisticNormal as LogisticNormal
     from bayesldp.bayes import RandomWalkPrior as RandomWalkPrior
     from bayesldp.bayes import SmoothDensity as SmoothDensity
     from bayesldp.bayes import build_model as build_model
@@ -125,6 +126,7 @@ _LAZY = {
     "Dirichlet": "bayesldp.bayes",
     "AdaptiveDirichlet": "bayesldp.bayes",
     "SmoothDensity": "bayesldp.bayes",
+    "LogisticNormal": "bayesldp.bayes",
     "build_model": "bayesldp.bayes",
     "tally_likelihood": "bayesldp.bayes",
 }

@@ -289,7 +289,7 @@ API_TASKS = [
         ("Posterior predictive checks", ["bayesldp.bayes.ppc"]),
         ("Checking the mechanism and epsilon", ["bayesldp.bayes.mechanism_check"]),
         ("Saving and loading fits", ["bayesldp.bayes.io"]),
-        ("Priors", ["bayesldp.bayes.prior"]),
+        ("Priors", ["bayesldp.bayes.prior", "bayesldp.bayes.log_weight_priors"]),
     ]),
     ("adaptive", "The adaptive survey", [
         ("AdOBEst-LDP", ["bayesldp.adaptive"]),

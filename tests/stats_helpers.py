@@ -84,6 +84,25 @@ def assert_derivatives_match_differences(target, z, h=1e-6, rel_grad=1e-6, rel_h
                                        rtol=rel_hess)  # fmt: skip
 
 
+def assert_prior_draws_match_pymc(prior, tally, columns, size=4000, seeds=(11, 12)):
+    """``prior.sample`` and PyMC's prior draws of theta from ``build_model(tally, prior)``
+    agree: the means of theta at ``columns`` and of its largest entry, each within 4 standard
+    errors of the difference (seeded)."""
+    import pymc as pm
+
+    from bayesldp.bayes import build_model
+
+    ours = prior.sample(size, rng=seeds[0])
+    with build_model(tally, prior):
+        theirs = pm.sample_prior_predictive(size, var_names=["theta"], random_seed=seeds[1])
+    theirs = theirs.prior["theta"].values.reshape(-1, prior.k)
+    for a, b in [*((ours[:, c], theirs[:, c]) for c in columns),
+                 (ours.max(axis=1), theirs.max(axis=1))]:  # fmt: skip
+        se = np.sqrt(a.var() / a.size + b.var() / b.size)
+        assert abs(a.mean() - b.mean()) < 4 * se
+    np.testing.assert_allclose(ours.sum(axis=1), 1.0)
+
+
 def rrrr_and_grr_tallies(seed: int, n: int = 100_000) -> tuple:
     """RRRR (K = 10, S = {0, 1, 2}, eps = 1, eps1 = 0.8) and GRR (eps = 1) tallies of one
     population of ``n`` users drawn from Dirichlet(1) (the quickstart's setting at 100,000)."""

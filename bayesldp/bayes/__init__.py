@@ -10,7 +10,9 @@ predictive check ArviZ plots; ``sample_shares`` the posterior of the sample's ow
 its epsilon.  Priors are Dirichlet (:class:`Dirichlet`, :func:`as_dirichlet`) or a symmetric
 Dirichlet with an unknown concentration (:class:`AdaptiveDirichlet`, ``prior="adaptive"``), or,
 for ordered bins, a smoothness prior on the log-weights (:class:`SmoothDensity`,
-``prior="smooth"``).  ``fit_rounds`` fits one tally per round under a random walk on the
+``prior="smooth"``), or, for categories whose frequencies spread over orders of magnitude, an
+exchangeable logistic-normal prior with a learnt spread (:class:`LogisticNormal`,
+``prior="logistic_normal"``).  ``fit_rounds`` fits one tally per round under a random walk on the
 log-frequencies (:class:`RandomWalkPrior`), per-round posteriors that borrow strength over time
 (:mod:`bayesldp.bayes.dynamic`).
 """
@@ -32,6 +34,7 @@ from bayesldp.bayes.ppc import sample_posterior_predictive
 from bayesldp.bayes.prior import (
     AdaptiveDirichlet,
     Dirichlet,
+    LogisticNormal,
     SmoothDensity,
     as_dirichlet,
     as_prior,
@@ -42,6 +45,7 @@ __all__ = [
     "BACKENDS",
     "AdaptiveDirichlet",
     "Dirichlet",
+    "LogisticNormal",
     "MechanismCheck",
     "RandomWalkPrior",
     "SmoothDensity",

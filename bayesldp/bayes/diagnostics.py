@@ -70,7 +70,7 @@ def diagnose(idata: Any, method: str, *, warn: bool = True) -> dict[str, float]:
             chains,
             method,
             _backend_value(info, "target_accept"),
-            concentration="smoothness" not in posterior,
+            concentration=not {"smoothness", "spread"} & set(posterior.data_vars),
         )
         hints = [_broad_concentration_hint(posterior), _vertex_plateau_hint(posterior, found)]
         for message in [*messages, *(h for h in hints if messages and h)]:

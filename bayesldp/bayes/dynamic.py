@@ -66,7 +66,7 @@ from bayesldp._validation import (
 )
 from bayesldp._version import __version__
 from bayesldp.bayes._arviz import import_arviz
-from bayesldp.bayes.prior import _SerialisedPrior
+from bayesldp.bayes._serialised import _SerialisedPrior
 from bayesldp.errors import ConvergenceWarning, InvalidInputError, InvalidTypeError, PanelWarning
 from bayesldp.tally import Tally
 

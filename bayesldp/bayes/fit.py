@@ -65,7 +65,7 @@ from bayesldp.bayes.prior import (
     SMOOTH_METHODS,
     AdaptiveDirichlet,
     Dirichlet,
-    SmoothDensity,
+    LogWeightPrior,
     as_prior,
     default_prior,
 )
@@ -130,7 +130,7 @@ def fit(
         The reports (from ``mechanism.tally(reports)`` or a merge of tallies); a list of tallies
         of the same K categories under different mechanisms or budgets is fitted jointly, one
         theta for all, each tally keeping its own channel (:func:`bayesldp.tally.joint_tally`).
-    prior : Dirichlet, AdaptiveDirichlet, "adaptive", float, array_like or None
+    prior : prior object, str, float, array_like or None
         ``None``: the mechanism's default: ``"smooth"`` for numerical mechanisms (ordered bins)
         with a method that samples it ("auto", "hmc", "nuts", "prior_mh"); ``Dirichlet(1)``
         with a warning saying why for numerical reports under the other methods and for
@@ -148,7 +148,9 @@ def fit(
         (ordered bins of numerical data: a Gaussian roughness prior on the log-weights, whose
         smoothness ``lambda`` is learnt; posterior variable ``smoothness``; methods "hmc",
         which ``"auto"`` then takes (or "prior_mh" where the data are weak), "nuts" and
-        "prior_mh").
+        "prior_mh"); or ``"logistic_normal"`` / a :class:`~bayesldp.bayes.LogisticNormal`
+        (exchangeable categories: independent normal log-weights whose spread ``lambda`` is
+        learnt, posterior variable ``spread``; the same methods).
     method : {"auto", "exact", "hmc", "nuts", "sgld", "laplace", "prior_mh"}
         The posterior method.  ``"auto"`` chooses by predicted cost
         (:func:`bayesldp.bayes.cost.choose_method`): ``"exact"`` when the exact Dirichlet
@@ -267,8 +269,8 @@ def fit(
     cores_given = cores is not None
     cores = _feedback.resolve_cores(cores, chains)
 
-    if isinstance(prior_obj, SmoothDensity):
-        resolved, auto_reason = _smooth_method(method, resolved)
+    if isinstance(prior_obj, LogWeightPrior):
+        resolved, auto_reason = _log_weight_method(method, resolved, prior_obj)
     else:
         resolved, auto_reason = _choose_method(
             method, resolved, tally, draws, chains, options,
@@ -398,13 +400,17 @@ def _choose_method(
     return resolved, None
 
 
-def _smooth_method(method: str, resolved: str) -> tuple[str, str | None]:
-    """The method under the smoothness prior: "hmc" (which "auto" takes) or "nuts" (PyMC)."""
+def _log_weight_method(method: str, resolved: str,
+                       prior: LogWeightPrior) -> tuple[str, str | None]:  # fmt: skip
+    """The method under a prior on the log-weights (:class:`~bayesldp.bayes.SmoothDensity`,
+    :class:`~bayesldp.bayes.LogisticNormal`): "hmc" (which "auto" takes), "nuts" (PyMC) or
+    "prior_mh"."""
+    name = type(prior).__name__
     if method == "auto":
-        return "hmc", "the smoothness prior (SmoothDensity) is sampled by NUTS on its coefficients"
+        return "hmc", f"the {name} prior is sampled by NUTS on its coefficients"
     if resolved not in SMOOTH_METHODS:
         raise NotSupportedError(
-            f"prior: the smoothness prior is not available with method={method!r}; use one of "
+            f"prior: the {name} prior is not available with method={method!r}; use one of "
             f"{list(SMOOTH_METHODS)} (or 'auto')"
         )
     return resolved, None

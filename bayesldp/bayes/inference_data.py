@@ -18,7 +18,7 @@ from bayesldp._validation import check_bool, check_memory
 from bayesldp._version import __version__
 from bayesldp.bayes._arviz import import_arviz
 from bayesldp.bayes._types import SamplerOutput
-from bayesldp.bayes.prior import Dirichlet, Prior, SmoothDensity
+from bayesldp.bayes.prior import Dirichlet, LogWeightPrior, Prior
 from bayesldp.errors import (
     BayesLDPError,
     InvalidInputError,
@@ -273,7 +273,7 @@ def _constant_data(tally: Tally, prior: Prior, category: np.ndarray) -> Any:
     coords: dict[str, Any] = {"category": category}
     if isinstance(prior, Dirichlet):
         data: dict[str, Any] = {"prior_alpha": (("category",), prior.alpha.copy())}
-    elif isinstance(prior, SmoothDensity):  # its parameters are the posterior attrs' "prior"
+    elif isinstance(prior, LogWeightPrior):  # its parameters are the posterior attrs' "prior"
         data = {}
     else:  # the adaptive prior's grid on log a and its weights
         data = {"prior_log_a": (("a_grid",), prior.log_a.copy()),

@@ -54,7 +54,7 @@ from bayesldp._validation import check_alpha
 from bayesldp.bayes.prior import (
     AdaptiveDirichlet,
     Dirichlet,
-    SmoothDensity,
+    LogWeightPrior,
     as_prior,
     default_prior,
 )
@@ -202,8 +202,8 @@ def build_model(
     ----------
     tally : Tally
         Any tally (dense or support form).
-    prior : None, "adaptive", "smooth", float, array_like, Dirichlet, AdaptiveDirichlet,
-        SmoothDensity, or PyMC variable
+    prior : None, "adaptive", "smooth", "logistic_normal", float, array_like, Dirichlet,
+        AdaptiveDirichlet, SmoothDensity, LogisticNormal, or PyMC variable
         Every prior :func:`bayesldp.fit` takes, with its meaning there (``None``: the
         mechanism's default, as ``fit``'s); or a PyTensor expression of shape (K,) built from
         PyMC random variables of ``model``, used as Dirichlet concentrations (a learnt
@@ -223,7 +223,9 @@ def build_model(
         (ordered bins): ``theta`` is the deterministic ``softmax(f)`` of its log-weights, with
         free variables ``log_smoothness``, ``slope`` and ``coef`` and the deterministic
         ``smoothness`` (:func:`smooth_theta`, non-centred by the information a short pilot
-        chain of bayesldp's NUTS measures: :func:`bayesldp.bayes.hmc.smooth.pilot_information`).
+        chain of bayesldp's NUTS measures: :func:`bayesldp.bayes.hmc.smooth.pilot_information`);
+        a :class:`~bayesldp.bayes.LogisticNormal` likewise, with ``log_spread``, ``coef`` and
+        ``spread``.
     labels : sequence, optional
         ``K`` category labels for the "category" coordinate (default ``0..K-1``).
     model : pymc.Model, optional
@@ -265,7 +267,7 @@ def build_model(
         )
     alpha = prior if _is_pymc_variable(prior) else _prior_object(prior, tally)
     adaptive = alpha if isinstance(alpha, AdaptiveDirichlet) else None
-    smooth = alpha if isinstance(alpha, SmoothDensity) else None
+    smooth = alpha if isinstance(alpha, LogWeightPrior) else None
     if (adaptive or smooth) is not None and alpha.k != k:
         raise InvalidInputError(f"prior: a {type(alpha).__name__} on {alpha.k} categories, K = {k}")
     if isinstance(alpha, Dirichlet):
@@ -294,13 +296,16 @@ def build_model(
     return model
 
 
-def smooth_theta(prior: SmoothDensity, name: str = "theta", info: Any = None) -> Any:
-    """``theta = softmax(f)`` under a :class:`~bayesldp.bayes.SmoothDensity` prior, in the
-    current PyMC model (dims "category"; ``f = b line + modes @ y``, :meth:`SmoothDensity.basis`).
+def smooth_theta(prior: LogWeightPrior, name: str = "theta", info: Any = None) -> Any:
+    """``theta = softmax(f)`` under a prior on the log-weights
+    (:class:`~bayesldp.bayes.SmoothDensity`, :class:`~bayesldp.bayes.LogisticNormal`), in the
+    current PyMC model (dims "category"; ``f = b line + modes @ y``,
+    :meth:`~bayesldp.bayes.log_weight_priors.LogWeightPrior.basis`).
 
-    Free variables: ``log_smoothness`` (``log lambda``), ``slope`` (``b``) and ``coef``
-    (``u``, one per mode: :attr:`SmoothDensity.n_modes`); deterministic ``smoothness``
-    (``lambda``).  Coefficient ``j`` is
+    Free variables: ``log_smoothness`` (``log lambda``; ``log_spread`` under the
+    logistic-normal prior), ``slope`` (``b``; none where the line is zero) and ``coef`` (``u``,
+    one per mode: :attr:`~bayesldp.bayes.log_weight_priors.LogWeightPrior.n_modes`);
+    deterministic ``smoothness`` (``lambda``; ``spread``).  Coefficient ``j`` is
     ``y_j = s_j^{w_j} u_j`` with ``u_j ~ N(0, s_j^{2 (1 - w_j)})``, ``s_j = lambda scale_j`` its
     prior sd: ``y_j ~ N(0, s_j^2)`` for any weight ``w_j`` in [0, 1] (partial non-centring,
     Papaspiliopoulos, Roberts and Skold 2007), ``w`` from :func:`smooth_weights` (``info``
@@ -311,16 +316,17 @@ def smooth_theta(prior: SmoothDensity, name: str = "theta", info: Any = None) ->
 
     line, modes, scale = prior.basis()
     weight = smooth_weights(prior, np.zeros(scale.shape[0]) if info is None else info)
-    log_lam = pm.Normal("log_smoothness", prior.log_scale_mean, prior.log_scale_sd)
-    pm.Deterministic("smoothness", pt.exp(log_lam))
+    log_lam = pm.Normal(f"log_{prior.HYPER}", prior.log_scale_mean, prior.log_scale_sd)
+    pm.Deterministic(prior.HYPER, pt.exp(log_lam))
     log_sd = log_lam + np.log(scale)
     u = pm.Normal("coef", 0.0, pt.exp((1.0 - weight) * log_sd), shape=scale.shape[0])
-    b = pm.Normal("slope", 0.0, prior.slope_sd)
-    f = b * line + pt.dot(modes, pt.exp(weight * log_sd) * u)
+    f = pt.dot(modes, pt.exp(weight * log_sd) * u)
+    if np.any(line):
+        f = f + pm.Normal("slope", 0.0, prior.slope_sd) * line
     return pm.Deterministic(name, pt.special.softmax(f), dims="category")
 
 
-def _pilot_information(tally: Tally, prior: SmoothDensity) -> np.ndarray:
+def _pilot_information(tally: Tally, prior: LogWeightPrior) -> np.ndarray:
     """The non-centring information of PyMC's model: bayesldp's NUTS pilot chain
     (:func:`bayesldp.bayes.hmc.smooth.pilot_information`, seed 0, so a model is built the same
     way every time), not the EMS estimate alone, where the posterior can be far from it."""

@@ -88,9 +88,10 @@ def sample(
     ----------
     tally : Tally
         The reports' likelihood rows and counts.
-    alpha : array of float, shape (K,), AdaptiveDirichlet or SmoothDensity
+    alpha : array of float, shape (K,), AdaptiveDirichlet, SmoothDensity or LogisticNormal
         Dirichlet prior concentrations, or a prior :func:`~bayesldp.bayes.model.build_model`
-        takes (the smoothness prior's ``lambda`` draws come back as ``extra["smoothness"]``).
+        takes (the ``lambda`` draws of a smoothness or logistic-normal prior come back as
+        ``extra["smoothness"]`` or ``extra["spread"]``).
     draws, chains : int
         Kept draws per chain and number of chains.
     random_seed : int or None
@@ -188,6 +189,7 @@ def sample(
     if sampling_time is not None:
         info["sampling_time"] = float(sampling_time)
     extra = {}
-    if "smoothness" in idata.posterior:  # the SmoothDensity prior's lambda
-        extra["smoothness"] = np.asarray(idata.posterior["smoothness"].values, dtype=float)
+    for hyper in ("smoothness", "spread"):  # SmoothDensity's, LogisticNormal's lambda
+        if hyper in idata.posterior:
+            extra[hyper] = np.asarray(idata.posterior[hyper].values, dtype=float)
     return SamplerOutput(theta=theta, sample_stats=stats, info=info, extra=extra)

@@ -14,7 +14,6 @@ the prior used in the experiments of Lopuhaä-Zwakenberg et al. 2020 (section 5)
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import numbers
@@ -25,6 +24,8 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from bayesldp._validation import RNGLike, as_generator, check_k, check_positive
+from bayesldp.bayes._serialised import _SerialisedPrior
+from bayesldp.bayes.log_weight_priors import LogisticNormal, LogWeightPrior, SmoothDensity
 from bayesldp.errors import InvalidInputError, InvalidTypeError
 
 
@@ -182,26 +183,6 @@ class Dirichlet:
             return f"Dirichlet.symmetric(k={self.k}, a={float(self._alpha[0]):.12g})"
         values = ", ".join(f"{float(v):.12g}" for v in self._alpha)
         return f"Dirichlet(alpha=[{values}])"
-
-
-class _SerialisedPrior:
-    """``to_json`` and equality from a subclass's ``to_dict`` (its JSON-friendly form)."""
-
-    __slots__ = ()
-
-    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
-
-    def to_json(self) -> str:
-        """The :meth:`to_dict` form as a JSON string."""
-        return json.dumps(self.to_dict())
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    __hash__ = None
 
 
 class AdaptiveDirichlet(_SerialisedPrior):
@@ -365,167 +346,6 @@ class AdaptiveDirichlet(_SerialisedPrior):
         )
 
 
-class SmoothDensity(_SerialisedPrior):
-    """A smoothness prior for ordered bins: a Gaussian prior on the log-weights (numerical data).
-
-    A symmetric Dirichlet treats the bins of a numerical domain as exchangeable, so at many bins
-    (the 1024 of the experiments of Ye, Wang, Zhang and Feng, "Revisiting EM-based Estimation for
-    Locally Differentially Private Protocols") it adds one pseudo-count per bin and says nothing
-    about neighbours; EMS regularises with a smoothing step instead.  This prior is the Bayesian
-    form of that smoothing, the logistic Gaussian process density model (Leonard 1978; Lenk 1991)
-    with the second-order random walk (RW2) on the log-weights ``f`` (Rue and Held, *Gaussian
-    Markov Random Fields*, 2005, section 3.4; the discrete cubic smoothing spline):
-
-    .. math:: f_{i-1} - 2 f_i + f_{i+1} \\sim N(0, \\lambda^2 / K^3), \\quad i = 1 .. K-2,
-              \\qquad \\theta = \\operatorname{softmax}(f),
-
-    .. math:: \\log\\lambda \\sim N(\\mu, \\sigma^2), \\qquad
-              \\text{slope } b \\sim N(0, s_b^2).
-
-    With ``K^3`` in the variance, ``sum_i (f_{i-1} - 2 f_i + f_{i+1})^2 K^3`` is the roughness
-    ``int f''(t)^2 dt`` of the log-density on the domain scaled to [0, 1], so ``lambda`` is the
-    typical size of the log-density's second derivative whatever ``K`` (a normal density of sd
-    ``w`` times the domain's width has ``|f''| = 1/w^2``: 100 at ``w = 0.1``).  The RW2 leaves
-    a constant (no effect on ``theta``) and a straight line free; the line gets the slope
-    prior (``f`` changes by ``b`` over the domain).  Default ``log lambda ~ N(log 30, 2.5^2)``:
-    95% of the mass on ``lambda`` in [0.2, 4000], from nearly uniform to sharply peaked
-    densities; ``s_b = 100``.  The data choose ``lambda``; its draws are the posterior variable
-    ``smoothness``.
-
-    Coordinates (:meth:`basis`): ``f = b (t - 1/2) + E y`` with ``E`` the eigenvectors of the
-    RW2 precision ``D^T D`` (``D`` the (K-2, K) second differences) outside its null space and
-    ``y_j ~ N(0, lambda^2 / (K^3 mu_j))``, ``mu_j`` their eigenvalues, independent: the same
-    prior, diagonal.  Sampled by bayesldp's NUTS (``fit(method="hmc")``, which ``"auto"``
-    takes) or PyMC's (``method="nuts"``, :func:`bayesldp.bayes.model.build_model`) on the same
-    coordinates: each ``y_j`` partially non-centred by how much the data say about it
-    (Papaspiliopoulos, Roberts and Skold 2007), which removes the funnel between ``lambda``
-    and the coefficients without changing the prior.  Both measure that over a short pilot
-    chain's draws (:func:`bayesldp.bayes.hmc.smooth.pilot_information`: on few bins and few
-    reports the posterior can sit where the data say little, far from any point estimate).
-
-    Parameters
-    ----------
-    k : int
-        Number of ordered bins (at least 3).
-    log_scale_mean, log_scale_sd : float
-        Mean and standard deviation of the normal prior on ``log lambda``.
-    slope_sd : float
-        Standard deviation ``s_b`` of the slope.
-    max_modes : int or None
-        Keep only this many of the RW2's modes, the smoothest (a reduced-rank RW2; None: all
-        ``K - 2``).  Default 256: the cut changes nothing below 258 bins, and above it drops
-        modes that matter little: at 1024 bins and ``lambda`` = 4,029 (the default prior's
-        97.5% point) the 257th mode moves a bin's log-weight by at most 0.0092 (prior sd)
-        and all dropped modes together by 0.065 (root mean square over the bins; it scales
-        with ``lambda``).  A gradient then costs O(K max_modes).
-
-    Examples
-    --------
-    On 16 ordered bins: draws from the prior are smooth densities; ``bayesldp.fit(tally,
-    prior=prior)`` (or ``prior="smooth"``) samples the posterior:
-
-    >>> import numpy as np
-    >>> import bayesldp
-    >>> prior = bayesldp.SmoothDensity(16)
-    >>> prior.n_modes
-    14
-    >>> draws = prior.sample(3, rng=0)
-    >>> draws.shape, bool(np.allclose(draws.sum(axis=1), 1))
-    ((3, 16), True)
-    """
-
-    __slots__ = ("_k", "log_scale_mean", "log_scale_sd", "max_modes", "slope_sd")
-
-    def __init__(
-        self,
-        k: int,
-        log_scale_mean: float = math.log(30.0),
-        log_scale_sd: float = 2.5,
-        slope_sd: float = 100.0,
-        max_modes: int | None = 256,
-    ) -> None:
-        self._k = check_k(k)
-        if self._k < 3:
-            raise InvalidInputError(f"k: a smoothness prior needs at least 3 bins, got {k}")
-        if (
-            isinstance(log_scale_mean, bool)
-            or not isinstance(log_scale_mean, numbers.Real)
-            or not math.isfinite(log_scale_mean)
-        ):
-            raise InvalidInputError(
-                f"log_scale_mean: expected a finite number, got {log_scale_mean!r}"
-            )
-        self.log_scale_mean = float(log_scale_mean)
-        self.log_scale_sd = check_positive(log_scale_sd, "log_scale_sd")
-        self.slope_sd = check_positive(slope_sd, "slope_sd")
-        if max_modes is not None and (
-            isinstance(max_modes, bool) or not isinstance(max_modes, numbers.Integral)
-            or max_modes < 1
-        ):  # fmt: skip
-            raise InvalidInputError(
-                f"max_modes: expected an integer >= 1 or None, got {max_modes!r}"
-            )
-        self.max_modes = None if max_modes is None else int(max_modes)
-
-    @property
-    def k(self) -> int:
-        """Number of bins K."""
-        return self._k
-
-    @property
-    def n_modes(self) -> int:
-        """The RW2 modes kept: ``min(K - 2, max_modes)``."""
-        return self._k - 2 if self.max_modes is None else min(self._k - 2, self.max_modes)
-
-    def basis(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(line (K,), modes (K, M), scale (M,))``, ``M`` = :attr:`n_modes`:
-        ``f = b line + modes @ y`` with ``line = t - 1/2`` (``t`` the bins' centres on [0, 1])
-        and ``y_j`` of prior sd ``lambda * scale_j``, ``scale_j = (K^3 mu_j)^{-1/2}``, the
-        smoothest modes first."""
-        line, modes, scale = _rw2_basis(self._k)
-        m = self.n_modes
-        return line, modes[:, :m], scale[:m]
-
-    def sample(self, size: int | tuple[int, ...] = 1, rng: RNGLike = None) -> np.ndarray:
-        """Independent draws of ``theta`` from the prior, shape ``(*size, K)``."""
-        gen = as_generator(rng)
-        size = (size,) if isinstance(size, numbers.Integral) else tuple(size)
-        line, modes, scale = self.basis()
-        lam = np.exp(self.log_scale_mean + self.log_scale_sd * gen.standard_normal(size))
-        b = self.slope_sd * gen.standard_normal(size)
-        y = lam[..., None] * scale * gen.standard_normal((*size, scale.shape[0]))
-        f = b[..., None] * line + y @ modes.T
-        f -= f.max(axis=-1, keepdims=True)
-        e = np.exp(f)
-        return e / e.sum(axis=-1, keepdims=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly form (stored in InferenceData attrs)."""
-        return {"distribution": "SmoothDensity", "k": self._k,
-                "log_scale_mean": self.log_scale_mean, "log_scale_sd": self.log_scale_sd,
-                "slope_sd": self.slope_sd, "max_modes": self.max_modes}  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SmoothDensity:
-        """Inverse of :meth:`to_dict`."""
-        if not isinstance(data, dict) or data.get("distribution") != "SmoothDensity":
-            raise InvalidInputError(f"prior: not a serialised SmoothDensity: {data!r}")
-        fields = ("log_scale_mean", "log_scale_sd", "slope_sd", "max_modes")
-        return cls(data["k"], **{f: data[f] for f in fields})
-
-    def with_k(self, k: int) -> SmoothDensity:
-        """The same prior on ``k`` bins."""
-        return SmoothDensity(k, self.log_scale_mean, self.log_scale_sd, self.slope_sd,
-                             self.max_modes)  # fmt: skip
-
-    def __repr__(self) -> str:
-        return (
-            f"SmoothDensity(k={self._k}, log_scale_mean={self.log_scale_mean:.6g}, "
-            f"log_scale_sd={self.log_scale_sd:.6g}, slope_sd={self.slope_sd:.6g}, "
-            f"max_modes={self.max_modes})"
-        )
-
-
 def as_dirichlet(prior: Any, k: int) -> Dirichlet:
     """Turn what :func:`bayesldp.fit` accepts as ``prior`` into a :class:`Dirichlet` on ``k``.
 
@@ -584,29 +404,16 @@ def as_dirichlet(prior: Any, k: int) -> Dirichlet:
     return result
 
 
-@functools.lru_cache(maxsize=8)
-def _rw2_basis(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:meth:`SmoothDensity.basis` (one symmetric eigendecomposition, O(K^3), cached)."""
-    diff2 = np.diff(np.eye(k), n=2, axis=0)
-    mu, vec = np.linalg.eigh(diff2.T @ diff2)  # ascending; the first two span {1, t}
-    line = (np.arange(k) + 0.5) / k - 0.5
-    modes = vec[:, 2:]
-    modes -= np.outer(line, line @ modes) / (line @ line)  # exact orthogonality to the line
-    modes -= modes.mean(axis=0)  # and to the constant
-    for arr in (line, modes, mu):
-        arr.setflags(write=False)
-    return line, modes, 1.0 / np.sqrt(float(k) ** 3 * mu[2:])
-
-
-Prior = Dirichlet | AdaptiveDirichlet | SmoothDensity
+Prior = Dirichlet | AdaptiveDirichlet | SmoothDensity | LogisticNormal
 #: the priors :func:`as_prior` knows by name
-NAMED_PRIORS = {"adaptive": AdaptiveDirichlet, "smooth": SmoothDensity}
+NAMED_PRIORS = {"adaptive": AdaptiveDirichlet, "smooth": SmoothDensity,
+                "logistic_normal": LogisticNormal}  # fmt: skip
 
 
 def as_prior(prior: Any, k: int) -> Prior:
-    """What :func:`bayesldp.fit` accepts as ``prior``: ``"adaptive"`` (:class:`AdaptiveDirichlet`)
-    or ``"smooth"`` (:class:`SmoothDensity`) on ``k`` categories, one of those objects, else as
-    :func:`as_dirichlet`.
+    """What :func:`bayesldp.fit` accepts as ``prior``: ``"adaptive"`` (:class:`AdaptiveDirichlet`),
+    ``"smooth"`` (:class:`SmoothDensity`) or ``"logistic_normal"`` (:class:`LogisticNormal`) on
+    ``k`` categories, one of those objects, else as :func:`as_dirichlet`.
 
     Examples
     --------
@@ -619,11 +426,11 @@ def as_prior(prior: Any, k: int) -> Prior:
     if isinstance(prior, str):
         if prior not in NAMED_PRIORS:
             raise InvalidInputError(
-                f"prior: the named priors are 'adaptive' (AdaptiveDirichlet) and 'smooth' "
-                f"(SmoothDensity), got {prior!r}"
+                f"prior: the named priors are 'adaptive' (AdaptiveDirichlet), 'smooth' "
+                f"(SmoothDensity) and 'logistic_normal' (LogisticNormal), got {prior!r}"
             )
         return NAMED_PRIORS[prior](k)
-    if isinstance(prior, AdaptiveDirichlet | SmoothDensity):
+    if isinstance(prior, AdaptiveDirichlet | LogWeightPrior):
         if prior.k != k:
             raise InvalidInputError(
                 f"prior: a {type(prior).__name__} on {prior.k} categories, but the tally has "
@@ -640,7 +447,7 @@ def prior_from_json(text: str) -> Prior:
     except (TypeError, json.JSONDecodeError) as exc:
         raise InvalidInputError(f"prior: not a JSON-serialised prior: {text!r}") from exc
     if isinstance(data, dict):
-        for cls in (AdaptiveDirichlet, SmoothDensity):
+        for cls in (AdaptiveDirichlet, SmoothDensity, LogisticNormal):
             if data.get("distribution") == cls.__name__:
                 return cls.from_dict(data)
     return Dirichlet.from_dict(data)

@@ -45,7 +45,7 @@ from numba import njit
 
 from bayesldp._validation import as_generator, check_int
 from bayesldp.bayes._types import SamplerOutput
-from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, SmoothDensity, dirichlet_draws
+from bayesldp.bayes.prior import AdaptiveDirichlet, Dirichlet, LogWeightPrior, dirichlet_draws
 from bayesldp.errors import InvalidInputError
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
@@ -111,18 +111,13 @@ class RuleResult:
 def prior_draws(prior: Any, size: int, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
     """``size`` independent draws of ``theta`` (``(size, K)``) from ``prior`` (a Dirichlet
     concentration vector, :class:`~bayesldp.bayes.Dirichlet`,
-    :class:`~bayesldp.bayes.AdaptiveDirichlet` or :class:`~bayesldp.bayes.SmoothDensity`) and
-    its hyperparameter's draws: ``{"a": ...}`` or ``{"smoothness": ...}`` (``lambda``), as
+    :class:`~bayesldp.bayes.AdaptiveDirichlet`, :class:`~bayesldp.bayes.SmoothDensity` or
+    :class:`~bayesldp.bayes.LogisticNormal`) and its hyperparameter's draws: ``{"a": ...}``,
+    ``{"smoothness": ...}`` or ``{"spread": ...}`` (``lambda``), as
     :func:`bayesldp.fit` names them; ``{}`` for a fixed Dirichlet."""
-    if isinstance(prior, SmoothDensity):  # as SmoothDensity.sample, keeping lambda
-        line, modes, scale = prior.basis()
-        lam = np.exp(prior.log_scale_mean + prior.log_scale_sd * rng.standard_normal(size))
-        b = prior.slope_sd * rng.standard_normal(size)
-        y = lam[:, None] * scale * rng.standard_normal((size, scale.shape[0]))
-        f = b[:, None] * line + y @ modes.T
-        f -= f.max(axis=1, keepdims=True)
-        e = np.exp(f)
-        return e / e.sum(axis=1, keepdims=True), {"smoothness": lam}
+    if isinstance(prior, LogWeightPrior):  # SmoothDensity, LogisticNormal: theta and lambda
+        theta, lam = prior.draws(size, rng)
+        return theta, {prior.HYPER: lam}
     if isinstance(prior, AdaptiveDirichlet):
         a = rng.choice(prior.a, size=size, p=np.exp(prior.log_w))
         return dirichlet_draws(rng, np.broadcast_to(a[:, None], (size, prior.k))), {"a": a}
@@ -291,7 +286,7 @@ def sample(
     ----------
     tally : Tally
         The reports.
-    alpha : array of float, Dirichlet, AdaptiveDirichlet or SmoothDensity
+    alpha : array of float, Dirichlet, AdaptiveDirichlet, SmoothDensity or LogisticNormal
         The prior (also the proposal).
     draws, chains : int
         Draws kept per chain and number of chains.
@@ -308,8 +303,9 @@ def sample(
     Returns
     -------
     SamplerOutput
-        ``theta`` (chains, draws, K); ``extra["a"]`` or ``extra["smoothness"]`` under the
-        adaptive and smoothness priors; sample_stats ``diverging`` (False) and
+        ``theta`` (chains, draws, K); ``extra["a"]``, ``extra["smoothness"]`` or
+        ``extra["spread"]`` under the adaptive, smoothness and logistic-normal priors;
+        sample_stats ``diverging`` (False) and
         ``acceptance_rate``; ``info`` with the rule's Pareto k, efficiency and the overall
         acceptance rate.
     """

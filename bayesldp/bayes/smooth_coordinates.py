@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from bayesldp.bayes.prior import SmoothDensity
+from bayesldp.bayes.log_weight_priors import LogWeightPrior
 from bayesldp.tally import Tally
 
 
-def smooth_weights(prior: SmoothDensity, info: Any) -> np.ndarray:
+def smooth_weights(prior: LogWeightPrior, info: Any) -> np.ndarray:
     """The partial non-centring weights ``w_j = 1 / (1 + I_j s0_j^2)``: ``I_j`` the data's
     information about coefficient ``j`` (:func:`smooth_information`), ``s0_j`` its prior sd at
     the prior median of ``lambda``.  Coefficients the data pin down (``w`` near 0) are sampled
@@ -33,7 +33,7 @@ def smooth_pilot(tally: Tally) -> np.ndarray:
     return theta / theta.sum()
 
 
-def smooth_information(tally: Tally, prior: SmoothDensity, theta: Any = None) -> np.ndarray:
+def smooth_information(tally: Tally, prior: LogWeightPrior, theta: Any = None) -> np.ndarray:
     """The data's information about each coefficient ``y_j`` of :func:`smooth_theta` at
     ``theta`` (default :func:`smooth_pilot`): ``diag(M^T J F J M)`` with ``M`` the prior's
     modes, ``J = diag(theta) - theta theta^T`` (softmax) and

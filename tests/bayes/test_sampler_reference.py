@@ -535,7 +535,6 @@ def test_smoothness_prior_matches_importance_sampling_from_the_prior(case, sampl
     a posterior sd, a variance off by 8 % and E[log lambda] off by 5 % of its sd; the default
     ones a mean off by 5-13 % of a sd, a variance off by 3-36 % (the smallest category's is the
     least resolved) and E[log lambda] off by 4-8 % of its sd."""
-    az = import_arviz()
     tally, prior, ref, log_lam = smooth_reference(case)
     assert ref.ess > 50_000, ref.ess
     if sampler == "hmc":
@@ -551,17 +550,26 @@ def test_smoothness_prior_matches_importance_sampling_from_the_prior(case, sampl
         assert post.posterior.attrs["method"] == SMOOTH_FIT_METHODS[case]
         theta, lam = post.posterior["theta"].values, post.posterior["smoothness"].values
         diverging = post.sample_stats["diverging"].values
+    assert_log_weight_draws_match(theta, lam, diverging, ref, log_lam)
+
+
+def assert_log_weight_draws_match(theta, lam, diverging, ref, log_lam):
+    """The checks of a prior on the log-weights' draws (``theta``, ``lambda``, divergences)
+    against the importance reference ``ref`` with its ``log lambda`` draws: theta's means,
+    variances and tail masses and E[log lambda], 13 z-scores within :func:`z_limit`; E[log
+    lambda]'s ESS above 1,000 and divergences below a 0.2 % rate."""
+    az = import_arviz()
     z = z_scores(theta, ref)
     g = np.log(lam)
     want, se = ref.expect(log_lam)
     ess = float(az.ess(g, method="mean"))
     # a chain stuck in a funnel has a wide MCSE that hides its bias from the z-scores: on
-    # the EMS weights E[log lambda]'s ESS was 8 of 20,000 draws (28 reports); 4,200-14,400
-    # of these 40,000 on the committed seed
+    # the EMS weights E[log lambda]'s ESS was 8 of 20,000 draws (28 reports, smoothness
+    # prior); 4,200-14,400 of these 40,000 on the committed seed
     assert ess > 1000, ess
     # divergent transitions flag a region the sampler cannot enter: 0.03 % and 0.09 % of them
-    # on the default prior's cases (committed seed); weights from the pilot's mean information
-    # instead of its low quantile diverged on 1.2-3.6 % (90 reports, scratch runs)
+    # on the smoothness prior's default cases (committed seed); weights from the pilot's mean
+    # information instead of its low quantile diverged on 1.2-3.6 % (90 reports, scratch runs)
     assert_divergence_rate(diverging, rate=2e-3)
     mcse = g.std() / math.sqrt(ess)
     z["log lambda", 0] = ((g.mean() - want) / math.hypot(mcse, se), mcse)
@@ -584,6 +592,56 @@ def test_smoothness_pilot_weights_keep_divergences_rare_over_pilot_seeds():
     runs = [hmc.sample(tally, prior, draws=10_000, chains=4, random_seed=seed)
             for seed in (1, 2)]  # fmt: skip
     assert_divergence_rate(np.concatenate([r.sample_stats["diverging"] for r in runs]), 2e-3)
+
+
+LOGISTIC_NORMAL_CASES = {  # name: GRR report counts at eps = 1, K = 3
+    "90 reports": (40, 30, 20),
+    "28 reports": (12, 9, 7),
+    "90 reports, skewed": (60, 20, 10),
+    "360 reports": (160, 120, 80),
+}
+
+
+@functools.lru_cache(maxsize=1)
+def logistic_normal_reference(case):
+    """The tally, the importance reference and its ``log lambda`` draws under the default
+    ``LogisticNormal(3)``, the prior written out from its definition (not through its code):
+    ``log lambda ~ N(0, 1)``, ``y_x ~ N(0, lambda^2)`` i.i.d., ``theta = softmax(y)``."""
+    tally = MECH.tally_from_report_counts(np.array(LOGISTIC_NORMAL_CASES[case]))
+    gen = np.random.default_rng(56)
+    log_lam = gen.standard_normal(2_000_000)
+    y = np.exp(log_lam)[:, None] * gen.standard_normal((log_lam.size, 3))
+    theta = np.exp(y - y.max(axis=1, keepdims=True))
+    theta /= theta.sum(axis=1, keepdims=True)
+    return tally, ImportanceReference(theta, tally.loglik(theta)), log_lam
+
+
+@pytest.mark.parametrize(("case", "sampler"), [
+    (c, s) for c in LOGISTIC_NORMAL_CASES for s in ("hmc", "fit")
+])  # fmt: skip
+def test_logistic_normal_prior_matches_importance_sampling_from_the_prior(case, sampler):
+    """:class:`~bayesldp.bayes.LogisticNormal` (default, K = 3), GRR reports at eps = 1:
+    bayesldp's NUTS on its coordinates (4 chains x 10,000 draws) and what ``fit`` runs by
+    default (method "auto": NUTS, or the prior as proposal where the data are weak; 4 x
+    40,000 draws there) against self-normalised importance sampling from the prior (2,000,000
+    draws): theta's means, variances and 5 % tail masses and E[log lambda], 13 checks within
+    3.97 (family-wise 1e-3 per case), each z on the combined standard error of the two
+    estimates, as the smoothness prior's test above; the same limits on ESS and divergences."""
+    tally, ref, log_lam = logistic_normal_reference(case)
+    assert ref.ess > 50_000, ref.ess
+    prior = bayesldp.LogisticNormal(3)
+    if sampler == "hmc":
+        out = hmc.sample(tally, prior, draws=10_000, chains=4, random_seed=56)
+        theta, lam, diverging = out.theta, out.extra["spread"], out.sample_stats["diverging"]
+    else:
+        chosen, _ = fit_module._weak_data_method(tally, prior, 56, {}, None)
+        if chosen == "hmc":  # fit's draws are the hmc variant's, bit for bit
+            return
+        post = bayesldp.fit(tally, 40_000, chains=4, prior=prior, random_seed=56,
+                            compute_convergence_checks=False)  # fmt: skip
+        theta, lam = post.posterior["theta"].values, post.posterior["spread"].values
+        diverging = post.sample_stats["diverging"].values
+    assert_log_weight_draws_match(theta, lam, diverging, ref, log_lam)
 
 
 # ------------------------------------------------------------------------------------ SGLD

@@ -16,6 +16,7 @@ from bayesldp.bayes import SmoothDensity, as_prior, build_model, fit, load_fit, 
 from bayesldp.bayes.io import fit_prior
 from bayesldp.bayes.prior import prior_from_json
 from bayesldp.errors import InvalidInputError, NotSupportedError
+from tests.stats_helpers import assert_prior_draws_match_pymc
 
 
 def _sw_tally(k: int = 8, n: int = 2000, seed: int = 0):
@@ -107,20 +108,9 @@ def test_model_log_density_matches_the_formula(information):
 
 def test_sample_matches_the_pymc_prior():
     """prior.sample and PyMC's prior draws of theta agree (seeded; 4 MC standard errors)."""
-    import pymc as pm
-
     tally, _ = _sw_tally(k=6)
     prior = SmoothDensity(6, log_scale_mean=2.0, log_scale_sd=1.0, slope_sd=4.0)
-    ours = prior.sample(4000, rng=11)
-    with build_model(tally, prior):
-        theirs = pm.sample_prior_predictive(4000, var_names=["theta"], random_seed=12)
-    theirs = theirs.prior["theta"].values.reshape(-1, 6)
-    for stat in (lambda t: t[:, 0], lambda t: t[:, 2], lambda t: t.max(axis=1)):
-        a, b = stat(ours), stat(theirs)
-        se = math.sqrt(a.var() / a.size + b.var() / b.size)
-        assert abs(a.mean() - b.mean()) < 4 * se
-    assert ours.shape == (4000, 6)
-    np.testing.assert_allclose(ours.sum(axis=1), 1.0)
+    assert_prior_draws_match_pymc(prior, tally, columns=(0, 2))
 
 
 def test_named_and_serialised():
@@ -172,7 +162,7 @@ def test_fit_errors():
     tally, _ = _sw_tally()
     with pytest.raises(InvalidInputError, match="SmoothDensity on 5 categories"):
         fit(tally, prior=SmoothDensity(5))
-    with pytest.raises(NotSupportedError, match="smoothness prior is not available"):
+    with pytest.raises(NotSupportedError, match="SmoothDensity prior is not available"):
         fit(tally, prior="smooth", method="exact")
     with pytest.raises(InvalidInputError, match="the named priors are"):
         fit(tally, prior="smoothest")

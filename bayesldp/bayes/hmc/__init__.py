@@ -84,7 +84,7 @@ from bayesldp.bayes.hmc.nested import (  # noqa: F401
 from bayesldp.bayes.hmc.run import _BAR_STEP, _pending_kernels, _run  # noqa: F401
 from bayesldp.bayes.hmc.smooth import _smooth_target, _SmoothTarget  # noqa: F401
 from bayesldp.bayes.hmc.targets import _CompiledTarget, _find_mode, _Target  # noqa: F401
-from bayesldp.bayes.prior import AdaptiveDirichlet, SmoothDensity
+from bayesldp.bayes.prior import AdaptiveDirichlet, LogWeightPrior
 from bayesldp.errors import InvalidInputError
 from bayesldp.tally import Tally
 
@@ -112,10 +112,11 @@ def sample(
     tally : Tally
         The reports' likelihood rows and counts; the log-likelihood is
         ``sum_u c_u log(L_u . theta)``.
-    alpha : array of float, shape (K,), AdaptiveDirichlet or SmoothDensity
-        Dirichlet prior concentrations (all > 0), the adaptive prior, or the smoothness prior
-        (sampled on its own coordinates, :class:`_SmoothTarget`; ``lambda`` draws in
-        ``extra["smoothness"]``).
+    alpha : array of float, shape (K,), AdaptiveDirichlet, SmoothDensity or LogisticNormal
+        Dirichlet prior concentrations (all > 0), the adaptive prior, or a prior on the
+        log-weights, smoothness or logistic-normal (sampled on its own coordinates,
+        :class:`_SmoothTarget`; ``lambda`` draws in ``extra["smoothness"]`` or
+        ``extra["spread"]``).
     draws, chains : int
         Draws kept per chain (after warm-up) and number of chains.
     random_seed : int or None
@@ -191,7 +192,7 @@ def sample(
         )
     tune = check_int(options.get("tune", 1000), "tune", 0)
     max_treedepth = check_int(options.get("max_treedepth", 10), "max_treedepth", 1)
-    smooth_prior = isinstance(alpha, SmoothDensity)
+    smooth_prior = isinstance(alpha, LogWeightPrior)
     scheme = check_choice(options.get("adaptive_scheme", "joint"), "adaptive_scheme",
                           ("joint", "marginal"))  # fmt: skip
     target_accept = options.get("target_accept")  # None: chosen in _run (_default_accept)
@@ -203,8 +204,9 @@ def sample(
     if smooth_prior:  # its own coordinates (:class:`_SmoothTarget`)
         if options.get("coordinates", "auto") != "auto":
             raise InvalidInputError(
-                "coordinates: the smoothness prior is sampled on its own coordinates (RW2 "
-                "coefficients, slope, log smoothness); leave coordinates='auto'"
+                f"coordinates: the {type(alpha).__name__} prior is sampled on its own "
+                "coordinates (the basis's coefficients, slope, log scale); leave "
+                "coordinates='auto'"
             )
         coordinates = "rw2"
     else:

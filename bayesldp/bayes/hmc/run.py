@@ -279,7 +279,7 @@ def _run(target: _Target, rng: np.random.Generator, draws: int, chains: int, tun
     if joint or smooth:  # theta and the hyperparameter sampled with it
         theta, hyper = target.theta_hyper(out_z.reshape(-1, d))
         theta = theta.reshape(chains, draws, -1)
-        extra["a" if joint else "smoothness"] = hyper.reshape(chains, draws)
+        extra["a" if joint else target.prior.HYPER] = hyper.reshape(chains, draws)
     elif walk:  # theta (chains, draws, T, K), the step size and the walk's variables
         theta, extra = target.draws(out_z)
     else:

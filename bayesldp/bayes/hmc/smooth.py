@@ -7,7 +7,9 @@ coefficients, the slope and ``log lambda`` (:class:`_SmoothTarget`, :func:`_logp
 the coordinates of :func:`bayesldp.bayes.model.smooth_theta`), a diagonal metric after a fixed
 linear map of the smoothest coefficient and the slope from the Laplace covariance at the start
 (:meth:`_SmoothTarget.decorrelate`; steps per draw in benchmarks/results/smooth_prior.md),
-O(K M) per gradient for the basis besides the likelihood.
+O(K M) per gradient for the basis besides the likelihood.  The exchangeable logistic-normal
+prior (:class:`~bayesldp.bayes.LogisticNormal`) has the same coordinates (its basis the
+Helmert vectors, its line zero) and is sampled by the same target.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from bayesldp.bayes.hmc.targets import (
     _NO_WALK,
     _CompiledTarget,
 )
-from bayesldp.bayes.prior import SmoothDensity
+from bayesldp.bayes.prior import LogWeightPrior
 from bayesldp.likelihood import Likelihood
 from bayesldp.tally import Tally
 
 
 class _SmoothTarget(_CompiledTarget):
-    """The smoothness prior's posterior (:class:`~bayesldp.bayes.SmoothDensity`) on
+    """The smoothness prior's posterior (:class:`~bayesldp.bayes.SmoothDensity`; also the
+    logistic-normal prior's, :class:`~bayesldp.bayes.LogisticNormal`, on its basis) on
     ``q = (u, b, s)``: ``u`` (M) the RW2 coefficients, partially non-centred as in
     :func:`bayesldp.bayes.model.smooth_theta` (``y_j = (lambda scale_j)^{w_j} u_j``, ``w_j``
     from the data's ``information`` about ``y_j``, default at the EMS estimate;
@@ -41,7 +44,7 @@ class _SmoothTarget(_CompiledTarget):
     gives the first metric there.
     """
 
-    def __init__(self, tally: Tally, prior: SmoothDensity,
+    def __init__(self, tally: Tally, prior: LogWeightPrior,
                  information: np.ndarray | None = None) -> None:  # fmt: skip
         from scipy.optimize import minimize
 
@@ -71,7 +74,8 @@ class _SmoothTarget(_CompiledTarget):
         # start: the EMS estimate's log-weights on the basis, then the posterior mode
         f0 = np.log(theta0)
         u0 = (modes.T @ f0) / np.exp(self.weights * (s0 + log_scale))
-        q0 = np.concatenate([u0, [line @ f0 / (line @ line), s0]])
+        b0 = line @ f0 / (line @ line) if np.any(line) else 0.0  # no line: a free slope
+        q0 = np.concatenate([u0, [b0, s0]])
 
         def neg(q: np.ndarray) -> tuple[float, np.ndarray]:
             lp, grad = self(q[None, :])
@@ -123,7 +127,7 @@ class _SmoothTarget(_CompiledTarget):
 _SMOOTH_PILOT = (150, 100, 50, 6, 0.1)
 
 
-def _smooth_target(tally: Tally, prior: SmoothDensity, rng: np.random.Generator,
+def _smooth_target(tally: Tally, prior: LogWeightPrior, rng: np.random.Generator,
                    max_treedepth: int, target_accept: float | None,
                    started: float) -> _SmoothTarget:  # fmt: skip
     """The smoothness prior's target with its non-centring weights from
@@ -132,7 +136,7 @@ def _smooth_target(tally: Tally, prior: SmoothDensity, rng: np.random.Generator,
     return _SmoothTarget(tally, prior, information)
 
 
-def pilot_information(tally: Tally, prior: SmoothDensity, rng: np.random.Generator,
+def pilot_information(tally: Tally, prior: LogWeightPrior, rng: np.random.Generator,
                       max_treedepth: int = 10, target_accept: float | None = None,
                       started: float | None = None) -> np.ndarray:  # fmt: skip
     """The data's information about each RW2 coefficient where the posterior is, for the
