@@ -1,4 +1,4 @@
-"""Posterior means under three priors against the frequentist estimators, on populations users have.
+"""Posterior means under several priors against the frequentist estimators, on users' populations.
 
 The default prior's accuracy benchmark, one mechanism per run (GRR by default; ``--mechanism OUE``
 or ``OLH``).  Populations: Zipf(s) for s in 1.1, 1.5, 2 and K = 30 (long-tailed), Dirichlet(0.05)
@@ -11,15 +11,17 @@ and each repeat: draw the users' values (multinomial n, theta), simulate the mec
 * the frequentist estimators ``mle``, ``norm_sub``, ``ibu`` and ``em_mr`` (``bayesldp.estimate``);
 * the posterior mean of ``bayesldp.fit`` (default sampler, 2 chains x 1000 draws, 1000 tuning
   steps) under ``Dirichlet(1)``, ``Dirichlet(1/2)``, the adaptive prior with its default
-  ``log a ~ N(log 1/2, 2^2)`` (``"adaptive"``) and with ``log a ~ N(log 1/2, 1)``
-  (``adaptive_sd1``), with the coverage of their 90% equal-tailed intervals and the largest
-  r_hat of each fit.
+  ``log a ~ N(log 1/2, 2^2)`` (``"adaptive"``), with ``log a ~ N(log 1/2, 1)``
+  (``adaptive_sd1``) and under the exchangeable logistic-normal prior with a learnt spread
+  (``logistic_normal``, ``bayesldp.LogisticNormal``; only when ``--priors`` names it), with the
+  coverage of their 90% equal-tailed intervals and the largest r_hat of each fit.
 
 Table 1: per cell, each posterior's MSE (mean over repeats) divided by the best frequentist
 estimator's.  Table 2: per prior, the share of cells at or below 1.0x and the largest ratio;
 coverage pooled per population family; median fit seconds.  Table 3: each frequentist estimator
 against the best of the other three, for scale.  Table 4: each posterior against each
-frequentist estimator alone (fixed in advance).  OUE and OLH tallies keep one row
+frequentist estimator alone (fixed in advance).  Table 5: the total variation of each posterior
+mean against the smaller of the MLE's and Norm-Sub's, per cell.  OUE and OLH tallies keep one row
 per distinct report (up to n), so their fits at n >= 1e4 take from seconds to minutes (``fit``'s
 "auto" may choose the Laplace method there); their runs use fewer priors and repeats, and
 ``--ns`` runs a part of the n grid.
@@ -35,6 +37,8 @@ Usage::
         --ns 10000 --out benchmarks/results/prior_accuracy_olh_1e4.md
     python benchmarks/prior_accuracy.py --mechanism OUE --priors dir1,adaptive --repeats 1 \
         --ns 100000 --out benchmarks/results/prior_accuracy_oue_1e5.md   # OLH likewise: _olh_1e5
+    python benchmarks/prior_accuracy.py --priors adaptive,logistic_normal \
+        --out benchmarks/results/prior_accuracy_logistic_normal.md --repeats 2
     python benchmarks/prior_accuracy.py --quick    # 1 repeat, n = 1e3 only, writes nothing
 """
 
@@ -49,6 +53,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -66,7 +71,11 @@ PRIORS = {  # name -> prior given K
     "dir05": lambda k: 0.5,
     "adaptive": lambda k: "adaptive",  # log a ~ N(log 1/2, 2^2), the AdaptiveDirichlet default
     "adaptive_sd1": lambda k: AdaptiveDirichlet(k, log_a_sd=1.0),
+    "logistic_normal": lambda k: "logistic_normal",  # LogisticNormal(k): log lambda ~ N(0, 1)
 }
+#: a rule choosing between two fits of the run (no fit of its own): "loo_choice", the fit of
+#: the adaptive and the logistic-normal prior with the larger PSIS-LOO elpd (bayesldp.loo)
+CHOICES = {"loo_choice": ("adaptive", "logistic_normal")}
 DATASETS = ("anes96_income", "us_airports_by_state", "occupational_status")
 POPULATIONS = ("zipf1.1", "zipf1.5", "zipf2", "dirichlet0.05", "dirichlet10", *DATASETS)
 FAMILY = {"zipf1.1": "long-tailed", "zipf1.5": "long-tailed", "zipf2": "long-tailed",
@@ -106,8 +115,12 @@ def one_tally(
     rows = []
     for method in FREQUENTIST:
         f = bayesldp.estimate(tally, method).frequencies
-        rows.append(dict(estimator=method, mse=float(np.mean((f - theta) ** 2))))
+        rows.append(dict(estimator=method, mse=float(np.mean((f - theta) ** 2)),
+                         tv=0.5 * float(np.abs(f - theta).sum())))  # fmt: skip
+    fits = {}
     for name in priors:
+        if name in CHOICES:
+            continue
         prior = PRIORS[name]
         start = time.perf_counter()
         with warnings.catch_warnings():
@@ -115,18 +128,54 @@ def one_tally(
             idata = bayesldp.fit(tally, prior=prior(k), draws=1000, chains=2,
                                  random_seed=int(rng.integers(2**62)))  # fmt: skip
         secs = time.perf_counter() - start
-        draws = idata.posterior["theta"].values.reshape(-1, k)
-        lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
-        rows.append(dict(
-            estimator=name,
-            mse=float(np.mean((draws.mean(axis=0) - theta) ** 2)),
-            covered=float(np.mean((theta >= lo) & (theta <= hi))),
-            seconds=secs,
-            r_hat=float(idata.posterior.attrs.get("r_hat_max", np.nan)),
-        ))  # fmt: skip
+        fits[name] = idata, secs
+        rows.append(posterior_row(name, idata, theta, secs))
+    for name in priors:
+        if name in CHOICES:
+            rows.append(loo_choice(name, fits, theta))
     for row in rows:
         row.update(population=pop, epsilon=eps, n=n, repeat=rep, k=k)
     return rows
+
+
+def loo_choice(name: str, fits: dict, theta: np.ndarray) -> dict:
+    """The row of ``CHOICES[name]``: of its two fits, the one with the larger PSIS-LOO elpd
+    (its seconds: both fits' and the two LOO computations'), and the share of reports whose
+    Pareto k exceeds 0.7 in either LOO (where its estimate is unreliable)."""
+    first, second = CHOICES[name]
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # counted below: the reports with Pareto k > 0.7
+        loos = [bayesldp.loo(fits[p][0]) for p in (first, second)]
+    diff = bayesldp.loo_compare(*loos)
+    chosen = first if diff["elpd_diff"] >= 0 else second
+    secs = fits[first][1] + fits[second][1] + time.perf_counter() - start
+    bad = np.maximum(*(np.asarray(x.pareto_k) for x in loos)) > 0.7  # per report, or per row
+    weight = np.ones(bad.size) if bad.size == tally_n(loos[0]) else np.asarray(loos[0].counts)
+    return dict(posterior_row(name, fits[chosen][0], theta, secs), chosen=chosen,
+                elpd_diff=diff["elpd_diff"], elpd_se=diff["se"],
+                high_k=float(weight @ bad / weight.sum()))  # fmt: skip
+
+
+def tally_n(loo: Any) -> int:
+    """The number of reports a LOO result covers."""
+    return int(np.asarray(loo.counts).sum())
+
+
+def posterior_row(name: str, idata: Any, theta: np.ndarray, secs: float) -> dict:
+    """A fit's row: its posterior mean's MSE and TV, its 90 % intervals' coverage, seconds and
+    largest r_hat."""
+    k = theta.size
+    draws = idata.posterior["theta"].values.reshape(-1, k)
+    lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
+    return dict(
+        estimator=name,
+        mse=float(np.mean((draws.mean(axis=0) - theta) ** 2)),
+        tv=0.5 * float(np.abs(draws.mean(axis=0) - theta).sum()),
+        covered=float(np.mean((theta >= lo) & (theta <= hi))),
+        seconds=secs,
+        r_hat=float(idata.posterior.attrs.get("r_hat_max", np.nan)),
+    )
 
 
 def run(
@@ -197,13 +246,68 @@ def tables(df: pd.DataFrame, priors: tuple[str, ...]) -> str:
             lines.append(f"| {p} | {name} | {(r <= 1.0).mean():.1%} ({int((r <= 1.0).sum())}/"
                          f"{len(r)}) | {(r <= 1.1).mean():.1%} | {r.max():.2f} | "
                          f"{np.exp(np.log(r).mean()):.2f} |")  # fmt: skip
-    return "\n".join(lines)
+    return "\n".join(lines + tv_target(df, priors))
+
+
+def tv_target(df: pd.DataFrame, priors: tuple[str, ...]) -> list[str]:
+    """Per prior: the cells where its posterior mean's TV (mean over repeats) is at or below
+    both the MLE's and Norm-Sub's, its largest TV over the best frequentist estimator's (and
+    that cell), and its 90 % coverage over all cells; then the same for the best of the priors
+    in each cell, chosen with the truth known (a bound on choosing among them, not an
+    estimator)."""
+    if "tv" not in df:
+        return []
+    tv = df.pivot_table(index=["population", "epsilon", "n"], columns="estimator", values="tv",
+                        aggfunc="mean")  # fmt: skip
+    floor = tv[["mle", "norm_sub"]].min(axis=1)
+    best = tv[list(FREQUENTIST)].min(axis=1)
+    lines = ["", "## Total variation: at or below both the MLE and Norm-Sub", "",
+             "Per cell the TV of the posterior mean (mean over repeats) against the smaller of "
+             "the MLE's and Norm-Sub's, and against the best of the four frequentist "
+             "estimators; coverage of the 90% intervals over every cell.", "",
+             "| prior | cells <= min(MLE, Norm-Sub) | largest TV / best frequentist | that cell "
+             "| coverage |",
+             "|---|---:|---:|---|---:|"]  # fmt: skip
+    oracle = tv[list(priors)].min(axis=1)
+    for p, values in [*((p, tv[p]) for p in priors), ("best of the priors (oracle)", oracle)]:
+        at_or_below = values <= floor
+        ratio = values / best
+        cell = ", ".join(str(v) for v in ratio.idxmax())
+        covered = (f"{df.loc[df['estimator'] == p, 'covered'].mean():.3f}" if p in priors
+                   else "-")  # fmt: skip
+        lines.append(f"| {p} | {at_or_below.mean():.1%} ({int(at_or_below.sum())}/"
+                     f"{len(tv)}) | {ratio.max():.2f} | {cell} | {covered} |")  # fmt: skip
+    return lines + choice_table(df)
+
+
+def choice_table(df: pd.DataFrame) -> list[str]:
+    """Per population family: how often each LOO choice took its second prior, and its 90%
+    coverage there."""
+    lines = []
+    for name, (first, second) in CHOICES.items():
+        sub = df[df["estimator"] == name].copy()
+        if sub.empty:
+            continue
+        sub["family"] = sub["population"].map(FAMILY)
+        lines += ["", f"## {name}: which fit PSIS-LOO chose", "",
+                  f"Per population family: the share of tallies where {second} had the larger "
+                  f"elpd (else {first}), the chosen fit's 90% coverage, and the share of "
+                  "reports whose Pareto k exceeded 0.7 in either fit's LOO (its estimate "
+                  "unreliable there; Vehtari, Gelman and Gabry 2017).", "",
+                  f"| family | tallies | chose {second} | coverage | reports with k > 0.7 |",
+                  "|---|---:|---:|---:|---:|"]  # fmt: skip
+        for fam, g in sub.groupby("family", sort=False):
+            lines.append(f"| {fam} | {len(g)} | {(g['chosen'] == second).mean():.1%} | "
+                         f"{g['covered'].mean():.3f} | {g['high_k'].mean():.1%} |")  # fmt: skip
+    return lines
 
 
 def title(priors: tuple[str, ...]) -> str:
     """The priors of a run, in words (the adaptive prior's two settings as one)."""
     words = {"dir1": "Dirichlet(1)", "dir05": "Dirichlet(1/2)", "adaptive": "the adaptive prior",
-             "adaptive_sd1": "the adaptive prior"}  # fmt: skip
+             "adaptive_sd1": "the adaptive prior",
+             "logistic_normal": "the logistic-normal prior",
+             "loo_choice": "the better of the two by LOO"}  # fmt: skip
     names = list(dict.fromkeys(words[p] for p in priors))
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
@@ -220,8 +324,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="results file (default: by mechanism, below)")
     args = ap.parse_args()
     priors = tuple(p.strip() for p in args.priors.split(","))
-    if unknown := set(priors) - set(PRIORS):
-        ap.error(f"--priors: unknown {sorted(unknown)}; valid: {list(PRIORS)}")
+    if unknown := set(priors) - set(PRIORS) - set(CHOICES):
+        ap.error(f"--priors: unknown {sorted(unknown)}; valid: {[*PRIORS, *CHOICES]}")
+    for name in set(priors) & set(CHOICES):
+        if missing := set(CHOICES[name]) - set(priors):
+            ap.error(f"--priors: {name} chooses between fits of {sorted(missing)}: name them")
     ns = tuple(int(n) for n in args.ns.split(","))
     repeats, ns = (1, (1_000,)) if args.quick else (args.repeats, ns)
     start = time.perf_counter()

@@ -286,6 +286,16 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("--repeats", "2"), ("prior_accuracy.md",),
         ("--quick", "--priors", "dir1", "--workers", "1"),
     ),
+    Benchmark(
+        "prior_accuracy_logistic_normal", "prior_accuracy.py",
+        "the logistic-normal prior (learnt spread), the adaptive prior and the better by LOO on "
+        "prior_accuracy's GRR grid: MSE and TV against MLE / Norm-Sub, coverage",
+        "MLE / Norm-Sub / IBU / EM-MR (the package's own; none external)",
+        ("--priors", "adaptive,logistic_normal,loo_choice", "--out",
+         "benchmarks/results/prior_accuracy_logistic_normal.md", "--repeats", "2"),
+        ("prior_accuracy_logistic_normal.md",),
+        ("--quick", "--priors", "logistic_normal", "--workers", "1"),
+    ),
     _prior_accuracy("oue", "OUE", "1000"),
     _prior_accuracy("oue_1e4", "OUE", "10000"),
     _prior_accuracy("oue_1e5", "OUE", "100000"),

@@ -243,8 +243,8 @@ class LogisticNormal(LogWeightPrior):
     where the reports put ``theta`` at a vertex of the simplex (a category estimated at zero),
     where NUTS meets the likelihood's exponential walls: on 90 GRR reports (60, 20, 10) at
     eps 1, K = 3, 0.95 % of its transitions diverged under ``N(0, 1.5^2)`` against 0.20 %
-    under the default, and 0.45 % against 0.12 % on (160, 120, 80) (4 chains x 10,000 draws,
-    one seed; ``tests/bayes/test_sampler_reference.py`` checks the default).
+    under the default, and 0.45 % against 0.12 % on (160, 120, 80) (a scratch run, 4 chains x
+    10,000 draws, one seed; ``tests/bayes/test_sampler_reference.py`` checks the default).
 
     Coordinates (:meth:`basis`): ``f = modes @ y`` with ``modes`` the Helmert basis of the
     vectors summing to zero (orthonormal, ``K - 1`` columns) and every ``y_j ~ N(0,
