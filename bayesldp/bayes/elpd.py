@@ -136,7 +136,7 @@ def loo(
         stop = min(start + block, n_rows)
         with np.errstate(divide="ignore"):
             loglik = np.log(rows[start:stop] @ flat.T)  # (rows, S): log p_us
-        log_w, pareto_k[start:stop] = az.psislw(-loglik, reff)
+        log_w, pareto_k[start:stop] = _psis_weights(az, -loglik, reff)
         elpd[start:stop] = _logsumexp(log_w + loglik)
         lppd[start:stop] = _logsumexp(loglik) - np.log(n_samples)
 
@@ -239,6 +239,20 @@ def loo_compare(first: Any, second: Any) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
+def _psis_weights(az: Any, log_ratio: np.ndarray, reff: float) -> tuple[np.ndarray, np.ndarray]:
+    """``arviz.psislw`` per row of ``log_ratio``, except where its smoothing is undefined:
+    where the largest ratios tie (draws with some ``theta_x`` exactly 0 give a row of a finite
+    channel its floor probability in each of them), the generalised Pareto fit to the tail
+    returns NaN weights, though the ratios are bounded there; those rows keep the plain
+    self-normalised importance weights, which a bounded ratio makes reliable."""
+    log_w, k = az.psislw(log_ratio, reff)
+    undefined = ~np.all(np.isfinite(log_w), axis=-1)
+    if np.any(undefined):
+        raw = log_ratio[undefined]
+        log_w[undefined] = raw - _logsumexp(raw)[:, None]
+    return log_w, k
+
+
 def _logsumexp(a: np.ndarray) -> np.ndarray:
     """``log sum exp`` along the last axis (``-inf`` rows stay ``-inf``)."""
     top = np.max(a, axis=-1, keepdims=True)

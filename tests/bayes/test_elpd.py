@@ -144,6 +144,31 @@ def test_rebuilt_tally_dense_rows_and_float32(grr_fit, grr_tally):
     assert bayesldp.loo is loo and bayesldp.loo_compare is loo_compare
 
 
+def test_rows_whose_smoothing_fails_keep_plain_importance_weights(grr_fit, grr_tally,
+                                                                  monkeypatch):  # fmt: skip
+    """Where ArviZ's Pareto smoothing returns NaN weights for a row (seen on an adaptive prior's
+    fit, K = 30 GRR reports at eps 0.5, n = 1,000: 195 of 2,000 draws put a category within
+    1e-12 of its floor probability, so the largest ratios nearly tie), that row keeps the plain
+    self-normalised importance weights, ``elpd_u = -log mean_s(1 / p_us)``, and the elpd stays
+    finite; the other rows are unchanged."""
+    psislw = az.psislw
+
+    def failing(log_ratio, reff):
+        log_w, k = psislw(log_ratio, reff)
+        log_w[1] = np.nan
+        return log_w, k
+
+    before = loo(grr_fit, grr_tally)
+    monkeypatch.setattr(az, "psislw", failing)
+    after = loo(grr_fit, grr_tally)
+    assert np.isfinite(after.elpd_loo)
+    log_p = np.log(grr_tally.rows @ grr_fit.posterior["theta"].values.reshape(-1, 3).T)
+    plain = -np.log(np.mean(np.exp(-log_p[1])))
+    rows = after.loo_row.values
+    assert rows[1] == pytest.approx(plain, rel=1e-12)
+    np.testing.assert_array_equal(np.delete(rows, 1), np.delete(before.loo_row.values, 1))
+
+
 def test_compare_priors(grr_tally):
     kwargs = {"method": "exact", "draws": 1000, "chains": 4, "random_seed": 5}
     a = loo(fit(grr_tally, prior=0.5, **kwargs))
