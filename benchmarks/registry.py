@@ -291,7 +291,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "the logistic-normal prior (learnt spread), the adaptive prior and the better by LOO on "
         "prior_accuracy's GRR grid: MSE and TV against MLE / Norm-Sub, coverage",
         "MLE / Norm-Sub / IBU / EM-MR (the package's own; none external)",
-        ("--priors", "adaptive,logistic_normal,loo_choice", "--out",
+        ("--priors", "adaptive,logistic_normal,loo_choice,loo_choice_2se", "--out",
          "benchmarks/results/prior_accuracy_logistic_normal.md", "--repeats", "2"),
         ("prior_accuracy_logistic_normal.md",),
         ("--quick", "--priors", "logistic_normal", "--workers", "1"),
