@@ -72,6 +72,7 @@ PRIORS = {  # name -> prior given K
     "adaptive": lambda k: "adaptive",  # log a ~ N(log 1/2, 2^2), the AdaptiveDirichlet default
     "adaptive_sd1": lambda k: AdaptiveDirichlet(k, log_a_sd=1.0),
     "logistic_normal": lambda k: "logistic_normal",  # LogisticNormal(k): log lambda ~ N(0, 1)
+    "dir005": lambda k: 0.05,  # the sparse family's own prior: there, the Bayes posterior mean
 }
 #: rules choosing between two fits of the run (no fit of their own): name -> (first, second,
 #: z): the second where its PSIS-LOO elpd (bayesldp.loo) exceeds the first's by more than z
@@ -190,8 +191,9 @@ def run(
     workers: int,
     mechanism: str,
     priors: tuple[str, ...],
+    populations: tuple[str, ...] = POPULATIONS,
 ) -> pd.DataFrame:
-    jobs = [(p, e, n, r, seed, mechanism, priors) for p in POPULATIONS for e in EPSILONS
+    jobs = [(p, e, n, r, seed, mechanism, priors) for p in populations for e in EPSILONS
             for n in ns for r in range(repeats)]  # fmt: skip
     rows: list[dict] = []
     with cf.ProcessPoolExecutor(workers) as pool:
@@ -214,18 +216,18 @@ def tables(df: pd.DataFrame, priors: tuple[str, ...]) -> str:
     for (pop, eps, n), row in ratio.iterrows():
         vals = " | ".join(f"{row[p]:.2f}" for p in priors)
         lines.append(f"| {pop} | {eps:g} | {n:,} | {best_name[(pop, eps, n)]} | {vals} |")
+    families = list(dict.fromkeys(FAMILY[p] for p in POPULATIONS if p in set(df["population"])))
     lines += ["", "## Summary per prior", "",
               "| prior | cells <= 1.0x | cells <= 1.1x | largest ratio | median fit s | "
-              "largest r_hat | " + " | ".join(f"coverage {f}" for f in dict.fromkeys(
-                  FAMILY.values())) + " |",
-              "|---|---:|---:|---:|---:|---:|" + "---:|" * len(set(FAMILY.values()))]  # fmt: skip
+              "largest r_hat | " + " | ".join(f"coverage {f}" for f in families) + " |",
+              "|---|---:|---:|---:|---:|---:|" + "---:|" * len(families)]  # fmt: skip
     post = df[df["estimator"].isin(list(priors))].copy()
     post["family"] = post["population"].map(FAMILY)
     for p in priors:
         r = ratio[p]
         sub = post[post["estimator"] == p]
         cov = sub.groupby("family")["covered"].mean()
-        covs = " | ".join(f"{cov[f]:.3f}" for f in dict.fromkeys(FAMILY.values()))
+        covs = " | ".join(f"{cov[f]:.3f}" for f in families)
         lines.append(f"| {p} | {(r <= 1.0).mean():.1%} ({int((r <= 1.0).sum())}/{len(r)}) | "
                      f"{(r <= 1.1).mean():.1%} | {r.max():.2f} | {sub['seconds'].median():.2f} | "
                      f"{sub['r_hat'].max():.3f} | {covs} |")  # fmt: skip
@@ -315,6 +317,7 @@ def title(priors: tuple[str, ...]) -> str:
     words = {"dir1": "Dirichlet(1)", "dir05": "Dirichlet(1/2)", "adaptive": "the adaptive prior",
              "adaptive_sd1": "the adaptive prior",
              "logistic_normal": "the logistic-normal prior",
+             "dir005": "Dirichlet(0.05)",
              "loo_choice": "the better of the two by LOO",
              "loo_choice_2se": "the better of the two by LOO"}  # fmt: skip
     names = list(dict.fromkeys(words[p] for p in priors))
@@ -329,6 +332,8 @@ def main() -> None:
     ap.add_argument("--mechanism", choices=("GRR", "OUE", "OLH"), default="GRR")
     ap.add_argument("--priors", default=",".join(PRIORS), help=f"comma list of {list(PRIORS)}")
     ap.add_argument("--ns", default=",".join(map(str, NS)), help="comma list of n")
+    ap.add_argument("--populations", default=",".join(POPULATIONS),
+                    help=f"comma list of {list(POPULATIONS)}")  # fmt: skip
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", type=Path, help="results file (default: by mechanism, below)")
     args = ap.parse_args()
@@ -339,15 +344,19 @@ def main() -> None:
         if missing := set(CHOICES[name][:2]) - set(priors):
             ap.error(f"--priors: {name} chooses between fits of {sorted(missing)}: name them")
     ns = tuple(int(n) for n in args.ns.split(","))
+    populations = tuple(p.strip() for p in args.populations.split(","))
+    if unknown := set(populations) - set(POPULATIONS):
+        ap.error(f"--populations: unknown {sorted(unknown)}; valid: {list(POPULATIONS)}")
     repeats, ns = (1, (1_000,)) if args.quick else (args.repeats, ns)
     start = time.perf_counter()
     load = os.getloadavg()
-    df = run(repeats, ns, args.seed, args.workers, args.mechanism, priors)
+    df = run(repeats, ns, args.seed, args.workers, args.mechanism, priors, populations)
     options = "".join(
         [
             f" --mechanism {args.mechanism}" if args.mechanism != "GRR" else "",
             f" --priors {args.priors}" if priors != tuple(PRIORS) else "",
             f" --ns {args.ns}" if ns != NS and not args.quick else "",
+            f" --populations {args.populations}" if populations != POPULATIONS else "",
             f" --out {args.out}" if args.out else "",
         ]
     )
@@ -361,7 +370,7 @@ def main() -> None:
         f"{load[0]:.2f}; Python {platform.python_version()}, numpy {np.__version__}, "
         f"bayesldp {bayesldp.__version__}",
         f"- {repeats} repeat{'s' if repeats != 1 else ''} per cell; populations "
-        f"{', '.join(POPULATIONS)}; eps "
+        f"{', '.join(populations)}; eps "
         f"{list(EPSILONS)}; n {list(ns)}; posteriors: 2 chains x 1000 draws",
         "",
     ])  # fmt: skip

@@ -296,6 +296,16 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         ("prior_accuracy_logistic_normal.md",),
         ("--quick", "--priors", "logistic_normal", "--workers", "1"),
     ),
+    Benchmark(
+        "prior_accuracy_sparse_true_prior", "prior_accuracy.py",
+        "the sparse family's own prior, Dirichlet(0.05), against the adaptive prior at n = 1,000 "
+        "(20 repeats): how far a Bayes posterior mean's TV can be above MLE's and Norm-Sub's",
+        "MLE / Norm-Sub / IBU / EM-MR (the package's own; none external)",
+        ("--priors", "adaptive,dir005", "--ns", "1000", "--populations", "dirichlet0.05",
+         "--out", "benchmarks/results/prior_accuracy_sparse_true_prior.md", "--repeats", "20"),
+        ("prior_accuracy_sparse_true_prior.md",),
+        ("--quick", "--priors", "dir005", "--populations", "dirichlet0.05", "--workers", "1"),
+    ),
     _prior_accuracy("oue", "OUE", "1000"),
     _prior_accuracy("oue_1e4", "OUE", "10000"),
     _prior_accuracy("oue_1e5", "OUE", "100000"),
