@@ -577,7 +577,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "survey_adaptive_gain", "survey_adaptive_gain.py",
         "TV of the default survey's MLE and posterior mean over plain GRR's, the paper's grid",
         "none: an internal comparison (GRR at the full budget on the same users)",
-        ("--repeats", "20", "--utility", "default", "--workers", "2", "--cells", "all"),
+        ("--repeats", "20", "--utility", "default", "--workers", "1", "--cells", "all"),
         ("survey_adaptive_gain.md", "survey_adaptive_gain.jsonl"),
         ("--repeats", "1", "--cells", "0", "--out", "{tmp}/g.md"),
     ),

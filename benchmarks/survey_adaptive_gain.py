@@ -5,11 +5,20 @@ the authors' code), ``--repeats`` populations theta ~ Dirichlet(rho) per cell.  
 
 * the default survey: ``AdaptiveSurvey(K, eps, random_seed=r).simulate(x)`` (engine
   ``"posterior"``, utility ``--utility``, default the ``lookahead`` rule), then the MLE of its
-  reports and its default ``posterior()`` mean (bayesldp.fit under the adaptive prior);
+  reports and its ``posterior()`` mean: ``bayesldp.fit`` of ``survey.tally()`` under the
+  survey's prior and fit method (the adaptive prior, ``"auto"``), with the seed ``r``;
 * the non-adaptive baseline: every user reports through GRR at the full budget, coupled with
   the survey's own report (``benchmarks/survey_coupling.py``: each baseline report has exactly
-  GRR's law and agrees with the survey's as often as possible, so a survey that never adapts
-  reads 1.0), then the MLE and ``bayesldp.fit`` of that tally (same prior, same fit settings).
+  GRR's law and agrees with the survey's as often as possible), then the MLE and the same fit,
+  same seed, of that tally in the survey's tally form (``grr_tally_like_survey``).
+
+Both halves of the comparison are coupled: where the survey never adapts, the two tallies are
+the same bit for bit and so are the two fits' draws, so such a population reads exactly 1.0 for
+both estimators; otherwise the two posterior means differ by what the design changed plus the
+Monte Carlo error of two fits of different tallies.  (Until 2026-11-30 the survey's posterior
+mean came from its own ``posterior()`` seed, independent of the baseline fit's: populations that
+never adapted then differed by two fits' Monte Carlo error, about 0.2% of the TV.  Lines of the
+``.jsonl`` from then carry no ``paired_fits`` and are not reused.)
 
 Per cell: mean TV of each estimate, the ratio adaptive / GRR with its standard error (delta
 method over the paired populations), the one-sided p-value of "worse than GRR by more than 5%"
@@ -49,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 from paired_ratios import holm, paired_ratio, pooled_ratio, worse_p_value
-from survey_coupling import coupled_grr_reports
+from survey_coupling import coupled_grr_reports, grr_tally_like_survey
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = list(itertools.product((10, 20), (0.01, 0.1, 1.0), (0.5, 1.0, 5.0)))
@@ -62,19 +71,12 @@ VARIANTS = {"split": {"lookahead_test": "split"}, "posterior": {"lookahead_score
 
 def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> dict[str, float]:
     warnings.simplefilter("ignore")
-    from bayesldp import GRR, estimate, fit
+    from bayesldp import estimate, fit
     from bayesldp.adaptive import AdaptiveSurvey
 
     gen = np.random.default_rng([k, int(rho * 100), int(eps * 10), rep])
     theta = gen.dirichlet(np.full(k, rho))
     x = gen.choice(k, size=500 * k, p=theta)
-
-    def tvs(tally, seed):
-        mle = estimate(tally, "mle", std_errors=False).frequencies
-        post = fit(tally, random_seed=seed, progressbar=False, compute_convergence_checks=False)
-        mean = post.posterior["theta"].mean(("chain", "draw")).values
-        return 0.5 * np.abs(mle - theta).sum(), 0.5 * np.abs(mean - theta).sum()
-
     started = time.perf_counter()
     base, *variants = utility.split("+")
     options = {} if base == "default" else {"utility": base}
@@ -82,20 +84,27 @@ def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> di
         options.update(VARIANTS[variant])
     survey = AdaptiveSurvey(k, eps, random_seed=rep, **options).simulate(x)
     seconds = time.perf_counter() - started
-    mle_a = estimate(survey.tally(), "mle", std_errors=False).frequencies
-    mean_a = survey.posterior(progressbar=False, compute_convergence_checks=False)
-    mean_a = mean_a.posterior["theta"].mean(("chain", "draw")).values
     history = survey.history
     baseline = coupled_grr_reports(k, eps, survey.eps1, x, history["report"].values,
                                    history["subset"].values, gen)  # fmt: skip
-    grr = GRR(k, eps).tally(baseline)
-    mle_g, post_g = tvs(grr, rep)
+
+    def tvs(tally):
+        """The MLE's and the posterior mean's TV: the survey's ``posterior()`` estimator
+        (its prior and fit method) with the seed both tallies share."""
+        mle = estimate(tally, "mle", std_errors=False).frequencies
+        post = fit(tally, prior=survey.prior, method=survey.fit_method, random_seed=rep,
+                   progressbar=False, compute_convergence_checks=False)  # fmt: skip
+        mean = post.posterior["theta"].mean(("chain", "draw")).values
+        return 0.5 * np.abs(mle - theta).sum(), 0.5 * np.abs(mean - theta).sum()
+
+    mle_a, post_a = tvs(survey.tally())
+    mle_g, post_g = tvs(grr_tally_like_survey(k, eps, baseline))
     return {
-        "mle_a": 0.5 * np.abs(mle_a - theta).sum(),
-        "post_a": 0.5 * np.abs(mean_a - theta).sum(),
+        "mle_a": mle_a,
+        "post_a": post_a,
         "mle_g": mle_g,
         "post_g": post_g,
-        "size": float(survey.history["subset_size"].mean()),
+        "size": float(history["subset_size"].mean()),
         "seconds": seconds,
     }
 
@@ -165,7 +174,8 @@ def main() -> None:
         for job, result in zip(todo, outcomes, strict=True):
             k, rho, eps, rep, utility = job
             results[(k, rho, eps)].append(result)
-            line = {"k": k, "rho": rho, "eps": eps, "rep": rep, "utility": utility, **result}
+            line = {"k": k, "rho": rho, "eps": eps, "rep": rep, "utility": utility,
+                    "paired_fits": True, **result}  # fmt: skip
             log.write(json.dumps(line) + "\n")
             log.flush()
             if len(results[(k, rho, eps)]) == args.repeats:  # the file, as each cell ends
@@ -184,12 +194,14 @@ def _out(out: Path) -> str:
 
 
 def _cached(cache: Path, utility: str) -> dict[tuple, dict]:
-    """Populations already run with this utility, by (K, rho, eps, rep), from the JSON lines."""
+    """Populations already run with this utility, by (K, rho, eps, rep), from the JSON lines;
+    lines written before both posteriors were fitted with one seed (no ``paired_fits``) are
+    skipped."""
     done = {}
     if cache.exists():
         for line in cache.read_text().splitlines():
             row = json.loads(line)
-            if row.pop("utility") == utility:
+            if row.pop("utility") == utility and row.pop("paired_fits", False):
                 key = tuple(row.pop(name) for name in ("k", "rho", "eps", "rep"))
                 done[key] = row
     return done

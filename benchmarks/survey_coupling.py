@@ -19,6 +19,8 @@ the design, not the independent noise of a second randomisation.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -47,3 +49,19 @@ def coupled_grr_reports(k: int, epsilon: float, eps1: float, x: np.ndarray, y: n
         u = gen.random(moved.size) * cdf[:, -1]
         out[moved] = np.minimum((cdf <= u[:, None]).sum(axis=1), k - 1)
     return out
+
+
+def grr_tally_like_survey(k: int, epsilon: float, reports: np.ndarray) -> Any:
+    """GRR ``reports`` as the tally an adaptive survey builds of its own reports.
+
+    The rows are ``RRRR(k, epsilon, ())``'s channel columns, which equal GRR's, in the survey's
+    merged RRRR family (``AdaptiveSurvey.tally``): the same likelihood as ``GRR(k,
+    epsilon).tally(reports)``, and, where the survey never adapted, the same tally as the
+    survey's own, bit for bit, so a fit of each with one seed gives the same draws.
+    """
+    from bayesldp import RRRR, Tally
+
+    mech = RRRR(k, epsilon, ())
+    counts = np.bincount(np.asarray(reports, dtype=np.int64), minlength=k)
+    channel = np.asarray(mech.channel, dtype=float)
+    return Tally(counts, rows=channel.T, stat=counts.astype(float), family=mech.family)

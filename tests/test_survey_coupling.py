@@ -8,9 +8,11 @@ import pytest
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from survey_coupling import coupled_grr_reports
+from survey_coupling import coupled_grr_reports, grr_tally_like_survey
 
 import bayesldp
+from bayesldp.adaptive import AdaptiveSurvey
+from bayesldp.likelihood import Likelihood
 
 
 @pytest.mark.parametrize("subset", [(0, 2), (1,), (0, 1, 2, 3, 4)])
@@ -44,3 +46,22 @@ def test_users_of_the_empty_subset_keep_their_report():
     y = bayesldp.GRR(k, eps).perturb(x, rng=gen)
     z = coupled_grr_reports(k, eps, 0.7, x, y, np.zeros((x.size, k), dtype=bool), gen)
     assert np.array_equal(z, y)
+
+
+def test_the_baseline_tally_in_the_survey_s_form():
+    """GRR reports in the survey's tally form: GRR's likelihood at any theta (to rounding), and,
+    for a survey that never adapted, the survey's own tally exactly (so one seed gives the two
+    fits the same draws)."""
+    k, eps = 6, 1.0
+    gen = np.random.default_rng(3)
+    x = gen.choice(k, size=600, p=gen.dirichlet(np.ones(k)))
+    y = bayesldp.GRR(k, eps).perturb(x, rng=gen)
+    tally = grr_tally_like_survey(k, eps, y)
+    grr = bayesldp.GRR(k, eps).tally(y)
+    for theta in gen.dirichlet(np.ones(k), size=5):
+        assert Likelihood(tally).loglik(theta) == pytest.approx(
+            Likelihood(grr).loglik(theta), rel=1e-12
+        )
+    survey = AdaptiveSurvey(k, eps, random_seed=0)
+    survey.record(y, ())
+    assert survey.tally() == tally
