@@ -599,7 +599,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "users against a worst-case fixed-size GRR survey",
         "exact value: GRR's oracle variance sizes the fixed survey; 90% coverage",
         ("--surveys", "50", "--k", "10", "20", "--epsilon", "0.5", "1", "--width", "0.1",
-         "--n-max", "200000", "--rule", "width", "cs_width", "--workers", "2"),
+         "--n-max", "200000", "--rule", "width", "cs_width", "--workers", "1"),
         ("survey_stopping.md", "survey_stopping.jsonl"),
         ("--surveys", "1", "--k", "10", "--epsilon", "1", "--n-max", "5000", "--out",
          "{tmp}/stop.md"),
