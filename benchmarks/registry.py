@@ -598,8 +598,7 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "survey_adaptive_gain with the lookahead rule scoring the posterior mean "
         "(lookahead_score='posterior'), on the sparse cell at K = 10, eps 1 (eps 0.5: --cells 1,0)",
         "none: an internal comparison (GRR at the full budget on the same users; the default "
-        "rule's rows in survey_adaptive_gain.md are the same populations; its table predates "
-        "the paired posterior fits, and a rerun runs it afresh)",
+        "rule's rows in survey_adaptive_gain.md are the same populations)",
         ("--repeats", "20", "--utility", "default+posterior", "--workers", "1", "--cells", "1",
          "--out", "benchmarks/results/survey_adaptive_gain_posterior.md"),
         ("survey_adaptive_gain_posterior.md", "survey_adaptive_gain_posterior.jsonl"),
