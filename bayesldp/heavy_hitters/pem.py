@@ -211,7 +211,9 @@ class SharePosterior:
 
     Examples
     --------
-    What :meth:`PEM.posterior` returns: the shares of the found items and of "other":
+    What :meth:`PEM.posterior` returns: the shares of the found items and of "other" (here
+    under a flat ``Dirichlet(1)`` prior: with three categories the reports say little about the
+    default adaptive prior's concentration, where NUTS may report a divergent transition):
 
     >>> import numpy as np
     >>> from bayesldp.heavy_hitters import PEM
@@ -220,7 +222,7 @@ class SharePosterior:
     >>> pem = PEM(epsilon=4.0, k=2, bits=8, eta=2)
     >>> reports = pem.perturb(people, rng=1)
     >>> found = pem.identify(reports)
-    >>> shares = pem.posterior(reports, found, threshold=0.2, method="laplace", draws=200,
+    >>> shares = pem.posterior(reports, found, threshold=0.2, method="laplace", prior=1.0,
     ...                        random_seed=0)
     >>> shares.idata.posterior["theta"].shape[-1], shares.prob_above.values.round(2).tolist()
     (3, [1.0, 1.0])
