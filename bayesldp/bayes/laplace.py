@@ -318,15 +318,21 @@ def _log_ratio(lik: Likelihood, parts: dict[str, np.ndarray], theta_star: np.nda
 
 
 def _psis(log_ratio: np.ndarray) -> tuple[float, np.ndarray, float]:
-    """Pareto-smoothed normalised log weights, their k and effective sample size."""
+    """Pareto-smoothed normalised log weights, their k and effective sample size.
+
+    Where the tail fit is undefined (fewer than 5 draws, or NaN weights from ArviZ's smoothing,
+    seen in :func:`bayesldp.loo` where the largest ratios tie) the raw normalised weights are
+    returned with ``k = inf``, so fit's Pareto-k check warns instead of a NaN passing on."""
     from bayesldp.bayes._arviz import import_arviz
 
     az = import_arviz()
-    if log_ratio.size < 5:  # too few for a tail fit: raw normalised weights
-        log_w = log_ratio - np.log(np.exp(log_ratio).sum())
-        return math.inf, log_w, float(1.0 / np.sum(np.exp(2 * log_w)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ArviZ warns on few draws; k says it
-        log_w, k = az.psislw(log_ratio, reff=1.0)
-    log_w = np.asarray(log_w, dtype=float)
+    k = math.inf
+    if log_ratio.size >= 5:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ArviZ warns on few draws; k says it
+            log_w, k = az.psislw(log_ratio, reff=1.0)
+        log_w = np.asarray(log_w, dtype=float)
+    if log_ratio.size < 5 or np.isnan(log_w).any() or np.isnan(k):
+        top = np.max(log_ratio)
+        log_w, k = log_ratio - (top + np.log(np.exp(log_ratio - top).sum())), math.inf
     return float(k), log_w, float(1.0 / np.sum(np.exp(2 * log_w)))

@@ -276,3 +276,20 @@ def test_agrees_with_hmc_at_n_1e5():
     sd = b.std(axis=0)
     assert np.max(np.abs(a.mean(axis=0) - b.mean(axis=0)) / sd) < 0.1
     assert np.max(np.abs(a.std(axis=0) / sd - 1)) < 0.1
+
+
+def test_undefined_smoothing_gives_raw_weights_and_warns(oue_tally, monkeypatch):
+    """Where ArviZ's Pareto smoothing returns NaN weights (tied largest ratios), the fit keeps the
+    raw normalised importance weights and reports k = inf, which fit's check warns about; no NaN
+    reaches the weights or the weighted means."""
+    import arviz
+
+    monkeypatch.setattr(arviz, "psislw", lambda lr, reff=1.0: (np.full_like(lr, np.nan), 0.1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = fit(oue_tally, method="laplace", draws=300, chains=2, tune=300, random_seed=1)
+    assert any("Pareto k" in str(w.message) for w in caught)
+    log_w = idata.sample_stats["log_weight"].values.ravel()
+    assert np.all(np.isfinite(log_w)) and logsumexp(log_w) == pytest.approx(0.0, abs=1e-12)
+    info = json.loads(idata.posterior.attrs["backend_info"])
+    assert info["pareto_k"] == float("inf") and np.all(np.isfinite(info["is_mean"]))
