@@ -323,16 +323,17 @@ def _psis(log_ratio: np.ndarray) -> tuple[float, np.ndarray, float]:
     Where the tail fit is undefined (fewer than 5 draws, or NaN weights from ArviZ's smoothing,
     seen in :func:`bayesldp.loo` where the largest ratios tie) the raw normalised weights are
     returned with ``k = inf``, so fit's Pareto-k check warns instead of a NaN passing on."""
+    from scipy.special import logsumexp
+
     from bayesldp.bayes._arviz import import_arviz
 
     az = import_arviz()
-    k = math.inf
+    log_w, k = None, math.inf
     if log_ratio.size >= 5:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # ArviZ warns on few draws; k says it
             log_w, k = az.psislw(log_ratio, reff=1.0)
         log_w = np.asarray(log_w, dtype=float)
-    if log_ratio.size < 5 or np.isnan(log_w).any() or np.isnan(k):
-        top = np.max(log_ratio)
-        log_w, k = log_ratio - (top + np.log(np.exp(log_ratio - top).sum())), math.inf
+    if log_w is None or np.isnan(log_w).any() or np.isnan(k):
+        log_w, k = log_ratio - logsumexp(log_ratio), math.inf
     return float(k), log_w, float(1.0 / np.sum(np.exp(2 * log_w)))
