@@ -37,7 +37,33 @@ def assert_chi_square_fit_with_power(observed, expected, wrong, *, alpha=1e-3, p
     noncentrality = n * np.sum((wrong - expected) ** 2 / expected)
     assert stats.ncx2.sf(critical, df, noncentrality) > power  # the stated power
     statistic = np.sum((observed - n * expected) ** 2 / (n * expected))
-    assert statistic < critical, f"chi-square {statistic:.1f} above {critical:.1f} (df {df})"
+    assert statistic < critical, (
+        f"chi-square {statistic:.1f} above {critical:.1f} (df {df}); counts {observed.astype(int)}"
+    )
+
+
+def rank_law_of_misscaled_posterior(scale, bins=10):
+    """Bin probabilities of an SBC rank when the draws' spread is ``scale`` times the
+    posterior's (a normal posterior; the truth's quantile among the draws is
+    ``Phi(z / scale)``, ``z ~ N(0, 1)``): ``scale < 1`` too narrow (a U shape), ``> 1`` too wide."""
+    edges = stats.norm.ppf(np.linspace(0.0, 1.0, bins + 1)) * scale
+    return np.diff(stats.norm.cdf(edges))
+
+
+def assert_sbc_ranks_uniform(ranks, max_rank, *, bins=10, alpha=1e-3, scale=0.75, power=0.9):
+    """Simulation-based calibration ranks (``(L, C)``, ``C`` quantities, each in
+    ``0..max_rank``) uniform by Pearson's chi-square per quantity, at family-wise level
+    ``alpha`` (Bonferroni over the ``C`` quantities), with at least ``power`` against draws
+    ``scale`` times as spread out as the posterior (:func:`rank_law_of_misscaled_posterior`)."""
+    from bayesldp.bayes.calibration import rank_histogram
+
+    ranks = np.asarray(ranks)
+    counts = rank_histogram(ranks, max_rank, bins)
+    uniform = np.full(bins, 1.0 / bins)
+    wrong = rank_law_of_misscaled_posterior(scale, bins)
+    for column in counts.T:
+        assert_chi_square_fit_with_power(column, uniform, wrong, alpha=alpha / ranks.shape[1],
+                                         power=power)  # fmt: skip
 
 
 def assert_unbiased_with_variance(estimates, truth, variance, *, z=4.0, rel_var=0.10):
