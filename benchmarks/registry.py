@@ -700,6 +700,16 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         kind="investigation",
     ),
     Benchmark(
+        "survey_fixed_size", "survey_fixed_size.py",
+        "the survey with its subset size fixed (s = 1, 2, 3 on the sparse cells at eps <= 1, "
+        "s = 2 on the others at eps <= 1): what the lookahead rule's size choice leaves",
+        "none: an internal comparison (GRR's posterior mean, coupled)",
+        ("--repeats", "20", "--sizes", "1", "2", "3", "--spread-sizes", "2", "--workers", "2"),
+        ("survey_fixed_size.md", "survey_fixed_size.jsonl"),
+        ("--repeats", "2", "--sizes", "2", "--spread-sizes", "--out", "{tmp}/f.md"),
+        kind="investigation",
+    ),
+    Benchmark(
         "xxhash_collisions", "xxhash_collisions.py",
         "collision probability of the peers' xxhash family (BLHXX, OLHXX) over seeds",
         "exact value: 1/g", (), (), ("--k", "10", "--seeds", "4096"), kind="investigation",
