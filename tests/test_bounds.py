@@ -126,7 +126,8 @@ def test_observed_information_expectation():
 def test_cramer_rao_equals_iid_variance_of_channel_inversion():
     # for a square invertible channel the inverse-channel estimator is a linear function of the
     # multinomial report frequencies: its covariance under i.i.d. sampling from theta is exactly
-    # the Cramér-Rao bound (the K = 2 case is seed 000, Proposition 4.6: RR attains the bound)
+    # the Cramér-Rao bound (the K = 2 case is Lopuhaä-Zwakenberg et al. 2020, Proposition 4.6: RR
+    # attains the bound)
     rng = np.random.default_rng(2)
     for k in (2, 3, 6):
         p = random_channel(rng, k, k)

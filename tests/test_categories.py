@@ -1,4 +1,4 @@
-"""bayesldp.encode: named categories to the integer codes every mechanism perturbs (issue 15)."""
+"""bayesldp.encode: named categories to the integer codes every mechanism perturbs."""
 
 import numpy as np
 import pandas as pd

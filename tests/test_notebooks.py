@@ -202,7 +202,7 @@ def _code(path: Path) -> str:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
 def test_notebook_checks_its_model_and_names_its_categories(path: Path) -> None:
-    """Issue 15: every notebook runs a posterior predictive check and names its categories.
+    """Every notebook runs a posterior predictive check and names its categories.
 
     The check is ``bayesldp.sample_posterior_predictive`` drawn with ArviZ (``az.plot_ppc`` or
     ``az.plot_bpv``); the names reach the fit through ``fit(..., labels=...)`` (or a model's
@@ -216,7 +216,7 @@ def test_notebook_checks_its_model_and_names_its_categories(path: Path) -> None:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
 def test_notebook_figures_use_no_symlog_axis(path: Path) -> None:
-    """Issue 15 item 8: notebook 03's symlog axis hid that the 90% intervals of the largest
+    """Notebook 03's symlog axis hid that the 90% intervals of the largest
     category (truth near 1) all missed it; a frequency near 1 and ones near 0 go on separate
     linear axes instead."""
     assert "symlog" not in _code(path), f"{path.name}: a symlog axis"

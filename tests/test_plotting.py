@@ -75,7 +75,7 @@ def test_cli_chooses_agg_only_when_the_user_did_not(before, env, expected):
 
 
 def test_estimates_figure_names_the_categories():
-    """Issue 15: labels on the category axis, wrapped and rotated when long, "$" kept as text."""
+    """Labels on the category axis, wrapped and rotated when long, "$" kept as text."""
     import matplotlib.pyplot as plt
 
     truth = np.array([0.5, 0.3, 0.2])
@@ -120,7 +120,7 @@ def _legend_clear_of_axes(legend, ax) -> bool:
 
 
 def test_legends_cover_no_data():
-    """Issue 15 item 8: legends inside the axes covered the first category's intervals."""
+    """Legends inside the axes covered the first category's intervals."""
     import matplotlib.pyplot as plt
 
     truth = np.array([0.4, 0.3, 0.2, 0.1])
@@ -141,7 +141,7 @@ def test_legends_cover_no_data():
 
 
 def test_every_category_is_ticked_without_labels():
-    """Issue 15 item 8: the OUE estimates plot ticked every other category (0, 2, 4, ...)."""
+    """The OUE estimates plot ticked every other category (0, 2, 4, ...)."""
     import matplotlib.pyplot as plt
 
     for k in (10, 12, 60):
@@ -153,7 +153,7 @@ def test_every_category_is_ticked_without_labels():
 
 
 def test_error_lines_are_told_apart():
-    """Issue 15 item 8: error_vs_epsilon's lines overlapped in one style with a tiny legend.
+    """Error_vs_epsilon's lines overlapped in one style with a tiny legend.
 
     Every line has its own (color, marker, line style), coinciding lines are dodged sideways,
     the x ticks are the data's epsilons, and the panel figure has one panel per mechanism with
@@ -195,7 +195,7 @@ def test_category_axis_needs_labels_or_k():
 
 def test_ppc_categories_marks_the_observed_values_outside_their_interval():
     """One interval per category from the replicated draws; an observed value outside it is
-    drawn apart (issue 38 item 5)."""
+    drawn apart."""
     import arviz as az
 
     rng = np.random.default_rng(0)

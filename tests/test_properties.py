@@ -232,8 +232,8 @@ def test_the_gaussian_mechanism_at_a_small_epsilon_builds_without_warnings():
     k = 2, eps = 0.0078125 and 0.109375): building it and its realised epsilon raised scipy's
     IntegrationWarning (roundoff), an error in this suite, at scattered small epsilons (a scratch
     scan of k = 2, eps 0.02-80 in steps of 0.001 up to 2: 0.020-0.024, 0.041-0.049, 0.103).
-    The hockey-stick integral now falls back to its closed form where quadrature is roundoff
-    (issue 42 item 14), and the property covers every epsilon."""
+    The hockey-stick integral now falls back to its closed form where quadrature is roundoff,
+    and the property covers every epsilon."""
     for eps in (0.0078125, 0.02, 0.045, 0.103, 0.109375, 1e-8):
         realised = make_mechanism("Gaussian", 2, eps).realised_epsilon()
         assert realised == pytest.approx(eps, rel=1e-6)

@@ -20,7 +20,7 @@ def test_ci_reads_the_readme_test_command():
 
 
 def test_readme_explains_labels():
-    """Issue 15: a paragraph on named categories, and the estimate option."""
+    """A paragraph on named categories, and the estimate option."""
     text = README.read_text()
     section = text.split("### Named categories")[1].split("## ")[0]
     for needle in ("bayesldp.encode(values, categories=", "labels = [...]", "`label` column",

@@ -1,4 +1,4 @@
-"""Hostile inputs (issue 16): integer counts stay exact, sizes that cannot fit are refused with
+"""Hostile inputs: integer counts stay exact, sizes that cannot fit are refused with
 the figure, unary encoding draws exact bits or refuses the budget, empty tallies are an error."""
 
 import numpy as np

@@ -1,4 +1,5 @@
-"""Subset selection (seed 004): the numpy reference against brute force, and the compiled kernels
+"""Subset selection (Aydın and Yıldırım 2025): the numpy reference against brute force, and the
+compiled kernels
 of the survey loop against the numpy reference."""
 
 import numpy as np

@@ -1,4 +1,5 @@
-"""AdaptiveSurvey (AdOBEst-LDP, seed 004): privacy of every RRRR used, the law of the compiled
+"""AdaptiveSurvey (AdOBEst-LDP, Aydın and Yıldırım 2025): privacy of every RRRR used, the law of
+the compiled
 client, exact likelihood rows, the best-subset theorem, reproducibility, the posterior, the
 client/server API and input errors."""
 
@@ -105,7 +106,8 @@ def test_generator_streams_are_uniform_and_normal():
 
 # ----------------------------------------------------------------------------- the theorem
 def test_best_subset_is_chosen_with_frequency_tending_to_one():
-    # seed 004, "Probability of best subset selection": strictly ordered theta*, unique best S*.
+    # Aydın and Yıldırım 2025, "Probability of best subset selection": strictly ordered theta*,
+    # unique best S*.
     # Utility "tv" at eps = 1 for theta* = (.45, .35, .1, .06, .04): S* = top 2, whose score
     # beats the runner-up by 0.11 (half the best score).  One seeded survey of 20,000 users:
     # over the last 20 % of users S_t = S* for more than 95 % (measured: 100 % for each of 8

@@ -353,7 +353,7 @@ def test_pymc_model_density_is_loglik_plus_the_marginal_prior(small_tally):
 
 def test_build_model_takes_fit_s_priors(small_tally):
     """build_model(tally) is fit's default model (the adaptive prior, marginal form) and takes
-    "adaptive", numbers and the joint form with ``a`` as a variable (issue 38)."""
+    "adaptive", numbers and the joint form with ``a`` as a variable."""
     pytest.importorskip("pymc")
     from bayesldp.bayes.model import build_model
 

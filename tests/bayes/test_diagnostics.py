@@ -37,7 +37,7 @@ def test_a_failed_check_under_a_broad_posterior_of_a_says_so():
 
 
 def test_divergences_at_a_vertex_under_the_smoothness_prior_say_what_to_do():
-    """Issue 36's known fault: 90 GRR reports (60, 20, 10), K = 3, default SmoothDensity(3);
+    """A known fault: 90 GRR reports (60, 20, 10), K = 3, default SmoothDensity(3);
     2.9-3.6 % of the transitions diverge (benchmarks/investigations/results/smooth_vertex_steps.md),
     so 2 x 1,000 draws of method="hmc" have none with probability below 1e-20 (method="auto"
     samples it from the prior, tests/bayes/test_prior_mh.py); the hint names the share of draws at

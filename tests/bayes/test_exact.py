@@ -50,7 +50,7 @@ def brute_force(rows, counts, alpha):
 
 
 def rrrr_table_channel(k, subset, eps1, eps2):
-    """RRRR channel written directly from the table of REFERENCE.md section 4."""
+    """RRRR channel written out case by case from its definition (Aydın and Yıldırım 2025)."""
     a, b = math.exp(eps1), math.exp(eps2)
     s = len(subset)
     m = k - s
@@ -325,7 +325,8 @@ def test_bad_arguments():
 
 # ------------------------------------------------------------------------------ Bayes optimality
 def test_posterior_mean_beats_frequentist_estimators_under_the_prior():
-    """Seed 000, Theorem 3.1: the posterior mean minimises the prior-averaged squared error.
+    """Lopuhaä-Zwakenberg et al. 2020, Theorem 3.1: the posterior mean minimises the prior-averaged
+    squared error.
 
     theta ~ Dirichlet(1), n = 10 users from theta, GRR(3, eps = 1); squared error against
     theta.  Paired differences must be positive by more than 3 standard errors.

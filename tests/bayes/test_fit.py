@@ -299,7 +299,7 @@ def test_missing_backend_and_missing_dependency(grr_tally, monkeypatch):
 
 # --------------------------------------------------------------- pm.sample-shaped arguments
 def test_fit_takes_draws_and_tune_as_pm_sample_does(grr_tally):
-    """``fit(tally, 200, tune=100)`` is 200 draws after 100 warm-up iterations (issue 38)."""
+    """``fit(tally, 200, tune=100)`` is 200 draws after 100 warm-up iterations."""
     idata = fit(grr_tally, 200, tune=100, chains=2, method="hmc", random_seed=0,
                 compute_convergence_checks=False)  # fmt: skip
     assert idata.posterior["theta"].shape == (2, 200, grr_tally.k)

@@ -47,7 +47,7 @@ def _summary(theta):
 def _exact_grr_moments(report_counts, alpha, mech):
     """Exact posterior mean and E[theta^2] by enumerating the latent true-value counts.
 
-    Posterior = sum_j w_j Dirichlet(alpha + j) (REFERENCE.md section 5), 0 <= j_y <= c_y.
+    Posterior = sum_j w_j Dirichlet(alpha + j) over the latent counts j, 0 <= j_y <= c_y.
     """
     c = np.asarray(report_counts)
     p, q = mech.p, mech.q

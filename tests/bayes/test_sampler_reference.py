@@ -1,4 +1,4 @@
-"""Reference posteriors with power (issue 36, item 1): the samplers against exact posteriors.
+"""Reference posteriors with power: the samplers against exact posteriors.
 
 The reference is the posterior of a small GRR tally under a Dirichlet prior, enumerated here
 (independently of :mod:`bayesldp.bayes.exact`): with report counts ``c`` and latent counts
@@ -450,7 +450,7 @@ SMOOTH_CASES = {  # name: (reports, prior keywords)
     "default prior, 90 reports, last bin largest": ((25, 25, 40), {}),
     "default prior, 90 reports, skewed": ((60, 20, 10), {}),
 }
-#: a known fault (issue 36): under the default prior (slope sd 100) the posterior sits on a
+#: a known fault: under the default prior (slope sd 100) the posterior sits on a
 #: plateau at the vertex theta ~ (1, 0, 0), where the likelihood is flat in both log-ratios:
 #: slope and curvature sds of 60-140 (log theta_1's median -35) against the likelihood's
 #: exponential walls, 1.5-3 units wide.  NUTS diverges on 2.8-3.6 % of its transitions
@@ -677,7 +677,8 @@ def test_sgld_is_within_its_documented_bias_of_the_exact_posterior(reference):
 # ------------------------------------------------------------------- the survey's posterior
 def test_survey_posterior_matches_the_exact_mixture_of_its_reports():
     """An adaptive survey (K = 3, eps = 1, 40 users, a subset chosen per user from posterior
-    draws by seed 004's U4, so that the subsets vary: the default lookahead rule keeps GRR at
+    draws by Aydın and Yıldırım 2025's U4, so that the subsets vary: the default lookahead rule
+    keeps GRR at
     40 users) leaves a tally of RRRR rows under several subsets (11 distinct rows); its
     posterior (``fit`` of that tally, hmc, fixed Dirichlet(1) prior, 4 chains x 20,000 draws)
     against the exact mixture of the same tally (checked against quadrature above): 12 z-scores

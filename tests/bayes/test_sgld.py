@@ -1,4 +1,5 @@
-"""SGLD (method "sgld", seed 004): gradients, the CIR step, exact posteriors, resume, errors."""
+"""SGLD (method "sgld", Aydın and Yıldırım 2025): gradients, the CIR step, exact posteriors,
+resume, errors."""
 
 import functools
 import itertools

@@ -1,4 +1,4 @@
-"""EMS (EM + smoothing, the seed 001 authors' numerical estimator) against a dense transcription."""
+"""EMS (EM + smoothing, Ye et al.'s numerical estimator) against a dense transcription."""
 
 import math
 

@@ -1,5 +1,5 @@
 """The oracle variance formulas against the exact variance and against a Monte Carlo check with
-the power to see a 10 % error (issue 36: variance checks at rtol 0.1-0.5 could not).
+the power to see a 10 % error (variance checks at rtol 0.1-0.5 could not).
 
 For ``n`` users with fixed true values (``n_v`` of value ``v``) the report counts are a sum of
 independent multinomials, ``Cov[c] = sum_v n_v (diag(P_v) - P_v P_v^T)``, and the channel-inverse

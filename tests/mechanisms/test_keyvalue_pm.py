@@ -1,4 +1,4 @@
-"""PCKV-PM (seed 001's key-value row): exact epsilon from the densities, the channel against
+"""PCKV-PM (Ye et al.'s key-value row): exact epsilon from the densities, the channel against
 simulation and brute-force integrals, the key's frequency and mean from EM and the posterior."""
 
 import math

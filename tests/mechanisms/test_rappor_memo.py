@@ -1,4 +1,4 @@
-"""RAPPOR's permanent randomised response memoised per (user, value) (issue 39 item 1)."""
+"""RAPPOR's permanent randomised response memoised per (user, value)."""
 
 import math
 

@@ -15,7 +15,8 @@ EPS1_FRACTIONS = [0.5, 0.8, 1.0]
 
 
 def algorithm_channel(k, subset, eps1, eps2):
-    """Exact law of Algorithm 1 of seed 004, by enumerating R (independent of rrrr_channel)."""
+    """Exact law of Algorithm 1 of Aydın and Yıldırım 2025, by enumerating R (independent of
+    rrrr_channel)."""
     subset = sorted(subset)
     comp = [v for v in range(k) if v not in subset]
     m = len(comp)
@@ -123,7 +124,7 @@ def test_edge_subsets_reduce_to_grr():
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 5.0])
 def test_matlab_eps2_bug_would_fail_the_check(eps):
-    """REFERENCE.md section 1: the MATLAB formula realises 0.87 / 1.71 / 6.83 for K = 20."""
+    """The authors' reference MATLAB code's eps2 realises 0.87 / 1.71 / 6.83 for K = 20."""
     k, eps1 = 20, 0.8 * eps
     published = {0.5: 0.87, 1.0: 1.71, 5.0: 6.83}[eps]
     buggy = [

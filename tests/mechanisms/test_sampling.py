@@ -57,7 +57,7 @@ def test_t_equals_g_for_common_pi(common_pi_runs):
 def test_naive_c_biased_as_the_paper_says(common_pi_runs):
     sampler, est = common_pi_runs
     p, q = GRR.p, GRR.q
-    paper = PI * TRUE_COUNTS - N * q * (1 - PI) / (p - q)  # seed 003, eq. (4)
+    paper = PI * TRUE_COUNTS - N * q * (1 - PI) / (p - q)  # Biswas et al. 2022, eq. (4)
     np.testing.assert_allclose(sampler.expected_counts(X, "c"), paper, rtol=1e-12)
     var = sampler.count_variance(X, "c")
     se = np.sqrt(var / REPS)

@@ -20,12 +20,12 @@ def test_run_quickstart_writes_report(tmp_path, capsys):
         rows = list(csv.DictReader(fh))
     assert len(rows) == 5 * 5 * 10 and all(r["estimate"] for r in rows)  # mechs x methods x K
     assert "posterior_mean (auto)" in report
-    # issue 15: convergence of every posterior, and times after an untimed warm-up
+    # convergence of every posterior, and times after an untimed warm-up
     convergence = report.split("## Posterior convergence (every fit)")[1].split("##")[0]
     assert convergence.count("| auto |") == 5  # 5 mechanisms x 1 repeat (--quick)
     assert "after one untimed warm-up call" in report
     assert (out / "estimates_RRRR_eps1.png").stat().st_size > 1000
-    # lean posteriors (issue 15): no log_likelihood group, a few hundred kB each
+    # lean posteriors: no log_likelihood group, a few hundred kB each
     from bayesldp.bayes import load_fit
 
     saved = sorted(out.glob("posterior_*.nc"))
@@ -555,7 +555,7 @@ def test_recommend_shows_the_error_at_n(capsys):
 
 
 def test_estimate_with_labels(tmp_path, capsys):
-    """Issue 15: --labels / --labels-file name the categories in the table, CSV, JSON and the
+    """--labels / --labels-file name the categories in the table, CSV, JSON and the
     saved posterior; they are checked before the reports are read."""
     import json
 
@@ -739,7 +739,7 @@ def test_audit_with_few_trials_says_so_and_report_sizes_read_well(capsys):
 
 
 def test_mechanism_options_are_dashed_and_the_old_spelling_still_works():
-    """--num-bits as --fit-method (issue 38 item 8); --num_bits stays a hidden alias."""
+    """--num-bits as --fit-method; --num_bits stays a hidden alias."""
     from bayesldp.workflows.cli import build_parser
 
     parser = build_parser()

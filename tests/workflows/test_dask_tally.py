@@ -62,7 +62,7 @@ def test_unreachable_scheduler_fails_in_seconds_naming_it(tmp_path):
 @pytest.mark.parametrize("missing", ["dask", "distributed", "pyarrow"])
 def test_a_missing_extra_is_named(tmp_path, monkeypatch, missing):
     """dask, distributed and pyarrow are the ``bayesldp[dask]`` extra: without them the paths
-    that need them say so, naming the extra (issue 38 item 7)."""
+    that need them say so, naming the extra."""
     import sys
 
     mech = bayesldp.GRR(3, 1.0)

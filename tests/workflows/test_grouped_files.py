@@ -1,6 +1,6 @@
 """``bayesldp estimate`` on files of rounds (user, round, report) and of attributes (user,
 attribute, report): simulated reports written to CSV, read back through the command's main
-function, and one-line errors for bad files (issue 39 items 5 and 7)."""
+function, and one-line errors for bad files."""
 
 import csv
 import io

@@ -1,4 +1,4 @@
-"""The rounds and attributes specs (issue 39 item 5): ``bayesldp run`` on small specs, the
+"""The rounds and attributes specs: ``bayesldp run`` on small specs, the
 same seed giving the same files, and one-line errors naming the key."""
 
 import csv

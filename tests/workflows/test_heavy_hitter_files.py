@@ -218,7 +218,7 @@ def test_sfp_bad_files_are_refused_in_one_line(people, tmp_path, capsys):
     assert "--k: required with --mechanism SFP" in capsys.readouterr().err
 
 
-# Stamped files (issue 40 item 5): the public parameters travel with the reports.
+# Stamped files: the public parameters travel with the reports.
 SMALL_SFP = {"max_length": 4, "m": 64}
 LETTERS = "abcd"
 

@@ -1,4 +1,4 @@
-"""The heavy-hitters spec (issue 40 item 4): ``bayesldp run`` scores PEM, SFP and TreeHist on a
+"""The heavy-hitters spec: ``bayesldp run`` scores PEM, SFP and TreeHist on a
 Zipf population, the same seed giving the same files, and one-line errors naming the key."""
 
 import csv

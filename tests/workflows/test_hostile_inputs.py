@@ -1,4 +1,4 @@
-"""Hostile inputs beyond the tally store (issue 42): surveys, overflowing counts, interrupts,
+"""Hostile inputs beyond the tally store: surveys, overflowing counts, interrupts,
 concurrent writers, numerical mechanisms at extreme settings, memory, BOMs and odd paths.  Each
 case states its expected outcome: a one-line error of the package's own type (exit code 2 from
 the CLI; 130 for an interrupt), or the right answer.

@@ -1,5 +1,5 @@
 """PCKV report files as (user, key, value) rows and ``bayesldp estimate --key-values``: key
-frequencies and mean values (issue 37 item 5)."""
+frequencies and mean values."""
 
 import csv
 import io

@@ -1,5 +1,5 @@
 """Node-sampling rounds from report files: ``bayesldp estimate --nodes N --sampling PI`` gives
-Biswas et al.'s unbiased estimator (seed 003) of each round (issue 37 item 5)."""
+Biswas et al. 2022's unbiased estimator of each round."""
 
 import csv
 import io

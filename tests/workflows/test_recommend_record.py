@@ -47,7 +47,7 @@ def test_oracle_error_equals_simulated_protocols(epsilon):
 
 def test_smp_pays_for_the_users_it_does_not_ask():
     """At a large epsilon SMP's error is mostly the spread of the sampled users' frequencies
-    about everyone's (the term seed 002's comparison leaves out); the simulation sees it."""
+    about everyone's (the term Wang et al. 2017's comparison leaves out); the simulation sees it."""
     from bayesldp.mechanisms.multidimensional import SMP
 
     protocol, n = SMP((2, 2), 12.0, "GRR"), 400

@@ -160,7 +160,7 @@ def test_accuracy_mechanism_lists_are_canonicalised():
 
 
 def test_population_labels():
-    """Issue 15: [population].labels, K distinct strings; a data set's labels by default."""
+    """[population].labels, K distinct strings; a data set's labels by default."""
     spec = validate_study(
         GOOD | {"population": {"kind": "uniform", "k": 3, "labels": ["a", "b", "c"]}}
     )

@@ -1,4 +1,4 @@
-"""Issue 15: category labels carried from data sets and specs into every output of a study."""
+"""Category labels carried from data sets and specs into every output of a study."""
 
 import csv
 

@@ -1,4 +1,4 @@
-"""Hostile inputs to the tally store and the commands that read report sources (issue 42, the
+"""Hostile inputs to the tally store and the commands that read report sources (the
 durable state).  Each case states its expected outcome: a one-line error of the package's own
 type (exit code 2 from the CLI), or the right count.
 
