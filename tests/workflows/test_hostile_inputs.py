@@ -419,11 +419,11 @@ def test_run_interrupted_at_random_moments_leaves_all_or_nothing(tmp_path):
     argv = [sys.executable, "-c", CLI, "run", str(spec), "--quiet", "--no-figures", "--out"]
     start = time.monotonic()
     subprocess.run([*argv, str(tmp_path / "full")], check=True, capture_output=True)
+    full = time.monotonic() - start
     # after "interrupted" the command sends its stderr to /dev/null; a crash at exit (SIGABRT,
     # seen once) leaves its Python traceback in a file instead, for the failure message
     trace = tmp_path / "fault.txt"
     argv = [sys.executable, "-c", TRACED_CLI, str(trace), *argv[3:]]
-    full = time.monotonic() - start
     rng, outcomes = random.Random(42), []
     for i in range(20):
         out = tmp_path / f"out{i}"
