@@ -6,8 +6,9 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from bayesldp.errors import BayesLDPError, InvalidInputError
 from bayesldp.workflows.outputs import (
@@ -632,14 +633,16 @@ def _caused_by_interrupt(exc: BaseException) -> bool:
     return False
 
 
-def _run_answering_interrupts(args: argparse.Namespace) -> int:
-    """Run the command; an error that a Ctrl-C caused is the Ctrl-C.
+def _answering_interrupts(call: Callable[[], Any]) -> Any:
+    """``call()``; an error that a Ctrl-C caused is the Ctrl-C.
 
     Python wraps an interrupt that lands in some places into another exception: during a class
     body's ``__set_name__`` (a lazy import of dask.array, for one) it becomes a RuntimeError
-    "from" the KeyboardInterrupt."""
+    "from" the KeyboardInterrupt, and during a compiled module's initialisation (scipy.optimize's
+    HiGHS, imported while the parser lists the mechanisms' parameters) an ImportError
+    "initialization failed" from it."""
     try:
-        return args.func(args)
+        return call()
     except Exception as exc:
         if _caused_by_interrupt(exc):
             raise KeyboardInterrupt from exc
@@ -654,11 +657,11 @@ def main(argv: list[str] | None = None) -> int:
     """
     os.environ.setdefault("MPLBACKEND", "Agg")
     try:
-        args = build_parser().parse_args(argv)
+        args = _answering_interrupts(lambda: build_parser().parse_args(argv))
         args.argv = argv
         with (_one_line_warnings(args.command), _interrupts_in_callbacks(),
               _talk_while_compiling(args)):  # fmt: skip
-            return _run_answering_interrupts(args)
+            return _answering_interrupts(lambda: args.func(args))
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, 128 + 2
         ended = "\n" if sys.stderr.isatty() else ""  # end a progress line first
         print(f"{ended}bayesldp: interrupted", file=sys.stderr, flush=True)

@@ -346,6 +346,26 @@ def test_an_error_a_ctrl_c_caused_ends_the_command_as_an_interrupt(tmp_path, cap
     assert code == 130 and capsys.readouterr().err == "bayesldp: interrupted\n"
 
 
+def test_a_ctrl_c_while_the_parser_imports_ends_the_command_as_an_interrupt(capsys, monkeypatch):
+    """A Ctrl-C while the parser imports the mechanisms' modules (scipy.optimize's compiled
+    HiGHS, for one) reaches the command as an ImportError "initialization failed" raised from
+    the KeyboardInterrupt (seen in the interrupt sweep); the command answers it as the Ctrl-C it
+    was: one line, exit 130, no traceback."""
+    import bayesldp.mechanisms
+    import bayesldp.workflows.cli as cli
+
+    def interrupted_inside_a_module_initialisation():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise ImportError("initialization failed") from interrupt
+
+    monkeypatch.setattr(bayesldp.mechanisms, "all_parameters",
+                        interrupted_inside_a_module_initialisation)  # fmt: skip
+    assert cli.main(["mechanisms"]) == 130
+    assert capsys.readouterr().err == "bayesldp: interrupted\n"
+
+
 def test_an_error_not_caused_by_ctrl_c_is_not_an_interrupt():
     from bayesldp.workflows.cli import _caused_by_interrupt
 
