@@ -269,3 +269,20 @@ def test_ems_runs_the_dense_rows_that_are_no_band(name):
     est = ems(tally)
     assert est.iterations == steps
     np.testing.assert_allclose(est.frequencies, want, rtol=0, atol=1e-12)
+
+
+def test_ems_gives_the_same_bits_wherever_its_arrays_lie():
+    """EMS starts the smoothness and logistic-normal priors' samplers, whose chains turn a
+    difference in the last bit into different draws for the same seed, so it must not depend
+    on where its arrays lie in memory (it did, with its loop's sums reassociated: 47 of 2,000
+    calls on this tally differed from the first).  2,000 calls with the heap shifted between
+    them: at that rate (2.4 %) all of them agree with probability about e^-48."""
+    k = 9
+    theta = np.arange(1.0, k + 1) ** -1.5
+    rng = np.random.default_rng(0)
+    tally = bayesldp.GRR(k, 1.0).simulate_tally(rng.multinomial(3000, theta / theta.sum()), rng=1)
+    first = ems(tally).frequencies
+    held = []
+    for size in rng.integers(1, 64, 2000):
+        held.append(np.empty(size))  # moves where the next call's arrays are allocated
+        np.testing.assert_array_equal(ems(tally).frequencies, first)
