@@ -606,6 +606,18 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
          "{tmp}/gp.md"),
     ),
     Benchmark(
+        "survey_adaptive_gain_mean", "survey_adaptive_gain.py",
+        "survey_adaptive_gain with the lookahead rule simulating the pool's mean as the "
+        "population (lookahead_truth='mean'), the paper's grid",
+        "none: an internal comparison (GRR at the full budget on the same users; the default "
+        "rule's rows in survey_adaptive_gain.md are the same populations)",
+        ("--repeats", "20", "--utility", "default+mean", "--workers", "2", "--cells", "all",
+         "--out", "benchmarks/results/survey_adaptive_gain_mean.md"),
+        ("survey_adaptive_gain_mean.md", "survey_adaptive_gain_mean.jsonl"),
+        ("--repeats", "1", "--cells", "0", "--utility", "default+mean", "--out",
+         "{tmp}/gm.md"),
+    ),
+    Benchmark(
         "survey_stopping", "survey_stopping.py",
         "coverage at a width-based stop (posterior intervals or confidence sequences), and "
         "users against a worst-case fixed-size GRR survey",

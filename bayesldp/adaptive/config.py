@@ -31,11 +31,14 @@ ENGINES = ("posterior", "sgld", "fit")
 #: settings added after the first checkpoints were written, with the value that reproduces them
 #: (a checkpoint without them was made by the "sgld" or "fit" engine, which do not read them)
 LATER_SETTINGS = {"refresh": 0.25, "pool_draws": 100, "pool_tune": 200,
-                  "lookahead_test": "per_size", "lookahead_score": "mle"}  # fmt: skip
+                  "lookahead_test": "per_size", "lookahead_score": "mle",
+                  "lookahead_truth": "draws"}  # fmt: skip
 #: how the lookahead rule admits a subset over GRR (bayesldp.adaptive.lookahead)
 LOOKAHEAD_TESTS = ("per_size", "split")
 #: which estimate's simulated error the lookahead rule scores (bayesldp.adaptive.lookahead)
 LOOKAHEAD_SCORES = ("mle", "posterior")
+#: what the lookahead rule simulates as the population (bayesldp.adaptive.lookahead)
+LOOKAHEAD_TRUTHS = ("draws", "mean")
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class SurveyConfig:
     pool_tune: int
     lookahead_test: str
     lookahead_score: str
+    lookahead_truth: str
     entropy: int
     spawn_key: tuple[int, ...]
 
@@ -120,6 +124,9 @@ class SurveyConfig:
             ),
             lookahead_score=check_choice(
                 settings["lookahead_score"], "lookahead_score", LOOKAHEAD_SCORES
+            ),
+            lookahead_truth=check_choice(
+                settings["lookahead_truth"], "lookahead_truth", LOOKAHEAD_TRUTHS
             ),
             entropy=_check_entropy(settings["entropy"]),
             spawn_key=tuple(int(v) for v in settings["spawn_key"]),

@@ -39,6 +39,16 @@ GRR on the other ``J`` (admitted above ``MARGIN_SE`` standard errors), and GRR w
 survey holds fewer than ``K^2`` reports (too few for a posterior that tells which categories
 are on top).
 
+Each ``theta^(j)`` is a draw of the pool, so the simulated populations carry the posterior's
+spread: at small budgets the symmetric prior leaves every empty category a share that the
+reports cannot yet rule out, every simulated truth looks spread out, and GRR wins the
+simulation on populations where a subset wins in fact (on the paper's sparse cells at eps <=
+1 the rule stayed near GRR in 33 of 80 populations where a fixed size of 2 would have gained;
+``docs/design_notes.md``).  ``truth="mean"`` (``AdaptiveSurvey(..., lookahead_truth="mean")``)
+takes the pool's mean as every ``theta^(j)`` and draw ``j`` as the guide: the survey's
+estimate of the population as the truth, the posterior's uncertainty about which categories
+are on top kept in the guides.
+
 The MLE is not what the survey reports: its posterior mean, under the adaptive prior, already
 shrinks the empty categories, which is where a subset helps the MLE most.  ``now=(tally,
 prior)`` (``AdaptiveSurvey(..., lookahead_score="posterior")``) scores that estimate instead:
@@ -75,13 +85,15 @@ def lookahead_size(
     test: str = "per_size",
     users: int | None = None,
     now: tuple[Any, Any] | None = None,
+    truth: str = "draws",
 ) -> int:
     """``s*`` for the pool ``draws`` (shape (D, K)) at ``horizon`` users (module docstring);
     ``test="split"`` needs ``users``, the reports so far; ``now``: the survey's tally and prior,
-    to score the posterior mean instead of the MLE."""
+    to score the posterior mean instead of the MLE; ``truth="mean"``: the pool's mean as the
+    simulated truth."""
     if test == "split":
-        return _split_size(draws, epsilon, eps1, horizon, rng, users, now)
-    errors = simulated_errors(draws, epsilon, eps1, horizon, rng, now=now)
+        return _split_size(draws, epsilon, eps1, horizon, rng, users, now, truth)
+    errors = simulated_errors(draws, epsilon, eps1, horizon, rng, now=now, truth=truth)
     gain = errors[:, :1] - errors
     se = gain.std(axis=0, ddof=1) / np.sqrt(gain.shape[0])
     admitted = gain.mean(axis=0) > MARGIN_SE * se
@@ -92,12 +104,13 @@ def lookahead_size(
 
 def _split_size(draws: np.ndarray, epsilon: float, eps1: float, horizon: int,
                 rng: np.random.Generator, users: int | None,
-                now: tuple[Any, Any] | None) -> int:  # fmt: skip
+                now: tuple[Any, Any] | None, truth: str) -> int:  # fmt: skip
     """The split-half choice: the size chosen on half of ``2 J`` draws, tested on the rest."""
     k = draws.shape[1]
     if users is None or users < k * k:
         return 0
-    errors = simulated_errors(draws, epsilon, eps1, horizon, rng, n_draws=2 * N_DRAWS, now=now)
+    errors = simulated_errors(draws, epsilon, eps1, horizon, rng, n_draws=2 * N_DRAWS, now=now,
+                              truth=truth)  # fmt: skip
     choose, check = errors[::2], errors[1::2]  # interleaved: both halves span the pool
     size = int(np.argmin(choose.mean(axis=0)))
     if size == 0:
@@ -114,9 +127,11 @@ def simulated_errors(
     rng: np.random.Generator,
     n_draws: int = N_DRAWS,
     now: tuple[Any, Any] | None = None,
+    truth: str = "draws",
 ) -> np.ndarray:
     """``e_{js}`` of the module docstring, shape (``n_draws``, K): the MLE's error, or with
-    ``now = (tally, prior)`` the posterior mean's after the survey's reports."""
+    ``now = (tally, prior)`` the posterior mean's after the survey's reports; ``truth="mean"``:
+    every ``theta^(j)`` is the pool's mean and draw ``j`` is the guide."""
     from bayesldp.adaptive.selection import candidate_channels
     from bayesldp.tally import Tally
 
@@ -127,8 +142,13 @@ def simulated_errors(
     errors = np.zeros((n_draws, k))
     coming = horizon if now is None else max(horizon - now[0].n, 1)
     family = "rrrr" if now is None else now[0].family  # a survey's tally names its RRRR
+    if truth == "mean":
+        mean = np.maximum(draws, 0.0).mean(axis=0)
+        guides, thetas = thetas, np.broadcast_to(mean / mean.sum(), thetas.shape)
+    else:
+        guides = np.roll(thetas, -1, axis=0)
     for j, theta in enumerate(thetas):
-        guide = thetas[(j + 1) % n_draws]
+        guide = guides[j]
         channels = candidate_channels(np.argsort(-guide, kind="stable"), epsilon, eps1)
         users = rng.multinomial(coming, theta)
         seed = int(rng.integers(2**62)) if now is not None else None

@@ -147,6 +147,10 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
         the simulated reports alone, the default) or ``"posterior"`` (the posterior mean that
         :meth:`posterior` would report after the survey's reports and the simulated ones, one
         short fit per draw and size: several times the default's simulation time).
+    lookahead_truth : str
+        What the ``lookahead`` rule simulates as the population: ``"draws"`` (each of its
+        posterior pool draws in turn, the default) or ``"mean"`` (the pool's mean every time,
+        the draws ordering the categories; :mod:`bayesldp.adaptive.lookahead`).
 
     Notes
     -----
@@ -203,6 +207,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
         pool_tune: int = 200,
         lookahead_test: str = "per_size",
         lookahead_score: str = "mle",
+        lookahead_truth: str = "draws",
     ) -> None:
         self._setup(
             SurveyConfig.create(
@@ -226,6 +231,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
                 pool_tune=pool_tune,
                 lookahead_test=lookahead_test,
                 lookahead_score=lookahead_score,
+                lookahead_truth=lookahead_truth,
                 random_seed=random_seed,
             )
         )
@@ -578,7 +584,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
                 now = (self.tally(), self.prior) if config.lookahead_score == "posterior" else None
                 pool.size = lookahead_size(pool.draws, self.epsilon, self.eps1, horizon, rng,
                                            test=config.lookahead_test, users=self._n,
-                                           now=now)  # fmt: skip
+                                           now=now, truth=config.lookahead_truth)  # fmt: skip
                 pool.size_users = self._n
         self._theta_hist[b] = self._pool.pick(self._key0, self._key1, b)
         self._phi = self._theta_hist[b] * self._rho.sum()

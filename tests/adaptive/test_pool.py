@@ -162,14 +162,18 @@ def test_the_split_test_admits_a_subset_where_it_beats_grr_and_waits_for_k_squar
 
 def test_the_lookahead_test_and_score_are_kept_across_a_resume(tmp_path):
     survey = AdaptiveSurvey(4, 1.0, random_seed=0, batch_size=50, lookahead_test="split",
-                            lookahead_score="posterior", checkpoint=tmp_path / "s.npz")  # fmt: skip
+                            lookahead_score="posterior", lookahead_truth="mean",
+                            checkpoint=tmp_path / "s.npz")  # fmt: skip
     survey.simulate(np.random.default_rng(0).choice(4, size=100))
     config = AdaptiveSurvey.resume(tmp_path / "s.npz").config
-    assert (config.lookahead_test, config.lookahead_score) == ("split", "posterior")
+    assert (config.lookahead_test, config.lookahead_score, config.lookahead_truth) == (
+        "split", "posterior", "mean")
     with pytest.raises(InvalidInputError, match="lookahead_test"):
         AdaptiveSurvey(4, 1.0, lookahead_test="bonferroni")
     with pytest.raises(InvalidInputError, match="lookahead_score"):
         AdaptiveSurvey(4, 1.0, lookahead_score="map")
+    with pytest.raises(InvalidInputError, match="lookahead_truth"):
+        AdaptiveSurvey(4, 1.0, lookahead_truth="median")
 
 
 def test_the_posterior_score_is_the_error_of_fits_mean_after_the_reports():
@@ -200,6 +204,34 @@ def test_the_posterior_score_is_the_error_of_fits_mean_after_the_reports():
                               random_seed=seed, compute_convergence_checks=False)  # fmt: skip
         mean = fitted.posterior["theta"].values[0].mean(axis=0)
         assert errors[0, s] == pytest.approx(0.5 * np.abs(mean - thetas[0]).sum(), rel=1e-12)
+
+
+def test_the_mean_as_truth_simulates_the_pools_mean_through_each_draws_order():
+    """``truth="mean"``: every simulated population is the pool's mean (its draws clipped at
+    0, averaged and normalised) and draw ``j`` orders the categories for ``S``; recomputed
+    here from the same random numbers, MLE by MLE."""
+    from bayesldp.adaptive.lookahead import simulated_errors
+    from bayesldp.adaptive.selection import candidate_channels
+    from bayesldp.estimators.mle import mle
+    from bayesldp.tally import Tally
+
+    draws = np.random.default_rng(6).dirichlet([7.0, 2.0, 1.0, 0.5], size=10)
+    draws[3, 2] = -1e-3  # a pool draw a hair off the simplex, clipped as the survey's are
+    errors = simulated_errors(draws, 1.0, 0.8, 600, np.random.default_rng(7), n_draws=2,
+                              truth="mean")  # fmt: skip
+    mean = np.maximum(draws, 0.0).mean(axis=0)
+    mean /= mean.sum()
+    gen = np.random.default_rng(7)
+    for j, guide in enumerate(draws[[0, 9]] / draws[[0, 9]].sum(axis=1, keepdims=True)):
+        channels = candidate_channels(np.argsort(-guide, kind="stable"), 1.0, 0.8)
+        users = gen.multinomial(600, mean)
+        for s in range(4):
+            reports = gen.multinomial(users, channels[s]).sum(axis=0)
+            seen = reports > 0
+            tally = Tally(reports[seen], rows=channels[s].T[seen], stat=reports.astype(float),
+                          family="rrrr")  # fmt: skip
+            tv = 0.5 * np.abs(mle(tally, std_errors=False).frequencies - mean).sum()
+            assert errors[j, s] == pytest.approx(tv, rel=1e-12)
 
 
 def test_lookahead_orders_the_subset_by_another_draw_than_the_truth():
