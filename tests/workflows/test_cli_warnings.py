@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 import bayesldp
-from bayesldp.workflows.cli import ESTIMATE_SPELLING
+from bayesldp.workflows.cli_session import ESTIMATE_SPELLING
 
 CLI = "import sys; from bayesldp.workflows.cli import main; sys.exit(main(sys.argv[1:]))"
 

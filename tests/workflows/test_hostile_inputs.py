@@ -367,7 +367,7 @@ def test_a_ctrl_c_while_the_parser_imports_ends_the_command_as_an_interrupt(caps
 
 
 def test_an_error_not_caused_by_ctrl_c_is_not_an_interrupt():
-    from bayesldp.workflows.cli import _caused_by_interrupt
+    from bayesldp.workflows.cli_session import caused_by_interrupt
 
     try:
         try:
@@ -375,7 +375,7 @@ def test_an_error_not_caused_by_ctrl_c_is_not_an_interrupt():
         except ValueError as first:
             raise RuntimeError("second") from first
     except RuntimeError as exc:
-        assert not _caused_by_interrupt(exc)
+        assert not caused_by_interrupt(exc)
 
 
 def test_the_lock_file_goes_with_its_holder_and_a_waiter_takes_the_new_one(tmp_path):
