@@ -34,8 +34,9 @@ its seconds are its own.
 ``--utility default+split`` runs the default survey with the lookahead rule's split-half test
 (``AdaptiveSurvey(..., lookahead_test="split")``), ``default+posterior`` with its score on the
 posterior mean (``lookahead_score="posterior"``), ``default+split+posterior`` with both,
-``default+mean`` with the pool's mean as the simulated population (``lookahead_truth="mean"``);
-write each to another ``--out``.
+``default+draws`` with the rule before 2026-11-30, each pool draw in turn as the simulated
+population (``lookahead_truth="draws"``; the default's table from then is in git history, commit
+7c0c7bb); write each to another ``--out``.
 
 Usage::
 
@@ -68,7 +69,7 @@ DEFAULT_OUT = ROOT / "benchmarks/results/survey_adaptive_gain.md"
 
 #: the lookahead rule's variants a ``--utility`` may add, as ``default+split+posterior``
 VARIANTS = {"split": {"lookahead_test": "split"}, "posterior": {"lookahead_score": "posterior"},
-            "mean": {"lookahead_truth": "mean"}}
+            "draws": {"lookahead_truth": "draws"}}
 
 
 def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> dict[str, float]:

@@ -13,7 +13,8 @@ the posterior, with the uncertainty the survey really has about which categories
 .. math:: e_{js} = \\mathrm{TV}\\big(\\hat\\theta_{\\mathrm{MLE}}(Y^{(j, s)}),
           \\theta^{(j)}\\big), \\qquad g_{js} = e_{j0} - e_{js},
 
-``theta^(j)`` one of ``J`` draws of the survey's posterior pool taken as the truth, ``Y^(j, s)``
+``theta^(j)`` the truth (one of ``J`` draws of the survey's posterior pool, or by default their
+mean: below), ``Y^(j, s)``
 the reports of ``N`` users drawn from ``theta^(j)`` through the RRRR of ``S`` = the top ``s`` of
 *another* draw ``theta^(j+1)`` (the survey picks ``S`` from a draw of its own, never from the
 truth; ``s = 0`` is GRR at the full budget), the same users for every ``s`` (common random
@@ -39,15 +40,15 @@ GRR on the other ``J`` (admitted above ``MARGIN_SE`` standard errors), and GRR w
 survey holds fewer than ``K^2`` reports (too few for a posterior that tells which categories
 are on top).
 
-Each ``theta^(j)`` is a draw of the pool, so the simulated populations carry the posterior's
-spread: at small budgets the symmetric prior leaves every empty category a share that the
-reports cannot yet rule out, every simulated truth looks spread out, and GRR wins the
-simulation on populations where a subset wins in fact (on the paper's sparse cells at eps <=
-1 the rule stayed near GRR in 33 of 80 populations where a fixed size of 2 would have gained;
-``docs/design_notes.md``).  ``truth="mean"`` (``AdaptiveSurvey(..., lookahead_truth="mean")``)
-takes the pool's mean as every ``theta^(j)`` and draw ``j`` as the guide: the survey's
-estimate of the population as the truth, the posterior's uncertainty about which categories
-are on top kept in the guides.
+Taking each ``theta^(j)`` from the pool (``truth="draws"``) gives the simulated populations
+the posterior's spread: at small budgets the symmetric prior leaves every empty category a
+share that the reports cannot yet rule out, every simulated truth looks spread out, and GRR
+wins the simulation on populations where a subset wins in fact (on the paper's sparse cells at
+eps <= 1 that rule stayed near GRR in 33 of 80 populations where a fixed size of 2 would have
+gained; ``docs/design_notes.md``).  The survey's default, ``truth="mean"``, takes the pool's
+mean as every ``theta^(j)`` and draw ``j`` as the guide: the survey's estimate of the
+population as the truth, its uncertainty about which categories are on top kept in the guides
+(benchmarks/results/survey_adaptive_gain.md measures it against GRR on the paper's grid).
 
 The MLE is not what the survey reports: its posterior mean, under the adaptive prior, already
 shrinks the empty categories, which is where a subset helps the MLE most.  ``now=(tally,

@@ -148,9 +148,11 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
         :meth:`posterior` would report after the survey's reports and the simulated ones, one
         short fit per draw and size: several times the default's simulation time).
     lookahead_truth : str
-        What the ``lookahead`` rule simulates as the population: ``"draws"`` (each of its
-        posterior pool draws in turn, the default) or ``"mean"`` (the pool's mean every time,
-        the draws ordering the categories; :mod:`bayesldp.adaptive.lookahead`).
+        What the ``lookahead`` rule simulates as the population: ``"mean"`` (the posterior
+        pool's mean every time, each pool draw ordering the categories for ``S``; the default)
+        or ``"draws"`` (each pool draw in turn, the rule before 2026-11-30, which adapted less
+        on sparse populations; :mod:`bayesldp.adaptive.lookahead`).  A checkpoint written
+        before the option existed resumes with ``"draws"``.
 
     Notes
     -----
@@ -207,7 +209,7 @@ class AdaptiveSurvey(SurveyOutputs, SurveyState, SurveyStopping):
         pool_tune: int = 200,
         lookahead_test: str = "per_size",
         lookahead_score: str = "mle",
-        lookahead_truth: str = "draws",
+        lookahead_truth: str = "mean",
     ) -> None:
         self._setup(
             SurveyConfig.create(
