@@ -587,11 +587,13 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "(lookahead_test='split'), the paper's grid",
         "none: an internal comparison (GRR at the full budget on the same users; the default "
         "rule's rows in survey_adaptive_gain.md are the same populations)",
-        ("--repeats", "20", "--utility", "default+split", "--workers", "2", "--cells", "all",
+        ("--repeats", "20", "--utility", "default+split+draws", "--workers", "2", "--cells", "all",
          "--out", "benchmarks/results/survey_adaptive_gain_split.md"),
         ("survey_adaptive_gain_split.md", "survey_adaptive_gain_split.jsonl"),
-        ("--repeats", "1", "--cells", "0", "--utility", "default+split", "--out",
+        ("--repeats", "1", "--cells", "0", "--utility", "default+split+draws", "--out",
          "{tmp}/gs.md"),
+        header_note="run before the default rule simulated the pool's mean (2026-11-30), so "
+        "its header's --utility is default+split, the same rule as default+split+draws now",
     ),
     Benchmark(
         "survey_adaptive_gain_posterior", "survey_adaptive_gain.py",
@@ -599,11 +601,13 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "(lookahead_score='posterior'), on the sparse cell at K = 10, eps 1 (eps 0.5: --cells 1,0)",
         "none: an internal comparison (GRR at the full budget on the same users; the default "
         "rule's rows in survey_adaptive_gain.md are the same populations)",
-        ("--repeats", "20", "--utility", "default+posterior", "--workers", "1", "--cells", "1",
-         "--out", "benchmarks/results/survey_adaptive_gain_posterior.md"),
+        ("--repeats", "20", "--utility", "default+posterior+draws", "--workers", "1", "--cells",
+         "1", "--out", "benchmarks/results/survey_adaptive_gain_posterior.md"),
         ("survey_adaptive_gain_posterior.md", "survey_adaptive_gain_posterior.jsonl"),
-        ("--repeats", "1", "--cells", "1", "--utility", "default+posterior", "--out",
+        ("--repeats", "1", "--cells", "1", "--utility", "default+posterior+draws", "--out",
          "{tmp}/gp.md"),
+        header_note="run before the default rule simulated the pool's mean (2026-11-30), so "
+        "its header's --utility is default+posterior, the same rule as default+posterior+draws now",
     ),
     Benchmark(
         "survey_stopping", "survey_stopping.py",

@@ -72,6 +72,26 @@ VARIANTS = {"split": {"lookahead_test": "split"}, "posterior": {"lookahead_score
             "draws": {"lookahead_truth": "draws"}}
 
 
+def survey_options(utility: str) -> dict[str, str]:
+    """``AdaptiveSurvey``'s options for ``--utility`` (``default`` or a rule, ``+`` variants)."""
+    base, *variants = utility.split("+")
+    options = {} if base == "default" else {"utility": base}
+    for variant in variants:
+        options.update(VARIANTS[variant])
+    return options
+
+
+def survey_rule(utility: str) -> list[str]:
+    """The rule ``--utility`` runs, as the survey's config names it (the utility and the
+    lookahead rule's test, score and simulated truth): a cached line is reused only for the
+    same rule, so a rerun after the package's default changed runs every population again."""
+    from bayesldp.adaptive import AdaptiveSurvey
+
+    config = AdaptiveSurvey(2, 1.0, **survey_options(utility)).config
+    return [config.utility, config.lookahead_test, config.lookahead_score,
+            config.lookahead_truth]  # fmt: skip
+
+
 def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> dict[str, float]:
     warnings.simplefilter("ignore")
     from bayesldp import estimate, fit
@@ -81,11 +101,7 @@ def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> di
     theta = gen.dirichlet(np.full(k, rho))
     x = gen.choice(k, size=500 * k, p=theta)
     started = time.perf_counter()
-    base, *variants = utility.split("+")
-    options = {} if base == "default" else {"utility": base}
-    for variant in variants:
-        options.update(VARIANTS[variant])
-    survey = AdaptiveSurvey(k, eps, random_seed=rep, **options).simulate(x)
+    survey = AdaptiveSurvey(k, eps, random_seed=rep, **survey_options(utility)).simulate(x)
     seconds = time.perf_counter() - started
     history = survey.history
     baseline = coupled_grr_reports(k, eps, survey.eps1, x, history["report"].values,
@@ -163,7 +179,8 @@ def main() -> None:
     started = time.perf_counter()
     cells = GRID if args.cells == "all" else [GRID[int(i)] for i in args.cells.split(",")]
     cache = args.out.with_suffix(".jsonl")  # one line per finished population: a rerun resumes
-    done = _cached(cache, args.utility)
+    rule = survey_rule(args.utility)
+    done = _cached(cache, args.utility, rule)
     results = {cell: [done[(*cell, rep)] for rep in range(args.repeats) if (*cell, rep) in done]
                for cell in cells}  # fmt: skip
     todo = [(*cell, rep, args.utility) for cell in cells for rep in range(args.repeats)
@@ -178,7 +195,7 @@ def main() -> None:
             k, rho, eps, rep, utility = job
             results[(k, rho, eps)].append(result)
             line = {"k": k, "rho": rho, "eps": eps, "rep": rep, "utility": utility,
-                    "paired_fits": True, **result}  # fmt: skip
+                    "rule": rule, "paired_fits": True, **result}  # fmt: skip
             log.write(json.dumps(line) + "\n")
             log.flush()
             if len(results[(k, rho, eps)]) == args.repeats:  # the file, as each cell ends
@@ -196,15 +213,16 @@ def _out(out: Path) -> str:
     return f" --out {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}"
 
 
-def _cached(cache: Path, utility: str) -> dict[tuple, dict]:
-    """Populations already run with this utility, by (K, rho, eps, rep), from the JSON lines;
-    lines written before both posteriors were fitted with one seed (no ``paired_fits``) are
-    skipped."""
+def _cached(cache: Path, utility: str, rule: list[str]) -> dict[tuple, dict]:
+    """Populations already run with this utility and rule (:func:`survey_rule`), by (K, rho,
+    eps, rep), from the JSON lines; lines written before both posteriors were fitted with one
+    seed (no ``paired_fits``) or before the rule was recorded are skipped."""
     done = {}
     if cache.exists():
         for line in cache.read_text().splitlines():
             row = json.loads(line)
-            if row.pop("utility") == utility and row.pop("paired_fits", False):
+            same = row.pop("utility") == utility and row.pop("rule", None) == rule
+            if same and row.pop("paired_fits", False):
                 key = tuple(row.pop(name) for name in ("k", "rho", "eps", "rep"))
                 done[key] = row
     return done
