@@ -714,6 +714,13 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         kind="investigation",
     ),
     Benchmark(
+        "survey_lookahead_trace", "survey_lookahead_trace.py",
+        "the lookahead rule's choices on one sparse population (K = 10, rho = 0.01, eps 0.5), "
+        "simulating each posterior draw or the pool's mean as the population",
+        "none: the rule's own simulated errors, recorded", (),
+        ("survey_lookahead_trace.md",), ("--out", "{tmp}/t.md"), kind="investigation",
+    ),
+    Benchmark(
         "xxhash_collisions", "xxhash_collisions.py",
         "collision probability of the peers' xxhash family (BLHXX, OLHXX) over seeds",
         "exact value: 1/g", (), (), ("--k", "10", "--seeds", "4096"), kind="investigation",

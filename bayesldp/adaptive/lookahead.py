@@ -40,15 +40,15 @@ GRR on the other ``J`` (admitted above ``MARGIN_SE`` standard errors), and GRR w
 survey holds fewer than ``K^2`` reports (too few for a posterior that tells which categories
 are on top).
 
-Taking each ``theta^(j)`` from the pool (``truth="draws"``) gives the simulated populations
-the posterior's spread: at small budgets the symmetric prior leaves every empty category a
-share that the reports cannot yet rule out, every simulated truth looks spread out, and GRR
-wins the simulation on populations where a subset wins in fact (on the paper's sparse cells at
-eps <= 1 that rule stayed near GRR in 33 of 80 populations where a fixed size of 2 would have
-gained; ``docs/design_notes.md``).  The survey's default, ``truth="mean"``, takes the pool's
-mean as every ``theta^(j)`` and draw ``j`` as the guide: the survey's estimate of the
-population as the truth, its uncertainty about which categories are on top kept in the guides
-(benchmarks/results/survey_adaptive_gain.md measures it against GRR on the paper's grid).
+Taking each ``theta^(j)`` from the pool (``truth="draws"``) makes the simulated gain vary
+with how much the draws differ as well as with the simulated reports; at small budgets, where
+the draws differ most, its standard error hides gains that are there (on the paper's sparse
+cells at eps <= 1 that rule stayed near GRR in 33 of 80 populations where a fixed size of 2
+would have gained: ``docs/design_notes.md``).  The survey's default, ``truth="mean"``, takes
+the pool's mean as every ``theta^(j)`` and draw ``j`` as the guide: the survey's estimate of
+the population as the truth, its uncertainty about which categories are on top kept in the
+guides (benchmarks/results/survey_adaptive_gain.md measures it against GRR on the paper's
+grid).
 
 The MLE is not what the survey reports: its posterior mean, under the adaptive prior, already
 shrinks the empty categories, which is where a subset helps the MLE most.  ``now=(tally,
