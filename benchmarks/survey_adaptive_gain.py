@@ -72,6 +72,15 @@ VARIANTS = {"split": {"lookahead_test": "split"}, "posterior": {"lookahead_score
             "draws": {"lookahead_truth": "draws"}}
 
 
+def population(k: int, rho: float, eps: float, rep: int) -> tuple[np.random.Generator, np.ndarray,
+                                                                    np.ndarray]:  # fmt: skip
+    """Population ``rep`` of a cell: its generator (seeded by the cell and ``rep``), theta ~
+    Dirichlet(rho) and the 500 K users' values, in arrival order."""
+    gen = np.random.default_rng([k, int(rho * 100), int(eps * 10), rep])
+    theta = gen.dirichlet(np.full(k, rho))
+    return gen, theta, gen.choice(k, size=500 * k, p=theta)
+
+
 def survey_options(utility: str) -> dict[str, str]:
     """``AdaptiveSurvey``'s options for ``--utility`` (``default`` or a rule, ``+`` variants)."""
     base, *variants = utility.split("+")
@@ -97,9 +106,7 @@ def one_population(k: int, rho: float, eps: float, rep: int, utility: str) -> di
     from bayesldp import estimate, fit
     from bayesldp.adaptive import AdaptiveSurvey
 
-    gen = np.random.default_rng([k, int(rho * 100), int(eps * 10), rep])
-    theta = gen.dirichlet(np.full(k, rho))
-    x = gen.choice(k, size=500 * k, p=theta)
+    gen, theta, x = population(k, rho, eps, rep)
     started = time.perf_counter()
     survey = AdaptiveSurvey(k, eps, random_seed=rep, **survey_options(utility)).simulate(x)
     seconds = time.perf_counter() - started

@@ -26,12 +26,15 @@ import datetime as _dt
 import os
 import platform
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from survey_adaptive_gain import population  # noqa: E402
 
 
 def trace(k: int, rho: float, eps: float, rep: int, truth: str) -> tuple[np.ndarray, list]:
@@ -40,9 +43,7 @@ def trace(k: int, rho: float, eps: float, rep: int, truth: str) -> tuple[np.ndar
     import bayesldp.adaptive.survey as survey_module
     from bayesldp.adaptive import AdaptiveSurvey
 
-    gen = np.random.default_rng([k, int(rho * 100), int(eps * 10), rep])  # survey_adaptive_gain's
-    theta = gen.dirichlet(np.full(k, rho))
-    x = gen.choice(k, size=500 * k, p=theta)
+    _, theta, x = population(k, rho, eps, rep)  # survey_adaptive_gain.py's
     held = np.bincount(x, minlength=k) > 0
     choices: list[dict] = []
     simulate, choose = lookahead.simulated_errors, survey_module.lookahead_size
