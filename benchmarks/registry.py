@@ -596,6 +596,18 @@ BENCHMARKS_LIST: tuple[Benchmark, ...] = (
         "its header's --utility is default+split, the same rule as default+split+draws now",
     ),
     Benchmark(
+        "survey_adaptive_gain_split_mean", "survey_adaptive_gain.py",
+        "survey_adaptive_gain with the lookahead rule's split-half admission test under the "
+        "default's simulated truth (the pool's mean), the paper's grid",
+        "none: an internal comparison (GRR at the full budget on the same users; the default "
+        "rule's rows in survey_adaptive_gain.md are the same populations)",
+        ("--repeats", "20", "--utility", "default+split", "--workers", "2", "--cells", "all",
+         "--out", "benchmarks/results/survey_adaptive_gain_split_mean.md"),
+        ("survey_adaptive_gain_split_mean.md", "survey_adaptive_gain_split_mean.jsonl"),
+        ("--repeats", "1", "--cells", "0", "--utility", "default+split", "--out",
+         "{tmp}/gsm.md"),
+    ),
+    Benchmark(
         "survey_adaptive_gain_posterior", "survey_adaptive_gain.py",
         "survey_adaptive_gain with the lookahead rule scoring the posterior mean "
         "(lookahead_score='posterior'), on the sparse cell at K = 10, eps 1 (eps 0.5: --cells 1,0)",
