@@ -60,3 +60,9 @@ def pooled_ratio(pairs: list[tuple[float, float]]) -> str:
     left = len(pairs) - len(kept)
     note = f"; {left} cell{'s' * (left > 1)} without variation left out" if left else ""
     return f"{np.exp(mean):.3f} (95%: {low:.3f}-{high:.3f}{note})"
+
+
+def pooled_section(summary: list[str]) -> list[str]:
+    """A results file's closing lines: the pooled table ``summary`` under its caption."""
+    caption = "Pooled (inverse-variance mean of the log ratios, as a ratio, with its 95% interval):"
+    return ["", caption, "", *summary, ""]

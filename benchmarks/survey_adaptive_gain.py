@@ -59,7 +59,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from paired_ratios import holm, paired_ratio, pooled_ratio, worse_p_value
+from paired_ratios import holm, paired_ratio, pooled_ratio, pooled_section, worse_p_value
 from survey_coupling import coupled_grr_reports, grr_tally_like_survey
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,11 +272,7 @@ def _write(args: argparse.Namespace, cells: list[dict], n_cells: int, load: floa
             "simulate s |",
             "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---:|---:|",
             *rows,
-            "",
-            "Pooled (inverse-variance mean of the log ratios, as a ratio, with its 95% interval):",
-            "",
-            *_summary(cells),
-            "",
+            *pooled_section(_summary(cells)),
         ]
     )
     args.out.write_text(text)

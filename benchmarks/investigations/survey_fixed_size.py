@@ -43,7 +43,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from paired_ratios import paired_ratio, pooled_ratio  # noqa: E402
+from paired_ratios import paired_ratio, pooled_ratio, pooled_section  # noqa: E402
 
 SPARSE = [(k, 0.01, eps) for k in (10, 20) for eps in (0.5, 1.0)]
 SPREAD = [(k, rho, eps) for k in (10, 20) for rho in (0.1, 1.0) for eps in (0.5, 1.0)]
@@ -161,11 +161,7 @@ def _write(args, designs: list, done: dict, load: float, secs: float) -> None:
             "posterior ratio (se) | MLE ratio (se) |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             *(_row(c) for c in cells),
-            "",
-            "Pooled (inverse-variance mean of the log ratios, as a ratio, with its 95% interval):",
-            "",
-            *_summary(cells),
-            "",
+            *pooled_section(_summary(cells)),
         ]
     )
     args.out.write_text(text)

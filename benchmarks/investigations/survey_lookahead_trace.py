@@ -76,12 +76,16 @@ def trace(k: int, rho: float, eps: float, rep: int, truth: str) -> tuple[np.ndar
     return theta, choices
 
 
+def listed(values, spec: str) -> str:
+    """``values`` formatted with ``spec``, comma-separated."""
+    return ", ".join(format(v, spec) for v in values)
+
+
 def _table(choices: list[dict]) -> list[str]:
     lines = ["| reports | horizon | pool mean: top 3 | largest on an empty category | "
              "MLE TV: GRR, s = 1, 2, 3 | z of gain: s = 1, 2, 3 | chosen |",
              "|---:|---:|---|---:|---|---|---:|"]  # fmt: skip
     for c in choices:
-        listed = lambda v, f: ", ".join(format(e, f) for e in v)  # noqa: E731
         lines.append(f"| {c['users']:,} | {c['horizon']:,} | {listed(c['top'], '.3f')} | "
                      f"{c['empty']:.3f} | {listed(c['errors'], '.4f')} | {listed(c['z'], '.1f')} "
                      f"| {c['size']} |")  # fmt: skip

@@ -51,7 +51,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from paired_ratios import paired_ratio, pooled_ratio  # noqa: E402
+from paired_ratios import paired_ratio, pooled_ratio, pooled_section  # noqa: E402
 
 GRID = list(itertools.product((10, 20), (0.01,), (0.5, 1.0, 5.0)))
 EPS1_FRACTION = 0.8
@@ -173,11 +173,7 @@ def _write(args: argparse.Namespace, cells: list[dict], n_cells: int, load: floa
         "oracle s > 0 | empirical TV | floor ratio (se) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *(_row(c, args.repeats) for c in cells),
-        "",
-        "Pooled (inverse-variance mean of the log ratios, as a ratio, with its 95% interval):",
-        "",
-        *_summary(cells),
-        "",
+        *pooled_section(_summary(cells)),
     ])
     args.out.write_text(text)
 
