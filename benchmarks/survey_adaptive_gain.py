@@ -28,8 +28,9 @@ interval, over all cells, over the sparse cells (rho = 0.01) and over the sparse
 eps <= 1.
 
 Each finished population is a line of ``results/survey_adaptive_gain.jsonl`` (the ``--out``
-path with ``.jsonl``); a rerun with the same utility takes those and runs only the rest, and
-its seconds are its own.
+path with ``.jsonl``); a rerun with the same utility and rule (the survey config's utility and
+lookahead settings, recorded on each line) takes those and runs only the rest, and its seconds
+are its own.
 
 ``--utility default+split`` runs the default survey with the lookahead rule's split-half test
 (``AdaptiveSurvey(..., lookahead_test="split")``), ``default+posterior`` with its score on the
